@@ -1,0 +1,121 @@
+package rules
+
+import "time"
+
+// Config is the whole of rules.yaml after ${VAR} expansion, defaults and
+// validation. A *Config is immutable once Load returns it: a reload builds a
+// new one and swaps it in, so readers may share it across goroutines.
+type Config struct {
+	Proxy    ProxyConfig   `yaml:"proxy"`
+	Admin    AdminConfig   `yaml:"admin"`
+	Users    []User        `yaml:"users"`
+	Backends BackendConfig `yaml:"backends"`
+	Locks    LockConfig    `yaml:"locks"`
+	Rules    []Rule        `yaml:"rules"`
+
+	// Path is the file the config was loaded from (empty for LoadBytes).
+	Path string `yaml:"-"`
+}
+
+// ProxyConfig is the MySQL-protocol listener for applications.
+type ProxyConfig struct {
+	Listen         string     `yaml:"listen"`          // default 127.0.0.1:3307
+	MaxConnections int        `yaml:"max_connections"` // default 4096; over it clients get 1040
+	TLS            *TLSConfig `yaml:"tls"`             // optional
+	// HandshakeTimeout bounds how long a client may take to authenticate.
+	HandshakeTimeout Duration `yaml:"handshake_timeout"` // default 10s
+	// ShutdownGrace is how long SIGTERM waits for open sessions.
+	ShutdownGrace Duration `yaml:"shutdown_grace"` // default 30s
+	// MaxAllowedPacket is the largest client packet accepted (bytes).
+	MaxAllowedPacket int `yaml:"max_allowed_packet"` // default 64 MiB
+}
+
+// TLSConfig names a PEM certificate and key for client TLS.
+type TLSConfig struct {
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// AdminConfig is the admin HTTP listener (/metrics, /healthz, /readyz, /debug/locks).
+type AdminConfig struct {
+	Listen string `yaml:"listen"` // default 127.0.0.1:9307
+}
+
+// User is a client credential; the same credentials open backend connections.
+type User struct {
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+}
+
+// BackendConfig names the MySQL/MariaDB servers behind the proxy.
+type BackendConfig struct {
+	Primary       string   `yaml:"primary"`
+	Replicas      []string `yaml:"replicas"`
+	MaxReplicaLag Duration `yaml:"max_replica_lag"` // default 2s
+}
+
+// LockConfig selects and tunes the distributed lock backend.
+type LockConfig struct {
+	Backend       string       `yaml:"backend"` // redis | memory | mysql | etcd | zookeeper; default memory
+	Redis         *RedisConfig `yaml:"redis"`
+	MySQL         *MySQLLock   `yaml:"mysql"`
+	Etcd          *EtcdConfig  `yaml:"etcd"`
+	ZooKeeper     *ZKConfig    `yaml:"zookeeper"`
+	TTL           Duration     `yaml:"ttl"`            // default 30s
+	WaitTimeout   Duration     `yaml:"wait_timeout"`   // default 5s
+	OnUnavailable string       `yaml:"on_unavailable"` // reject | passthrough; default reject
+}
+
+// RedisConfig addresses one server, a Sentinel group, a Cluster, or (mode:
+// redlock) several independent servers.
+type RedisConfig struct {
+	Addrs      []string `yaml:"addrs"`
+	MasterName string   `yaml:"master_name"`
+	Cluster    bool     `yaml:"cluster"`
+	Mode       string   `yaml:"mode"` // "" | redlock
+	Username   string   `yaml:"username"`
+	Password   string   `yaml:"password"`
+	DB         int      `yaml:"db"`
+}
+
+// MySQLLock keeps locks as rows of a table.
+type MySQLLock struct {
+	Table string `yaml:"table"` // default lockproxy_locks
+	Addr  string `yaml:"addr"`  // default: the primary
+}
+
+// EtcdConfig lists etcd endpoints.
+type EtcdConfig struct {
+	Endpoints []string `yaml:"endpoints"`
+}
+
+// ZKConfig lists ZooKeeper servers.
+type ZKConfig struct {
+	Servers []string `yaml:"servers"`
+}
+
+// Rule guards one table: which statements lock which row keys, how they are
+// routed, and how read-then-write updates of one column are rewritten.
+type Rule struct {
+	Name        string   `yaml:"name"`
+	Table       string   `yaml:"table"` // db.table or table (any database); case-insensitive
+	Key         []string `yaml:"key"`
+	Lock        []string `yaml:"lock"`  // write | locking_read | read_in_txn; default all three
+	Route       string   `yaml:"route"` // "" | primary
+	WaitTimeout Duration `yaml:"wait_timeout"`
+	OnUnkeyed   string   `yaml:"on_unkeyed"` // reject | allow; default reject
+	Rewrite     *Rewrite `yaml:"rewrite"`
+}
+
+// Rewrite turns absolute updates of Column into conditional ones.
+type Rewrite struct {
+	Column string   `yaml:"column"`
+	Mode   string   `yaml:"mode"` // delta | cas
+	Min    *float64 `yaml:"min"`
+}
+
+// Duration is a time.Duration written in YAML as "2s", "150ms", "1m".
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
