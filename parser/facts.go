@@ -1,0 +1,394 @@
+package parser
+
+import "github.com/pingcap/tidb/pkg/parser/ast"
+
+// Analysis is what lockproxy knows about one query string (one COM_QUERY or
+// one COM_STMT_PREPARE). An *Analysis returned by Analyze or Cache.Analyze is
+// immutable and may be shared by many goroutines: callers must not modify it
+// or anything it points to (including the ASTs in Facts.Node; a rewrite must
+// work on a fresh parse or a copy).
+type Analysis struct {
+	// SQL is the query text as given.
+	SQL string
+	// DB is the current database the text was analysed under (unqualified
+	// table names are qualified with it).
+	DB string
+	// Stmts holds one Facts per statement, in textual order. Empty when
+	// Unparsed or when the text holds no statement (only comments, ";").
+	Stmts []*Facts
+	// Params is the number of `?` placeholders in the whole text.
+	Params int
+	// PrimaryHint is true when a comment anywhere in the text (outside
+	// string literals) contains `lockproxy:primary`.
+	PrimaryHint bool
+
+	// Unparsed is true when the TiDB parser rejected the text (MariaDB-only
+	// syntax, garbage). Such a statement must still be routed to the primary
+	// and still meet the rules of the tables LexTables names.
+	Unparsed bool
+	// ParseError is the parser's message when Unparsed.
+	ParseError string
+	// LexTables are the tables a cheap lexical scan found (identifiers after
+	// FROM, JOIN, UPDATE, INTO, TABLE), qualified with DB. Filled only when
+	// Unparsed; Where is nil for each.
+	LexTables []TableRef
+}
+
+// Kind is the class of a statement, as lockproxy cares about it. Its string
+// value is stable and fit for a metric label.
+type Kind string
+
+// Statement kinds.
+const (
+	KindSelect  Kind = "select" // SELECT, UNION/EXCEPT/INTERSECT, TABLE t, VALUES
+	KindInsert  Kind = "insert"
+	KindReplace Kind = "replace"
+	KindUpdate  Kind = "update"
+	KindDelete  Kind = "delete"
+	KindDDL     Kind = "ddl" // CREATE/ALTER/DROP/RENAME/TRUNCATE ... (TRUNCATE included)
+	// KindBegin is BEGIN, BEGIN WORK and START TRANSACTION; Facts.ReadOnly
+	// tells START TRANSACTION READ ONLY.
+	KindBegin    Kind = "begin"
+	KindCommit   Kind = "commit"
+	KindRollback Kind = "rollback" // ends the transaction
+	// KindRollbackToSavepoint is ROLLBACK TO [SAVEPOINT] name: the
+	// transaction stays open.
+	KindRollbackToSavepoint Kind = "rollback_to_savepoint"
+	KindSavepoint           Kind = "savepoint"
+	KindReleaseSavepoint    Kind = "release_savepoint"
+	KindSet                 Kind = "set" // SET var, SET NAMES, SET TRANSACTION, SET PASSWORD...
+	KindUse                 Kind = "use"
+	KindShow                Kind = "show"
+	KindExplain             Kind = "explain" // EXPLAIN/DESCRIBE of a statement or a table
+	KindCall                Kind = "call"
+	KindLoadData            Kind = "load_data"
+	KindLockTables          Kind = "lock_tables"
+	KindUnlockTables        Kind = "unlock_tables"
+	KindPrepare             Kind = "prepare"    // SQL-level PREPARE name FROM ...
+	KindExecute             Kind = "execute"    // SQL-level EXECUTE name [USING ...]
+	KindDeallocate          Kind = "deallocate" // SQL-level DEALLOCATE/DROP PREPARE
+	KindOther               Kind = "other"      // anything else (DO, FLUSH, KILL, GRANT, ANALYZE...)
+)
+
+// Facts are the facts of one statement.
+type Facts struct {
+	// Kind is the class of the statement.
+	Kind Kind
+	// Node is the parsed statement. Shared: never modify it; to rewrite,
+	// parse again (ParseOne) and modify that copy.
+	Node ast.StmtNode
+	// Text is this statement's own text (of a multi-statement string).
+	Text string
+
+	// ParamBase is the index of this statement's first `?` in the whole text;
+	// Params is how many it holds. Value.Param indices are text-wide.
+	ParamBase int
+	Params    int
+
+	// Lock is the strongest locking clause found anywhere in the statement
+	// (subqueries, UNION branches, derived tables, CTEs included).
+	Lock LockClause
+
+	// Tables are the base tables the statement touches, in textual order, one
+	// entry per occurrence (a self-join gives two). CTE names are not
+	// tables and are left out.
+	Tables []TableRef
+
+	// Insert is set for INSERT and REPLACE.
+	Insert *InsertFacts
+	// Assignments are the SET list of an UPDATE.
+	Assignments []Assignment
+
+	// ReadOnly is true for START TRANSACTION READ ONLY.
+	ReadOnly bool
+	// Savepoint is the name for SAVEPOINT, RELEASE SAVEPOINT and
+	// ROLLBACK TO SAVEPOINT.
+	Savepoint string
+	// UseDB is the database of USE, lowercased.
+	UseDB string
+	// Prepared describes SQL-level PREPARE / EXECUTE / DEALLOCATE.
+	Prepared *SQLPrepared
+
+	// Effects are the session effects that pin the session to the primary
+	// or change the proxy's view of the session.
+	Effects Effects
+	// ImplicitCommit is true when MySQL commits the open transaction before
+	// (and for DDL after) running this statement: DDL, LOCK TABLES,
+	// UNLOCK TABLES (with tables locked), BEGIN inside a transaction, user
+	// and privilege management, LOAD DATA on some engines, etc.
+	ImplicitCommit bool
+	// PrimaryHint mirrors Analysis.PrimaryHint.
+	PrimaryHint bool
+}
+
+// LockMode is the strength of a locking read clause.
+type LockMode int
+
+// Lock modes, weakest first: a statement's LockClause is the maximum found.
+const (
+	LockNone      LockMode = iota
+	LockForShare           // FOR SHARE, LOCK IN SHARE MODE
+	LockForUpdate          // FOR UPDATE
+)
+
+// String returns "none", "for share" or "for update".
+func (m LockMode) String() string {
+	switch m {
+	case LockForShare:
+		return "for share"
+	case LockForUpdate:
+		return "for update"
+	default:
+		return "none"
+	}
+}
+
+// LockClause is a SELECT's locking clause.
+type LockClause struct {
+	Mode       LockMode
+	NoWait     bool   // NOWAIT on any locking clause
+	SkipLocked bool   // SKIP LOCKED on any locking clause
+	WaitSec    uint64 // WAIT n (MariaDB), 0 when absent
+}
+
+// TableRef is one occurrence of a base table in a statement.
+type TableRef struct {
+	// Schema is the database, lowercased: the qualifier if written, else
+	// the current database ("" when there is none).
+	Schema string
+	// Name is the table name, lowercased.
+	Name string
+	// Alias is the alias, lowercased ("" when none).
+	Alias string
+	// Write is true when the statement modifies this table (target of
+	// INSERT/REPLACE/UPDATE/DELETE, LOAD DATA, or of DDL).
+	Write bool
+	// Where is what the statement's conditions say about the rows of this
+	// table touched. For UPDATE/DELETE/SELECT it comes from WHERE and the ON
+	// of inner joins; for INSERT/REPLACE from the VALUES rows. nil when the
+	// statement kind has no row restriction (DDL, LOCK TABLES, ...).
+	Where *Predicate
+}
+
+// Qualified returns "schema.name" (or "name" when Schema is empty).
+func (t TableRef) Qualified() string {
+	if t.Schema == "" {
+		return t.Name
+	}
+	return t.Schema + "." + t.Name
+}
+
+// Predicate is a condition on the rows of one table in disjunctive normal
+// form: the rows touched are among those that satisfy at least one
+// conjunction of Or. Only `column = value` atoms are kept; anything else
+// (ranges, functions, subqueries, column = column, conditions on other
+// tables) was dropped, which makes the described set larger, never
+// smaller, so keys derived from it are a safe over-approximation.
+type Predicate struct {
+	// Or is the disjunction. A conjunction with no atom on the key columns
+	// means "any row". Nil when Unkeyed.
+	Or []Conj
+	// Residual is true when some part of the condition was not reducible
+	// to column = value atoms (and was dropped as above).
+	Residual bool
+	// Unkeyed is true when nothing can be said: the DNF would exceed
+	// MaxAtoms atoms, or an INSERT takes its rows from a SELECT or lists no
+	// columns.
+	Unkeyed bool
+}
+
+// MaxAtoms bounds the size of a Predicate's DNF (total atoms over all
+// conjunctions). Beyond it the Predicate is Unkeyed.
+const MaxAtoms = 10000
+
+// Conj is a conjunction of atoms.
+type Conj []Atom
+
+// Atom says Column = Value (also for `<=>`, IN lists and row constructors).
+type Atom struct {
+	// Column is the column name, lowercased, without qualifier.
+	Column string
+	// Value is a literal or a placeholder.
+	Value Value
+}
+
+// ValueKind is the kind of a Value.
+type ValueKind int
+
+// Value kinds.
+const (
+	ValueExpr    ValueKind = iota // not a literal nor a placeholder (NOW(), DEFAULT, a + 1 ...)
+	ValueNull                     // NULL
+	ValueInt                      // signed integer literal, in Int
+	ValueUint                     // unsigned integer literal beyond int64, in Uint
+	ValueDecimal                  // exact decimal literal, its canonical text in Str
+	ValueFloat                    // float literal (1e3), in Float
+	ValueString                   // string literal, its bytes (unescaped) in Str
+	ValueHex                      // x'..' / 0x.. literal, its bytes in Str
+	ValueBit                      // b'..' / 0b.. literal, its bytes in Str
+	ValueParam                    // `?` placeholder, its index in Param
+)
+
+// String names the kind.
+func (k ValueKind) String() string {
+	switch k {
+	case ValueNull:
+		return "null"
+	case ValueInt:
+		return "int"
+	case ValueUint:
+		return "uint"
+	case ValueDecimal:
+		return "decimal"
+	case ValueFloat:
+		return "float"
+	case ValueString:
+		return "string"
+	case ValueHex:
+		return "hex"
+	case ValueBit:
+		return "bit"
+	case ValueParam:
+		return "param"
+	default:
+		return "expr"
+	}
+}
+
+// Value is a literal, a placeholder or (ValueExpr) some other expression.
+type Value struct {
+	Kind  ValueKind
+	Int   int64
+	Uint  uint64
+	Float float64
+	// Str holds the bytes of string, hex and bit literals and the canonical
+	// text of a decimal.
+	Str string
+	// Charset is the introducer of a string literal (_utf8mb4'x'), lowercased.
+	Charset string
+	// Param is the 0-based index of the placeholder in the whole text, in
+	// textual order, as COM_STMT_PREPARE numbers them.
+	Param int
+	// Text is the value as SQL (restored: 1001, 'abc', x'0a', ?, NOW()).
+	Text string
+}
+
+// IsConst reports whether v is a literal or a placeholder (a key value).
+func (v Value) IsConst() bool { return v.Kind != ValueExpr }
+
+// InsertFacts describes the rows of an INSERT or REPLACE.
+type InsertFacts struct {
+	// Columns are the listed columns, lowercased (from the column list or
+	// from INSERT ... SET). Empty when the statement lists none.
+	Columns []string
+	// Rows are the VALUES rows, each aligned with Columns.
+	Rows [][]Value
+	// FromSelect is true for INSERT ... SELECT (and TABLE/VALUES sources
+	// treated as SELECT): its rows are not known, so it is not keyed.
+	FromSelect bool
+	// Ignore is true for INSERT IGNORE.
+	Ignore bool
+	// OnDuplicate is the ON DUPLICATE KEY UPDATE list.
+	OnDuplicate []Assignment
+}
+
+// AssignKind classifies the right side of `column = ...`.
+type AssignKind int
+
+// Assignment kinds.
+const (
+	AssignOther    AssignKind = iota // any other expression
+	AssignLiteral                    // column = literal (Value)
+	AssignParam                      // column = ? (Value)
+	AssignRelative                   // column = column + delta / column - delta (Op, Delta)
+)
+
+// String names the kind.
+func (k AssignKind) String() string {
+	switch k {
+	case AssignLiteral:
+		return "literal"
+	case AssignParam:
+		return "param"
+	case AssignRelative:
+		return "relative"
+	default:
+		return "other"
+	}
+}
+
+// Assignment is one `column = expr` of UPDATE SET or ON DUPLICATE KEY UPDATE.
+type Assignment struct {
+	// Table is the qualifier as written (alias or table name), lowercased,
+	// "" when unqualified.
+	Table string
+	// Column is the column name, lowercased.
+	Column string
+	Kind   AssignKind
+	// Value is the literal or placeholder for AssignLiteral/AssignParam
+	// (Kind ValueExpr with its Text for AssignOther).
+	Value Value
+	// Op is '+' or '-' for AssignRelative, and Delta the literal or
+	// placeholder added or subtracted.
+	Op    byte
+	Delta Value
+}
+
+// SQLPrepared describes SQL-level PREPARE, EXECUTE and DEALLOCATE.
+type SQLPrepared struct {
+	// Name is the prepared statement's name, lowercased.
+	Name string
+	// SQL is the text of PREPARE name FROM 'text' (empty for FROM @var).
+	SQL string
+	// FromVar is the user variable of PREPARE name FROM @var, lowercased.
+	FromVar string
+	// Using are the user variables of EXECUTE ... USING @a, @b, lowercased.
+	Using []string
+}
+
+// AutocommitChange is what a statement does to autocommit.
+type AutocommitChange int
+
+// Autocommit changes.
+const (
+	AutocommitUnchanged AutocommitChange = iota
+	AutocommitOn                         // SET autocommit = 1 / ON / TRUE
+	AutocommitOff                        // SET autocommit = 0 / OFF / FALSE
+	AutocommitUnknown                    // SET autocommit = @v, DEFAULT or an expression
+)
+
+// Effects are a statement's effects on the session beyond its rows.
+type Effects struct {
+	LastInsertID bool // calls LAST_INSERT_ID()
+	FoundRows    bool // calls FOUND_ROWS()
+	RowCount     bool // calls ROW_COUNT()
+	// UserLock is true for GET_LOCK, RELEASE_LOCK, RELEASE_ALL_LOCKS,
+	// IS_USED_LOCK, IS_FREE_LOCK.
+	UserLock bool
+	// UserVarAssign is true for `@v := expr` anywhere.
+	UserVarAssign bool
+	// SelectInto is true for SELECT ... INTO @v / OUTFILE / DUMPFILE.
+	SelectInto bool
+	// UserVars are the user variables SET (SET @a = 1), lowercased, no '@'.
+	UserVars []string
+	// SessionVars are the system variables SET for the session (SET x = 1,
+	// SET SESSION x, SET @@x, SET @@session.x, SET NAMES -> "names", SET
+	// CHARACTER SET -> "character set"), lowercased.
+	SessionVars []string
+	// GlobalVars are the system variables SET GLOBAL / PERSIST, lowercased.
+	GlobalVars []string
+	// Autocommit is what the statement does to autocommit.
+	Autocommit AutocommitChange
+	// SetTransaction is true for SET [SESSION|GLOBAL] TRANSACTION ...;
+	// SetTransactionScope is "next" (no scope word), "session" or "global".
+	SetTransaction      bool
+	SetTransactionScope string
+}
+
+// Any reports whether the statement has a session effect that pins the
+// session to the primary (DESIGN §4): LAST_INSERT_ID(), FOUND_ROWS(),
+// ROW_COUNT(), user locks, user-variable assignment, SELECT ... INTO.
+func (e Effects) Any() bool {
+	return e.LastInsertID || e.FoundRows || e.RowCount || e.UserLock ||
+		e.UserVarAssign || e.SelectInto
+}
