@@ -1,0 +1,97 @@
+package rules
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults (DESIGN.md §2).
+const (
+	DefaultListen           = "127.0.0.1:3307"
+	DefaultAdminListen      = "127.0.0.1:9307"
+	DefaultMaxConnections   = 4096
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultShutdownGrace    = 30 * time.Second
+	DefaultMaxAllowedPacket = 64 << 20
+	DefaultMaxReplicaLag    = 2 * time.Second
+	DefaultLockBackend      = "memory"
+	DefaultLockTTL          = 30 * time.Second
+	DefaultWaitTimeout      = 5 * time.Second
+	DefaultMySQLLockTable   = "lockproxy_locks"
+)
+
+// Lock classes a rule may name in lock: (DESIGN.md §3).
+const (
+	LockWrite        = "write"
+	LockLockingRead  = "locking_read"
+	LockReadInTxn    = "read_in_txn"
+	OnUnkeyedReject  = "reject"
+	OnUnkeyedAllow   = "allow"
+	OnUnavailReject  = "reject"
+	OnUnavailPass    = "passthrough"
+	RoutePrimary     = "primary"
+	RewriteDelta     = "delta"
+	RewriteCAS       = "cas"
+	RedisModeRedlock = "redlock"
+)
+
+// applyDefaults fills what the file left out. Presence, not zero-ness,
+// decides: an explicit "wait_timeout: 0s" stays 0 (do not wait).
+func applyDefaults(cfg *Config, d *decoder) {
+	setStr(&cfg.Proxy.Listen, DefaultListen)
+	setStr(&cfg.Admin.Listen, DefaultAdminListen)
+	if !d.isSet("proxy.max_connections") {
+		cfg.Proxy.MaxConnections = DefaultMaxConnections
+	}
+	setDur(d, "proxy.handshake_timeout", &cfg.Proxy.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDur(d, "proxy.shutdown_grace", &cfg.Proxy.ShutdownGrace, DefaultShutdownGrace)
+	if !d.isSet("proxy.max_allowed_packet") {
+		cfg.Proxy.MaxAllowedPacket = DefaultMaxAllowedPacket
+	}
+	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
+	setStr(&cfg.Locks.Backend, DefaultLockBackend)
+	setDur(d, "locks.ttl", &cfg.Locks.TTL, DefaultLockTTL)
+	setDur(d, "locks.wait_timeout", &cfg.Locks.WaitTimeout, DefaultWaitTimeout)
+	setStr(&cfg.Locks.OnUnavailable, OnUnavailReject)
+	if m := cfg.Locks.MySQL; m != nil {
+		setStr(&m.Table, DefaultMySQLLockTable)
+	}
+	for i := range cfg.Rules {
+		r := &cfg.Rules[i]
+		if !d.isSet(fmt.Sprintf("rules[%d].lock", i)) {
+			r.Lock = []string{LockWrite, LockLockingRead, LockReadInTxn}
+		}
+		setStr(&r.OnUnkeyed, OnUnkeyedReject)
+	}
+}
+
+func setStr(p *string, def string) {
+	if *p == "" {
+		*p = def
+	}
+}
+
+func setDur(d *decoder, path string, p *Duration, def time.Duration) {
+	if !d.isSet(path) {
+		*p = Duration(def)
+	}
+}
+
+// EffectiveWaitTimeout is how long a statement matching r waits for its
+// locks: the rule's wait_timeout when given (non-zero), else locks.wait_timeout.
+func (r *Rule) EffectiveWaitTimeout(l LockConfig) time.Duration {
+	if r.WaitTimeout > 0 {
+		return r.WaitTimeout.D()
+	}
+	return l.WaitTimeout.D()
+}
+
+// Locks reports whether r takes its row lock for statements of class c.
+func (r *Rule) Locks(c LockClass) bool {
+	for _, l := range r.Lock {
+		if l == string(c) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/goccy/go-yaml"
+)
+
+const redacted = "<redacted>"
+
+// Redacted returns a deep copy of c with every password replaced by
+// "<redacted>" (empty passwords stay empty), fit for logs and
+// `lockproxy --check` output.
+func (c *Config) Redacted() *Config {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Users = make([]User, len(c.Users))
+	for i, u := range c.Users {
+		out.Users[i] = User{User: u.User, Password: hide(u.Password)}
+	}
+	if c.Locks.Redis != nil {
+		r := *c.Locks.Redis
+		r.Password = hide(r.Password)
+		out.Locks.Redis = &r
+	}
+	return &out
+}
+
+func hide(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// String renders the configuration as YAML with passwords redacted, so a
+// Config printed with %v or logged never leaks a secret.
+func (c *Config) String() string {
+	if c == nil {
+		return "<nil>"
+	}
+	b, err := yaml.Marshal(c.Redacted())
+	if err != nil {
+		return fmt.Sprintf("rules: cannot render config: %v", err)
+	}
+	return string(b)
+}
+
+// String hides the password: a User printed with %v never leaks it.
+func (u User) String() string {
+	return fmt.Sprintf("{user:%s password:%s}", u.User, hide(u.Password))
+}
+
+// GoString hides the password from %#v as well.
+func (u User) GoString() string { return u.String() }

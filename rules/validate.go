@@ -1,0 +1,246 @@
+package rules
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// validator checks a decoded, defaulted Config and records every problem.
+type validator struct {
+	d  *decoder
+	ps *problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	if v.ps.covered(path) {
+		return
+	}
+	v.ps.add(v.d.line(path), path, format, args...)
+}
+
+// validate records every problem of cfg in ps.
+func validate(cfg *Config, d *decoder, ps *problems) {
+	v := &validator{d: d, ps: ps}
+	v.proxy(&cfg.Proxy)
+	v.addr("admin.listen", cfg.Admin.Listen, true)
+	v.users(cfg.Users)
+	v.backends(&cfg.Backends)
+	v.locks(&cfg.Locks)
+	v.rules(cfg.Rules)
+}
+
+func (v *validator) proxy(p *ProxyConfig) {
+	v.addr("proxy.listen", p.Listen, true)
+	if p.MaxConnections <= 0 {
+		v.add("proxy.max_connections", "must be at least 1, got %d", p.MaxConnections)
+	}
+	if p.HandshakeTimeout <= 0 {
+		v.add("proxy.handshake_timeout", "must be greater than 0")
+	}
+	if p.MaxAllowedPacket < 1024 || p.MaxAllowedPacket > 1<<30 {
+		v.add("proxy.max_allowed_packet", "must be between 1024 and 1073741824 bytes, got %d", p.MaxAllowedPacket)
+	}
+	if p.TLS != nil {
+		v.tls(p.TLS)
+	}
+}
+
+func (v *validator) tls(t *TLSConfig) {
+	ok := true
+	for _, f := range []struct{ path, file string }{{"proxy.tls.cert", t.Cert}, {"proxy.tls.key", t.Key}} {
+		if f.file == "" {
+			v.add(f.path, "must name a PEM file")
+			ok = false
+			continue
+		}
+		if _, err := os.ReadFile(f.file); err != nil {
+			v.add(f.path, "cannot read: %v", err)
+			ok = false
+		}
+	}
+	if ok {
+		if _, err := tls.LoadX509KeyPair(t.Cert, t.Key); err != nil {
+			v.add("proxy.tls", "not a usable certificate and key: %v", err)
+		}
+	}
+}
+
+// addr checks host:port; listen addresses may leave the host empty.
+func (v *validator) addr(path, a string, listen bool) {
+	if msg := checkAddr(a, listen); msg != "" {
+		v.add(path, "%s", msg)
+	}
+}
+
+func checkAddr(a string, listen bool) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Sprintf("must be host:port, not %q", a)
+	}
+	if host == "" && !listen {
+		return fmt.Sprintf("must name a host in %q", a)
+	}
+	if strings.ContainsAny(host, " /\t") {
+		return fmt.Sprintf("bad host in %q", a)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("port must be a number from 1 to 65535 in %q", a)
+	}
+	return ""
+}
+
+func (v *validator) users(users []User) {
+	if len(users) == 0 {
+		v.add("users", "at least one user is needed: clients log in with these credentials")
+		return
+	}
+	seen := map[string]int{}
+	for i, u := range users {
+		path := fmt.Sprintf("users[%d].user", i)
+		if strings.TrimSpace(u.User) == "" {
+			v.add(path, "must not be empty")
+			continue
+		}
+		if prev, dup := seen[u.User]; dup {
+			v.add(path, "duplicate user %q (also users[%d])", u.User, prev)
+			continue
+		}
+		seen[u.User] = i
+	}
+}
+
+func (v *validator) backends(b *BackendConfig) {
+	if b.Primary == "" {
+		v.add("backends.primary", "missing: the primary's host:port is required")
+	} else {
+		v.addr("backends.primary", b.Primary, false)
+	}
+	for i, r := range b.Replicas {
+		v.addr(fmt.Sprintf("backends.replicas[%d]", i), r, false)
+	}
+	if b.MaxReplicaLag <= 0 {
+		v.add("backends.max_replica_lag", "must be greater than 0")
+	}
+}
+
+func (v *validator) locks(l *LockConfig) {
+	if l.TTL <= 0 {
+		v.add("locks.ttl", "must be greater than 0")
+	}
+	if l.OnUnavailable != OnUnavailReject && l.OnUnavailable != OnUnavailPass {
+		v.add("locks.on_unavailable", "must be reject or passthrough, not %q", l.OnUnavailable)
+	}
+	switch l.Backend {
+	case "memory":
+	case "redis":
+		v.redis(l.Redis)
+	case "mysql":
+		v.mysqlLock(l.MySQL)
+	case "etcd":
+		if l.Etcd == nil || len(l.Etcd.Endpoints) == 0 {
+			v.add("locks.etcd.endpoints", "backend etcd needs at least one endpoint")
+			return
+		}
+		for i, e := range l.Etcd.Endpoints {
+			v.endpoint(fmt.Sprintf("locks.etcd.endpoints[%d]", i), e)
+		}
+	case "zookeeper":
+		v.hostList("locks.zookeeper.servers", "zookeeper", zkServers(l.ZooKeeper))
+	default:
+		v.add("locks.backend", "unknown backend %q (want redis, memory, mysql, etcd or zookeeper)", l.Backend)
+	}
+}
+
+func zkServers(z *ZKConfig) []string {
+	if z == nil {
+		return nil
+	}
+	return z.Servers
+}
+
+func (v *validator) hostList(path, backend string, addrs []string) {
+	if len(addrs) == 0 {
+		v.add(path, "backend %s needs at least one host:port", backend)
+	}
+	for i, a := range addrs {
+		v.addr(fmt.Sprintf("%s[%d]", path, i), a, false)
+	}
+}
+
+// endpoint accepts host:port or an http(s) URL with host:port.
+func (v *validator) endpoint(path, e string) {
+	if u, err := url.Parse(e); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		e = u.Host
+	}
+	v.addr(path, e, false)
+}
+
+func (v *validator) redis(r *RedisConfig) {
+	if r == nil {
+		v.add("locks.redis", "backend redis needs a redis: section with addrs")
+		return
+	}
+	v.hostList("locks.redis.addrs", "redis", r.Addrs)
+	switch r.Mode {
+	case "":
+	case RedisModeRedlock:
+		if distinct(r.Addrs) < 3 {
+			v.add("locks.redis.addrs", "mode redlock needs at least 3 independent servers, got %d", distinct(r.Addrs))
+		}
+		if r.MasterName != "" || r.Cluster {
+			v.add("locks.redis.mode", "redlock cannot be combined with master_name or cluster")
+		}
+	default:
+		v.add("locks.redis.mode", "unknown mode %q (want redlock or nothing)", r.Mode)
+	}
+	if r.MasterName != "" && r.Cluster {
+		v.add("locks.redis.cluster", "cannot be combined with master_name (Sentinel)")
+	}
+	if r.DB < 0 || (r.Cluster && r.DB != 0) {
+		v.add("locks.redis.db", "must be 0 or more (and 0 with cluster), got %d", r.DB)
+	}
+}
+
+func distinct(list []string) int {
+	seen := map[string]bool{}
+	for _, s := range list {
+		seen[s] = true
+	}
+	return len(seen)
+}
+
+func (v *validator) mysqlLock(m *MySQLLock) {
+	if m == nil {
+		return // the primary and the default table
+	}
+	if !validTableName(m.Table) {
+		v.add("locks.mysql.table", "must be table or db.table (letters, digits, _ and $), not %q", m.Table)
+	}
+	if m.Addr != "" {
+		v.addr("locks.mysql.addr", m.Addr, false)
+	}
+}
+
+func validTableName(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" {
+			return false
+		}
+		for _, c := range p {
+			if c != '_' && c != '$' && !(c >= '0' && c <= '9') && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,130 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+)
+
+func (v *validator) rules(rules []Rule) {
+	names := map[string]int{}
+	for i := range rules {
+		r := &rules[i]
+		p := fmt.Sprintf("rules[%d]", i)
+		switch {
+		case strings.TrimSpace(r.Name) == "":
+			v.add(p+".name", "must not be empty")
+		case names[r.Name] > 0:
+			v.add(p+".name", "duplicate rule name %q (also rules[%d])", r.Name, names[r.Name]-1)
+		default:
+			names[r.Name] = i + 1
+		}
+		v.rule(p, r)
+		v.keyConflict(p, rules, i)
+	}
+}
+
+func (v *validator) rule(p string, r *Rule) {
+	if _, _, ok := SplitTable(r.Table); !ok {
+		v.add(p+".table", "must be db.table or table, not %q", r.Table)
+	}
+	v.keyColumns(p+".key", r.Key)
+	for j, l := range r.Lock {
+		switch l {
+		case LockWrite, LockLockingRead, LockReadInTxn:
+		default:
+			v.add(fmt.Sprintf("%s.lock[%d]", p, j), "unknown lock kind %q (want write, locking_read or read_in_txn)", l)
+		}
+	}
+	if r.Route != "" && r.Route != RoutePrimary {
+		v.add(p+".route", "must be primary or left out, not %q", r.Route)
+	}
+	if r.OnUnkeyed != OnUnkeyedReject && r.OnUnkeyed != OnUnkeyedAllow {
+		v.add(p+".on_unkeyed", "must be reject or allow, not %q", r.OnUnkeyed)
+	}
+	if rw := r.Rewrite; rw != nil {
+		if strings.TrimSpace(rw.Column) == "" {
+			v.add(p+".rewrite.column", "missing: name the numeric column to guard")
+		}
+		for _, k := range r.Key {
+			if strings.EqualFold(k, rw.Column) {
+				v.add(p+".rewrite.column", "must not be a key column (%q)", rw.Column)
+			}
+		}
+		if rw.Mode != RewriteDelta && rw.Mode != RewriteCAS {
+			v.add(p+".rewrite.mode", "must be delta or cas, not %q", rw.Mode)
+		}
+	}
+}
+
+func (v *validator) keyColumns(p string, key []string) {
+	if len(key) == 0 {
+		v.add(p, "must not be empty: name the column(s) that identify one row")
+		return
+	}
+	seen := map[string]bool{}
+	for j, k := range key {
+		kp := fmt.Sprintf("%s[%d]", p, j)
+		lk := strings.ToLower(strings.TrimSpace(k))
+		if lk == "" {
+			v.add(kp, "must not be empty")
+			continue
+		}
+		if seen[lk] {
+			v.add(kp, "duplicate key column %q", k)
+		}
+		seen[lk] = true
+	}
+}
+
+// keyConflict reports rule i when an earlier rule guards the same table
+// (or the same table name with "any database") with different key columns:
+// one row would then be locked under two different names.
+func (v *validator) keyConflict(p string, rules []Rule, i int) {
+	db, table, ok := SplitTable(rules[i].Table)
+	if !ok || len(rules[i].Key) == 0 {
+		return
+	}
+	for j := 0; j < i; j++ {
+		odb, otable, ok := SplitTable(rules[j].Table)
+		if !ok || len(rules[j].Key) == 0 || otable != table || (db != "" && odb != "" && db != odb) {
+			continue
+		}
+		if !sameColumns(rules[i].Key, rules[j].Key) {
+			v.add(p+".key", "rules[%d] (%s) guards table %s with key [%s]; one table needs one key, not [%s]",
+				j, rules[j].Name, rules[j].Table, strings.Join(rules[j].Key, ", "), strings.Join(rules[i].Key, ", "))
+			return
+		}
+	}
+}
+
+// sameColumns compares key column lists as case-insensitive sets.
+func sameColumns(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := map[string]bool{}
+	for _, c := range a {
+		set[strings.ToLower(c)] = true
+	}
+	for _, c := range b {
+		if !set[strings.ToLower(c)] {
+			return false
+		}
+	}
+	return true
+}
+
+// SplitTable splits a rule's table into lowercased database and table
+// ("" database for a rule on any database). ok is false for an empty name,
+// an empty part or more than one dot.
+func SplitTable(s string) (db, table string, ok bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	parts := strings.Split(s, ".")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return "", parts[0], true
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return parts[0], parts[1], true
+	}
+	return "", "", false
+}
