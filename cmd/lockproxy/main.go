@@ -1,0 +1,135 @@
+// Command lockproxy runs the MySQL-protocol proxy described in DESIGN.md:
+//
+//	lockproxy --config rules.yaml          run
+//	lockproxy --check --config rules.yaml  validate and exit
+//	lockproxy explain --config rules.yaml "SQL"
+//	lockproxy --version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lockproxy/lockproxy/proxy"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "explain" {
+		return explain(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "rules.yaml", "path to rules.yaml")
+	check := fs.Bool("check", false, "validate the config, print every problem, and exit")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	logFormat := fs.String("log-format", "json", "log format: json or console")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	authPlugin := fs.String("auth-plugin", "mysql_native_password", "auth plugin announced to clients: mysql_native_password or caching_sha2_password")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "lockproxy %s\n", version)
+		return 0
+	}
+	cfg, err := rules.Load(*configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *check {
+		fmt.Fprintf(stdout, "%s: ok\n", *configPath)
+		return 0
+	}
+	log, err := newLogger(*logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer func() { _ = log.Sync() }()
+	if err := serve(cfg, *configPath, *authPlugin, log); err != nil {
+		log.Error("lockproxy stopped", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+func newLogger(format, level string) (*zap.Logger, error) {
+	var zc zap.Config
+	switch format {
+	case "json":
+		zc = zap.NewProductionConfig()
+	case "console":
+		zc = zap.NewDevelopmentConfig()
+	default:
+		return nil, fmt.Errorf("lockproxy: unknown --log-format %q", format)
+	}
+	lvl, err := zap.ParseAtomicLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: bad --log-level: %w", err)
+	}
+	zc.Level = lvl
+	return zc.Build()
+}
+
+// serve runs the proxy and the admin HTTP server until SIGTERM or SIGINT,
+// reloading the config on SIGHUP or when the file changes.
+func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := proxy.New(cfg, proxy.Options{Logger: log, Registry: reg, AuthPlugin: authPlugin})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Proxy.Listen)
+	if err != nil {
+		return err
+	}
+	admin, err := startAdmin(cfg.Admin.Listen, srv, reg, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	log.Info("lockproxy listening", zap.String("version", version), zap.String("listen", ln.Addr().String()),
+		zap.String("admin", cfg.Admin.Listen), zap.String("primary", cfg.Backends.Primary))
+
+	reloads := newReloader(path, srv, reg, log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go reloads.watch(ctx)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("draining", zap.Duration("grace", srv.Grace()))
+	sctx, cancel := context.WithTimeout(context.Background(), srv.Grace())
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("shutdown", zap.Error(err))
+	}
+	_ = admin.Close()
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+)
+
+const (
+	backendBufSize = 32 << 10
+	clientBufSize  = 16 << 10
+	// idleCheckAfter is how long a pooled connection may sit before it is
+	// pinged on checkout.
+	idleCheckAfter = 30 * time.Second
+	maxIdlePerKey  = 64
+	dialTimeout    = 5 * time.Second
+)
+
+// poolKey names the backend connections that are interchangeable: same
+// server, same credentials, same default database, same mirrored
+// capabilities and handshake collation.
+type poolKey struct {
+	addr      string
+	user      string
+	password  string
+	db        string
+	caps      uint32
+	collation uint8
+}
+
+// backendConn is one authenticated connection to a MySQL server, used raw
+// after the handshake. It is owned by one session at a time.
+type backendConn struct {
+	key      poolKey
+	nc       net.Conn
+	r        *packetReader
+	w        *packetWriter
+	status   uint16 // server status after the last complete response
+	version  string
+	threadID uint32
+	dbDirty  bool // the session may have changed the current database
+	idleAt   time.Time
+	broken   bool
+}
+
+// dialBackend connects and authenticates with go-mysql's client, then keeps
+// only the socket: from here on packets are relayed, not interpreted.
+func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
+	collation := "utf8mb4_general_ci"
+	if c, err := charset.GetCollationByID(int(key.collation)); err == nil && c.ID < 256 {
+		collation = c.Name
+	}
+	opt := func(c *client.Conn) error {
+		for _, f := range []uint32{mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_IGNORE_SPACE, mysql.CLIENT_MULTI_STATEMENTS,
+			mysql.CLIENT_MULTI_RESULTS, mysql.CLIENT_PS_MULTI_RESULTS, mysql.CLIENT_LOCAL_FILES, mysql.CLIENT_SESSION_TRACK} {
+			if key.caps&f != 0 {
+				if err := c.SetCapability(f); err != nil {
+					return err
+				}
+			} else {
+				c.UnsetCapability(f)
+			}
+		}
+		if key.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		}
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		c.SetAttributes(map[string]string{"program_name": "lockproxy"})
+		return c.SetCollation(collation)
+	}
+	cc, err := client.ConnectWithContext(ctx, key.addr, key.user, key.password, key.db, dialTimeout, opt)
+	if err != nil {
+		return nil, err
+	}
+	nc := cc.Conn.Conn
+	status := uint16(0)
+	if cc.IsAutoCommit() {
+		status |= mysql.SERVER_STATUS_AUTOCOMMIT
+	}
+	return &backendConn{
+		key:      key,
+		nc:       nc,
+		r:        newPacketReader(nc, backendBufSize),
+		w:        newPacketWriter(nc, 4<<10),
+		status:   status,
+		version:  cc.GetServerVersion(),
+		threadID: cc.GetConnectionID(),
+	}, nil
+}
+
+// writeCommand sends a command packet (sequence 0) and flushes it.
+func (b *backendConn) writeCommand(payload []byte) error {
+	if _, err := b.w.writePacket(0, payload); err != nil {
+		b.broken = true
+		return err
+	}
+	if err := b.w.flush(); err != nil {
+		b.broken = true
+		return err
+	}
+	return nil
+}
+
+// simpleCommand sends a command whose answer is one OK or ERR packet and
+// returns the backend's error, if any.
+func (b *backendConn) simpleCommand(payload []byte) error {
+	if err := b.writeCommand(payload); err != nil {
+		return err
+	}
+	_, p, err := b.r.readPhysical()
+	if err != nil {
+		b.broken = true
+		return err
+	}
+	switch {
+	case len(p) > 0 && p[0] == mysql.ERR_HEADER:
+		return parseErrPayload(p)
+	case len(p) > 0 && p[0] == mysql.OK_HEADER:
+		if st, ok := okStatus(p); ok {
+			b.status = st
+		}
+		return nil
+	default:
+		b.broken = true
+		return fmt.Errorf("proxy: unexpected reply 0x%x from backend", p[0])
+	}
+}
+
+func (b *backendConn) close() {
+	_ = b.nc.Close()
+}
+
+// pool keeps idle backend connections by key. It is safe for concurrent use.
+type pool struct {
+	mu     sync.Mutex
+	idle   map[poolKey][]*backendConn
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newPool() *pool { return &pool{idle: make(map[poolKey][]*backendConn)} }
+
+// get returns an idle connection for key, or dials a new one.
+func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
+	for {
+		p.mu.Lock()
+		list := p.idle[key]
+		if len(list) == 0 {
+			p.mu.Unlock()
+			return dialBackend(ctx, key)
+		}
+		b := list[len(list)-1]
+		p.idle[key] = list[:len(list)-1]
+		p.mu.Unlock()
+		if time.Since(b.idleAt) < idleCheckAfter {
+			return b, nil
+		}
+		if err := b.simpleCommand([]byte{mysql.COM_PING}); err == nil {
+			return b, nil
+		}
+		b.close()
+	}
+}
+
+// put resets b in the background and keeps it for reuse; a connection that
+// cannot be reset to a clean state is closed instead.
+func (p *pool) put(b *backendConn) {
+	if b == nil {
+		return
+	}
+	if b.broken {
+		b.close()
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if !p.reset(b) {
+			b.close()
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed || len(p.idle[b.key]) >= maxIdlePerKey {
+			b.close()
+			return
+		}
+		b.idleAt = time.Now()
+		p.idle[b.key] = append(p.idle[b.key], b)
+	}()
+}
+
+// reset returns b to the state of a fresh connection for its key.
+func (p *pool) reset(b *backendConn) bool {
+	_ = b.nc.SetDeadline(time.Now().Add(dialTimeout))
+	defer func() { _ = b.nc.SetDeadline(time.Time{}) }()
+	if err := b.simpleCommand([]byte{mysql.COM_RESET_CONNECTION}); err != nil {
+		return false
+	}
+	if b.dbDirty {
+		if b.key.db == "" {
+			return false
+		}
+		if err := b.simpleCommand(append([]byte{mysql.COM_INIT_DB}, b.key.db...)); err != nil {
+			return false
+		}
+		b.dbDirty = false
+	}
+	return b.status&mysql.SERVER_STATUS_IN_TRANS == 0
+}
+
+// close closes every idle connection and waits for resets in flight.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	for k, list := range p.idle {
+		for _, b := range list {
+			b.close()
+		}
+		delete(p.idle, k)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

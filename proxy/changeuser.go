@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// changeUser serves COM_CHANGE_USER: it authenticates the new user against
+// the scramble of the initial handshake, then pins a backend connection
+// opened with the new user's credentials. The old connection goes back to
+// the pool, which resets it (rolling back any transaction, dropping
+// statements). A failed change ends the session.
+func (s *session) changeUser(p []byte) error {
+	user, auth, db, plugin, collation, err := parseChangeUser(p, s.caps)
+	if err != nil {
+		return s.writeErrAt(1, newSQLError(erHandshake, "08S01", "malformed COM_CHANGE_USER"))
+	}
+	s.user = user
+	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
+	if err != nil {
+		return err
+	}
+	old := s.be
+	s.be = nil
+	s.srv.pool.put(old)
+	clear(s.stmts)
+	s.db = db
+	if collation != 0 {
+		s.collation = collation
+	}
+	be, err := s.srv.pool.get(context.Background(), s.backendKey())
+	if err != nil {
+		_ = s.writeErrAt(seq, backendDialError(err))
+		return err
+	}
+	s.be = be
+	s.status = be.status
+	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+		return err
+	}
+	return s.cw.flush()
+}
+
+// parseChangeUser decodes a COM_CHANGE_USER payload.
+func parseChangeUser(p []byte, caps uint32) (user string, auth []byte, db, plugin string, collation uint8, err error) {
+	pos := 1
+	if user, pos, err = readNulString(p, pos); err != nil {
+		return
+	}
+	if caps&mysql.CLIENT_SECURE_CONNECTION != 0 {
+		if pos >= len(p) || pos+1+int(p[pos]) > len(p) {
+			err = errHandshake
+			return
+		}
+		auth, pos = p[pos+1:pos+1+int(p[pos])], pos+1+int(p[pos])
+	} else {
+		var a string
+		if a, pos, err = readNulString(p, pos); err != nil {
+			return
+		}
+		auth = []byte(a)
+	}
+	if pos < len(p) {
+		if db, pos, err = readNulString(p, pos); err != nil {
+			return
+		}
+	}
+	if pos+2 <= len(p) {
+		collation = uint8(binary.LittleEndian.Uint16(p[pos:]))
+		pos += 2
+	}
+	if caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
+		if plugin, _, err = readNulString(p, pos); err != nil {
+			plugin, err = string(p[pos:]), nil
+		}
+	}
+	return
+}

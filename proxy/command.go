@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// commandLoop reads one command at a time and serves it. It returns when the
+// client quits or the connection fails.
+func (s *session) commandLoop(ctx context.Context) error {
+	limit := s.srv.config().Proxy.MaxAllowedPacket
+	for {
+		inTxn := s.status&mysql.SERVER_STATUS_IN_TRANS != 0
+		s.inTxn.Store(inTxn)
+		if inTxn && ctx.Err() != nil {
+			_ = s.conn.SetReadDeadline(time.Time{})
+		}
+		s.idle.Store(true)
+		_, p, err := s.cr.readLogical(limit)
+		s.idle.Store(false)
+		if err != nil {
+			if err == errPacketTooLarge {
+				_ = s.writeErrAt(1, toSQLError(err))
+			}
+			return err
+		}
+		if len(p) == 0 {
+			return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "empty command packet"))
+		}
+		if ctx.Err() != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+			// Draining: outside a transaction the session ends here.
+			return s.writeErrAt(1, newSQLError(1053, "08S01", "server shutdown in progress"))
+		}
+		if err := s.dispatch(p); err != nil {
+			return err
+		}
+	}
+}
+
+// dispatch serves one command packet. A returned error ends the session;
+// errors meant for the client are written by the handlers themselves.
+func (s *session) dispatch(p []byte) error {
+	switch p[0] {
+	case mysql.COM_QUIT:
+		return errQuit
+	case mysql.COM_QUERY:
+		s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
+		return s.forward(p, relayResults, false)
+	case mysql.COM_INIT_DB:
+		s.be.dbDirty = true
+		if err := s.forward(p, relayResults, false); err != nil {
+			return err
+		}
+		if s.lastOK {
+			s.db = string(p[1:])
+		}
+		return nil
+	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_PROCESS_KILL, mysql.COM_SET_OPTION, mysql.COM_DEBUG:
+		return s.forward(p, relaySingle, false)
+	case mysql.COM_FIELD_LIST:
+		return s.forward(p, relayFieldList, false)
+	case mysql.COM_RESET_CONNECTION:
+		return s.resetConnection(p)
+	case mysql.COM_CHANGE_USER:
+		return s.changeUser(p)
+	case mysql.COM_STMT_PREPARE:
+		return s.prepare(p)
+	case mysql.COM_STMT_EXECUTE:
+		return s.execute(p)
+	case mysql.COM_STMT_FETCH:
+		return s.stmtCommand(p, relayResults)
+	case mysql.COM_STMT_RESET:
+		return s.stmtCommand(p, relaySingle)
+	case mysql.COM_STMT_SEND_LONG_DATA:
+		return s.stmtCommand(p, relayNone)
+	case mysql.COM_STMT_CLOSE:
+		return s.closeStmt(p)
+	default:
+		return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "command 0x%02x is not supported through the proxy", p[0]))
+	}
+}
+
+// forward sends a command packet to the pinned backend and relays its
+// response as kind describes.
+func (s *session) forward(p []byte, kind relayKind, binary bool) error {
+	if err := s.be.writeCommand(p); err != nil {
+		return s.backendFailed(err)
+	}
+	if kind == relayNone {
+		return nil
+	}
+	if err := s.relay(kind, binary); err != nil {
+		return s.backendFailed(err)
+	}
+	return nil
+}
+
+// backendFailed handles a broken backend connection mid-command: the client
+// gets a clear error and the session ends (its transaction state is gone).
+func (s *session) backendFailed(err error) error {
+	if _, ok := err.(clientIOError); ok {
+		return err
+	}
+	s.be.broken = true
+	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
+	if !s.midResponse {
+		_ = s.writeErrAt(1, newSQLError(2013, "HY000", "lost connection to the primary: %v", err))
+	}
+	return err
+}
+
+// resetConnection forwards COM_RESET_CONNECTION and forgets the session's
+// statements: the backend has dropped them.
+func (s *session) resetConnection(p []byte) error {
+	if err := s.forward(p, relaySingle, false); err != nil {
+		return err
+	}
+	if s.lastOK {
+		clear(s.stmts)
+	}
+	return nil
+}

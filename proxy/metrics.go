@@ -1,0 +1,42 @@
+package proxy
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the proxy's own series (DESIGN.md §6), registered on the
+// registry the Server is given.
+type metrics struct {
+	connections   prometheus.Gauge
+	queries       *prometheus.CounterVec
+	backendErrors *prometheus.CounterVec
+	authFailures  prometheus.Counter
+	rejected      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lockproxy_client_connections",
+			Help: "Client connections currently open.",
+		}),
+		queries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_queries_total",
+			Help: "Statements sent to a backend, by route (primary|replica) and kind.",
+		}, []string{"route", "kind"}),
+		backendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_backend_errors_total",
+			Help: "Failures to connect to or talk to a backend server.",
+		}, []string{"backend"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockproxy_auth_failures_total",
+			Help: "Client logins refused for a bad user or password.",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockproxy_connections_rejected_total",
+			Help: "Client connections refused because max_connections was reached.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected)
+	}
+	return m
+}

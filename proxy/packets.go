@@ -1,0 +1,80 @@
+package proxy
+
+import (
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// okPayload encodes an OK packet; sessionTrack says whether the client
+// negotiated CLIENT_SESSION_TRACK (then the info string is length-encoded).
+func okPayload(affected, insertID uint64, status, warnings uint16, sessionTrack bool) []byte {
+	b := make([]byte, 0, 16)
+	b = append(b, mysql.OK_HEADER)
+	b = appendLenEncInt(b, affected)
+	b = appendLenEncInt(b, insertID)
+	b = binary.LittleEndian.AppendUint16(b, status)
+	b = binary.LittleEndian.AppendUint16(b, warnings)
+	if sessionTrack {
+		b = append(b, 0) // empty info
+	}
+	return b
+}
+
+// eofPayload encodes an EOF packet.
+func eofPayload(status, warnings uint16) []byte {
+	b := []byte{mysql.EOF_HEADER, 0, 0, 0, 0}
+	binary.LittleEndian.PutUint16(b[1:], warnings)
+	binary.LittleEndian.PutUint16(b[3:], status)
+	return b
+}
+
+// okStatus returns the status flags of an OK packet payload (header 0x00 or,
+// under CLIENT_DEPRECATE_EOF, 0xfe).
+func okStatus(p []byte) (uint16, bool) {
+	_, pos, _, err := readLenEncInt(p, 1)
+	if err != nil {
+		return 0, false
+	}
+	_, pos, _, err = readLenEncInt(p, pos)
+	if err != nil || pos+2 > len(p) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint16(p[pos:]), true
+}
+
+// eofStatus returns the status flags of an EOF packet payload.
+func eofStatus(p []byte) (uint16, bool) {
+	if len(p) < 5 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint16(p[3:]), true
+}
+
+// isEOF reports whether p is an EOF packet (as opposed to a row that starts
+// with 0xfe). Under CLIENT_DEPRECATE_EOF the terminator is an OK packet with
+// the 0xfe header, which is shorter than the largest payload.
+func isEOF(p []byte, deprecateEOF bool) bool {
+	if len(p) == 0 || p[0] != mysql.EOF_HEADER {
+		return false
+	}
+	if deprecateEOF {
+		return len(p) < maxPayload
+	}
+	return len(p) < 9
+}
+
+// resultStatus extracts the server status of a terminating OK or EOF.
+func resultStatus(p []byte, deprecateEOF bool) uint16 {
+	var st uint16
+	var ok bool
+	if p[0] == mysql.OK_HEADER || deprecateEOF {
+		st, ok = okStatus(p)
+	} else {
+		st, ok = eofStatus(p)
+	}
+	if !ok {
+		return 0
+	}
+	return st
+}

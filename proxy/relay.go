@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"errors"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// relayKind says what shape of response a command gets.
+type relayKind int
+
+const (
+	relayNone      relayKind = iota // no response (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA)
+	relaySingle                     // one packet: OK, ERR, EOF or a string (COM_PING, COM_STATISTICS, COM_SET_OPTION)
+	relayResults                    // OK, ERR, LOCAL INFILE or result sets, possibly several
+	relayFieldList                  // column definitions up to EOF, or ERR
+)
+
+// clientIOError marks a failure to talk to the client, as opposed to the
+// backend, so the session knows which side broke.
+type clientIOError struct{ error }
+
+func (e clientIOError) Unwrap() error { return e.error }
+
+var errQuit = errors.New("proxy: client quit")
+
+// next reads the next physical packet from the backend, first flushing what
+// the client has pending when the read might block, so rows stream as they
+// arrive and a slow client holds back the backend instead of filling memory.
+func (s *session) next() (byte, []byte, error) {
+	if s.be.r.buffered() == 0 {
+		if err := s.cw.flush(); err != nil {
+			return 0, nil, clientIOError{err}
+		}
+	}
+	return s.be.r.readPhysical()
+}
+
+// pass reads one logical packet from the backend and writes it to the
+// client unchanged. It returns the packet when it fits one physical packet
+// (valid until the next read), or nil for a large row, which is passed on
+// piece by piece without being held whole.
+func (s *session) pass() ([]byte, error) {
+	seq, p, err := s.next()
+	if err != nil {
+		return nil, err
+	}
+	s.midResponse = true
+	big := len(p) == maxPayload
+	if err := s.cw.writePhysical(seq, p); err != nil {
+		return nil, clientIOError{err}
+	}
+	if !big {
+		return p, nil
+	}
+	for len(p) == maxPayload {
+		if seq, p, err = s.next(); err != nil {
+			return nil, err
+		}
+		if err := s.cw.writePhysical(seq, p); err != nil {
+			return nil, clientIOError{err}
+		}
+	}
+	return nil, nil
+}
+
+// relay passes the backend's whole response to the client and records the
+// final server status and whether it ended in success.
+func (s *session) relay(kind relayKind, binary bool) error {
+	s.midResponse = false
+	defer func() { s.midResponse = false }()
+	var err error
+	switch kind {
+	case relaySingle:
+		err = s.relaySinglePacket()
+	case relayFieldList:
+		err = s.relayColumns(-1)
+	default:
+		err = s.relayResultSets()
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.cw.flush(); err != nil {
+		return clientIOError{err}
+	}
+	return nil
+}
+
+func (s *session) relaySinglePacket() error {
+	p, err := s.pass()
+	if err != nil {
+		return err
+	}
+	s.lastOK = p != nil && len(p) > 0 && p[0] != mysql.ERR_HEADER
+	if s.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
+		s.setStatus(okStatus(p))
+	}
+	return nil
+}
+
+// relayColumns passes n column definitions (n < 0: up to EOF) and, unless
+// CLIENT_DEPRECATE_EOF, the EOF after them. It returns that EOF's status.
+func (s *session) relayColumns(n int) error {
+	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+	for i := 0; n < 0 || i < n; i++ {
+		p, err := s.pass()
+		if err != nil {
+			return err
+		}
+		if n < 0 && p != nil && (p[0] == mysql.ERR_HEADER || isEOF(p, false)) {
+			s.lastOK = p[0] != mysql.ERR_HEADER
+			return nil
+		}
+	}
+	if n >= 0 && !deprecate {
+		p, err := s.pass()
+		if err != nil {
+			return err
+		}
+		if p == nil || !isEOF(p, false) {
+			return errors.New("proxy: backend sent no EOF after column definitions")
+		}
+		s.eofAfterColumns = resultStatus(p, false)
+	}
+	return nil
+}
+
+// relayResultSets passes OK/ERR/LOCAL INFILE/result sets until the backend
+// says no more results exist.
+func (s *session) relayResultSets() error {
+	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+	for {
+		p, err := s.pass()
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return errors.New("proxy: oversized first packet of a response")
+		}
+		var status uint16
+		switch p[0] {
+		case mysql.ERR_HEADER:
+			s.lastOK = false
+			return nil
+		case mysql.OK_HEADER:
+			st, _ := okStatus(p)
+			s.lastOK = true
+			status = st
+		case mysql.LocalInFile_HEADER:
+			if err := s.sendLocalFile(); err != nil {
+				return err
+			}
+			continue
+		default:
+			n, _, _, err := readLenEncInt(p, 0)
+			if err != nil {
+				return err
+			}
+			s.eofAfterColumns = 0
+			if err := s.relayColumns(int(n)); err != nil {
+				return err
+			}
+			if s.eofAfterColumns&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+				s.lastOK = true
+				status = s.eofAfterColumns
+				break
+			}
+			st, ok, err := s.relayRows(deprecate)
+			if err != nil || !ok {
+				return err
+			}
+			status = st
+		}
+		s.status = status
+		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+			return nil
+		}
+	}
+}
+
+// relayRows passes rows up to the terminating EOF/OK (ok=true, its status)
+// or an ERR (ok=false).
+func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
+	for {
+		p, err := s.pass()
+		if err != nil {
+			return 0, false, err
+		}
+		if p == nil {
+			continue // a large row
+		}
+		if p[0] == mysql.ERR_HEADER {
+			s.lastOK = false
+			return 0, false, nil
+		}
+		if isEOF(p, deprecate) {
+			s.lastOK = true
+			return resultStatus(p, deprecate), true, nil
+		}
+	}
+}
+
+// sendLocalFile relays LOAD DATA LOCAL INFILE content from the client to
+// the backend, up to the client's empty packet.
+func (s *session) sendLocalFile() error {
+	if err := s.cw.flush(); err != nil {
+		return clientIOError{err}
+	}
+	for {
+		seq, p, err := s.cr.readPhysical()
+		if err != nil {
+			return clientIOError{err}
+		}
+		if err := s.be.w.writePhysical(seq, p); err != nil {
+			return err
+		}
+		if len(p) == 0 {
+			return s.be.w.flush()
+		}
+	}
+}
+
+func (s *session) setStatus(st uint16, ok bool) {
+	if ok {
+		s.status = st
+	}
+}

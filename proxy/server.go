@@ -1,0 +1,295 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// fallbackVersion is announced when the primary could not be asked for its own.
+const fallbackVersion = "5.5.5-10.11.0-MariaDB-lockproxy"
+
+// Options configure a Server beyond rules.yaml.
+type Options struct {
+	Logger   *zap.Logger           // nil: no logging
+	Registry prometheus.Registerer // nil: metrics are kept but not exported
+	// AuthPlugin is the plugin announced to clients: mysql_native_password
+	// (default) or caching_sha2_password. Answers in either are accepted.
+	AuthPlugin string
+}
+
+// Server accepts MySQL client connections and serves each in a session of
+// its own. Its methods are safe for concurrent use.
+type Server struct {
+	cfg        atomic.Pointer[rules.Config]
+	log        *zap.Logger
+	metrics    *metrics
+	pool       *pool
+	tlsConfig  *tls.Config
+	authPlugin string
+	version    atomic.Value // string
+
+	mu       sync.Mutex
+	ln       net.Listener
+	sessions map[uint32]*session
+	nextID   uint32
+	draining bool
+	wg       sync.WaitGroup
+	ctx      context.Context // cancelled when draining starts
+	cancel   context.CancelFunc
+}
+
+// New builds a Server for cfg. It loads the TLS key pair when cfg names one.
+func New(cfg *rules.Config, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	plugin := opts.AuthPlugin
+	if plugin == "" {
+		plugin = mysql.AUTH_NATIVE_PASSWORD
+	}
+	if !supportedPlugin(plugin) {
+		return nil, errors.New("proxy: auth plugin must be mysql_native_password or caching_sha2_password")
+	}
+	s := &Server{
+		log:        log,
+		metrics:    newMetrics(opts.Registry),
+		pool:       newPool(),
+		authPlugin: plugin,
+		sessions:   make(map[uint32]*session),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.Reload(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Reload swaps in a new configuration. Sessions pick it up at their next
+// command; open connections are not dropped.
+func (s *Server) Reload(cfg *rules.Config) error {
+	if cfg.Proxy.TLS != nil {
+		cert, err := tls.LoadX509KeyPair(cfg.Proxy.TLS.Cert, cfg.Proxy.TLS.Key)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.mu.Unlock()
+	}
+	s.cfg.Store(cfg)
+	return nil
+}
+
+func (s *Server) config() *rules.Config { return s.cfg.Load() }
+
+func (s *Server) requireTLS() bool { return false }
+
+func (s *Server) lookupUser(name string) (rules.User, bool) {
+	for _, u := range s.config().Users {
+		if u.User == name {
+			return u, true
+		}
+	}
+	return rules.User{}, false
+}
+
+func (s *Server) serverVersion() string {
+	if v, ok := s.version.Load().(string); ok && v != "" {
+		return v
+	}
+	return fallbackVersion
+}
+
+// probeVersion asks the primary for its version string, which clients see
+// in the greeting, so that feature detection works as it would directly.
+func (s *Server) probeVersion(ctx context.Context) {
+	cfg := s.config()
+	if len(cfg.Users) == 0 {
+		return
+	}
+	u := cfg.Users[0]
+	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation})
+	if err != nil {
+		s.log.Warn("cannot reach the primary to learn its version", zap.String("primary", cfg.Backends.Primary), zap.Error(err))
+		return
+	}
+	v := b.version
+	if len(v) > 0 && v[0] >= '1' && v[0] <= '9' && containsMariaDB(v) && !hasPrefix(v, "5.5.5-") {
+		v = "5.5.5-" + v
+	}
+	s.version.Store(v)
+	b.close()
+}
+
+func containsMariaDB(v string) bool {
+	for i := 0; i+7 <= len(v); i++ {
+		if v[i:i+7] == "MariaDB" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// Serve accepts connections on ln until Shutdown. It returns nil after a
+// shutdown and the accept error otherwise.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.probeVersion(ctx)
+	cancel()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isDraining() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		s.accept(c)
+	}
+}
+
+func (s *Server) isDraining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
+// accept starts a session for c, or refuses it with 1040 when
+// max_connections sessions are open.
+func (s *Server) accept(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	s.mu.Lock()
+	if s.draining || len(s.sessions) >= s.config().Proxy.MaxConnections {
+		s.mu.Unlock()
+		s.metrics.rejected.Inc()
+		go refuse(c, newSQLError(erConCount, "08004", "Too many connections"))
+		return
+	}
+	s.nextID++
+	sess := &session{
+		srv:   s,
+		id:    s.nextID,
+		conn:  c,
+		cr:    newPacketReader(c, clientBufSize),
+		cw:    newPacketWriter(c, clientBufSize),
+		stmts: make(map[uint32]*stmt),
+	}
+	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
+	s.sessions[sess.id] = sess
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.metrics.connections.Inc()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.sessions, sess.id)
+			s.mu.Unlock()
+			s.metrics.connections.Dec()
+			s.wg.Done()
+		}()
+		sess.run(s.ctx)
+	}()
+}
+
+// refuse sends e in place of the greeting and closes c.
+func refuse(c net.Conn, e *sqlError) {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	w := newPacketWriter(c, 256)
+	_, _ = w.writePacket(0, errPayload(e))
+	_ = w.flush()
+	_ = c.Close()
+}
+
+// Shutdown stops accepting, lets sessions finish their open transactions
+// until ctx ends, then closes what is left. Sessions outside a transaction
+// end at their next command.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.closeIdleSessions()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			s.pool.close()
+			return nil
+		case <-tick.C:
+			s.closeIdleSessions()
+		case <-ctx.Done():
+			s.mu.Lock()
+			for _, sess := range s.sessions {
+				_ = sess.conn.Close()
+			}
+			s.mu.Unlock()
+			<-done
+			s.pool.close()
+			return ctx.Err()
+		}
+	}
+}
+
+// closeIdleSessions wakes sessions blocked reading their next command
+// outside a transaction, so they end now rather than at their next command.
+func (s *Server) closeIdleSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range s.sessions {
+		if sess.idle.Load() && !sess.inTxn.Load() {
+			_ = sess.conn.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// Addr returns the listener's address once Serve has started.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Ready reports whether the primary answers.
+func (s *Server) Ready(ctx context.Context) error {
+	d := net.Dialer{}
+	c, err := d.DialContext(ctx, "tcp", s.config().Backends.Primary)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// Grace is how long Shutdown should wait for open transactions.
+func (s *Server) Grace() time.Duration { return s.config().Proxy.ShutdownGrace.D() }

@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"go.uber.org/zap"
+)
+
+// session is one client connection. All its methods run on the connection's
+// own goroutine, so it needs no locks; the Server only reads the fields it
+// publishes through sessionInfo.
+type session struct {
+	srv  *Server
+	id   uint32
+	conn net.Conn
+	cr   *packetReader
+	cw   *packetWriter
+	log  *zap.Logger
+	tls  bool
+
+	salt      []byte
+	caps      uint32 // capabilities the client negotiated
+	collation uint8
+	user      string
+	password  string
+	db        string
+
+	be     *backendConn // the pinned primary connection
+	stmts  map[uint32]*stmt
+	nextID uint32
+	status uint16 // server status after the last response the client saw
+
+	// Per-response relay state.
+	lastOK          bool   // the last response ended in OK/EOF, not ERR
+	midResponse     bool   // part of a response has been written to the client
+	eofAfterColumns uint16 // status of the EOF that followed column definitions
+
+	// Published for the Server's shutdown: the session waits for a command
+	// (idle) and whether a transaction is open (inTxn).
+	idle  atomic.Bool
+	inTxn atomic.Bool
+}
+
+// seqErr writes e as the packet with sequence seq and flushes.
+func (s *session) writeErrAt(seq byte, e *sqlError) error {
+	if _, err := s.cw.writePacket(seq, errPayload(e)); err != nil {
+		return err
+	}
+	return s.cw.flush()
+}
+
+// run serves the connection until the client quits, the connection breaks
+// or ctx is cancelled by shutdown. Panics are contained to this session.
+func (s *session) run(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session panic", zap.Any("panic", r), zap.Stack("stack"))
+		}
+		s.cleanup()
+	}()
+	if err := s.handshake(ctx); err != nil {
+		s.log.Debug("handshake failed", zap.Error(err))
+		return
+	}
+	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.db))
+	if err := s.commandLoop(ctx); err != nil && !isClosedConn(err) {
+		s.log.Debug("session ended", zap.Error(err))
+	}
+}
+
+// cleanup returns the backend connection and closes the client socket.
+func (s *session) cleanup() {
+	if s.be != nil {
+		if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 || len(s.stmts) > 0 {
+			// The pool's reset rolls back and drops statements; nothing more to do.
+		}
+		s.srv.pool.put(s.be)
+		s.be = nil
+	}
+	_ = s.conn.Close()
+}
+
+// handshake runs the connection phase: greeting, optional TLS,
+// authentication, and the backend connection that the session pins.
+func (s *session) handshake(ctx context.Context) error {
+	cfg := s.srv.config()
+	_ = s.conn.SetDeadline(time.Now().Add(cfg.Proxy.HandshakeTimeout.D()))
+	defer func() { _ = s.conn.SetDeadline(time.Time{}) }()
+
+	salt, err := newSalt()
+	if err != nil {
+		return err
+	}
+	s.salt = salt
+	caps := uint32(serverCaps)
+	if s.srv.tlsConfig != nil {
+		caps |= mysql.CLIENT_SSL
+	}
+	plugin := s.srv.authPlugin
+	if _, err := s.cw.writePacket(0, initialHandshake(s.srv.serverVersion(), s.id, salt, caps, plugin)); err != nil {
+		return err
+	}
+	if err := s.cw.flush(); err != nil {
+		return err
+	}
+	seq, p, err := s.cr.readLogical(4096)
+	if err != nil {
+		return err
+	}
+	if isSSLRequest(p) {
+		if err := s.upgradeTLS(s.srv.tlsConfig); err != nil {
+			return err
+		}
+		if seq, p, err = s.cr.readLogical(4096); err != nil {
+			return err
+		}
+	} else if s.srv.requireTLS() {
+		return s.writeErrAt(seq+1, newSQLError(erAccessDenied, "28000", "connections must use TLS"))
+	}
+	resp, err := parseHandshakeResponse(p)
+	if err != nil {
+		_ = s.writeErrAt(seq+1, newSQLError(erHandshake, "08S01", "bad handshake"))
+		return err
+	}
+	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
+	if err != nil {
+		return err
+	}
+	be, err := s.srv.pool.get(ctx, s.backendKey())
+	if err != nil {
+		s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
+		_ = s.writeErrAt(seq, backendDialError(err))
+		return err
+	}
+	s.be = be
+	s.status = be.status
+	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+		return err
+	}
+	return s.cw.flush()
+}
+
+// authenticate checks the client's answer, switching it to a plugin lockproxy
+// can verify when needed. It returns the sequence id of the next packet.
+func (s *session) authenticate(seq byte, plugin string, auth []byte, want string) (byte, error) {
+	if plugin == "" {
+		plugin = mysql.AUTH_NATIVE_PASSWORD
+	}
+	u, known := s.srv.lookupUser(s.user)
+	if !supportedPlugin(plugin) {
+		if _, err := s.cw.writePacket(seq, authSwitchRequest(want, s.salt)); err != nil {
+			return 0, err
+		}
+		if err := s.cw.flush(); err != nil {
+			return 0, err
+		}
+		var err error
+		var p []byte
+		if seq, p, err = s.cr.readLogical(4096); err != nil {
+			return 0, err
+		}
+		seq++
+		plugin, auth = want, p
+	}
+	if !known || !checkAuth(plugin, s.salt, auth, u.Password) {
+		s.srv.metrics.authFailures.Inc()
+		usingPw := "YES"
+		if len(auth) == 0 {
+			usingPw = "NO"
+		}
+		host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
+		e := newSQLError(erAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
+		_ = s.writeErrAt(seq, e)
+		return 0, e
+	}
+	s.password = u.Password
+	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
+		if _, err := s.cw.writePacket(seq, []byte{0x01, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
+			return 0, err
+		}
+		seq++
+	}
+	return seq, nil
+}
+
+func (s *session) backendKey() poolKey {
+	return poolKey{
+		addr:      s.srv.config().Backends.Primary,
+		user:      s.user,
+		password:  s.password,
+		db:        s.db,
+		caps:      s.caps & mirroredCaps,
+		collation: s.collation,
+	}
+}
+
+// backendDialError turns a failure to open a backend connection into what
+// the client sees: the backend's own error when it sent one (unknown
+// database, access denied), else a lockproxy error naming the backend.
+func backendDialError(err error) *sqlError {
+	se := toSQLError(err)
+	if se.Code == erUnknown {
+		return newSQLError(2003, "HY000", "cannot connect to the primary: %v", err)
+	}
+	return se
+}
+
+func isClosedConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// sessionInfo is what the server reports about a session.
+func (s *session) String() string { return fmt.Sprintf("session %d (%s)", s.id, s.user) }

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// stmt is a prepared statement as the client knows it. lockproxy hands out
+// its own statement ids and maps them to the backend's, so a statement can
+// later be prepared on other backends without the client noticing.
+type stmt struct {
+	id         uint32
+	backendID  uint32
+	query      string
+	numParams  int
+	numColumns int
+	// paramTypes are the types (2 bytes each) from the last execute that
+	// bound them. Clients may re-execute with new_params_bound_flag = 0,
+	// reusing these; lockproxy must remember them to read parameter values.
+	paramTypes []byte
+}
+
+func (s *session) lookupStmt(p []byte) (*stmt, bool) {
+	if len(p) < 5 {
+		return nil, false
+	}
+	st, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+	return st, ok
+}
+
+// prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
+// relays the parameter and column definitions.
+func (s *session) prepare(p []byte) error {
+	if err := s.be.writeCommand(p); err != nil {
+		return s.backendFailed(err)
+	}
+	if err := s.relayPrepare(string(p[1:])); err != nil {
+		return s.backendFailed(err)
+	}
+	return nil
+}
+
+func (s *session) relayPrepare(query string) error {
+	seq, p, err := s.next()
+	if err != nil {
+		return err
+	}
+	if len(p) == 0 || p[0] != mysql.OK_HEADER || len(p) < 12 {
+		if err := s.cw.writePhysical(seq, p); err != nil {
+			return clientIOError{err}
+		}
+		s.lastOK = false
+		return s.flushClient()
+	}
+	s.nextID++
+	st := &stmt{
+		id:         s.nextID,
+		backendID:  binary.LittleEndian.Uint32(p[1:]),
+		query:      query,
+		numColumns: int(binary.LittleEndian.Uint16(p[5:])),
+		numParams:  int(binary.LittleEndian.Uint16(p[7:])),
+	}
+	binary.LittleEndian.PutUint32(p[1:], st.id)
+	if err := s.cw.writePhysical(seq, p); err != nil {
+		return clientIOError{err}
+	}
+	s.midResponse = true
+	defer func() { s.midResponse = false }()
+	if st.numParams > 0 {
+		if err := s.relayColumns(st.numParams); err != nil {
+			return err
+		}
+	}
+	if st.numColumns > 0 {
+		if err := s.relayColumns(st.numColumns); err != nil {
+			return err
+		}
+	}
+	s.stmts[st.id] = st
+	s.lastOK = true
+	return s.flushClient()
+}
+
+func (s *session) flushClient() error {
+	if err := s.cw.flush(); err != nil {
+		return clientIOError{err}
+	}
+	return nil
+}
+
+// execute forwards COM_STMT_EXECUTE under the backend's statement id,
+// remembering the parameter types when the client binds them.
+func (s *session) execute(p []byte) error {
+	st, ok := s.lookupStmt(p)
+	if !ok {
+		return s.unknownStmt(p, "mysqld_stmt_execute")
+	}
+	if types, ok := executeParamTypes(p, st.numParams); ok {
+		st.paramTypes = append(st.paramTypes[:0], types...)
+	} else if st.numParams > 0 && st.paramTypes == nil {
+		return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "statement %d executed without parameter types", st.id))
+	}
+	binary.LittleEndian.PutUint32(p[1:], st.backendID)
+	s.srv.metrics.queries.WithLabelValues("primary", "execute").Inc()
+	return s.forward(p, relayResults, true)
+}
+
+// executeParamTypes returns the parameter types an execute packet binds, if
+// its new_params_bound_flag is set.
+func executeParamTypes(p []byte, numParams int) ([]byte, bool) {
+	if numParams == 0 {
+		return nil, false
+	}
+	pos := 10 + (numParams+7)/8
+	if pos >= len(p) || p[pos] != 1 {
+		return nil, false
+	}
+	pos++
+	if pos+2*numParams > len(p) {
+		return nil, false
+	}
+	return p[pos : pos+2*numParams], true
+}
+
+// stmtCommand forwards a statement command that names a statement id.
+func (s *session) stmtCommand(p []byte, kind relayKind) error {
+	st, ok := s.lookupStmt(p)
+	if !ok {
+		if kind == relayNone {
+			return nil // MySQL ignores long data for unknown statements
+		}
+		return s.unknownStmt(p, "mysqld_stmt_fetch")
+	}
+	binary.LittleEndian.PutUint32(p[1:], st.backendID)
+	return s.forward(p, kind, true)
+}
+
+// closeStmt forwards COM_STMT_CLOSE (which has no response) and forgets it.
+func (s *session) closeStmt(p []byte) error {
+	st, ok := s.lookupStmt(p)
+	if !ok {
+		return nil
+	}
+	delete(s.stmts, st.id)
+	binary.LittleEndian.PutUint32(p[1:], st.backendID)
+	return s.forward(p, relayNone, false)
+}
+
+func (s *session) unknownStmt(p []byte, where string) error {
+	var id uint32
+	if len(p) >= 5 {
+		id = binary.LittleEndian.Uint32(p[1:])
+	}
+	return s.writeErrAt(1, &sqlError{Code: erUnknownStmt, State: "HY000",
+		Msg: fmt.Sprintf("lockproxy: Unknown prepared statement handler (%d) given to %s", id, where)})
+}

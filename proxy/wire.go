@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// maxPayload is the largest payload of one physical MySQL packet; a logical
+// packet of this size or more continues in the next physical packet.
+const maxPayload = 1<<24 - 1
+
+// errPacketTooLarge is returned when a client packet exceeds max_allowed_packet.
+var errPacketTooLarge = errors.New("proxy: packet larger than max_allowed_packet")
+
+// errBadSequence is returned when a packet arrives out of sequence.
+var errBadSequence = errors.New("proxy: packet out of sequence")
+
+// packetReader reads MySQL packets from a buffered stream. It is owned by one
+// goroutine at a time.
+type packetReader struct {
+	r   *bufio.Reader
+	buf []byte // reused across reads; a returned payload is valid until the next read
+	hdr [4]byte
+}
+
+func newPacketReader(r io.Reader, size int) *packetReader {
+	return &packetReader{r: bufio.NewReaderSize(r, size)}
+}
+
+// readPhysical reads one physical packet: its sequence id and payload. The
+// payload aliases the reader's buffer.
+func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
+	if _, err = io.ReadFull(p.r, p.hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
+	if cap(p.buf) < n {
+		p.buf = make([]byte, n, max(n, 2*cap(p.buf)))
+	}
+	p.buf = p.buf[:n]
+	if _, err = io.ReadFull(p.r, p.buf); err != nil {
+		return 0, nil, unexpectedEOF(err)
+	}
+	return p.hdr[3], p.buf, nil
+}
+
+// readLogical reads a whole logical packet (joining continuations), refusing
+// one larger than limit bytes (0: no limit). It returns the sequence id of
+// the last physical packet. The payload is a fresh slice the caller owns.
+func (p *packetReader) readLogical(limit int) (lastSeq byte, payload []byte, err error) {
+	var out []byte
+	for {
+		seq, part, err := p.readPhysical()
+		if err != nil {
+			return 0, nil, err
+		}
+		if out != nil && seq != lastSeq+1 {
+			return 0, nil, errBadSequence
+		}
+		lastSeq = seq
+		if limit > 0 && len(out)+len(part) > limit {
+			return 0, nil, errPacketTooLarge
+		}
+		if out == nil && len(part) < maxPayload {
+			return seq, append([]byte(nil), part...), nil
+		}
+		out = append(out, part...)
+		if len(part) < maxPayload {
+			return lastSeq, out, nil
+		}
+	}
+}
+
+// buffered reports how many bytes can be read without blocking.
+func (p *packetReader) buffered() int { return p.r.Buffered() }
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// packetWriter writes MySQL packets through a buffer; callers Flush when a
+// response is complete or before they would block on the other side.
+type packetWriter struct {
+	w *bufio.Writer
+}
+
+func newPacketWriter(w io.Writer, size int) *packetWriter {
+	return &packetWriter{w: bufio.NewWriterSize(w, size)}
+}
+
+// writePhysical writes one physical packet with the given sequence id.
+func (p *packetWriter) writePhysical(seq byte, payload []byte) error {
+	n := len(payload)
+	hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}
+	if _, err := p.w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := p.w.Write(payload)
+	return err
+}
+
+// writePacket writes a logical packet starting at sequence seq, splitting it
+// as the protocol requires, and returns the next sequence id.
+func (p *packetWriter) writePacket(seq byte, payload []byte) (byte, error) {
+	for {
+		n := min(len(payload), maxPayload)
+		if err := p.writePhysical(seq, payload[:n]); err != nil {
+			return seq, err
+		}
+		seq++
+		payload = payload[n:]
+		if n < maxPayload {
+			return seq, nil
+		}
+	}
+}
+
+func (p *packetWriter) flush() error { return p.w.Flush() }
+
+// Length-encoded integers and strings (MySQL protocol basic types).
+
+func appendLenEncInt(b []byte, n uint64) []byte {
+	switch {
+	case n < 251:
+		return append(b, byte(n))
+	case n < 1<<16:
+		return append(b, 0xfc, byte(n), byte(n>>8))
+	case n < 1<<24:
+		return append(b, 0xfd, byte(n), byte(n>>8), byte(n>>16))
+	default:
+		b = append(b, 0xfe)
+		return binary.LittleEndian.AppendUint64(b, n)
+	}
+}
+
+func appendLenEncString(b []byte, s string) []byte {
+	b = appendLenEncInt(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// readLenEncInt decodes a length-encoded integer at b[pos:].
+func readLenEncInt(b []byte, pos int) (n uint64, next int, isNull bool, err error) {
+	if pos >= len(b) {
+		return 0, pos, false, errShortPacket
+	}
+	switch c := b[pos]; {
+	case c < 0xfb:
+		return uint64(c), pos + 1, false, nil
+	case c == 0xfb:
+		return 0, pos + 1, true, nil
+	case c == 0xfc:
+		if pos+3 > len(b) {
+			return 0, pos, false, errShortPacket
+		}
+		return uint64(binary.LittleEndian.Uint16(b[pos+1:])), pos + 3, false, nil
+	case c == 0xfd:
+		if pos+4 > len(b) {
+			return 0, pos, false, errShortPacket
+		}
+		return uint64(b[pos+1]) | uint64(b[pos+2])<<8 | uint64(b[pos+3])<<16, pos + 4, false, nil
+	case c == 0xfe:
+		if pos+9 > len(b) {
+			return 0, pos, false, errShortPacket
+		}
+		return binary.LittleEndian.Uint64(b[pos+1:]), pos + 9, false, nil
+	default:
+		return 0, pos, false, fmt.Errorf("%w: bad length-encoded integer 0x%x", errShortPacket, c)
+	}
+}
+
+// readLenEncString decodes a length-encoded string at b[pos:].
+func readLenEncString(b []byte, pos int) (s []byte, next int, err error) {
+	n, pos, isNull, err := readLenEncInt(b, pos)
+	if err != nil || isNull {
+		return nil, pos, err
+	}
+	if uint64(len(b)-pos) < n {
+		return nil, pos, errShortPacket
+	}
+	return b[pos : pos+int(n)], pos + int(n), nil
+}
+
+var errShortPacket = errors.New("proxy: malformed packet")
