@@ -1,0 +1,648 @@
+#!/usr/bin/env bash
+# testbed.sh: the real servers lockproxy is tested against.
+#
+# One bed is a MariaDB primary, a MariaDB replica replicating from it with
+# GTID, and a Redis, all under one directory, all bound to 127.0.0.1 on free
+# ports chosen at run time (never 3306 or 6379). Nothing outside DIR is used,
+# so several beds can run side by side and none depends on system services.
+#
+#   testbed.sh install            apt-install what is missing (Debian)
+#   testbed.sh check              exit 0 if everything `up` needs is installed
+#   testbed.sh up DIR             start (or reuse) a bed; print DIR/env
+#   testbed.sh down DIR           stop every server of the bed
+#   testbed.sh status DIR         say which servers run; exit 1 if any is down
+#   testbed.sh env DIR            print DIR/env
+#   testbed.sh kill DIR NAME      SIGKILL one server (primary|replica|redis)
+#   testbed.sh stop DIR NAME      stop one server cleanly
+#   testbed.sh start DIR NAME     start one stopped server on its old port
+#   testbed.sh restart DIR NAME   stop (if running) and start one server
+#
+# With LOCKPROXY_TESTBED_OWNER_PID set, `up` also starts a watchdog that
+# takes the bed down when that process exits (so a crashed test binary
+# leaves no servers behind); with LOCKPROXY_TESTBED_EPHEMERAL=1 the
+# watchdog then removes DIR too.
+set -euo pipefail
+
+SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+
+DB_USER=lockproxy_test
+DB_PASSWORD=lockproxy-test
+REPL_USER=lockproxy_repl
+REPL_PASSWORD=lockproxy-repl
+START_TIMEOUT=60 # seconds a server may take to answer
+
+log() { printf 'testbed: %s\n' "$*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+# first_cmd prints the first of its arguments that is an executable command.
+first_cmd() {
+	local c
+	for c in "$@"; do
+		if command -v "$c" >/dev/null 2>&1; then
+			command -v "$c"
+			return 0
+		fi
+	done
+	return 1
+}
+
+mysqld_bin() { first_cmd mariadbd mysqld /usr/sbin/mariadbd /usr/sbin/mysqld /usr/libexec/mariadbd; }
+install_db_bin() { first_cmd mariadb-install-db mysql_install_db /usr/bin/mariadb-install-db; }
+client_bin() { first_cmd mariadb mysql; }
+tzinfo_bin() { first_cmd mariadb-tzinfo-to-sql mysql_tzinfo_to_sql; }
+redis_bin() { first_cmd redis-server /usr/bin/redis-server; }
+redis_cli_bin() { first_cmd redis-cli; }
+
+# ---------------------------------------------------------------- install
+
+# missing_packages prints the Debian packages whose programs are missing.
+missing_packages() {
+	mysqld_bin >/dev/null && install_db_bin >/dev/null || echo mariadb-server
+	client_bin >/dev/null || echo mariadb-client
+	redis_bin >/dev/null && redis_cli_bin >/dev/null || echo redis-server
+	first_cmd sysbench >/dev/null || echo sysbench
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pymysql' 2>/dev/null || echo python3-pymysql
+	first_cmd setsid >/dev/null || echo util-linux
+	first_cmd make >/dev/null || echo make
+	[[ -d /usr/share/zoneinfo ]] || echo tzdata
+	return 0
+}
+
+cmd_check() {
+	mysqld_bin >/dev/null || die "mariadbd not found (run: $SELF install)"
+	install_db_bin >/dev/null || die "mariadb-install-db not found (run: $SELF install)"
+	client_bin >/dev/null || die "mariadb client not found (run: $SELF install)"
+	redis_bin >/dev/null || die "redis-server not found (run: $SELF install)"
+	redis_cli_bin >/dev/null || die "redis-cli not found (run: $SELF install)"
+	first_cmd setsid >/dev/null || die "setsid not found (run: $SELF install)"
+}
+
+cmd_install() {
+	local pkgs sudo=() policy=/usr/sbin/policy-rc.d made_policy=0
+	mapfile -t pkgs < <(missing_packages)
+	if ((${#pkgs[@]} == 0)); then
+		log "everything needed is installed"
+		return 0
+	fi
+	command -v apt-get >/dev/null || die "missing ${pkgs[*]} and no apt-get to install them"
+	if ((EUID != 0)); then
+		command -v sudo >/dev/null || die "missing ${pkgs[*]}; run as root to install them"
+		sudo=(sudo -n)
+	fi
+	log "installing ${pkgs[*]}"
+	# Keep the packages' own services from starting: the bed never uses them.
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+		"${sudo[@]}" chmod 755 "$policy"
+		made_policy=1
+	fi
+	local rc=0
+	if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+		"${sudo[@]}" apt-get update -q || rc=$?
+	fi
+	if ((rc == 0)); then
+		apt_install "${sudo[@]}" -- "${pkgs[@]}" || {
+			"${sudo[@]}" apt-get update -q && apt_install "${sudo[@]}" -- "${pkgs[@]}"
+		} || rc=$?
+	fi
+	if ((made_policy)); then "${sudo[@]}" rm -f "$policy"; fi
+	((rc == 0)) || die "apt-get failed ($rc)"
+	mapfile -t pkgs < <(missing_packages)
+	((${#pkgs[@]} == 0)) || die "still missing after install: ${pkgs[*]}"
+}
+
+# apt_install [SUDO...] -- PKG...
+apt_install() {
+	local pre=()
+	while [[ $1 != -- ]]; do
+		pre+=("$1")
+		shift
+	done
+	shift
+	"${pre[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+
+# ---------------------------------------------------------------- paths and ports
+
+# Every server NAME keeps its files in DIR/NAME: port, pid, logs, socket, data.
+sdir() { echo "$DIR/$1"; }
+port_of() { cat "$DIR/$1/port" 2>/dev/null || true; }
+pidfile_of() {
+	case $1 in
+	redis) echo "$DIR/redis/redis.pid" ;;
+	*) echo "$DIR/$1/mysqld.pid" ;;
+	esac
+}
+logfile_of() {
+	case $1 in
+	redis) echo "$DIR/redis/redis.log" ;;
+	*) echo "$DIR/$1/error.log" ;;
+	esac
+}
+sock_of() {
+	case $1 in
+	redis) echo "$DIR/redis/redis.sock" ;;
+	*) echo "$DIR/$1/mysqld.sock" ;;
+	esac
+}
+
+# port_free PORT: nothing listens on 127.0.0.1:PORT.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pick_port prints a free port below the kernel's ephemeral range that no
+# other server of this bed has been given.
+pick_port() {
+	local p i n taken
+	for i in $(seq 500); do
+		p=$((20000 + RANDOM % 12000))
+		taken=0
+		for n in primary replica redis; do
+			[[ $(port_of "$n") == "$p" ]] && taken=1
+		done
+		((taken == 0)) || continue
+		if port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# running PID: the process exists and is not a zombie waiting to be reaped.
+running() {
+	local st
+	kill -0 "$1" 2>/dev/null || return 1
+	st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null || true)
+	[[ $st != Z && $st != X ]]
+}
+
+# pid_of NAME prints the pid of NAME's server if it is running.
+pid_of() {
+	local f pid comm
+	f=$(pidfile_of "$1")
+	[[ -s $f ]] || return 1
+	pid=$(tr -dc 0-9 <"$f")
+	[[ -n $pid ]] && running "$pid" || return 1
+	comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+	case $comm in mariadbd | mysqld | redis-server | redis-check-rdb) ;; *) return 1 ;; esac
+	echo "$pid"
+}
+
+# answers NAME: the server accepts queries.
+answers() {
+	local port
+	port=$(port_of "$1")
+	case $1 in
+	redis) [[ $("$(redis_cli_bin)" -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]] ;;
+	*) sql_root "$1" -e 'SELECT 1' >/dev/null 2>&1 ;;
+	esac
+}
+
+alive() { pid_of "$1" >/dev/null && answers "$1"; }
+
+# sql_root NAME ARGS...: the mariadb client as root over NAME's socket.
+sql_root() {
+	local name=$1
+	shift
+	"$(client_bin)" --no-defaults --protocol=socket -S "$(sock_of "$name")" -uroot -N -B "$@"
+}
+
+line_count() { if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi; }
+
+show_log() {
+	local f
+	f=$(logfile_of "$1")
+	log "last lines of $f:"
+	tail -n 25 "$f" >&2 2>/dev/null || true
+	f="$(sdir "$1")/stdout.log"
+	if [[ -s $f ]]; then
+		log "last lines of $f:"
+		tail -n 10 "$f" >&2 || true
+	fi
+}
+
+# ---------------------------------------------------------------- MariaDB
+
+write_mysql_cnf() {
+	local name=$1 id=2 d
+	d=$(sdir "$name")
+	[[ $name == primary ]] && id=1
+	cat >"$d/my.cnf" <<EOF
+# Written by scripts/testbed.sh; rewritten on every start.
+[mysqld]
+user=root
+datadir=$d/data
+socket=$d/mysqld.sock
+pid-file=$d/mysqld.pid
+log-error=$d/error.log
+tmpdir=$d/tmp
+port=$(port_of "$name")
+bind-address=127.0.0.1
+skip-name-resolve
+server-id=$id
+log-bin=binlog
+relay-log=relay-bin
+log-slave-updates=1
+binlog-format=ROW
+gtid-strict-mode=1
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+max-connections=1000
+max-allowed-packet=64M
+performance-schema=OFF
+innodb-buffer-pool-size=64M
+innodb-log-file-size=16M
+innodb-flush-log-at-trx-commit=2
+innodb-doublewrite=0
+innodb-use-native-aio=0
+sync-binlog=0
+slave-net-timeout=10
+loose-feedback=OFF
+EOF
+	[[ $name == replica ]] && echo "read-only=1" >>"$d/my.cnf"
+	return 0
+}
+
+# init_mysql NAME creates an empty data directory once.
+init_mysql() {
+	local d
+	d=$(sdir "$1")
+	[[ -d $d/data/mysql ]] && return 0
+	rm -rf "$d/data"
+	mkdir -p "$d/tmp"
+	"$(install_db_bin)" --no-defaults --datadir="$d/data" --tmpdir="$d/tmp" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		--innodb-log-file-size=16M >"$d/install.log" 2>&1 || {
+		tail -n 20 "$d/install.log" >&2
+		die "$1: mariadb-install-db failed"
+	}
+}
+
+# launch_mysql NAME starts mariadbd in its own session and waits until it
+# answers. Exit status 2 means the port was taken.
+launch_mysql() {
+	local name=$1 d lines i pid
+	d=$(sdir "$name")
+	mkdir -p "$d/tmp"
+	write_mysql_cnf "$name"
+	lines=$(line_count "$d/error.log")
+	rm -f "$d/mysqld.pid"
+	# Without job control the background child is no process group leader,
+	# so setsid execs in place and $! is the server itself.
+	setsid "$(mysqld_bin)" --defaults-file="$d/my.cnf" </dev/null >>"$d/stdout.log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		if pid_of "$name" >/dev/null && answers "$name"; then
+			return 0
+		fi
+		if ((i > 20)) && ! running "$pid" && ! pid_of "$name" >/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	if tail -n +"$((lines + 1))" "$d/error.log" 2>/dev/null | grep -q 'Address already in use'; then
+		return 2
+	fi
+	show_log "$name"
+	log "$name: mariadbd did not come up"
+	return 1
+}
+
+# ---------------------------------------------------------------- Redis
+
+launch_redis() {
+	local d i lines pid
+	d=$(sdir redis)
+	mkdir -p "$d"
+	lines=$(line_count "$d/redis.log")
+	rm -f "$d/redis.pid"
+	setsid "$(redis_bin)" --port "$(port_of redis)" --bind 127.0.0.1 \
+		--save '' --appendonly no --daemonize no \
+		--pidfile "$d/redis.pid" --logfile "$d/redis.log" --dir "$d" \
+		--unixsocket "$d/redis.sock" --unixsocketperm 700 \
+		</dev/null >>"$d/stdout.log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		if pid_of redis >/dev/null && answers redis; then
+			return 0
+		fi
+		if ((i > 20)) && ! running "$pid" && ! pid_of redis >/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	if tail -n +"$((lines + 1))" "$d/redis.log" 2>/dev/null | grep -q 'Address already in use'; then
+		return 2
+	fi
+	show_log redis
+	log "redis: redis-server did not come up"
+	return 1
+}
+
+# ---------------------------------------------------------------- one server
+
+launch() {
+	case $1 in
+	redis) launch_redis ;;
+	primary | replica) launch_mysql "$1" ;;
+	*) die "unknown server $1 (primary|replica|redis)" ;;
+	esac
+}
+
+# start_server NAME MOVABLE: start NAME unless it runs. When MOVABLE is 1 a
+# taken port is replaced by a new free one; otherwise the old port is kept.
+start_server() {
+	local name=$1 movable=$2 try rc
+	alive "$name" && return 0
+	mkdir -p "$(sdir "$name")"
+	if [[ -z $(port_of "$name") ]] || { ((movable)) && ! port_free "$(port_of "$name")"; }; then
+		((movable)) || die "$name: no port recorded in $(sdir "$name")/port"
+		pick_port >"$(sdir "$name")/port.new"
+		mv "$(sdir "$name")/port.new" "$(sdir "$name")/port"
+	fi
+	for try in 1 2 3 4 5; do
+		rc=0
+		launch "$name" || rc=$?
+		((rc == 0)) && return 0
+		((rc == 2 && movable)) || return 1
+		log "$name: port $(port_of "$name") was taken, trying another"
+		pick_port >"$(sdir "$name")/port.new"
+		mv "$(sdir "$name")/port.new" "$(sdir "$name")/port"
+	done
+	return 1
+}
+
+# stop_server NAME SIGNAL: send SIGNAL and wait until the process is gone.
+stop_server() {
+	local name=$1 sig=$2 pid i
+	pid=$(pid_of "$name") || return 0
+	kill "-$sig" "$pid" 2>/dev/null || true
+	for ((i = 0; i < 600; i++)); do
+		running "$pid" || break
+		sleep 0.1
+	done
+	if running "$pid"; then
+		log "$name: pid $pid ignored SIG$sig for 60s, killing"
+		kill -KILL "$pid" 2>/dev/null || true
+		while running "$pid"; do sleep 0.1; done
+	fi
+	if [[ $sig == KILL ]]; then rm -f "$(pidfile_of "$name")"; fi
+	return 0
+}
+
+# ---------------------------------------------------------------- replication
+
+setup_primary() {
+	local u h
+	{
+		for h in '%' '127.0.0.1' 'localhost'; do
+			u="'$DB_USER'@'$h'"
+			echo "CREATE USER IF NOT EXISTS $u IDENTIFIED BY '$DB_PASSWORD';"
+			echo "ALTER USER $u IDENTIFIED BY '$DB_PASSWORD';"
+			echo "GRANT ALL PRIVILEGES ON *.* TO $u WITH GRANT OPTION;"
+		done
+		u="'$REPL_USER'@'127.0.0.1'"
+		echo "CREATE USER IF NOT EXISTS $u IDENTIFIED BY '$REPL_PASSWORD';"
+		echo "ALTER USER $u IDENTIFIED BY '$REPL_PASSWORD';"
+		echo "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO $u;"
+	} | sql_root primary || die "primary: creating accounts failed"
+}
+
+# load_timezones NAME loads the named time zones once, outside the binlog.
+load_timezones() {
+	local name=$1 marker
+	marker="$(sdir "$name")/timezones-loaded"
+	[[ -e $marker ]] && return 0
+	[[ -d /usr/share/zoneinfo ]] && tzinfo_bin >/dev/null || return 0
+	if "$(tzinfo_bin)" --skip-write-binlog /usr/share/zoneinfo 2>/dev/null | sql_root "$name" mysql; then
+		touch "$marker"
+	else
+		log "$name: loading time zones failed (named time zones will not work)"
+	fi
+}
+
+# slave_status prints SHOW SLAVE STATUS of the replica, one "Field: value" a line.
+slave_status() {
+	"$(client_bin)" --no-defaults --protocol=socket -S "$(sock_of replica)" -uroot \
+		-e 'SHOW SLAVE STATUS\G' 2>/dev/null || true
+}
+
+slave_field() { sed -n "s/^ *$1: //p" <<<"$2" | head -n 1; }
+
+setup_replica() {
+	local st pport
+	pport=$(port_of primary)
+	st=$(slave_status)
+	if [[ $(slave_field Master_Port "$st") != "$pport" || $(slave_field Master_User "$st") != "$REPL_USER" ]]; then
+		sql_root replica -e "STOP SLAVE; CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$pport,
+			MASTER_USER='$REPL_USER', MASTER_PASSWORD='$REPL_PASSWORD',
+			MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1, MASTER_USE_GTID=slave_pos" ||
+			die "replica: CHANGE MASTER failed"
+	fi
+	sql_root replica -e 'START SLAVE' 2>/dev/null || true
+	wait_replication
+}
+
+# wait_replication: both replica threads run and the replica has applied
+# everything the primary has logged so far.
+wait_replication() {
+	local st i pos io sql
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		st=$(slave_status)
+		io=$(slave_field Slave_IO_Running "$st")
+		sql=$(slave_field Slave_SQL_Running "$st")
+		[[ $io == Yes && $sql == Yes ]] && break
+		if [[ $sql == No && -n $(slave_field Last_SQL_Error "$st") ]]; then
+			break
+		fi
+		sleep 0.1
+	done
+	if [[ $io != Yes || $sql != Yes ]]; then
+		log "replica: replication not running (IO=$io SQL=$sql)"
+		log "IO error: $(slave_field Last_IO_Error "$st")"
+		log "SQL error: $(slave_field Last_SQL_Error "$st")"
+		show_log replica
+		return 1
+	fi
+	pos=$(sql_root primary -e 'SELECT @@gtid_binlog_pos')
+	[[ -z $pos ]] && return 0
+	[[ $(sql_root replica -e "SELECT MASTER_GTID_WAIT('$pos', $START_TIMEOUT)") == 0 ]] ||
+		{
+			log "replica: did not reach primary position $pos"
+			return 1
+		}
+}
+
+# ---------------------------------------------------------------- env file
+
+write_env() {
+	local f="$DIR/env" n N
+	{
+		echo "# Written by scripts/testbed.sh up; source with: set -a; . $f; set +a"
+		echo "LOCKPROXY_TESTBED=$DIR"
+		echo "LOCKPROXY_PRIMARY=127.0.0.1:$(port_of primary)"
+		echo "LOCKPROXY_REPLICA=127.0.0.1:$(port_of replica)"
+		echo "LOCKPROXY_REDIS=127.0.0.1:$(port_of redis)"
+		echo "LOCKPROXY_DB_USER=$DB_USER"
+		echo "LOCKPROXY_DB_PASSWORD=$DB_PASSWORD"
+		for n in primary replica redis; do
+			N=${n^^}
+			echo "LOCKPROXY_${N}_PID_FILE=$(pidfile_of "$n")"
+			echo "LOCKPROXY_${N}_LOG=$(logfile_of "$n")"
+			echo "LOCKPROXY_${N}_SOCKET=$(sock_of "$n")"
+		done
+		echo "LOCKPROXY_PRIMARY_CNF=$DIR/primary/my.cnf"
+		echo "LOCKPROXY_REPLICA_CNF=$DIR/replica/my.cnf"
+	} >"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+
+# ---------------------------------------------------------------- commands
+
+set_dir() {
+	[[ -n ${1:-} ]] || die "usage: $SELF $CMD DIR"
+	[[ $1 != *[[:space:]\'\"\$\\]* ]] || die "DIR must not contain spaces, quotes, \$ or \\: $1"
+	mkdir -p "$1"
+	DIR=$(cd "$1" && pwd)
+	if ((${#DIR} > 80)); then
+		die "DIR is too long for a unix socket path (${#DIR} > 80 bytes): $DIR"
+	fi
+}
+
+all_alive() {
+	local n
+	for n in primary replica redis; do alive "$n" || return 1; done
+}
+
+cmd_up() {
+	set_dir "${1:-}"
+	if [[ -s $DIR/env ]] && all_alive; then
+		start_watchdog
+		cat "$DIR/env"
+		return 0
+	fi
+	cmd_check
+	mkdir -p "$DIR/primary" "$DIR/replica" "$DIR/redis"
+	init_mysql primary &
+	local p1=$!
+	init_mysql replica &
+	local p2=$!
+	wait "$p1" || die "primary: init failed"
+	wait "$p2" || die "replica: init failed"
+	start_server primary 1 || die "primary: start failed"
+	start_server replica 1 || die "replica: start failed"
+	start_server redis 1 || die "redis: start failed"
+	load_timezones primary &
+	p1=$!
+	load_timezones replica &
+	p2=$!
+	wait "$p1" "$p2" || true
+	setup_primary
+	setup_replica || die "replica: replication failed"
+	write_env
+	start_watchdog
+	cat "$DIR/env"
+}
+
+start_watchdog() {
+	[[ -n ${LOCKPROXY_TESTBED_OWNER_PID:-} ]] || return 0
+	if [[ ${LOCKPROXY_TESTBED_EPHEMERAL:-} == 1 ]]; then touch "$DIR/.ephemeral"; fi
+	local wpid
+	wpid=$(cat "$DIR/watchdog.pid" 2>/dev/null || true)
+	if [[ -n $wpid ]] && kill -0 "$wpid" 2>/dev/null; then return 0; fi
+	setsid bash "$SELF" watchdog "$DIR" "$LOCKPROXY_TESTBED_OWNER_PID" </dev/null >>"$DIR/watchdog.log" 2>&1 &
+	echo $! >"$DIR/watchdog.pid"
+}
+
+cmd_watchdog() {
+	set_dir "$1"
+	local owner=$2
+	while running "$owner" && [[ -d $DIR ]]; do sleep 1; done
+	[[ -d $DIR ]] || return 0
+	log "owner $owner is gone; taking the bed down"
+	rm -f "$DIR/watchdog.pid"
+	cmd_down "$DIR"
+	if [[ -e $DIR/.ephemeral ]]; then rm -rf "$DIR"; fi
+}
+
+cmd_down() {
+	[[ -d ${1:-} ]] || {
+		log "no bed in ${1:-(none given)}"
+		return 0
+	}
+	set_dir "$1"
+	local wpid
+	wpid=$(cat "$DIR/watchdog.pid" 2>/dev/null || true)
+	if [[ -n $wpid && $wpid != "$$" ]]; then
+		kill "$wpid" 2>/dev/null || true
+		rm -f "$DIR/watchdog.pid"
+	fi
+	stop_server replica TERM &
+	stop_server redis TERM &
+	wait
+	stop_server primary TERM
+}
+
+cmd_status() {
+	set_dir "${1:-}"
+	local n rc=0 pid
+	for n in primary replica redis; do
+		if pid=$(pid_of "$n") && answers "$n"; then
+			echo "$n: running, pid $pid, 127.0.0.1:$(port_of "$n")"
+		elif pid=$(pid_of "$n"); then
+			echo "$n: process $pid runs but does not answer on 127.0.0.1:$(port_of "$n")"
+			rc=1
+		else
+			echo "$n: stopped"
+			rc=1
+		fi
+	done
+	if pid_of replica >/dev/null && answers replica; then
+		local st
+		st=$(slave_status)
+		echo "replication: IO=$(slave_field Slave_IO_Running "$st") SQL=$(slave_field Slave_SQL_Running "$st") behind=$(slave_field Seconds_Behind_Master "$st")"
+	fi
+	return "$rc"
+}
+
+cmd_one() {
+	local action=$1 name
+	set_dir "${2:-}"
+	name=${3:-}
+	case $name in primary | replica | redis) ;; *) die "usage: $SELF $action DIR primary|replica|redis" ;; esac
+	case $action in
+	kill) stop_server "$name" KILL ;;
+	stop) stop_server "$name" TERM ;;
+	start | restart)
+		[[ $action == restart ]] && stop_server "$name" TERM
+		start_server "$name" 0 || die "$name: start failed"
+		case $name in
+		replica) wait_replication || die "replica: replication failed" ;;
+		primary) if alive replica; then wait_replication || die "replica: replication failed"; fi ;;
+		esac
+		;;
+	esac
+}
+
+CMD=${1:-}
+shift || true
+case $CMD in
+install) cmd_install ;;
+check) cmd_check ;;
+up) cmd_up "$@" ;;
+down) cmd_down "$@" ;;
+status) cmd_status "$@" ;;
+env)
+	set_dir "${1:-}"
+	cat "$DIR/env"
+	;;
+kill | stop | start | restart) cmd_one "$CMD" "$@" ;;
+watchdog) cmd_watchdog "$@" ;;
+*)
+	sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
