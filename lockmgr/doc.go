@@ -1,0 +1,24 @@
+// Package lockmgr defines how lockproxy takes distributed row locks: the
+// Locker interface every lock backend implements, the Lease a grant returns
+// (validity from the monotonic clock, fencing tokens, loss notification), the
+// per-session Set that makes re-acquiring a held key free, the sentinel errors
+// the proxy maps to MySQL errors, the Prometheus metrics and the Ledger behind
+// /debug/locks.
+//
+// Backends live in subpackages (memlock: one process only; redislock: Redis
+// server, Sentinel or Cluster) and import only this package; locktest is the
+// conformance suite they all pass.
+//
+// Deadlocks are prevented, not detected, by wound-wait on transaction age:
+// every Owner carries its transaction's start time. A waiter never waits
+// behind a younger waiter (queues are ordered by age), and a waiter that
+// finds the key held by a younger transaction wounds it. A wounded owner may
+// finish what it is doing, but the next time it would have to wait for a
+// lock, or if it is already waiting, its Acquire fails with ErrDeadlock, so
+// the proxy rolls its transaction back and releases its locks. An older
+// transaction therefore only ever waits for work that ends without waiting,
+// and no cycle can form. Lock backends must implement this rule.
+//
+// This package must never import another lockproxy package (not proxy,
+// rules, parser, router, nor its own backends).
+package lockmgr

@@ -1,0 +1,177 @@
+package lockmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is a grant of one or more keys to one Owner. It ends when it is
+// released or lost; Done is then closed and Err says which. All methods are
+// safe for concurrent use.
+//
+// Validity is measured on this process's monotonic clock from before the
+// request that granted (or last renewed) the lock was sent, minus a margin
+// for clock drift, so Valid never says true after the lock service may have
+// let the lock go. The proxy must not send COMMIT unless Valid is true.
+type Lease struct {
+	owner   Owner
+	keys    []Key
+	fences  []uint64
+	granted time.Time
+	ledger  *Ledger
+	release func(ctx context.Context) error
+
+	mu         sync.Mutex
+	validUntil time.Time
+	err        error
+	done       chan struct{}
+
+	relMu    sync.Mutex // serialises backend releases
+	released bool       // the backend release succeeded
+}
+
+// LeaseSpec is what a backend knows when it grants a lease.
+type LeaseSpec struct {
+	Owner Owner
+	// Keys as returned by NormalizeKeys; Fences[i] is the fencing token
+	// granted for Keys[i].
+	Keys   []Key
+	Fences []uint64
+	// ValidUntil is a time.Now()-based (monotonic) deadline.
+	ValidUntil time.Time
+	// Release gives the keys back in the backend (compare-and-delete). It
+	// must be idempotent; it may be called again after an error.
+	Release func(ctx context.Context) error
+	// Ledger, optional, records the lease for Snapshot and metrics.
+	Ledger *Ledger
+}
+
+// Keeper is the backend's side of a Lease: it extends validity after a
+// renewal and declares the lease lost. Safe for concurrent use.
+type Keeper struct{ l *Lease }
+
+// NewLease makes a Lease and the Keeper its backend uses to keep it.
+func NewLease(spec LeaseSpec) (*Lease, *Keeper) {
+	l := &Lease{
+		owner:      spec.Owner,
+		keys:       spec.Keys,
+		fences:     spec.Fences,
+		granted:    time.Now(),
+		ledger:     spec.Ledger,
+		release:    spec.Release,
+		validUntil: spec.ValidUntil,
+		done:       make(chan struct{}),
+	}
+	l.ledger.hold(l)
+	return l, &Keeper{l: l}
+}
+
+// Owner is the owner the lease was granted to.
+func (l *Lease) Owner() Owner { return l.owner }
+
+// Keys are the leased keys in the order they were taken. Do not modify.
+func (l *Lease) Keys() []Key { return l.keys }
+
+// Fence is the fencing token granted with key: a number that only grows
+// from one grant of that key to the next, across every instance, and is
+// never reset by a release. 0 if the lease does not hold key.
+func (l *Lease) Fence(key string) uint64 {
+	for i, k := range l.keys {
+		if k.Name == key {
+			return l.fences[i]
+		}
+	}
+	return 0
+}
+
+// Done is closed when the lease is released or lost.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err is nil while the lease is held, then ErrReleased or an error wrapping
+// ErrLeaseLost.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// ValidUntil is the monotonic deadline up to which the lock is known to be
+// held; the zero Time once the lease has ended.
+func (l *Lease) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return time.Time{}
+	}
+	return l.validUntil
+}
+
+// Valid reports whether the lease is held and known valid right now.
+func (l *Lease) Valid() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err == nil && time.Now().Before(l.validUntil)
+}
+
+// Release gives the keys back. It is idempotent: later calls return nil once
+// the backend release has succeeded, and retry it after an error. Done is
+// closed by the first call whatever the backend says; a lock the backend
+// could not delete expires with its lease.
+func (l *Lease) Release(ctx context.Context) error {
+	l.end(ErrReleased)
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.released {
+		return nil
+	}
+	if err := l.release(ctx); err != nil {
+		return err
+	}
+	l.released = true
+	return nil
+}
+
+// end closes the lease with err unless it already ended. It reports
+// whether this call ended it.
+func (l *Lease) end(err error) bool {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.err = err
+	close(l.done)
+	l.mu.Unlock()
+	l.ledger.drop(l, errors.Is(err, ErrLeaseLost))
+	return true
+}
+
+// Lease is the lease this Keeper keeps.
+func (k *Keeper) Lease() *Lease { return k.l }
+
+// Extend moves the validity deadline to until (a time.Now()-based time).
+// It never moves it backwards and does nothing once the lease has ended.
+func (k *Keeper) Extend(until time.Time) {
+	k.l.mu.Lock()
+	defer k.l.mu.Unlock()
+	if k.l.err == nil && until.After(k.l.validUntil) {
+		k.l.validUntil = until
+	}
+}
+
+// Lose ends the lease as lost because of cause: Done is closed and Err
+// wraps ErrLeaseLost and cause. It reports whether this call ended it (false
+// if it was already released or lost).
+func (k *Keeper) Lose(cause error) bool {
+	return k.l.end(fmt.Errorf("%w: owner %s: %w", ErrLeaseLost, k.l.owner, cause))
+}
+
+// Expired reports whether the validity deadline has passed.
+func (k *Keeper) Expired(now time.Time) bool {
+	k.l.mu.Lock()
+	defer k.l.mu.Unlock()
+	return !now.Before(k.l.validUntil)
+}

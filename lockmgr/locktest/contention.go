@@ -1,0 +1,113 @@
+package locktest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// countWaiting counts "waiting" entries over all lockers.
+func countWaiting(ls []lockmgr.Locker) int {
+	n := 0
+	for _, l := range ls {
+		for _, e := range l.Snapshot() {
+			if e.State == "waiting" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// testFIFO: waiters that queued one after another (each an older
+// transaction than the next) are granted in that order, across Lockers.
+func testFIFO(t *testing.T, b Backend) {
+	const n = 6
+	ls := lockers(t, b, 2)
+	k := keys(t, 1)[0]
+	holder := acquire(t, ls[0], newOwner("h"), long, k)
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range n {
+		o := newOwner("w")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease, err := tryAcquire(ls[i%2], o, long, k)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			release(t, lease)
+		}()
+		waitFor(t, func() bool { return countWaiting(ls) == i+1 })
+	}
+	release(t, holder)
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("grant order %v; want 0..%d", order, n-1)
+		}
+	}
+}
+
+// testDeadlock: an older and a younger transaction take two keys in
+// opposite orders. The younger must fail with ErrDeadlock (not wait for the
+// timeout), after which the older gets both keys.
+func testDeadlock(t *testing.T, b Backend) {
+	for _, tc := range []struct {
+		name              string
+		youngerWaitsFirst bool
+	}{{"YoungerWaitsFirst", true}, {"OlderWaitsFirst", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ls := lockers(t, b, 2)
+			ks := keys(t, 2)
+			old, young := newOwner("old"), newOwner("young")
+			oldLease := acquire(t, ls[0], old, long, ks[0])
+			youngLease := acquire(t, ls[1], young, long, ks[1])
+			youngErr := make(chan error, 1)
+			oldErr := make(chan error, 1)
+			startYoung := func() {
+				go func() {
+					l, err := tryAcquire(ls[1], young, long, ks[0])
+					if err == nil {
+						release(t, l)
+					}
+					release(t, youngLease) // the proxy rolls back and releases
+					youngErr <- err
+				}()
+			}
+			startOld := func() {
+				go func() {
+					l, err := tryAcquire(ls[0], old, long, ks[1])
+					if err == nil {
+						release(t, l)
+					}
+					oldErr <- err
+				}()
+			}
+			if tc.youngerWaitsFirst {
+				startYoung()
+				waitFor(t, func() bool { return countWaiting(ls) == 1 })
+				startOld()
+			} else {
+				startOld()
+				waitFor(t, func() bool { return countWaiting(ls) == 1 })
+				startYoung()
+			}
+			if err := <-youngErr; !errors.Is(err, lockmgr.ErrDeadlock) {
+				t.Errorf("younger transaction: %v; want ErrDeadlock", err)
+			}
+			if err := <-oldErr; err != nil {
+				t.Errorf("older transaction: %v; want the key once the younger gave up", err)
+			}
+			release(t, oldLease)
+		})
+	}
+}

@@ -1,0 +1,74 @@
+package lockmgr
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Owner says on whose behalf a lock is held: one transaction (or one
+// autocommit statement) of one client session of one proxy instance.
+// Owners are compared by value; two Acquire calls with equal Owners belong to
+// the same transaction.
+type Owner struct {
+	// Instance identifies the proxy process; unique among all instances
+	// that share a lock backend (e.g. host:port plus a random suffix).
+	Instance string
+	// Session is the client connection id within the instance.
+	Session uint64
+	// Txn numbers the session's transactions (or autocommit statements).
+	Txn uint64
+	// Start is when the transaction began. It decides who is older in
+	// wound-wait; keep it for the whole transaction. Wall clock: skew
+	// between instances only shifts fairness, never safety.
+	Start time.Time
+}
+
+// ID is the owner's stable text form "instance/session/txn".
+func (o Owner) ID() string {
+	return fmt.Sprintf("%s/%d/%d", o.Instance, o.Session, o.Txn)
+}
+
+// String is ID.
+func (o Owner) String() string { return o.ID() }
+
+// Priority is the owner's age as microseconds since the Unix epoch: the
+// smaller, the older. Exact in a float64, so Redis scores hold it.
+func (o Owner) Priority() int64 { return o.Start.UnixMicro() }
+
+// Older reports whether o has precedence over p in wound-wait and in wait
+// queues: an earlier Start, ties broken by ID. It is a strict total order
+// over distinct owners, the same on every instance.
+func (o Owner) Older(p Owner) bool {
+	a, b := o.Priority(), p.Priority()
+	if a != b {
+		return a < b
+	}
+	return o.ID() < p.ID()
+}
+
+// Key is one lock: a row key built by the rules package, and the name of
+// the rule it came from (used for metrics, logs and /debug/locks).
+type Key struct {
+	Name string
+	Rule string
+}
+
+// NormalizeKeys returns keys sorted by Name with duplicates removed, the
+// order in which every backend takes them. It fails with ErrInvalidKey on an
+// empty list or an empty name.
+func NormalizeKeys(keys []Key) ([]Key, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: no keys", ErrInvalidKey)
+	}
+	out := slices.Clone(keys)
+	slices.SortFunc(out, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
+	out = slices.CompactFunc(out, func(a, b Key) bool { return a.Name == b.Name })
+	for _, k := range out {
+		if k.Name == "" {
+			return nil, fmt.Errorf("%w: empty key name (rule %q)", ErrInvalidKey, k.Rule)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,163 @@
+package lockmgr
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Set is the locks one client session holds for its current transaction:
+// it makes re-acquiring a held key free (reentrancy) and releases everything
+// at transaction end. It is safe for concurrent use, though a session uses it
+// from one goroutine.
+type Set struct {
+	locker Locker
+
+	mu     sync.Mutex
+	owner  Owner
+	leases []*Lease
+	held   map[string]*Lease
+}
+
+// NewSet makes an empty Set that acquires from locker for owner.
+func NewSet(locker Locker, owner Owner) *Set {
+	return &Set{locker: locker, owner: owner, held: map[string]*Lease{}}
+}
+
+// Owner is the owner the Set acquires for.
+func (s *Set) Owner() Owner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owner
+}
+
+// Begin starts a new transaction for owner. The Set must be empty (call
+// Release first); it returns false, changing nothing, otherwise.
+func (s *Set) Begin(owner Owner) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leases) > 0 {
+		return false
+	}
+	s.owner = owner
+	return true
+}
+
+// Acquire takes the keys of keys not already held, as one lease (all or
+// nothing). Keys already held cost nothing. It fails with the error wrapping
+// ErrLeaseLost of a lease of this Set that was lost, without acquiring.
+func (s *Set) Acquire(ctx context.Context, keys []Key) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.lostLocked(); err != nil {
+		return err
+	}
+	var missing []Key
+	for _, k := range keys {
+		if _, ok := s.held[k.Name]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	l, err := s.locker.Acquire(ctx, s.owner, missing)
+	if err != nil {
+		return err
+	}
+	s.leases = append(s.leases, l)
+	for _, k := range l.Keys() {
+		s.held[k.Name] = l
+	}
+	return nil
+}
+
+// Holds reports whether key is held by the Set.
+func (s *Set) Holds(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[key]
+	return ok
+}
+
+// Len is the number of keys held.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// Fence is the fencing token of key, 0 if not held.
+func (s *Set) Fence(key string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.held[key]; l != nil {
+		return l.Fence(key)
+	}
+	return 0
+}
+
+// Err is nil while every lease is held, else the first lease-lost error.
+func (s *Set) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostLocked()
+}
+
+func (s *Set) lostLocked() error {
+	for _, l := range s.leases {
+		if err := l.Err(); err != nil && !errors.Is(err, ErrReleased) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Valid reports whether every lease is held and known valid now: the
+// proxy's test before sending COMMIT. An empty Set is valid.
+func (s *Set) Valid() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.leases {
+		if !l.Valid() {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidUntil is the earliest validity deadline of the Set's leases, the
+// zero Time if the Set is empty or a lease has ended.
+func (s *Set) ValidUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var min time.Time
+	for i, l := range s.leases {
+		v := l.ValidUntil()
+		if v.IsZero() {
+			return time.Time{}
+		}
+		if i == 0 || v.Before(min) {
+			min = v
+		}
+	}
+	return min
+}
+
+// Release releases every lease and empties the Set, even when a backend
+// release fails (those locks then expire with their lease). It returns the
+// joined release errors.
+func (s *Set) Release(ctx context.Context) error {
+	s.mu.Lock()
+	leases := s.leases
+	s.leases, s.held = nil, map[string]*Lease{}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
