@@ -1,0 +1,270 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// ErrUnkeyable is wrapped by Normalize when a value cannot name one row of
+// its column: NULL (never equal to anything), an expression, a number
+// compared with a string column (it matches many spellings), an unbound
+// placeholder, or a type lockproxy cannot canonicalise.
+var ErrUnkeyable = errors.New("rules: value cannot name a row")
+
+// Use says how a value meets its column, which decides how MySQL converts it.
+type Use int
+
+// Uses of a value.
+const (
+	// Compare: WHERE column = value. MySQL compares an integer column with
+	// a string as numbers, '1001' and 1001 select one row.
+	Compare Use = iota
+	// Assign: INSERT VALUES / SET column = value. MySQL converts the value
+	// to the column's type and stores it (1001.5 into an INT is 1002).
+	Assign
+)
+
+func unkeyable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnkeyable, fmt.Sprintf(format, args...))
+}
+
+// Normalize returns the bytes that stand for v in a lock key on column col,
+// such that two spellings MySQL (MariaDB) would take for the same row give
+// the same bytes: integers canonical ('1001', 1001, 1001.0, 0x3E9 and
+// '  1001' agree on an INT column), decimals canonical, case and accents
+// folded under a _ci collation, trailing spaces ignored under PAD SPACE
+// collations. Where lockproxy cannot be sure, it merges rather than splits:
+// two rows sharing a key only costs concurrency, one row under two keys
+// would break mutual exclusion.
+//
+// col may be nil (table not described by LoadSchema): then integers and
+// decimals are canonicalised, numeric strings too, and other strings are
+// folded as under a _ci, PAD SPACE collation. v must not be a placeholder
+// (bind it first with ParamValue). Safe for concurrent use.
+func Normalize(col *Column, v parser.Value, use Use) ([]byte, error) {
+	switch v.Kind {
+	case parser.ValueNull:
+		return nil, unkeyable("NULL never equals a row's key")
+	case parser.ValueExpr:
+		return nil, unkeyable("%s is not a constant", v.Text)
+	case parser.ValueParam:
+		return nil, unkeyable("placeholder ?%d is not bound", v.Param)
+	}
+	if col == nil {
+		return normalizeUnknown(v)
+	}
+	switch family(col.DataType) {
+	case famInt:
+		return normalizeInt(col, v, use)
+	case famDecimal:
+		return normalizeDecimal(v)
+	case famFloat:
+		return normalizeFloat(v)
+	case famString:
+		return normalizeString(col, v, use)
+	case famBinary:
+		return normalizeBinary(col, v, use)
+	case famTemporal:
+		return normalizeTemporal(col, v)
+	case famUUID:
+		if !isTextual(v) {
+			return nil, unkeyable("a number compared with uuid column %s", col.Name)
+		}
+		return []byte(strings.ToLower(strings.ReplaceAll(v.Str, "-", ""))), nil
+	}
+	return nil, unkeyable("column %s has type %s, which lockproxy cannot canonicalise", col.Name, col.DataType)
+}
+
+type typeFamily int
+
+const (
+	famOther typeFamily = iota
+	famInt
+	famDecimal
+	famFloat
+	famString
+	famBinary
+	famTemporal
+	famUUID
+)
+
+func family(dataType string) typeFamily {
+	switch strings.ToLower(dataType) {
+	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "bit", "bool", "boolean", "year":
+		return famInt
+	case "decimal", "numeric", "dec", "fixed":
+		return famDecimal
+	case "float", "double", "real", "double precision":
+		return famFloat
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set":
+		return famString
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		return famBinary
+	case "date", "datetime", "timestamp":
+		return famTemporal
+	case "uuid":
+		return famUUID
+	}
+	return famOther
+}
+
+func isTextual(v parser.Value) bool {
+	return v.Kind == parser.ValueString
+}
+
+// numberOf returns the canonical decimal a value stands for in a numeric
+// context, as MySQL converts it.
+func numberOf(v parser.Value) (string, error) {
+	switch v.Kind {
+	case parser.ValueInt:
+		return strconv.FormatInt(v.Int, 10), nil
+	case parser.ValueUint:
+		return strconv.FormatUint(v.Uint, 10), nil
+	case parser.ValueDecimal:
+		if c, ok := canonDecimal(v.Str); ok {
+			return c, nil
+		}
+		return "", unkeyable("decimal %s out of range", v.Text)
+	case parser.ValueFloat:
+		return floatText(v.Float), nil
+	case parser.ValueHex, parser.ValueBit:
+		u, ok := bytesToUint(v.Str)
+		if !ok {
+			return "", unkeyable("%s is wider than 64 bits", v.Text)
+		}
+		return strconv.FormatUint(u, 10), nil
+	case parser.ValueString:
+		p := numericPrefix(v.Str)
+		if c, ok := canonDecimal(p); ok {
+			return c, nil
+		}
+		// Out of our exact range: MySQL goes through a double.
+		f, _ := strconv.ParseFloat(p, 64)
+		return floatText(f), nil
+	}
+	return "", unkeyable("%s is not a number", v.Text)
+}
+
+func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
+	n, err := numberOf(v)
+	if err != nil {
+		return nil, err
+	}
+	// A string meets an integer column as a double: beyond 2^53 several
+	// integers compare equal to it.
+	if v.Kind == parser.ValueString && use == Compare && !exactInDouble(n) {
+		return nil, unkeyable("%s compares inexactly (as a double) with integer column %s", v.Text, col.Name)
+	}
+	if !isIntegral(n) {
+		if use == Compare {
+			// Equal to no integer: a key no integer row can share.
+			return []byte(n), nil
+		}
+		r, ok := roundHalfAway(n)
+		if !ok {
+			return nil, unkeyable("%s out of range for column %s", v.Text, col.Name)
+		}
+		n = r
+	}
+	if strings.EqualFold(col.DataType, "year") {
+		if i, err := strconv.Atoi(n); err != nil || (i != 0 && i < 100) {
+			return nil, unkeyable("two-digit year %s on column %s", v.Text, col.Name)
+		}
+	}
+	return []byte(n), nil
+}
+
+func normalizeDecimal(v parser.Value) ([]byte, error) {
+	n, err := numberOf(v)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(n), nil
+}
+
+func normalizeFloat(v parser.Value) ([]byte, error) {
+	n, err := numberOf(v)
+	if err != nil {
+		return nil, err
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return []byte(n), nil
+	}
+	return []byte(floatText(f)), nil
+}
+
+// textOf is the text a value stores as in a string column (Assign use).
+func textOf(col *Column, v parser.Value, use Use) (string, error) {
+	switch v.Kind {
+	case parser.ValueString, parser.ValueHex, parser.ValueBit:
+		return v.Str, nil
+	}
+	if use == Compare {
+		return "", unkeyable("number %s compared with string column %s matches many spellings", v.Text, col.Name)
+	}
+	if strings.EqualFold(col.DataType, "enum") || strings.EqualFold(col.DataType, "set") {
+		return "", unkeyable("number %s stored into %s column %s is an index", v.Text, col.DataType, col.Name)
+	}
+	return numberOf(v)
+}
+
+func normalizeString(col *Column, v parser.Value, use Use) ([]byte, error) {
+	s, err := textOf(col, v, use)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(collate(col.Collation, s, strings.EqualFold(col.DataType, "char"))), nil
+}
+
+func normalizeBinary(col *Column, v parser.Value, use Use) ([]byte, error) {
+	s, err := textOf(col, v, use)
+	if err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(col.DataType, "binary") {
+		// BINARY(n) stores values right-padded with NUL to n bytes.
+		if n := typeLength(col.ColumnType); n > len(s) {
+			s += strings.Repeat("\x00", n-len(s))
+		}
+	}
+	return []byte(s), nil
+}
+
+// typeLength reads n from "binary(n)"; 0 when absent.
+func typeLength(columnType string) int {
+	_, rest, ok := strings.Cut(columnType, "(")
+	if !ok {
+		return 0
+	}
+	num, _, _ := strings.Cut(rest, ")")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > 255 {
+		return 0
+	}
+	return n
+}
+
+// normalizeUnknown canonicalises a value for a column whose type is not
+// known: numbers, and strings that are wholly numbers, canonical; other
+// strings folded like a _ci PAD SPACE collation.
+func normalizeUnknown(v parser.Value) ([]byte, error) {
+	switch v.Kind {
+	case parser.ValueHex, parser.ValueBit:
+		return nil, unkeyable("%s on a column of unknown type (describe the table with LoadSchema)", v.Text)
+	case parser.ValueString:
+		if c, ok := canonDecimal(strings.TrimSpace(v.Str)); ok {
+			return []byte(c), nil
+		}
+		return []byte(collate("", v.Str, false)), nil
+	}
+	n, err := numberOf(v)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(n), nil
+}
