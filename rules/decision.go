@@ -1,5 +1,10 @@
 package rules
 
+import (
+	"fmt"
+	"time"
+)
+
 // LockClass is why a statement would take a rule's row locks; its values are
 // the rule.lock names of rules.yaml.
 type LockClass string
@@ -11,3 +16,131 @@ const (
 	ClassLockingRead LockClass = LockLockingRead
 	ClassReadInTxn   LockClass = LockReadInTxn
 )
+
+func (c LockClass) rank() int {
+	switch c {
+	case ClassWrite:
+		return 3
+	case ClassLockingRead:
+		return 2
+	case ClassReadInTxn:
+		return 1
+	}
+	return 0
+}
+
+// Key is one row lock a statement needs.
+type Key struct {
+	// Name is the lock name, EncodeKey(schema, table, values): the same
+	// for every spelling of the row and for every rule guarding it.
+	Name string
+	// Rule is the name of the rule that asked for the lock (the first by
+	// rules.yaml order when several did).
+	Rule string
+}
+
+// Unkeyed is a rule that applies to a statement whose row keys cannot be
+// derived; the rule's on_unkeyed says whether the statement may run.
+type Unkeyed struct {
+	Rule   *Rule
+	Table  string // schema.table
+	Reason string
+}
+
+// Decision is what the rules say about one statement. The zero Decision
+// (no rule matched) takes no lock and forces nothing. A Decision is a value:
+// Bind returns a new one; it may be shared once built.
+type Decision struct {
+	// Rule is the first rule (in rules.yaml order of the tables as the
+	// statement names them) that matched; nil when none did.
+	Rule *Rule
+	// Rules are all the rules that matched, without repeats.
+	Rules []*Rule
+	// Class is the strongest lock class among the rules that lock for this
+	// statement (ClassNone when none does).
+	Class LockClass
+	// Keys are the row locks to take, sorted by Name and without repeats:
+	// take them in this order, all or nothing. Empty until bound when
+	// NeedParams.
+	Keys []Key
+	// Unkeyed lists the rules that should lock but whose keys cannot be
+	// derived (with why). Reject is true when one of them says on_unkeyed:
+	// reject: the statement must not run (error 1105, RejectMessage).
+	Unkeyed []Unkeyed
+	Reject  bool
+	// RoutePrimary is true when a matched rule says route: primary.
+	RoutePrimary bool
+	// Rewrite is the rewrite plan of the rule guarding the table the
+	// statement writes (nil when none), and RewriteRule that rule.
+	Rewrite     *Rewrite
+	RewriteRule *Rule
+	// NeedParams is true when keys come from `?` placeholders: call Bind
+	// with the execute-time parameters to get Keys.
+	NeedParams bool
+
+	pending []pendingTuple
+	done    []Key // keys known before binding
+}
+
+// IsUnkeyed reports whether some rule could not derive its keys.
+func (d Decision) IsUnkeyed() bool { return len(d.Unkeyed) > 0 }
+
+// UnkeyedReason is the first unkeyed rule's reason ("" when none), preferring
+// a rule that rejects.
+func (d Decision) UnkeyedReason() string {
+	if u := d.firstUnkeyed(); u != nil {
+		return u.Reason
+	}
+	return ""
+}
+
+func (d Decision) firstUnkeyed() *Unkeyed {
+	for i := range d.Unkeyed {
+		if d.Unkeyed[i].Rule.OnUnkeyed == OnUnkeyedReject {
+			return &d.Unkeyed[i]
+		}
+	}
+	if len(d.Unkeyed) > 0 {
+		return &d.Unkeyed[0]
+	}
+	return nil
+}
+
+// RejectMessage is the client error text for a rejected statement, naming
+// the rule and the table ("" when the decision does not reject).
+func (d Decision) RejectMessage() string {
+	u := d.firstUnkeyed()
+	if !d.Reject || u == nil {
+		return ""
+	}
+	return fmt.Sprintf("lockproxy: rule %s: cannot derive the row keys of %s (%s); on_unkeyed: reject",
+		u.Rule.Name, u.Table, u.Reason)
+}
+
+// WaitTimeout is how long to wait for Keys: the smallest effective
+// wait_timeout of the rules that asked for them (locks.wait_timeout when
+// none did).
+func (d Decision) WaitTimeout(l LockConfig) time.Duration {
+	var out time.Duration
+	for _, r := range d.Rules {
+		if !d.locksAny(r) {
+			continue
+		}
+		if w := r.EffectiveWaitTimeout(l); out == 0 || w < out {
+			out = w
+		}
+	}
+	if out == 0 {
+		out = l.WaitTimeout.D()
+	}
+	return out
+}
+
+func (d Decision) locksAny(r *Rule) bool {
+	for _, k := range d.Keys {
+		if k.Rule == r.Name {
+			return true
+		}
+	}
+	return false
+}

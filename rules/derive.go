@@ -1,0 +1,156 @@
+package rules
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// pendingTuple is one row key waiting for values: literals, or placeholders
+// to be bound at execute time.
+type pendingTuple struct {
+	rule          *Rule
+	schema, table string
+	info          *TableInfo
+	cols          []string
+	vals          []parser.Value
+	uses          []Use
+}
+
+// builder accumulates a Decision's hits, keys and unkeyed rules.
+type builder struct {
+	seen    map[*Rule]bool
+	pending []pendingTuple
+	keys    []Key
+	unk     []Unkeyed
+}
+
+func (b *builder) hit(d *Decision, r *Rule) {
+	if b.seen == nil {
+		b.seen = map[*Rule]bool{}
+	}
+	if b.seen[r] {
+		return
+	}
+	b.seen[r] = true
+	if d.Rule == nil {
+		d.Rule = r
+	}
+	d.Rules = append(d.Rules, r)
+	if r.Route == RoutePrimary {
+		d.RoutePrimary = true
+	}
+}
+
+func (b *builder) unkeyed(r *Rule, schema, table, reason string) {
+	name := table
+	if schema != "" {
+		name = schema + "." + table
+	}
+	b.unk = append(b.unk, Unkeyed{Rule: r, Table: name, Reason: reason})
+}
+
+// finish resolves the literal tuples and fills d.
+func (b *builder) finish(d Decision) Decision {
+	var waiting []pendingTuple
+	for _, t := range b.pending {
+		if t.needsParams() {
+			waiting = append(waiting, t)
+			continue
+		}
+		b.resolve(t, nil)
+	}
+	d.pending = waiting
+	d.NeedParams = len(waiting) > 0
+	d.done = sortKeys(b.keys)
+	return b.seal(d)
+}
+
+// seal sets Keys (unless still waiting for parameters) and Unkeyed.
+func (b *builder) seal(d Decision) Decision {
+	d.Unkeyed = b.unk
+	d.Reject = false
+	for _, u := range d.Unkeyed {
+		if u.Rule.OnUnkeyed == OnUnkeyedReject {
+			d.Reject = true
+		}
+	}
+	if len(d.Unkeyed) > 0 && d.Reject {
+		d.Keys = nil // the statement will not run
+		return d
+	}
+	if !d.NeedParams {
+		d.Keys = d.done
+	}
+	return d
+}
+
+func (t pendingTuple) needsParams() bool {
+	for _, v := range t.vals {
+		if v.Kind == parser.ValueParam {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve normalises a tuple (binding placeholders from params) into a key,
+// or records the rule as unkeyed.
+func (b *builder) resolve(t pendingTuple, params []any) {
+	vals := make([][]byte, len(t.vals))
+	for i, v := range t.vals {
+		if v.Kind == parser.ValueParam {
+			if v.Param < 0 || v.Param >= len(params) {
+				b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("placeholder ?%d has no value", v.Param))
+				return
+			}
+			bound, err := ParamValue(params[v.Param])
+			if err != nil {
+				b.unkeyed(t.rule, t.schema, t.table, err.Error())
+				return
+			}
+			v = bound
+		}
+		n, err := Normalize(t.info.Column(t.cols[i]), v, t.uses[i])
+		if err != nil {
+			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: %s", t.cols[i], strings.TrimPrefix(err.Error(), ErrUnkeyable.Error()+": ")))
+			return
+		}
+		vals[i] = n
+	}
+	b.keys = append(b.keys, Key{Name: EncodeKey(t.schema, t.table, vals), Rule: t.rule.Name})
+}
+
+// sortKeys sorts by name and drops repeats (keeping the first rule).
+func sortKeys(keys []Key) []Key {
+	sort.SliceStable(keys, func(i, j int) bool { return keys[i].Name < keys[j].Name })
+	out := keys[:0]
+	for i, k := range keys {
+		if i > 0 && k.Name == out[len(out)-1].Name {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// Bind returns the Decision with the keys that came from placeholders
+// resolved from the execute-time parameters (as the MySQL binary protocol
+// decodes them: nil, integers, floats, []byte, string, bool). A parameter
+// that cannot name a row (NULL, out of range) makes its rule unkeyed, as
+// a literal would. Bind on a Decision without NeedParams returns it as is.
+func (d Decision) Bind(params []any) Decision {
+	if !d.NeedParams {
+		return d
+	}
+	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...)}
+	for _, t := range d.pending {
+		b.resolve(t, params)
+	}
+	d.pending = nil
+	d.NeedParams = false
+	d.done = sortKeys(b.keys)
+	return b.seal(d)
+}

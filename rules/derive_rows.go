@@ -1,0 +1,160 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// keysFor derives the row keys of one matched table occurrence into b.
+func (rs *RuleSet) keysFor(b *builder, f *parser.Facts, ref parser.TableRef, schema string, cr *compiledRule) {
+	info := rs.schema.Table(schema, ref.Name)
+	insert := f.Insert != nil && ref.Write && (f.Kind == parser.KindInsert || f.Kind == parser.KindReplace)
+	use := Compare
+	if insert {
+		use = Assign
+		if skip, reason := newRowsOnly(f, cr, info); skip {
+			return
+		} else if reason != "" {
+			b.unkeyed(cr.rule, schema, ref.Name, reason)
+			return
+		}
+	}
+	tuples, ok := ref.Where.Keys(cr.key)
+	if !ok {
+		b.unkeyed(cr.rule, schema, ref.Name, noKeysReason(ref, cr))
+		return
+	}
+	if ref.Write {
+		moved, err := movedKeys(f, ref, cr, tuples)
+		if err != "" {
+			b.unkeyed(cr.rule, schema, ref.Name, err)
+			return
+		}
+		for _, m := range moved {
+			uses := uniformUses(len(m.vals), use)
+			uses[m.col] = Assign
+			b.add(cr, schema, ref.Name, info, m.vals, uses)
+		}
+	}
+	for _, t := range tuples {
+		if insert && isNewAutoRow(cr, info, t) {
+			continue
+		}
+		b.add(cr, schema, ref.Name, info, t, uniformUses(len(t), use))
+	}
+}
+
+func uniformUses(n int, use Use) []Use {
+	uses := make([]Use, n)
+	for i := range uses {
+		uses[i] = use
+	}
+	return uses
+}
+
+func (b *builder) add(cr *compiledRule, schema, table string, info *TableInfo, vals []parser.Value, uses []Use) {
+	b.pending = append(b.pending, pendingTuple{rule: cr.rule, schema: schema, table: table,
+		info: info, cols: cr.key, vals: vals, uses: uses})
+}
+
+func noKeysReason(ref parser.TableRef, cr *compiledRule) string {
+	switch {
+	case ref.Where == nil:
+		return "the statement has no row condition"
+	case ref.Where.Unkeyed:
+		return "the row condition is too complex or its rows come from a query"
+	}
+	return fmt.Sprintf("the condition does not pin every key column %v to constants", cr.key)
+}
+
+// newRowsOnly handles an INSERT that leaves out the key column: when the
+// key is a single AUTO_INCREMENT column the rows are new and nobody can
+// name them yet (skip: no key needed), unless REPLACE or ON DUPLICATE KEY
+// UPDATE could hit an existing row through another unique key (reason).
+func newRowsOnly(f *parser.Facts, cr *compiledRule, info *TableInfo) (skip bool, reason string) {
+	for _, k := range cr.key {
+		if !contains(f.Insert.Columns, k) {
+			if !autoKey(cr, info) {
+				return false, fmt.Sprintf("the INSERT does not give key column %s", k)
+			}
+			if f.Kind == parser.KindReplace || len(f.Insert.OnDuplicate) > 0 {
+				return false, fmt.Sprintf("the upsert leaves out key column %s", k)
+			}
+			return true, ""
+		}
+	}
+	return false, ""
+}
+
+func autoKey(cr *compiledRule, info *TableInfo) bool {
+	if len(cr.key) != 1 {
+		return false
+	}
+	c := info.Column(cr.key[0])
+	return c != nil && c.AutoIncrement
+}
+
+// isNewAutoRow reports whether an INSERT row gives NULL or 0 for a single
+// AUTO_INCREMENT key column (MySQL then generates a new value).
+func isNewAutoRow(cr *compiledRule, info *TableInfo, t []parser.Value) bool {
+	if !autoKey(cr, info) || len(t) != 1 {
+		return false
+	}
+	v := t[0]
+	return v.Kind == parser.ValueNull || (v.Kind == parser.ValueInt && v.Int == 0)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// movedKeys returns the keys a write gives rows by assigning key columns
+// (UPDATE SET id = 5, ON DUPLICATE KEY UPDATE id = ?): each tuple with the
+// assigned columns replaced. reason is non-empty when an assignment to a
+// key column is not a constant.
+func movedKeys(f *parser.Facts, ref parser.TableRef, cr *compiledRule, tuples [][]parser.Value) ([]movedTuple, string) {
+	assigns := f.Assignments
+	if f.Insert != nil {
+		assigns = f.Insert.OnDuplicate
+	}
+	var out []movedTuple
+	for _, a := range assigns {
+		if a.Table != "" && a.Table != ref.Name && a.Table != ref.Alias {
+			continue
+		}
+		i := indexOf(cr.key, a.Column)
+		if i < 0 {
+			continue
+		}
+		if a.Kind != parser.AssignLiteral && a.Kind != parser.AssignParam {
+			return nil, fmt.Sprintf("key column %s is assigned a non-constant", a.Column)
+		}
+		for _, t := range tuples {
+			moved := append([]parser.Value(nil), t...)
+			moved[i] = a.Value
+			out = append(out, movedTuple{vals: moved, col: i})
+		}
+	}
+	return out, ""
+}
+
+// movedTuple is a key tuple whose column col a write assigns.
+type movedTuple struct {
+	vals []parser.Value
+	col  int
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,162 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// ErrNoConfig is returned by Compile for a nil configuration.
+var ErrNoConfig = errors.New("rules: no configuration")
+
+// RuleSet is a Config's rules compiled for matching, with the Schema of
+// the guarded tables. Build it once per configuration load; it is
+// immutable and safe for concurrent use.
+type RuleSet struct {
+	cfg     *Config
+	schema  Schema
+	byTable map[string][]*compiledRule // lowercased table name → rules
+}
+
+type compiledRule struct {
+	rule  *Rule
+	db    string   // "" for any database
+	table string   // lowercased
+	key   []string // lowercased key columns, in rule order
+}
+
+// Compile indexes cfg's rules by table. schema may be the zero Schema (then
+// values are normalised without column types; see Normalize).
+func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
+	if cfg == nil {
+		return nil, ErrNoConfig
+	}
+	rs := &RuleSet{cfg: cfg, schema: schema, byTable: map[string][]*compiledRule{}}
+	for i := range cfg.Rules {
+		r := &cfg.Rules[i]
+		db, table, ok := SplitTable(r.Table)
+		if !ok {
+			return nil, fmt.Errorf("%w: rules[%d].table %q", ErrInvalidConfig, i, r.Table)
+		}
+		key := make([]string, len(r.Key))
+		for j, k := range r.Key {
+			key[j] = strings.ToLower(strings.TrimSpace(k))
+		}
+		rs.byTable[table] = append(rs.byTable[table], &compiledRule{rule: r, db: db, table: table, key: key})
+	}
+	return rs, nil
+}
+
+// Config returns the configuration the set was compiled from.
+func (rs *RuleSet) Config() *Config { return rs.cfg }
+
+// Schema returns the table descriptions the set normalises with.
+func (rs *RuleSet) Schema() Schema { return rs.schema }
+
+// Match decides what the rules say about one statement. currentDB is the
+// session's database, used for tables the facts leave unqualified; inTxn
+// says whether the session is in an explicit transaction or has
+// autocommit off (a plain SELECT then takes read_in_txn locks). Keys from
+// `?` placeholders are left for Bind. Match only reads; call it for every
+// execution of a prepared statement, since inTxn may differ.
+func (rs *RuleSet) Match(f *parser.Facts, currentDB string, inTxn bool) Decision {
+	var d Decision
+	if rs == nil || f == nil || !matchable(f.Kind) {
+		return d
+	}
+	var b builder
+	for _, ref := range f.Tables {
+		schema := ref.Schema
+		if schema == "" {
+			schema = strings.ToLower(currentDB)
+		}
+		for _, cr := range rs.rulesFor(schema, ref.Name) {
+			class := classOf(f, ref, inTxn)
+			b.hit(&d, cr.rule)
+			if class == ClassNone || !cr.rule.Locks(class) {
+				continue
+			}
+			if class.rank() > d.Class.rank() {
+				d.Class = class
+			}
+			if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
+				d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
+			}
+			rs.keysFor(&b, f, ref, schema, cr)
+		}
+	}
+	return b.finish(d)
+}
+
+// MatchUnparsed decides for text the parser rejected: every rule guarding
+// a table the lexical scan found applies, and since no keys can be derived
+// each one that locks anything is unkeyed (its on_unkeyed decides).
+func (rs *RuleSet) MatchUnparsed(a *parser.Analysis, currentDB string) Decision {
+	var d Decision
+	if rs == nil || a == nil {
+		return d
+	}
+	var b builder
+	for _, ref := range a.LexTables {
+		schema := ref.Schema
+		if schema == "" {
+			schema = strings.ToLower(currentDB)
+		}
+		for _, cr := range rs.rulesFor(schema, ref.Name) {
+			b.hit(&d, cr.rule)
+			if len(cr.rule.Lock) > 0 {
+				d.Class = ClassWrite
+				b.unkeyed(cr.rule, schema, ref.Name, "the statement could not be parsed")
+			}
+		}
+	}
+	return b.finish(d)
+}
+
+// rulesFor returns the rules guarding schema.table.
+func (rs *RuleSet) rulesFor(schema, table string) []*compiledRule {
+	cands := rs.byTable[strings.ToLower(table)]
+	if len(cands) == 0 {
+		return nil
+	}
+	out := cands[:0:0]
+	for _, cr := range cands {
+		if cr.db == "" || cr.db == strings.ToLower(schema) {
+			out = append(out, cr)
+		}
+	}
+	return out
+}
+
+// matchable reports whether statements of kind k are subject to rules.
+func matchable(k parser.Kind) bool {
+	switch k {
+	case parser.KindSelect, parser.KindInsert, parser.KindReplace, parser.KindUpdate,
+		parser.KindDelete, parser.KindLoadData:
+		return true
+	}
+	return false
+}
+
+// classOf says why a statement touching ref would lock it. Tables a write
+// statement only reads (INSERT ... SELECT, UPDATE ... JOIN) count as
+// locking reads: InnoDB share-locks the rows it reads there.
+func classOf(f *parser.Facts, ref parser.TableRef, inTxn bool) LockClass {
+	switch f.Kind {
+	case parser.KindSelect:
+		switch {
+		case f.Lock.Mode != parser.LockNone:
+			return ClassLockingRead
+		case inTxn:
+			return ClassReadInTxn
+		}
+		return ClassNone
+	default:
+		if ref.Write {
+			return ClassWrite
+		}
+		return ClassLockingRead
+	}
+}
