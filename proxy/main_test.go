@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// testProxy is a lockproxy Server serving on a free loopback port in front
+// of the test bed's primary.
+type testProxy struct {
+	srv  *Server
+	addr string
+	bed  *testbed.Bed
+	reg  *prometheus.Registry
+}
+
+// startProxy runs a proxy for the test; extra YAML is appended to the
+// config (e.g. "rules: [...]"), and edit may change the loaded config.
+func startProxy(t testing.TB, edit func(*rules.Config)) *testProxy {
+	t.Helper()
+	bed := testbed.Get(t)
+	yaml := fmt.Sprintf(`proxy:
+  handshake_timeout: 2s
+users:
+  - user: %s
+    password: %q
+backends:
+  primary: %s
+locks:
+  backend: memory
+`, bed.User, bed.Password, bed.PrimaryAddr)
+	cfg, err := rules.LoadBytes("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if edit != nil {
+		edit(cfg)
+	}
+	reg := prometheus.NewRegistry()
+	srv, err := New(cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &testProxy{srv: srv, addr: ln.Addr().String(), bed: bed, reg: reg}
+}
+
+// db opens a go-sql-driver/mysql handle through the proxy.
+func (p *testProxy) db(t testing.TB, dbName, params string) *sql.DB {
+	t.Helper()
+	return openDB(t, p.bed.DSN(p.addr, dbName, params))
+}
+
+// direct opens a handle straight to the primary, bypassing the proxy.
+func (p *testProxy) direct(t testing.TB, dbName, params string) *sql.DB {
+	t.Helper()
+	return openDB(t, p.bed.DSN(p.bed.PrimaryAddr, dbName, params))
+}
+
+func openDB(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Ping(); err != nil {
+		t.Fatalf("ping %s: %v", strings.SplitN(dsn, "@", 2)[1], err)
+	}
+	return db
+}
+
+// mustExec runs statements and fails the test on the first error.
+func mustExec(t testing.TB, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// freshDB creates an empty database named for the test on the primary.
+func freshDB(t testing.TB, p *testProxy) string {
+	t.Helper()
+	name := "t_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_", "-", "_").Replace(t.Name()))
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	d := p.direct(t, "", "")
+	mustExec(t, d, "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
+	return name
+}
