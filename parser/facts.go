@@ -32,6 +32,11 @@ type Analysis struct {
 	// FROM, JOIN, UPDATE, INTO, TABLE), qualified with DB. Filled only when
 	// Unparsed; Where is nil for each.
 	LexTables []TableRef
+	// LexKind is the kind of the first statement guessed from its first
+	// keyword (BEGIN WORK -> KindBegin, ROLLBACK WORK TO x ->
+	// KindRollbackToSavepoint, ...). Filled only when Unparsed; KindOther
+	// when unknown.
+	LexKind Kind
 }
 
 // Kind is the class of a statement, as lockproxy cares about it. Its string
@@ -89,9 +94,9 @@ type Facts struct {
 	// (subqueries, UNION branches, derived tables, CTEs included).
 	Lock LockClause
 
-	// Tables are the base tables the statement touches, in textual order, one
-	// entry per occurrence (a self-join gives two). CTE names are not
-	// tables and are left out.
+	// Tables are the base tables the statement touches, one entry per
+	// occurrence (a self-join gives two), the outer query block's first.
+	// CTE names are not tables and are left out.
 	Tables []TableRef
 
 	// Insert is set for INSERT and REPLACE.

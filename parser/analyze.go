@@ -1,0 +1,184 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	tidb "github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// ErrInternal is wrapped by the error Analyze returns when analysis itself
+// failed (a panic inside the TiDB parser or in this package). SQL the parser
+// rejects is not an error: it gives an Analysis with Unparsed set.
+var ErrInternal = errors.New("parser: internal failure")
+
+// parsers pools TiDB parsers: a *tidb.Parser is not safe for concurrent use
+// and costs a few KiB to build. Pooling has no effect but speed.
+var parsers = sync.Pool{New: func() any { return newTiDBParser() }}
+
+func newTiDBParser() *tidb.Parser {
+	p := tidb.New()
+	// MariaDB extensions the TiDB grammar knows (privilege names...). The
+	// default SQL mode is MySQL's: ANSI_QUOTES off, so "x" is a string.
+	p.SetMariaDB(true)
+	return p
+}
+
+// parse runs the TiDB parser on sql with a pooled parser. The returned
+// slice is the caller's own. A panic inside the parser is turned into an
+// ErrInternal error and the parser is not reused.
+func parse(sql string) (stmts []ast.StmtNode, perr error, err error) {
+	p := parsers.Get().(*tidb.Parser)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: tidb parser panicked: %v", ErrInternal, r)
+			return
+		}
+		parsers.Put(p)
+	}()
+	res, _, perr := p.Parse(sql, "", "")
+	if perr != nil {
+		return nil, perr, nil
+	}
+	// Parse returns the parser's own result slice, which the next Parse
+	// overwrites: copy it.
+	return append([]ast.StmtNode(nil), res...), nil, nil
+}
+
+// Parse parses sql into fresh ASTs that the caller owns and may modify (the
+// rewrite stage does; Facts.Node is shared and must not be modified). A
+// parse error is returned as is. Safe for concurrent use.
+func Parse(sql string) ([]ast.StmtNode, error) {
+	stmts, perr, err := parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	return stmts, nil
+}
+
+// Analyze returns the facts of every statement of sql, qualifying
+// unqualified table names with currentDB. SQL the TiDB parser rejects gives
+// an Analysis with Unparsed set (and LexTables, LexKind), not an error; an
+// error (wrapping ErrInternal) means the analysis itself failed. Safe for
+// concurrent use; the result is immutable (see Analysis).
+func Analyze(sql string, currentDB string) (a *Analysis, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+	}()
+	stmts, perr, err := parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	if perr != nil {
+		if alt, ok := withoutWork(sql); ok {
+			if retry, perr2, err2 := parse(alt); err2 == nil && perr2 == nil {
+				stmts, perr = retry, nil
+			}
+		}
+	}
+	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql)}
+	if perr != nil {
+		a.Unparsed = true
+		a.ParseError = perr.Error()
+		a.LexKind = LexKind(sql)
+		for _, name := range LexTables(sql) {
+			a.LexTables = append(a.LexTables, qualifyLex(name, currentDB))
+		}
+		return a, nil
+	}
+	params := indexParams(stmts)
+	a.Params = len(params)
+	a.Stmts = make([]*Facts, 0, len(stmts))
+	base := 0
+	for _, stmt := range stmts {
+		f := analyzeStmt(stmt, currentDB, params)
+		f.ParamBase = base
+		base += f.Params
+		f.PrimaryHint = a.PrimaryHint
+		a.Stmts = append(a.Stmts, f)
+	}
+	return a, nil
+}
+
+// withoutWork drops the optional WORK of BEGIN WORK, COMMIT WORK and
+// ROLLBACK WORK [TO ...], which the TiDB grammar lacks; ok is false when
+// sql is not such a statement.
+func withoutWork(sql string) (string, bool) {
+	l := lexer{s: sql}
+	first, ok := l.next()
+	if !ok || first.punct || first.quoted {
+		return "", false
+	}
+	switch strings.ToLower(first.text) {
+	case "begin", "commit", "rollback":
+	default:
+		return "", false
+	}
+	second, ok := l.next()
+	if !ok || second.punct || second.quoted || !strings.EqualFold(second.text, "work") {
+		return "", false
+	}
+	end := l.i
+	return sql[:end-len(second.text)] + sql[end:], true
+}
+
+// qualifyLex turns "t" or "db.t" from LexTables into a TableRef.
+func qualifyLex(name, currentDB string) TableRef {
+	if i := strings.IndexByte(name, '.'); i >= 0 {
+		return TableRef{Schema: name[:i], Name: name[i+1:]}
+	}
+	return TableRef{Schema: strings.ToLower(currentDB), Name: name}
+}
+
+// indexParams numbers every placeholder of the text in textual order (the
+// parser records each one's byte offset in the whole text).
+func indexParams(stmts []ast.StmtNode) map[*test_driver.ParamMarkerExpr]int {
+	var c paramCollector
+	for _, s := range stmts {
+		s.Accept(&c)
+	}
+	if len(c.marks) == 0 {
+		return nil
+	}
+	sort.SliceStable(c.marks, func(i, j int) bool { return c.marks[i].Offset < c.marks[j].Offset })
+	idx := make(map[*test_driver.ParamMarkerExpr]int, len(c.marks))
+	for i, m := range c.marks {
+		idx[m] = i
+	}
+	return idx
+}
+
+type paramCollector struct{ marks []*test_driver.ParamMarkerExpr }
+
+func (c *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		c.marks = append(c.marks, m)
+	}
+	return n, false
+}
+
+func (c *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// analyzeStmt gathers the facts of one parsed statement.
+func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int) *Facts {
+	f := &Facts{Node: stmt, Text: strings.TrimSpace(stmt.Text())}
+	an := &analyzer{f: f, db: strings.ToLower(currentDB), params: params}
+	f.Kind = an.classify(stmt)
+	switch f.Kind {
+	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:
+		an.scoped = true
+	}
+	stmt.Accept(an)
+	an.finish()
+	return f
+}

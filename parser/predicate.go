@@ -1,0 +1,223 @@
+package parser
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+)
+
+// hardMaxAtoms caps every predicate, even one that grows only linearly
+// (a long IN list ANDed with many equalities), so that no text makes the
+// analysis slow or large.
+const hardMaxAtoms = 1 << 20
+
+// predBuilder turns a condition into DNF for one table: atoms on other
+// tables and irreducible parts count as TRUE (and set residual).
+type predBuilder struct {
+	an       *analyzer
+	t        scopeTable
+	residual bool
+	overflow bool
+}
+
+// trueDNF is the DNF of TRUE: one empty conjunction.
+func trueDNF() []Conj { return []Conj{nil} }
+
+func isTrue(d []Conj) bool {
+	for _, c := range d {
+		if len(c) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func atomCount(d []Conj) int {
+	n := 0
+	for _, c := range d {
+		n += len(c)
+	}
+	return n
+}
+
+// buildPredicate is the predicate that the ANDed conds put on table t.
+func buildPredicate(an *analyzer, conds []ast.ExprNode, t scopeTable) *Predicate {
+	b := &predBuilder{an: an, t: t}
+	d := trueDNF()
+	for _, c := range conds {
+		d = b.and(d, b.expr(c))
+		if b.overflow {
+			return &Predicate{Residual: true, Unkeyed: true}
+		}
+	}
+	return &Predicate{Or: d, Residual: b.residual}
+}
+
+// opaque is a condition that says nothing usable about t.
+func (b *predBuilder) opaque() []Conj {
+	b.residual = true
+	return trueDNF()
+}
+
+func (b *predBuilder) expr(e ast.ExprNode) []Conj {
+	if b.overflow {
+		return trueDNF()
+	}
+	switch x := e.(type) {
+	case *ast.ParenthesesExpr:
+		return b.expr(x.Expr)
+	case *ast.BinaryOperationExpr:
+		switch x.Op {
+		case opcode.LogicAnd:
+			return b.and(b.expr(x.L), b.expr(x.R))
+		case opcode.LogicOr:
+			return b.or(b.expr(x.L), b.expr(x.R))
+		case opcode.EQ, opcode.NullEQ:
+			return b.eq(x.L, x.R)
+		}
+	case *ast.PatternInExpr:
+		if !x.Not && x.Sel == nil {
+			return b.in(x.Expr, x.List)
+		}
+	}
+	return b.opaque()
+}
+
+// and is the cross product of two DNFs, bounded by MaxAtoms when both
+// sides are disjunctions and by hardMaxAtoms always.
+func (b *predBuilder) and(l, r []Conj) []Conj {
+	if isTrue(l) && len(l) == 1 {
+		return r
+	}
+	if isTrue(r) && len(r) == 1 {
+		return l
+	}
+	size := len(r)*atomCount(l) + len(l)*atomCount(r)
+	if size > hardMaxAtoms || (size > MaxAtoms && len(l) > 1 && len(r) > 1) {
+		b.overflow = true
+		return trueDNF()
+	}
+	out := make([]Conj, 0, len(l)*len(r))
+	for _, lc := range l {
+		for _, rc := range r {
+			c := make(Conj, 0, len(lc)+len(rc))
+			c = append(append(c, lc...), rc...)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// or is the union of two DNFs; TRUE absorbs everything.
+func (b *predBuilder) or(l, r []Conj) []Conj {
+	if isTrue(l) || isTrue(r) {
+		return trueDNF()
+	}
+	if atomCount(l)+atomCount(r) > hardMaxAtoms {
+		b.overflow = true
+		return trueDNF()
+	}
+	// Each DNF is built fresh and used once, so l may grow in place.
+	return append(l, r...)
+}
+
+// eq handles `l = r` and `l <=> r`: column = constant either way round, and
+// row constructors element by element.
+func (b *predBuilder) eq(l, r ast.ExprNode) []Conj {
+	l, r = unparen(l), unparen(r)
+	if lr, ok := l.(*ast.RowExpr); ok {
+		rr, ok := r.(*ast.RowExpr)
+		if !ok || len(lr.Values) != len(rr.Values) {
+			return b.opaque()
+		}
+		d := trueDNF()
+		for i := range lr.Values {
+			d = b.and(d, b.eq(lr.Values[i], rr.Values[i]))
+		}
+		return d
+	}
+	col, val, ok := b.an.colConst(l, r)
+	if !ok {
+		return b.opaque()
+	}
+	if !b.t.owns(col) {
+		b.residual = true
+		return trueDNF()
+	}
+	return []Conj{{Atom{Column: col.Name.L, Value: val}}}
+}
+
+// in handles `e IN (list)`: a disjunction of equalities.
+func (b *predBuilder) in(e ast.ExprNode, list []ast.ExprNode) []Conj {
+	e = unparen(e)
+	if _, isRow := e.(*ast.RowExpr); isRow {
+		var d []Conj
+		n := 0
+		for _, item := range list {
+			sub := b.eq(e, item)
+			if isTrue(sub) {
+				return trueDNF()
+			}
+			if n += atomCount(sub); n > hardMaxAtoms {
+				b.overflow = true
+				return trueDNF()
+			}
+			d = append(d, sub...)
+		}
+		if d == nil {
+			return b.opaque()
+		}
+		return d
+	}
+	col, ok := e.(*ast.ColumnNameExpr)
+	if !ok {
+		return b.opaque()
+	}
+	if !b.t.owns(col.Name) {
+		b.residual = true
+		return trueDNF()
+	}
+	if len(list) > hardMaxAtoms {
+		b.overflow = true
+		return trueDNF()
+	}
+	d := make([]Conj, 0, len(list))
+	atoms := make([]Atom, len(list))
+	for i, item := range list {
+		v, ok := b.an.constValue(item)
+		if !ok {
+			return b.opaque()
+		}
+		atoms[i] = Atom{Column: col.Name.Name.L, Value: v}
+		d = append(d, atoms[i:i+1:i+1])
+	}
+	if len(d) == 0 {
+		return b.opaque()
+	}
+	return d
+}
+
+// colConst recognises `column = constant` and `constant = column`.
+func (an *analyzer) colConst(l, r ast.ExprNode) (*ast.ColumnName, Value, bool) {
+	if c, ok := l.(*ast.ColumnNameExpr); ok {
+		if v, ok := an.constValue(r); ok {
+			return c.Name, v, true
+		}
+		return nil, Value{}, false
+	}
+	if c, ok := r.(*ast.ColumnNameExpr); ok {
+		if v, ok := an.constValue(l); ok {
+			return c.Name, v, true
+		}
+	}
+	return nil, Value{}, false
+}
+
+func unparen(e ast.ExprNode) ast.ExprNode {
+	for {
+		p, ok := e.(*ast.ParenthesesExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
+}

@@ -1,0 +1,157 @@
+package parser
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// scopeTable is a table of one query block: its index in Facts.Tables and
+// the names a column qualifier may use for it.
+type scopeTable struct {
+	idx                 int
+	schema, name, alias string
+}
+
+// owns reports whether column c may belong to t. An unqualified column may
+// belong to any table of its block: in a valid statement it belongs to the
+// one table that has it, so giving it to every table is sound as long as
+// the rule's key columns exist in the rule's table.
+func (t scopeTable) owns(c *ast.ColumnName) bool {
+	if c.Table.L == "" {
+		return true
+	}
+	if c.Schema.L != "" && c.Schema.L != t.schema {
+		return false
+	}
+	if t.alias != "" {
+		return c.Schema.L == "" && c.Table.L == t.alias
+	}
+	return c.Table.L == t.name
+}
+
+// addTable appends a TableRef for tn unless it names a CTE; it returns the
+// table's index in Facts.Tables, or -1.
+func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where *Predicate) int {
+	if tn.Schema.L == "" {
+		if _, isCTE := an.ctes[tn.Name.L]; isCTE {
+			return -1
+		}
+	}
+	schema := tn.Schema.L
+	if schema == "" {
+		schema = an.db
+	}
+	an.f.Tables = append(an.f.Tables, TableRef{
+		Schema: schema, Name: tn.Name.L, Alias: alias, Write: write, Where: where,
+	})
+	return len(an.f.Tables) - 1
+}
+
+// block records the base tables of one query block (its FROM join tree)
+// and gives each the predicate that WHERE and the ON of inner joins put on
+// its rows. Derived tables and subqueries are blocks of their own, reached
+// by the walk. It returns the block's tables.
+func (an *analyzer) block(from ast.ResultSetNode, where ast.ExprNode) []scopeTable {
+	var tables []scopeTable
+	conds := []ast.ExprNode{}
+	if where != nil {
+		conds = append(conds, where)
+	}
+	an.joinTree(from, &tables, &conds)
+	for _, t := range tables {
+		an.f.Tables[t.idx].Where = buildPredicate(an, conds, t)
+	}
+	return tables
+}
+
+// joinTree collects the base tables of a FROM tree and the ON conditions of
+// its inner joins. The ON of an outer join does not restrict the rows of
+// the preserved side and is not used.
+func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[]ast.ExprNode) {
+	switch x := n.(type) {
+	case *ast.Join:
+		if x == nil {
+			return
+		}
+		if x.Left != nil {
+			an.joinTree(x.Left, tables, conds)
+		}
+		if x.Right != nil {
+			an.joinTree(x.Right, tables, conds)
+		}
+		if x.On != nil && x.Tp != ast.LeftJoin && x.Tp != ast.RightJoin {
+			*conds = append(*conds, x.On.Expr)
+		}
+	case *ast.TableSource:
+		tn, ok := x.Source.(*ast.TableName)
+		if !ok {
+			return // derived table: its own block
+		}
+		idx := an.addTable(tn, x.AsName.L, false, nil)
+		if idx < 0 {
+			return
+		}
+		*tables = append(*tables, scopeTable{idx: idx, schema: an.f.Tables[idx].Schema, name: tn.Name.L, alias: x.AsName.L})
+	}
+}
+
+// update records UPDATE's tables, marks the assigned ones as written, and
+// classifies its SET list.
+func (an *analyzer) update(u *ast.UpdateStmt) {
+	if u.With != nil {
+		an.with(u.With)
+	}
+	if u.TableRefs == nil {
+		return
+	}
+	tables := an.block(u.TableRefs.TableRefs, u.Where)
+	for _, as := range u.List {
+		an.f.Assignments = append(an.f.Assignments, an.assignment(as))
+	}
+	for _, t := range tables {
+		if len(tables) == 1 {
+			an.f.Tables[t.idx].Write = true
+			continue
+		}
+		for _, as := range u.List {
+			if as.Column == nil || as.Column.Table.L == "" || t.owns(as.Column) {
+				an.f.Tables[t.idx].Write = true
+			}
+		}
+	}
+}
+
+// delete records DELETE's tables and marks the deleted-from ones.
+func (an *analyzer) delete(d *ast.DeleteStmt) {
+	if d.With != nil {
+		an.with(d.With)
+	}
+	if d.TableRefs == nil {
+		return
+	}
+	tables := an.block(d.TableRefs.TableRefs, d.Where)
+	if !d.IsMultiTable || d.Tables == nil {
+		for _, t := range tables {
+			an.f.Tables[t.idx].Write = true
+		}
+		return
+	}
+	for _, target := range d.Tables.Tables {
+		for _, t := range tables {
+			if deleteTargets(t, target) {
+				an.f.Tables[t.idx].Write = true
+			}
+		}
+	}
+}
+
+// deleteTargets reports whether a multi-table DELETE target names t (by
+// alias, or by name when t has no alias).
+func deleteTargets(t scopeTable, target *ast.TableName) bool {
+	if target.Schema.L != "" && target.Schema.L != t.schema {
+		return false
+	}
+	if t.alias != "" {
+		return target.Name.L == t.alias
+	}
+	return target.Name.L == t.name
+}

@@ -1,0 +1,97 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// txnVars are the names the TiDB parser gives SET [scope] TRANSACTION ...
+// (and the variables that mean the same).
+var txnVars = map[string]bool{
+	"tx_isolation": true, "transaction_isolation": true,
+	"tx_read_only": true, "transaction_read_only": true,
+}
+
+// set records the session effects of SET.
+func (an *analyzer) set(s *ast.SetStmt) {
+	e := &an.f.Effects
+	// The TiDB parser gives SET TRANSACTION READ ONLY/WRITE without scope
+	// the session variable tx_read_only; MySQL applies it to the next
+	// transaction only.
+	nextTxn := secondWordIs(an.f.Text, "transaction")
+	for _, v := range s.Variables {
+		name := strings.ToLower(v.Name)
+		switch {
+		case nextTxn && v.IsSystem && txnVars[strings.TrimSuffix(name, "_one_shot")]:
+			e.SetTransaction, e.SetTransactionScope = true, "next"
+		case v.Name == ast.SetNames:
+			e.SessionVars = append(e.SessionVars, "names")
+		case v.Name == ast.SetCharset:
+			e.SessionVars = append(e.SessionVars, "character set")
+		case !v.IsSystem:
+			e.UserVars = append(e.UserVars, name)
+		case strings.HasSuffix(name, "_one_shot"):
+			// SET TRANSACTION ... without scope: the next transaction only.
+			e.SetTransaction, e.SetTransactionScope = true, "next"
+		case v.IsGlobal || v.IsInstance:
+			e.GlobalVars = append(e.GlobalVars, name)
+			if txnVars[name] {
+				e.SetTransaction, e.SetTransactionScope = true, "global"
+			}
+		default:
+			e.SessionVars = append(e.SessionVars, name)
+			if txnVars[name] {
+				e.SetTransaction, e.SetTransactionScope = true, "session"
+			}
+			if name == "autocommit" {
+				e.Autocommit = autocommitValue(v.Value)
+			}
+		}
+	}
+}
+
+// secondWordIs reports whether the second word of text is w (ASCII case
+// folded), skipping comments.
+func secondWordIs(text, w string) bool {
+	l := lexer{s: text}
+	if _, ok := l.next(); !ok {
+		return false
+	}
+	t, ok := l.next()
+	return ok && !t.punct && !t.quoted && strings.EqualFold(t.text, w)
+}
+
+// autocommitValue reads the value of SET autocommit = v.
+func autocommitValue(e ast.ExprNode) AutocommitChange {
+	var s string
+	switch x := unparen(e).(type) {
+	case *test_driver.ValueExpr:
+		switch x.Kind() {
+		case test_driver.KindInt64, test_driver.KindUint64:
+			if x.GetInt64() == 0 {
+				return AutocommitOff
+			}
+			return AutocommitOn
+		case test_driver.KindString:
+			s = x.GetString()
+		default:
+			return AutocommitUnknown
+		}
+	case *ast.ColumnNameExpr:
+		if x.Name.Table.L != "" {
+			return AutocommitUnknown
+		}
+		s = x.Name.Name.O
+	default:
+		return AutocommitUnknown
+	}
+	switch strings.ToLower(s) {
+	case "on", "1", "true":
+		return AutocommitOn
+	case "off", "0", "false":
+		return AutocommitOff
+	}
+	return AutocommitUnknown
+}

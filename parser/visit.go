@@ -1,0 +1,146 @@
+package parser
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// analyzer walks one statement and fills its Facts. It is an ast.Visitor.
+type analyzer struct {
+	f      *Facts
+	db     string // current database, lowercased
+	params map[*test_driver.ParamMarkerExpr]int
+	// scoped is true for DML: tables are found per query block with their
+	// predicates; otherwise every TableName node is a table.
+	scoped bool
+	// ctes are the names of common table expressions seen so far.
+	ctes map[string]struct{}
+}
+
+// Enter implements ast.Visitor.
+func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *test_driver.ParamMarkerExpr:
+		an.f.Params++
+	case *ast.FuncCallExpr:
+		an.funcCall(x)
+	case *ast.VariableExpr:
+		if !x.IsSystem && x.Value != nil {
+			an.f.Effects.UserVarAssign = true
+		}
+	case *ast.WithClause:
+		an.with(x)
+	case *ast.SelectStmt:
+		an.selectStmt(x)
+	case *ast.UpdateStmt:
+		if an.scoped {
+			an.update(x)
+		}
+	case *ast.DeleteStmt:
+		if an.scoped {
+			an.delete(x)
+		}
+	case *ast.InsertStmt:
+		if an.scoped {
+			an.insert(x)
+		}
+	case *ast.LockTablesStmt:
+		for _, tl := range x.TableLocks {
+			if tl.Table != nil {
+				an.addTable(tl.Table, "", tl.Type != ast.TableLockRead && tl.Type != ast.TableLockReadLocal, nil)
+			}
+		}
+		return n, true
+	case *ast.TableName:
+		if !an.scoped {
+			an.addTable(x, "", an.f.Kind == KindDDL || an.f.Kind == KindLoadData, nil)
+		}
+	}
+	return n, false
+}
+
+// Leave implements ast.Visitor.
+func (an *analyzer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// with records CTE names so that references to them are not taken for
+// tables. WITH is entered before the query that uses it.
+func (an *analyzer) with(w *ast.WithClause) {
+	for _, cte := range w.CTEs {
+		if an.ctes == nil {
+			an.ctes = make(map[string]struct{})
+		}
+		an.ctes[cte.Name.L] = struct{}{}
+	}
+}
+
+// selectStmt records the lock clause and INTO of one query block and, in
+// DML, its tables with their predicates.
+func (an *analyzer) selectStmt(s *ast.SelectStmt) {
+	if s.LockInfo != nil {
+		an.lock(s.LockInfo)
+	}
+	if s.SelectIntoOpt != nil {
+		an.f.Effects.SelectInto = true
+	}
+	if s.With != nil {
+		an.with(s.With)
+	}
+	if !an.scoped || s.From == nil {
+		return
+	}
+	an.block(s.From.TableRefs, s.Where)
+}
+
+// lock merges one locking clause into Facts.Lock (strongest wins).
+func (an *analyzer) lock(li *ast.SelectLockInfo) {
+	l := &an.f.Lock
+	mode := LockNone
+	switch li.LockType {
+	case ast.SelectLockForUpdate, ast.SelectLockForUpdateNoWait,
+		ast.SelectLockForUpdateWaitN, ast.SelectLockForUpdateSkipLocked:
+		mode = LockForUpdate
+	case ast.SelectLockForShare, ast.SelectLockForShareNoWait,
+		ast.SelectLockForShareSkipLocked:
+		mode = LockForShare
+	}
+	if mode > l.Mode {
+		l.Mode = mode
+	}
+	switch li.LockType {
+	case ast.SelectLockForUpdateNoWait, ast.SelectLockForShareNoWait:
+		l.NoWait = true
+	case ast.SelectLockForUpdateSkipLocked, ast.SelectLockForShareSkipLocked:
+		l.SkipLocked = true
+	case ast.SelectLockForUpdateWaitN:
+		if li.WaitSec > l.WaitSec {
+			l.WaitSec = li.WaitSec
+		}
+	}
+}
+
+// sessionFuncs are the functions whose result depends on the session's own
+// history (DESIGN §4): such a statement must run on the primary.
+var sessionFuncs = map[string]func(e *Effects){
+	"last_insert_id":    func(e *Effects) { e.LastInsertID = true },
+	"found_rows":        func(e *Effects) { e.FoundRows = true },
+	"row_count":         func(e *Effects) { e.RowCount = true },
+	"get_lock":          func(e *Effects) { e.UserLock = true },
+	"release_lock":      func(e *Effects) { e.UserLock = true },
+	"release_all_locks": func(e *Effects) { e.UserLock = true },
+	"is_used_lock":      func(e *Effects) { e.UserLock = true },
+	"is_free_lock":      func(e *Effects) { e.UserLock = true },
+}
+
+func (an *analyzer) funcCall(fc *ast.FuncCallExpr) {
+	if set, ok := sessionFuncs[fc.FnName.L]; ok {
+		set(&an.f.Effects)
+	}
+}
+
+// finish derives the facts that need the whole walk.
+func (an *analyzer) finish() {
+	if an.f.Effects.Autocommit == AutocommitOn {
+		// MySQL: SET autocommit = 1 commits an open transaction.
+		an.f.ImplicitCommit = true
+	}
+}
