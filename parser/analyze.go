@@ -158,7 +158,9 @@ func indexParams(stmts []ast.StmtNode) map[*test_driver.ParamMarkerExpr]int {
 	return idx
 }
 
-type paramCollector struct{ marks []*test_driver.ParamMarkerExpr }
+type paramCollector struct {
+	marks []*test_driver.ParamMarkerExpr
+}
 
 func (c *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
 	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {

@@ -97,7 +97,7 @@ func (l *lexer) blockComment() {
 	l.i += end + 4
 }
 
-// skipQuoted skips a string literal quoted by q ('' or \ escapes).
+// skipQuoted skips a string literal quoted by q (” or \ escapes).
 func (l *lexer) skipQuoted(q byte) {
 	l.i++
 	for l.i < len(l.s) {
