@@ -1,0 +1,93 @@
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// errEnv is wrapped by every problem with a bed's env file.
+var errEnv = errors.New("testbed: bad env file")
+
+// load reads DIR/env, which `scripts/testbed.sh up DIR` writes.
+func load(dir string) (*Bed, error) {
+	f, err := os.Open(filepath.Join(dir, "env"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	env, err := parseEnv(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	b := &Bed{
+		Dir:         dir,
+		PrimaryAddr: env["LOCKPROXY_PRIMARY"],
+		ReplicaAddr: env["LOCKPROXY_REPLICA"],
+		RedisAddr:   env["LOCKPROXY_REDIS"],
+		User:        env["LOCKPROXY_DB_USER"],
+		Password:    env["LOCKPROXY_DB_PASSWORD"],
+		env:         env,
+	}
+	for _, k := range []string{"LOCKPROXY_PRIMARY", "LOCKPROXY_REPLICA", "LOCKPROXY_REDIS", "LOCKPROXY_DB_USER"} {
+		if env[k] == "" {
+			return nil, fmt.Errorf("%s: %w: %s is missing", f.Name(), errEnv, k)
+		}
+	}
+	return b, nil
+}
+
+// parseEnv reads KEY=value lines; blank lines and # comments are skipped.
+// Values are taken literally (the script writes no quotes).
+func parseEnv(r io.Reader) (map[string]string, error) {
+	env := make(map[string]string)
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+			return nil, fmt.Errorf("%w: line %d: want KEY=value, got %q", errEnv, n, line)
+		}
+		env[k] = v
+	}
+	return env, sc.Err()
+}
+
+// Environ returns the bed's variables (LOCKPROXY_PRIMARY, LOCKPROXY_REPLICA,
+// LOCKPROXY_REDIS, LOCKPROXY_DB_USER, LOCKPROXY_DB_PASSWORD, and the pid,
+// log and socket paths) as sorted KEY=value strings, ready to append to
+// os.Environ() for a lockproxy process reading rules.yaml.
+func (b *Bed) Environ() []string {
+	out := make([]string, 0, len(b.env))
+	for k, v := range b.env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Getenv returns one of the bed's variables, or "".
+func (b *Bed) Getenv(key string) string { return b.env[key] }
+
+// reachable dials every server once.
+func (b *Bed) reachable(ctx context.Context) error {
+	var d net.Dialer
+	for _, addr := range []string{b.PrimaryAddr, b.ReplicaAddr, b.RedisAddr} {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		c.Close()
+	}
+	return nil
+}
