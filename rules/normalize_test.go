@@ -7,11 +7,15 @@ import (
 	"github.com/lockproxy/lockproxy/parser"
 )
 
-func vInt(i int64) parser.Value     { return parser.Value{Kind: parser.ValueInt, Int: i, Text: "int"} }
-func vStr(s string) parser.Value    { return parser.Value{Kind: parser.ValueString, Str: s, Text: "'" + s + "'"} }
-func vDec(s string) parser.Value    { return parser.Value{Kind: parser.ValueDecimal, Str: s, Text: s} }
-func vFloat(f float64) parser.Value { return parser.Value{Kind: parser.ValueFloat, Float: f, Text: "float"} }
-func vHex(b string) parser.Value    { return parser.Value{Kind: parser.ValueHex, Str: b, Text: "0x.."} }
+func vInt(i int64) parser.Value { return parser.Value{Kind: parser.ValueInt, Int: i, Text: "int"} }
+func vStr(s string) parser.Value {
+	return parser.Value{Kind: parser.ValueString, Str: s, Text: "'" + s + "'"}
+}
+func vDec(s string) parser.Value { return parser.Value{Kind: parser.ValueDecimal, Str: s, Text: s} }
+func vFloat(f float64) parser.Value {
+	return parser.Value{Kind: parser.ValueFloat, Float: f, Text: "float"}
+}
+func vHex(b string) parser.Value { return parser.Value{Kind: parser.ValueHex, Str: b, Text: "0x.."} }
 
 var (
 	colInt     = &Column{Name: "id", DataType: "int", ColumnType: "int(11)"}
