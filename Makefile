@@ -1,0 +1,58 @@
+# lockproxy. `make test` is the test command (CI runs it through .ci/run).
+GO            ?= go
+GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+PKGS          ?= ./...
+ARGS          ?=
+BENCH_ARGS    ?=
+
+.PHONY: all build test run down status bench bench-quick fmt vet lint check-config clean
+
+all: build
+
+## build: compile bin/lockproxy
+build:
+	$(GO) build -o bin/lockproxy ./cmd/lockproxy
+
+## test: start one test bed (MariaDB primary + replica, Redis), run every
+## Go test against it with the race detector, take the bed down
+test:
+	scripts/test.sh $(GO_TEST_FLAGS) $(PKGS)
+
+## run: the demo: a persistent bed in .testbed/, the shop schema, lockproxy on 127.0.0.1:3307
+run: build
+	scripts/run.sh $(ARGS)
+
+## down: stop the persistent bed of `make run` (its data stays in .testbed/)
+down:
+	scripts/testbed.sh down .testbed
+
+## status: show the persistent bed of `make run`
+status:
+	scripts/testbed.sh status .testbed
+
+## bench: the full benchmark suite (see bench/)
+bench:
+	$(GO) run ./bench/cmd/bench $(BENCH_ARGS)
+
+## bench-quick: a short benchmark run
+bench-quick:
+	$(GO) run ./bench/cmd/bench -quick $(BENCH_ARGS)
+
+## check-config: validate rules.yaml (needs the bed's variables, as in make run)
+check-config: build
+	set -a; . .testbed/env; set +a; bin/lockproxy --check --config rules.yaml
+
+fmt:
+	gofmt -w .
+
+vet:
+	$(GO) vet ./...
+
+## lint: fail on unformatted files, then go vet
+lint:
+	@out=$$(gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin
