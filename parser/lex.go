@@ -97,7 +97,8 @@ func (l *lexer) blockComment() {
 	l.i += end + 4
 }
 
-// skipQuoted skips a string literal quoted by q (” or \ escapes).
+// skipQuoted skips a string literal quoted by q (a doubled quote or a
+// backslash escapes it).
 func (l *lexer) skipQuoted(q byte) {
 	l.i++
 	for l.i < len(l.s) {
@@ -116,7 +117,8 @@ func (l *lexer) skipQuoted(q byte) {
 	}
 }
 
-// quotedIdent reads a back-quoted identifier (“ is a literal back quote).
+// quotedIdent reads a back-quoted identifier (a doubled back quote stands
+// for one).
 func (l *lexer) quotedIdent() string {
 	l.i++
 	var b strings.Builder

@@ -21,6 +21,9 @@ var notAlias = map[string]bool{
 	"as": true, "with": true, "wait": true, "nowait": true, "skip": true,
 }
 
+// lockWords are the lock types of LOCK TABLES.
+var lockWords = map[string]bool{"read": true, "local": true, "write": true, "low_priority": true}
+
 // LexTables returns the table names a lexical scan of sql finds after FROM,
 // JOIN, UPDATE, INTO, TABLE and TABLES (and comma lists after them),
 // lowercased, "db.t" when qualified, in order, without duplicates. It is
@@ -77,6 +80,10 @@ func (l *lexer) tableList() []string {
 			t, ok = l.next()
 		}
 		if ok && !t.punct && (t.quoted || !notAlias[strings.ToLower(t.text)]) {
+			save = l.i
+			t, ok = l.next()
+		}
+		for ok && !t.punct && lockWords[strings.ToLower(t.text)] { // LOCK TABLES a READ, b WRITE
 			save = l.i
 			t, ok = l.next()
 		}

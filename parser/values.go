@@ -123,8 +123,7 @@ func negate(v Value) (Value, bool) {
 }
 
 // quoteString renders s as a single-quoted MySQL string literal that reads
-// back as the same bytes (with or without NO_BACKSLASH_ESCAPES only for
-// strings without backslashes).
+// back as the same bytes under the default SQL mode (backslash escapes on).
 func quoteString(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)

@@ -1,0 +1,92 @@
+package parser
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// FuzzAnalyze feeds arbitrary text to Analyze (the text comes from
+// untrusted clients). It must never panic, never hang, never fail
+// internally, and its facts must be self-consistent.
+func FuzzAnalyze(f *testing.F) {
+	for _, c := range readCorpus(f) {
+		f.Add(c.sql, c.db)
+	}
+	f.Fuzz(func(t *testing.T, sql, db string) {
+		done := make(chan struct{})
+		var a *Analysis
+		var err error
+		go func() {
+			defer close(done)
+			a, err = Analyze(sql, db)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second): // a hang detector, not a speed check
+			t.Fatalf("Analyze(%q) hangs", sql)
+		}
+		if err != nil {
+			t.Fatalf("Analyze(%q): %v", sql, err)
+		}
+		checkAnalysis(t, a)
+		LexTables(sql)
+		HasPrimaryHint(sql)
+		LexKind(sql)
+	})
+}
+
+// checkAnalysis asserts what every Analysis promises.
+func checkAnalysis(t *testing.T, a *Analysis) {
+	t.Helper()
+	if a.Unparsed {
+		if a.ParseError == "" || len(a.Stmts) != 0 {
+			t.Fatalf("unparsed analysis: err=%q stmts=%d", a.ParseError, len(a.Stmts))
+		}
+		return
+	}
+	params := 0
+	for _, f := range a.Stmts {
+		if f == nil || f.Node == nil || f.Kind == "" {
+			t.Fatalf("incomplete facts %+v", f)
+		}
+		if f.ParamBase != params {
+			t.Fatalf("param base %d, want %d", f.ParamBase, params)
+		}
+		params += f.Params
+		for _, ref := range f.Tables {
+			if ref.Name == "" {
+				t.Fatalf("table without name in %q", a.SQL)
+			}
+			checkPredicate(t, ref.Where, a.Params)
+		}
+		if _, err := Restore(f.Node); errors.Is(err, ErrInternal) {
+			t.Fatalf("Restore: %v", err)
+		}
+	}
+	if params != a.Params {
+		t.Fatalf("statement params sum to %d, analysis has %d", params, a.Params)
+	}
+}
+
+func checkPredicate(t *testing.T, p *Predicate, params int) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	if p.Unkeyed && len(p.Or) != 0 {
+		t.Fatal("unkeyed predicate with disjuncts")
+	}
+	cols := map[string]bool{}
+	for _, c := range p.Or {
+		for _, at := range c {
+			if at.Column == "" || (at.Value.Kind == ValueParam && at.Value.Param >= params) {
+				t.Fatalf("bad atom %+v (params %d)", at, params)
+			}
+			cols[at.Column] = true
+		}
+	}
+	for col := range cols {
+		p.Keys([]string{col})
+	}
+}
