@@ -202,3 +202,15 @@ func TestTLSFiles(t *testing.T) {
 		t.Fatalf("want one proxy.tls problem on line 1 (files found relative to the config), got %v", err)
 	}
 }
+
+// TestDemoConfig keeps the repository's demo rules.yaml valid.
+func TestDemoConfig(t *testing.T) {
+	t.Setenv("LOCKPROXY_DB_PASSWORD", "demo")
+	cfg, err := Load("../rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Rules) == 0 || cfg.Users[0].Password != "demo" {
+		t.Fatalf("rules=%d password=%q", len(cfg.Rules), cfg.Users[0].Password)
+	}
+}
