@@ -196,6 +196,13 @@ func (p *pool) put(b *backendConn) {
 	}()
 }
 
+// putSync resets b and keeps it, waiting for the reset: the session ends
+// only once the backend has rolled back what it left open.
+func (p *pool) putSync(b *backendConn) {
+	p.put(b)
+	p.wg.Wait()
+}
+
 // reset returns b to the state of a fresh connection for its key.
 func (p *pool) reset(b *backendConn) bool {
 	_ = b.nc.SetDeadline(time.Now().Add(dialTimeout))

@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockproxy/lockproxy/parser"
+	"go.uber.org/zap"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
@@ -13,7 +16,7 @@ func (s *session) commandLoop(ctx context.Context) error {
 	limit := s.srv.config().Proxy.MaxAllowedPacket
 	for {
 		inTxn := s.status&mysql.SERVER_STATUS_IN_TRANS != 0
-		s.inTxn.Store(inTxn)
+		s.txnOpen.Store(inTxn)
 		if inTxn && ctx.Err() != nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
@@ -44,10 +47,10 @@ func (s *session) commandLoop(ctx context.Context) error {
 func (s *session) dispatch(p []byte) error {
 	switch p[0] {
 	case mysql.COM_QUIT:
+		s.releaseLocks()
 		return errQuit
 	case mysql.COM_QUERY:
-		s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
-		return s.forward(p, relayResults, false)
+		return s.query(p)
 	case mysql.COM_INIT_DB:
 		s.be.dbDirty = true
 		if err := s.forward(p, relayResults, false); err != nil {
@@ -72,9 +75,12 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_FETCH:
 		return s.stmtCommand(p, relayResults)
 	case mysql.COM_STMT_RESET:
+		if st, ok := s.lookupStmt(p); ok {
+			st.long = nil
+		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		return s.stmtCommand(p, relayNone)
+		return s.longData(p)
 	case mysql.COM_STMT_CLOSE:
 		return s.closeStmt(p)
 	default:
@@ -120,5 +126,78 @@ func (s *session) resetConnection(p []byte) error {
 	if s.lastOK {
 		clear(s.stmts)
 	}
+	s.afterCommand()
 	return nil
+}
+
+// query serves COM_QUERY: analyse, guard, forward, and release what the
+// end of a transaction frees.
+func (s *session) query(p []byte) error {
+	an := s.analyze(p[1:])
+	ok, err := s.beforeCommand(s.guardFor(an, nil))
+	if !ok {
+		return err
+	}
+	s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
+	if err := s.forward(p, relayResults, false); err != nil {
+		return err
+	}
+	s.track(an)
+	s.afterCommand()
+	return nil
+}
+
+// analyze returns the facts of a query text, from the cache; nil when no
+// rule could apply, so unguarded traffic pays no parse.
+func (s *session) analyze(q []byte) *parser.Analysis {
+	if !s.srv.needsFacts() {
+		if mayChangeDB(q) {
+			s.be.dbDirty = true
+		}
+		return nil
+	}
+	an, err := s.srv.analyzer.Analyze(string(q), s.db)
+	if err != nil {
+		s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
+		return &parser.Analysis{SQL: string(q), DB: s.db, Unparsed: true, ParseError: err.Error()}
+	}
+	return an
+}
+
+// track updates what the session knows after a statement succeeded.
+func (s *session) track(an *parser.Analysis) {
+	if an == nil || !s.lastOK {
+		return
+	}
+	for _, f := range an.Stmts {
+		switch f.Kind {
+		case parser.KindUse:
+			s.db = f.UseDB
+			s.be.dbDirty = true
+		case parser.KindDDL:
+			go s.srv.refreshSchema()
+		}
+	}
+	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
+		s.be.dbDirty = true
+	}
+}
+
+// mayChangeDB is a cheap lexical test for a USE statement in q.
+func mayChangeDB(q []byte) bool {
+	start := true
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case c == ';':
+			start = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case start && (c == 'u' || c == 'U') && i+3 < len(q) && (q[i+1]|0x20) == 's' && (q[i+2]|0x20) == 'e' &&
+			(q[i+3] == ' ' || q[i+3] == '`' || q[i+3] == '\t' || q[i+3] == '\n'):
+			return true
+		default:
+			start = false
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -32,6 +33,12 @@ type testProxy struct {
 // config (e.g. "rules: [...]"), and edit may change the loaded config.
 func startProxy(t testing.TB, edit func(*rules.Config)) *testProxy {
 	t.Helper()
+	return startProxyWith(t, edit, nil)
+}
+
+// startProxyWith is startProxy with a lock backend (nil: none).
+func startProxyWith(t testing.TB, edit func(*rules.Config), locker lockmgr.Locker) *testProxy {
+	t.Helper()
 	bed := testbed.Get(t)
 	yaml := fmt.Sprintf(`proxy:
   handshake_timeout: 2s
@@ -51,7 +58,7 @@ locks:
 		edit(cfg)
 	}
 	reg := prometheus.NewRegistry()
-	srv, err := New(cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg})
+	srv, err := New(cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg, Locker: locker})
 	if err != nil {
 		t.Fatal(err)
 	}

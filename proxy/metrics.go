@@ -10,6 +10,7 @@ type metrics struct {
 	backendErrors *prometheus.CounterVec
 	authFailures  prometheus.Counter
 	rejected      prometheus.Counter
+	rejects       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,9 +35,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lockproxy_connections_rejected_total",
 			Help: "Client connections refused because max_connections was reached.",
 		}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_statements_rejected_total",
+			Help: "Statements lockproxy refused to run, by rule and reason (unkeyed|unavailable).",
+		}, []string{"rule", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected)
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects)
 	}
 	return m
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -25,6 +27,11 @@ type Options struct {
 	// AuthPlugin is the plugin announced to clients: mysql_native_password
 	// (default) or caching_sha2_password. Answers in either are accepted.
 	AuthPlugin string
+	// Locker grants row locks; nil runs without locking (rules then only
+	// route and reject).
+	Locker lockmgr.Locker
+	// Instance names this proxy process among all that share the Locker.
+	Instance string
 }
 
 // Server accepts MySQL client connections and serves each in a session of
@@ -37,6 +44,12 @@ type Server struct {
 	tlsConfig  *tls.Config
 	authPlugin string
 	version    atomic.Value // string
+	locker     lockmgr.Locker
+	instance   string
+	analyzer   *parser.Cache
+	rules      atomic.Pointer[rules.RuleSet]
+	hardCtx    context.Context // cancelled when the shutdown grace ends
+	hardCancel context.CancelFunc
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -67,8 +80,15 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		pool:       newPool(),
 		authPlugin: plugin,
 		sessions:   make(map[uint32]*session),
+		locker:     opts.Locker,
+		instance:   opts.Instance,
+		analyzer:   parser.NewCache(analysisCacheSize),
+	}
+	if s.instance == "" {
+		s.instance = newInstanceID()
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.hardCtx, s.hardCancel = context.WithCancel(context.Background())
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
@@ -87,8 +107,20 @@ func (s *Server) Reload(cfg *rules.Config) error {
 		s.tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		s.mu.Unlock()
 	}
+	rs, err := s.compileRules(cfg)
+	if err != nil {
+		return err
+	}
 	s.cfg.Store(cfg)
+	s.rules.Store(rs)
 	return nil
+}
+
+func (s *Server) ruleSet() *rules.RuleSet { return s.rules.Load() }
+
+// needsFacts reports whether statements must be analysed at all.
+func (s *Server) needsFacts() bool {
+	return len(s.config().Rules) > 0
 }
 
 func (s *Server) config() *rules.Config { return s.cfg.Load() }
@@ -196,6 +228,7 @@ func (s *Server) accept(c net.Conn) {
 		cr:    newPacketReader(c, clientBufSize),
 		cw:    newPacketWriter(c, clientBufSize),
 		stmts: make(map[uint32]*stmt),
+		ctx:   s.hardCtx,
 	}
 	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
 	s.sessions[sess.id] = sess
@@ -247,6 +280,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 			s.closeIdleSessions()
 		case <-ctx.Done():
+			s.hardCancel()
 			s.mu.Lock()
 			for _, sess := range s.sessions {
 				_ = sess.conn.Close()
@@ -265,7 +299,7 @@ func (s *Server) closeIdleSessions() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sess := range s.sessions {
-		if sess.idle.Load() && !sess.inTxn.Load() {
+		if sess.idle.Load() && !sess.txnOpen.Load() {
 			_ = sess.conn.SetReadDeadline(time.Now())
 		}
 	}

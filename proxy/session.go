@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"go.uber.org/zap"
 )
 
@@ -42,10 +43,15 @@ type session struct {
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
 
+	// Locks held for the current transaction or autocommit statement.
+	locks  *lockmgr.Set
+	txnSeq uint64
+	ctx    context.Context // ends when the proxy shuts down for good
+
 	// Published for the Server's shutdown: the session waits for a command
-	// (idle) and whether a transaction is open (inTxn).
-	idle  atomic.Bool
-	inTxn atomic.Bool
+	// (idle) and whether a transaction is open (txnOpen).
+	idle    atomic.Bool
+	txnOpen atomic.Bool
 }
 
 // seqErr writes e as the packet with sequence seq and flushes.
@@ -78,12 +84,13 @@ func (s *session) run(ctx context.Context) {
 // cleanup returns the backend connection and closes the client socket.
 func (s *session) cleanup() {
 	if s.be != nil {
-		if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 || len(s.stmts) > 0 {
-			// The pool's reset rolls back and drops statements; nothing more to do.
-		}
-		s.srv.pool.put(s.be)
+		// The pool's reset rolls back any open transaction before the
+		// locks go: release only after the backend has forgotten it.
+		s.srv.pool.putSync(s.be)
+		s.releaseLocks()
 		s.be = nil
 	}
+	s.releaseLocks()
 	_ = s.conn.Close()
 }
 

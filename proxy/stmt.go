@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/lockproxy/lockproxy/parser"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
@@ -20,7 +22,16 @@ type stmt struct {
 	// bound them. Clients may re-execute with new_params_bound_flag = 0,
 	// reusing these; lockproxy must remember them to read parameter values.
 	paramTypes []byte
+	// an is the statement's analysis (nil when no rule could apply).
+	an *parser.Analysis
+	// long holds COM_STMT_SEND_LONG_DATA values (up to maxLongKey bytes
+	// each) until the next execute, for deriving lock keys.
+	long map[int][]byte
 }
+
+// maxLongKey bounds how much long data lockproxy keeps per parameter; a key
+// longer than this cannot name a row anyway (InnoDB keys are shorter).
+const maxLongKey = 64 << 10
 
 func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 	if len(p) < 5 {
@@ -78,6 +89,7 @@ func (s *session) relayPrepare(query string) error {
 			return err
 		}
 	}
+	st.an = s.analyze([]byte(query))
 	s.stmts[st.id] = st
 	s.lastOK = true
 	return s.flushClient()
@@ -102,9 +114,41 @@ func (s *session) execute(p []byte) error {
 	} else if st.numParams > 0 && st.paramTypes == nil {
 		return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "statement %d executed without parameter types", st.id))
 	}
+	var params []any
+	if st.an != nil && st.numParams > 0 {
+		var err error
+		if params, err = executeParams(p, st.numParams, st.paramTypes, st.long); err != nil {
+			return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "%v", err))
+		}
+	}
+	st.long = nil
+	ok, err := s.beforeCommand(s.guardFor(st.an, params))
+	if !ok {
+		return err
+	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	s.srv.metrics.queries.WithLabelValues("primary", "execute").Inc()
-	return s.forward(p, relayResults, true)
+	if err := s.forward(p, relayResults, true); err != nil {
+		return err
+	}
+	s.track(st.an)
+	s.afterCommand()
+	return nil
+}
+
+// longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
+// and forwards it.
+func (s *session) longData(p []byte) error {
+	if st, ok := s.lookupStmt(p); ok && st.an != nil && len(p) >= 7 {
+		param := int(binary.LittleEndian.Uint16(p[5:]))
+		if st.long == nil {
+			st.long = make(map[int][]byte)
+		}
+		if len(st.long[param])+len(p)-7 <= maxLongKey {
+			st.long[param] = append(st.long[param], p[7:]...)
+		}
+	}
+	return s.stmtCommand(p, relayNone)
 }
 
 // executeParamTypes returns the parameter types an execute packet binds, if

@@ -95,7 +95,12 @@ func newLogger(format, level string) (*zap.Logger, error) {
 func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := proxy.New(cfg, proxy.Options{Logger: log, Registry: reg, AuthPlugin: authPlugin})
+	locker, closeLocker, err := newLocker(cfg.Locks, reg, log)
+	if err != nil {
+		return err
+	}
+	defer closeLocker()
+	srv, err := proxy.New(cfg, proxy.Options{Logger: log, Registry: reg, AuthPlugin: authPlugin, Locker: locker})
 	if err != nil {
 		return err
 	}

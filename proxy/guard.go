@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
+	"go.uber.org/zap"
+)
+
+// releaseTimeout bounds giving locks back; a lock whose release fails ends
+// with its lease.
+const releaseTimeout = 3 * time.Second
+
+// guard is what lockproxy must do around one command: the locks to take, a
+// rejection to answer instead, whether it ends the transaction.
+type guard struct {
+	keys        []lockmgr.Key
+	waitTimeout time.Duration
+	reject      *sqlError // answer this instead of running the command
+	commits     bool      // the text contains COMMIT (or an implicit commit)
+	rule        string    // first rule that matched, for messages
+	primary     bool      // a rule or a fact forces the primary
+}
+
+// inTxn reports whether the session is inside a transaction for locking
+// purposes: an open transaction, or autocommit off.
+func (s *session) inTxn() bool {
+	return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 || s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
+}
+
+// guardFor decides, from the facts of every statement in a query text (or
+// a prepared statement with its bound parameters), what must be locked.
+func (s *session) guardFor(an *parser.Analysis, params []any) guard {
+	var g guard
+	rs := s.srv.ruleSet()
+	if an == nil {
+		return g
+	}
+	lc := s.srv.config().Locks
+	if an.Unparsed {
+		g.add(rs.MatchUnparsed(an, s.db), lc)
+		return g
+	}
+	inTxn := s.inTxn()
+	for _, f := range an.Stmts {
+		switch f.Kind {
+		case parser.KindBegin:
+			inTxn = true
+		case parser.KindCommit, parser.KindRollback:
+			g.commits = g.commits || f.Kind == parser.KindCommit
+			inTxn = s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
+		}
+		if f.ImplicitCommit {
+			g.commits = true
+		}
+		d := rs.Match(f, s.db, inTxn)
+		if d.NeedParams {
+			d = d.Bind(params)
+		}
+		g.add(d, lc)
+	}
+	return g
+}
+
+// add merges one statement's decision into the guard.
+func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
+	if d.Rule == nil {
+		return
+	}
+	if g.rule == "" {
+		g.rule = d.Rule.Name
+	}
+	g.primary = g.primary || d.RoutePrimary
+	if d.Reject && g.reject == nil {
+		g.reject = &sqlError{Code: erUnknown, State: "HY000", Msg: d.RejectMessage()}
+	}
+	if len(d.Keys) == 0 {
+		return
+	}
+	if w := d.WaitTimeout(lc); g.waitTimeout == 0 || w < g.waitTimeout {
+		g.waitTimeout = w
+	}
+	for _, k := range d.Keys {
+		g.keys = append(g.keys, lockmgr.Key{Name: k.Name, Rule: k.Rule})
+	}
+}
+
+// lockSet returns the session's lock set, starting a new owner when it
+// holds nothing (a new transaction or autocommit statement).
+func (s *session) lockSet() *lockmgr.Set {
+	if s.locks == nil {
+		s.locks = lockmgr.NewSet(s.srv.locker, s.newOwner())
+	} else if s.locks.Len() == 0 {
+		s.locks.Begin(s.newOwner())
+	}
+	return s.locks
+}
+
+func (s *session) newOwner() lockmgr.Owner {
+	s.txnSeq++
+	return lockmgr.Owner{Instance: s.srv.instance, Session: uint64(s.id), Txn: s.txnSeq, Start: time.Now()}
+}
+
+// beforeCommand enforces the guard: it answers a rejection or a doomed
+// transaction itself (ran=false) or takes the locks the command needs.
+func (s *session) beforeCommand(g guard) (ok bool, err error) {
+	if s.locks != nil && s.locks.Len() > 0 {
+		if lerr := s.locks.Err(); lerr != nil || (g.commits && !s.locks.Valid()) {
+			if lerr == nil {
+				lerr = lockmgr.ErrLeaseLost
+			}
+			return false, s.abortTxn(lerr, g.rule)
+		}
+	}
+	if g.reject != nil {
+		s.srv.metrics.rejects.WithLabelValues(g.rule, "unkeyed").Inc()
+		return false, s.writeErrAt(1, g.reject)
+	}
+	if len(g.keys) == 0 || s.srv.locker == nil {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, g.waitTimeout)
+	defer cancel()
+	lerr := s.lockSet().Acquire(ctx, g.keys)
+	switch {
+	case lerr == nil:
+		return true, nil
+	case errors.Is(lerr, lockmgr.ErrWaitTimeout):
+		return false, s.writeErrAt(1, &sqlError{Code: erLockWaitTimeout, State: "HY000",
+			Msg: "lockproxy: Lock wait timeout exceeded; try restarting transaction (" + lerr.Error() + ")"})
+	case errors.Is(lerr, lockmgr.ErrDeadlock), errors.Is(lerr, lockmgr.ErrLeaseLost):
+		return false, s.abortTxn(lerr, g.rule)
+	case errors.Is(lerr, lockmgr.ErrUnavailable) && s.srv.config().Locks.OnUnavailable == "passthrough":
+		s.log.Warn("lock service unavailable; statement runs unlocked (on_unavailable: passthrough)",
+			zap.String("rule", g.rule), zap.Error(lerr))
+		return true, nil
+	default:
+		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
+		s.log.Warn("statement rejected: lock service unavailable", zap.String("rule", g.rule), zap.Error(lerr))
+		return false, s.writeErrAt(1, newSQLError(erUnknown, "HY000", "rule %s: lock service unavailable, statement not run (%v)", g.rule, lerr))
+	}
+}
+
+// abortTxn rolls the backend transaction back, releases every lock, and
+// answers 1213: the fate of a deadlock victim or of a lost lease.
+func (s *session) abortTxn(cause error, rule string) error {
+	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil {
+			s.be.broken = true
+			return err
+		}
+		s.status = s.be.status
+	}
+	s.releaseLocks()
+	s.log.Info("transaction rolled back", zap.String("rule", rule), zap.Error(cause))
+	return s.writeErrAt(1, &sqlError{Code: erLockDeadlock, State: "40001",
+		Msg: "lockproxy: Deadlock found when trying to get lock; try restarting transaction (" + cause.Error() + "; transaction rolled back)"})
+}
+
+// afterCommand releases the locks once the session is outside a
+// transaction: after an autocommit statement, or once COMMIT or ROLLBACK
+// has been answered by the backend.
+func (s *session) afterCommand() {
+	if s.locks != nil && s.locks.Len() > 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.releaseLocks()
+	}
+}
+
+func (s *session) releaseLocks() {
+	if s.locks == nil || s.locks.Len() == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := s.locks.Release(ctx); err != nil {
+		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+	}
+}
