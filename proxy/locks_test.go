@@ -18,7 +18,7 @@ func guardedProxy(t *testing.T, db string, edit func(*rules.Rule)) *testProxy {
 	t.Helper()
 	return startProxyWith(t, func(c *rules.Config) {
 		r := rules.Rule{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
-			Lock: []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
 			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)}
 		if edit != nil {
 			edit(&r)
