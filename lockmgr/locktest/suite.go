@@ -23,9 +23,9 @@ type Backend struct {
 	// Abandon makes l vanish as a crashed process would: no more renewals,
 	// no releases. nil skips the vanished-holder test.
 	Abandon func(l lockmgr.Locker)
-	// Restart restarts the lock service, losing its state. nil skips the
-	// restart test.
-	Restart func(t *testing.T)
+	// Restartable, if not nil, returns two Lockers on a lock service of
+	// their own and a func that restarts that service, losing its state.
+	Restartable func(t *testing.T) (ls []lockmgr.Locker, restart func())
 }
 
 // Run runs the whole suite as subtests of t.

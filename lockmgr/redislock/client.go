@@ -1,0 +1,27 @@
+package redislock
+
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClientOptions returns go-redis options with bounded dial, read, write and
+// pool timeouts and few retries, so an unreachable Redis turns into
+// lockmgr.ErrUnavailable in about a second instead of a hang. One address
+// is a server, masterName selects Sentinel, several addresses without it a
+// Cluster (as redis.NewUniversalClient decides).
+func ClientOptions(addrs []string, masterName string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs:                 addrs,
+		MasterName:            masterName,
+		DialTimeout:           500 * time.Millisecond,
+		ReadTimeout:           500 * time.Millisecond,
+		WriteTimeout:          500 * time.Millisecond,
+		PoolTimeout:           500 * time.Millisecond,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            1,
+		MinRetryBackoff:       8 * time.Millisecond,
+		MaxRetryBackoff:       64 * time.Millisecond,
+	}
+}

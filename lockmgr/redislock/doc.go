@@ -1,0 +1,50 @@
+// Package redislock is the Redis lock backend of lockproxy: one server,
+// Sentinel or Cluster through redis.UniversalClient.
+//
+// Per lock key K (hash tag {K}, so a cluster keeps it on one slot):
+//   - lockproxy:{K}        hash: holder token, owner id and age, the holder
+//     Locker's wound channel, the fence granted, the wounded flag; PEXPIRE ttl
+//   - lockproxy:{K}:q      ZSET of waiter tickets ordered by owner age (FIFO
+//     by transaction start); only the head may take a free lock
+//   - lockproxy:{K}:qx     ZSET ticket -> expiry, so a vanished waiter
+//     leaves the queue
+//   - lockproxy:{K}:fence  fencing counter: max(previous+1, server time in
+//     µs), so it only grows even when the counter key expires or a server
+//     restart loses it
+//   - lockproxy:{K}:wake   Pub/Sub channel; a release publishes once when
+//     waiters are queued
+//
+// Acquire, release and renew are Lua scripts (acquire.lua, release.lua,
+// renew.lua) that check the holder token; release is compare-and-delete and
+// idempotent. An uncontended Acquire plus Release is two round trips.
+//
+// Inside one Locker, local waiters for a key queue in process (ordered by
+// transaction age) and only the head talks to Redis: it subscribes to the
+// key's channel, waits for the subscription to be confirmed, retries, and
+// then sleeps until a wake-up, never longer than the holder's remaining
+// lease or the wait slice (which also refreshes its ticket).
+//
+// Deadlocks are prevented by wound-wait (see package lockmgr): the acquire
+// script compares the waiter's age with the holder's; an older waiter marks
+// the lock hash wounded and publishes the holder's token on the holder
+// Locker's channel. That Locker fails the holder owner's current or next
+// wait with lockmgr.ErrDeadlock. The renew script reports the wounded flag
+// too, in case the message was lost.
+//
+// Leases are renewed by one goroutine per Locker, in one pipeline, every
+// ttl/3. Validity is measured from before the request was sent, minus a
+// drift margin. A renewal that finds the lock not ours, or validity running
+// out without a successful renewal, loses the lease (Done closed, Err wraps
+// lockmgr.ErrLeaseLost).
+//
+// A Redis server that restarted loses its locks. The Locker counts the
+// connections it dials; a grant obtained while new connections were made is
+// checked against the server's uptime, and while the server is younger than
+// one ttl every grant is undone and retried later, so a key is never
+// granted while a lease from before the restart may still be valid.
+// A Sentinel/replica failover that loses writes is not detected this way:
+// see README-like notes in the package tests and the integrator report.
+//
+// The package imports only lockmgr among lockproxy packages and must never
+// import another.
+package redislock

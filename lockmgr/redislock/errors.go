@@ -1,0 +1,47 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// transientPrefixes are Redis error replies that mean "the service cannot
+// answer now", not "the request is wrong".
+var transientPrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "BUSY"}
+
+// classify turns a Redis error on a call made for key under the caller's
+// ctx into the error Acquire returns.
+func classify(ctx context.Context, k lockmgr.Key, err error) error {
+	if ctx.Err() != nil {
+		return lockmgr.WaitError(ctx, k)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrUnavailable, k.Rule, k.Name, err)
+	}
+	return fmt.Errorf("redislock: rule %q key %q: %w", k.Rule, k.Name, err)
+}
+
+func unavailable(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, redis.ErrPoolTimeout), errors.As(err, &ne):
+		return true
+	}
+	msg := err.Error()
+	for _, p := range transientPrefixes {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset")
+}

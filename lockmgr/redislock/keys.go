@@ -1,0 +1,28 @@
+package redislock
+
+import "strings"
+
+// tagEscaper keeps a user key from ending or opening a hash tag early, so
+// every Redis key and channel of one lock hashes to the same cluster slot.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// names are the Redis keys and channel of one lock key; all share the hash
+// tag {escaped key}.
+type names struct {
+	lock, queue, expiry, fence, channel string
+}
+
+func (l *Locker) names(key string) names {
+	base := l.opt.Prefix + ":{" + tagEscaper.Replace(key) + "}"
+	return names{
+		lock:    base,
+		queue:   base + ":q",
+		expiry:  base + ":qx",
+		fence:   base + ":fence",
+		channel: base + ":wake",
+	}
+}
+
+// keys are the KEYS of the acquire script; the release script uses the
+// first three.
+func (n names) keys() []string { return []string{n.lock, n.queue, n.expiry, n.fence} }

@@ -1,0 +1,198 @@
+package redislock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Options configure a Locker. The zero value (or nil) works.
+type Options struct {
+	// TTL is the lease: how long a lock outlives its holder's last
+	// renewal. Default 30s.
+	TTL time.Duration
+	// Prefix starts every Redis key and channel. Default "lockproxy".
+	Prefix string
+	// OpTimeout bounds each Redis call. Default 1s.
+	OpTimeout time.Duration
+	// WaitSlice is the longest a waiter sleeps between tries (a lost
+	// wake-up costs at most this much). Default 500ms.
+	WaitSlice time.Duration
+	// FenceTTL is how long an unused key's fence counter is kept. Fences
+	// still only grow after it expires (they are seeded from server time).
+	// Default 24h.
+	FenceTTL time.Duration
+	// Logger gets warnings (renewal failures, lost leases). Default no-op.
+	Logger *zap.Logger
+	// Metrics, if not nil, records the lock metrics.
+	Metrics *lockmgr.Metrics
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.TTL <= 0 {
+		v.TTL = 30 * time.Second
+	}
+	if v.Prefix == "" {
+		v.Prefix = "lockproxy"
+	}
+	if v.OpTimeout <= 0 {
+		v.OpTimeout = time.Second
+	}
+	if v.WaitSlice <= 0 {
+		v.WaitSlice = 500 * time.Millisecond
+	}
+	if v.FenceTTL <= 0 {
+		v.FenceTTL = 24 * time.Hour
+	}
+	if v.Logger == nil {
+		v.Logger = zap.NewNop()
+	}
+	return v
+}
+
+// Locker is the Redis lockmgr.Locker. Safe for concurrent use. The
+// redis client stays the caller's: Close does not close it.
+type Locker struct {
+	rdb     redis.UniversalClient
+	opt     Options
+	id      string // unique per Locker: in tokens and the wound channel
+	sc      scripts
+	ledger  *lockmgr.Ledger
+	notify  *notifier
+	restart restartGuard
+
+	seq    atomic.Uint64
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	mu     sync.Mutex
+	gates  map[string]*gate // key name -> local wait queue
+	owners map[lockmgr.Owner]*ownerState
+	held   map[*held]struct{} // leases (also half-acquired) to renew
+	toks   map[string]*held
+}
+
+var _ lockmgr.Locker = (*Locker)(nil)
+
+// ownerState is wound-wait bookkeeping for one transaction on this Locker.
+type ownerState struct {
+	refs    int     // acquires in progress plus leases held
+	wounded bool    // an older transaction waits for a key it holds
+	waiting *waiter // its wait in progress, if any
+}
+
+// held is a lease being acquired or held, which the renewal loop keeps.
+// Fields other than tok and owner are guarded by Locker.mu.
+type held struct {
+	tok        string
+	owner      lockmgr.Owner
+	keys       []lockmgr.Key // granted so far
+	validUntil time.Time     // monotonic; zero until the first grant
+	lost       error         // set when renewal found it lost
+	keeper     *lockmgr.Keeper
+	released   bool
+}
+
+// New makes a Locker on rdb. It adds a hook to rdb (to notice reconnects
+// after a server restart), preloads the scripts and subscribes to its wound
+// channel, but does not fail when Redis is down: Acquire reports
+// lockmgr.ErrUnavailable until it is back.
+func New(rdb redis.UniversalClient, o *Options) *Locker {
+	opt := o.withDefaults()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Locker{
+		rdb: rdb, opt: opt, id: hex.EncodeToString(b[:]), sc: newScripts(),
+		ledger: lockmgr.NewLedger(opt.Metrics), ctx: ctx, cancel: cancel,
+		gates: map[string]*gate{}, owners: map[lockmgr.Owner]*ownerState{},
+		held: map[*held]struct{}{}, toks: map[string]*held{},
+	}
+	rdb.AddHook(&l.restart)
+	lctx, lcancel := context.WithTimeout(ctx, opt.OpTimeout)
+	_ = l.sc.load(lctx, rdb)
+	lcancel()
+	l.notify = newNotifier(l)
+	l.wg.Add(1)
+	go l.renewLoop()
+	return l
+}
+
+// woundChannel is where other Lockers tell this one that a lease token of
+// its was wounded.
+func (l *Locker) woundChannel() string { return l.opt.Prefix + ":locker:" + l.id }
+
+// Snapshot implements lockmgr.Locker.
+func (l *Locker) Snapshot() []lockmgr.Entry { return l.ledger.Snapshot() }
+
+// Close implements lockmgr.Locker: it fails waits, releases every held
+// lease (bounded by OpTimeout each) and stops renewal and Pub/Sub. It is
+// idempotent.
+func (l *Locker) Close() error {
+	l.stop(true)
+	return nil
+}
+
+// Abandon stops the Locker as if its process died: no renewals, no
+// releases; its locks expire with their leases. For tests.
+func (l *Locker) Abandon() { l.stop(false) }
+
+func (l *Locker) stop(release bool) {
+	l.once.Do(func() {
+		if release {
+			for _, lease := range l.ledger.Held() {
+				ctx, cancel := context.WithTimeout(context.Background(), l.opt.OpTimeout)
+				_ = lease.Release(ctx)
+				cancel()
+			}
+		}
+		l.cancel()
+		l.notify.close()
+		l.wg.Wait()
+	})
+}
+
+func (l *Locker) closed() bool { return l.ctx.Err() != nil }
+
+// token is a fresh lease token: owner id, NUL, Locker id and a sequence.
+// The owner id comes first so the wait queue orders equal ages by owner.
+func (l *Locker) token(o lockmgr.Owner) string {
+	return o.ID() + "\x00" + l.id + ":" + itoa(l.seq.Add(1))
+}
+
+func itoa(n uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// opCtx bounds one Redis call by OpTimeout within ctx.
+func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.opt.OpTimeout)
+}
+
+// freshCtx is for cleanup: bounded, independent of the caller's dead ctx.
+func (l *Locker) freshCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), l.opt.OpTimeout)
+}

@@ -1,0 +1,146 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// notifier owns the Locker's one Pub/Sub connection: its wound channel,
+// and the wake-up channels of keys that local heads wait for. Channels no
+// one waits for are unsubscribed after idleUnsub.
+type notifier struct {
+	l  *Locker
+	ps *redis.PubSub
+
+	mu   sync.Mutex // guards subs and orders (UN)SUBSCRIBE writes
+	subs map[string]*subscription
+	done chan struct{}
+}
+
+type subscription struct {
+	key       string
+	users     int
+	idleSince time.Time
+	confirmed chan struct{} // closed when the server confirmed it
+}
+
+const idleUnsub = 30 * time.Second
+
+func newNotifier(l *Locker) *notifier {
+	n := &notifier{l: l, subs: map[string]*subscription{}, done: make(chan struct{})}
+	ctx, cancel := l.opCtx(l.ctx)
+	n.ps = l.rdb.Subscribe(ctx, l.woundChannel())
+	cancel()
+	ch := n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	go n.dispatch(ch)
+	return n
+}
+
+func (n *notifier) dispatch(ch <-chan interface{}) {
+	defer close(n.done)
+	wound := n.l.woundChannel()
+	for m := range ch {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				n.confirm(m.Channel)
+			}
+		case *redis.Message:
+			if m.Channel == wound {
+				n.l.wound(m.Payload)
+			} else if key, ok := n.keyOf(m.Channel); ok {
+				n.l.wakeHead(key)
+			}
+		}
+	}
+}
+
+func (n *notifier) confirm(channel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s := n.subs[channel]; s != nil {
+		select {
+		case <-s.confirmed:
+		default:
+			close(s.confirmed)
+		}
+	}
+}
+
+func (n *notifier) keyOf(channel string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.subs[channel]
+	if s == nil {
+		return "", false
+	}
+	return s.key, true
+}
+
+// subscribe makes sure channel (the wake-up channel of key) is subscribed
+// and waits, up to OpTimeout, for the server to confirm it.
+func (n *notifier) subscribe(ctx context.Context, channel, key string) error {
+	n.mu.Lock()
+	s := n.subs[channel]
+	var err error
+	if s == nil {
+		s = &subscription{key: key, confirmed: make(chan struct{})}
+		n.subs[channel] = s
+		sctx, cancel := n.l.opCtx(ctx)
+		err = n.ps.Subscribe(sctx, channel)
+		cancel()
+	}
+	s.users++
+	n.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(n.l.opt.OpTimeout)
+	defer t.Stop()
+	select {
+	case <-s.confirmed:
+		return nil
+	case <-t.C:
+		return errors.New("redislock: subscription not confirmed in time")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (n *notifier) unsubscribe(channel string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s := n.subs[channel]; s != nil {
+		s.users--
+		if s.users == 0 {
+			s.idleSince = time.Now()
+		}
+	}
+}
+
+// sweep unsubscribes channels idle for idleUnsub.
+func (n *notifier) sweep() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var idle []string
+	for ch, s := range n.subs {
+		if s.users == 0 && time.Since(s.idleSince) > idleUnsub {
+			idle = append(idle, ch)
+			delete(n.subs, ch)
+		}
+	}
+	if len(idle) > 0 {
+		ctx, cancel := n.l.opCtx(context.Background())
+		_ = n.ps.Unsubscribe(ctx, idle...)
+		cancel()
+	}
+}
+
+func (n *notifier) close() {
+	_ = n.ps.Close()
+	<-n.done
+}

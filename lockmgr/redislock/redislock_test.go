@@ -1,0 +1,119 @@
+package redislock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// testTTL is short so that expiry and renewal tests run in seconds.
+const testTTL = 1500 * time.Millisecond
+
+// prefix keeps this run's keys apart from other users of a shared bed.
+func prefix(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "lptest-" + hex.EncodeToString(b[:])
+}
+
+func newClient(t testing.TB, addr string) redis.UniversalClient {
+	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, ""))
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// newLockers makes n Lockers, each with its own client, as n proxy
+// instances sharing one Redis.
+func newLockers(t *testing.T, addr, pfx string, n int) []lockmgr.Locker {
+	out := make([]lockmgr.Locker, n)
+	for i := range out {
+		out[i] = redislock.New(newClient(t, addr), &redislock.Options{
+			TTL: testTTL, Prefix: pfx, Logger: zaptest.NewLogger(t),
+		})
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	locktest.Run(t, locktest.Backend{
+		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
+			return newLockers(t, bed.RedisAddr, pfx, n)
+		},
+		TTL:     testTTL,
+		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, func()) {
+			own := testbed.Private(t)
+			return newLockers(t, own.RedisAddr, pfx, 2), func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := own.RestartRedis(ctx); err != nil {
+					t.Fatalf("restart redis: %v", err)
+				}
+			}
+		},
+	})
+}
+
+// roundTrips counts commands and pipelines sent: one round trip each.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTrips: an uncontended acquire plus release costs at most two
+// round trips once the Locker is warm.
+func TestRoundTrips(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := newClient(t, bed.RedisAddr)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(t)})
+	defer l.Close()
+	owner := lockmgr.Owner{Instance: "rt", Session: 1, Start: time.Now()}
+	once := func(key string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		lease, err := l.Acquire(ctx, owner, []lockmgr.Key{{Name: key, Rule: "r"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	once("warm-up")
+	before := rt.n.Load()
+	once("counted")
+	got := rt.n.Load() - before
+	t.Logf("uncontended acquire+release: %d round trips", got)
+	if got > 2 {
+		t.Errorf("uncontended acquire+release took %d round trips; want ≤ 2", got)
+	}
+}

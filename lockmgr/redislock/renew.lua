@@ -1,0 +1,9 @@
+-- Extend a held lock key if it is still ours.
+-- KEYS[1] lock hash. ARGV: 1 tok, 2 ttl ms.
+-- Returns 0 not ours (lost), 1 renewed, 2 renewed but wounded by an older
+-- waiter (wound-wait).
+local h = redis.call('HMGET', KEYS[1], 'tok', 'wounded')
+if h[1] ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if h[2] then return 2 end
+return 1

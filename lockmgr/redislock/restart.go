@@ -1,0 +1,122 @@
+package redislock
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// restartGuard notices that connections were (re)made and, when the
+// server turns out younger than one ttl, refuses grants until it is one ttl
+// old: a server restarted without persistence has forgotten locks whose
+// leases may still be valid on their holders' clocks.
+type restartGuard struct {
+	dials atomic.Uint64
+
+	mu    sync.Mutex
+	until time.Time // monotonic
+}
+
+var _ redis.Hook = (*restartGuard)(nil)
+
+// DialHook counts successful dials.
+func (g *restartGuard) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err == nil {
+			g.dials.Add(1)
+		}
+		return c, err
+	}
+}
+
+// ProcessHook is a pass-through.
+func (g *restartGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook is a pass-through.
+func (g *restartGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// remaining is how long grants are still refused.
+func (g *restartGuard) remaining() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.until.IsZero() {
+		return 0
+	}
+	return time.Until(g.until)
+}
+
+func (g *restartGuard) hold(d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if until := time.Now().Add(d); until.After(g.until) {
+		g.until = until
+	}
+}
+
+// checkRestart is called after a grant. If connections were dialled since
+// the request was prepared (dials), it asks the server's uptime; a server
+// younger than one ttl means the grant cannot be trusted: it is undone, the
+// guard is set, and ok is false.
+func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err error) {
+	l := a.l
+	if l.restart.dials.Load() == dials && l.restart.remaining() <= 0 {
+		return true, nil
+	}
+	uptime, err := l.uptime(ctx, a.n.lock)
+	if err == nil && uptime >= l.opt.TTL {
+		return true, nil
+	}
+	if err == nil {
+		l.restart.hold(l.opt.TTL - uptime + time.Second)
+		l.opt.Logger.Warn("Redis restarted less than one lease ago: holding back grants until leases from before the restart have run out")
+	}
+	uctx, cancel := l.freshCtx()
+	defer cancel()
+	if uerr := l.releaseKeys(uctx, a.h.tok, []lockmgr.Key{a.k}); uerr != nil && err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return false, classify(ctx, a.k, err)
+	}
+	return false, nil
+}
+
+// uptime asks the server that holds key how long it has been up.
+func (l *Locker) uptime(ctx context.Context, key string) (time.Duration, error) {
+	ctx, cancel := l.opCtx(ctx)
+	defer cancel()
+	var info string
+	var err error
+	if cc, ok := l.rdb.(*redis.ClusterClient); ok {
+		var c *redis.Client
+		if c, err = cc.MasterForKey(ctx, key); err == nil {
+			info, err = c.Info(ctx, "server").Result()
+		}
+	} else {
+		info, err = l.rdb.Info(ctx, "server").Result()
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
+			s, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return time.Duration(s) * time.Second, nil
+		}
+	}
+	return 0, nil // unknown: treat as just restarted
+}

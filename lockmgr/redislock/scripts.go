@@ -1,0 +1,74 @@
+package redislock
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed renew.lua
+	renewSrc string
+)
+
+// scripts are the Lua scripts of one Locker.
+type scripts struct {
+	acquire, release, renew *redis.Script
+}
+
+func newScripts() scripts {
+	return scripts{
+		acquire: redis.NewScript(acquireSrc),
+		release: redis.NewScript(releaseSrc),
+		renew:   redis.NewScript(renewSrc),
+	}
+}
+
+// load puts every script in the server's cache (all masters of a cluster)
+// so the first EVALSHA does not miss.
+func (s scripts) load(ctx context.Context, rdb redis.UniversalClient) error {
+	var errs []error
+	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew} {
+		errs = append(errs, sc.Load(ctx, rdb).Err())
+	}
+	return errors.Join(errs...)
+}
+
+// pipelined runs the calls queued by queue (EVALSHA) in one round trip
+// (per cluster node). If the server lost its script cache (restart), it
+// loads the scripts and runs them once more. The caller reads each Cmd.
+func (s scripts) pipelined(ctx context.Context, rdb redis.UniversalClient, queue func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		var cmds []*redis.Cmd
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			cmds = queue(p)
+			return nil
+		})
+		if attempt == 0 && err != nil && noScript(cmds) {
+			if lerr := s.load(ctx, rdb); lerr != nil {
+				return cmds, lerr
+			}
+			continue
+		}
+		if err != nil && errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return cmds, err
+	}
+}
+
+func noScript(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if c.Err() != nil && strings.HasPrefix(c.Err().Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}

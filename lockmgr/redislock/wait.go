@@ -1,0 +1,169 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// try is one run of the acquire script.
+type try struct {
+	status int64 // 1 granted, 0 held by another, 2 free but not our turn
+	fence  uint64
+	pttl   time.Duration // holder's remaining lease when held
+}
+
+// attempt is the state of one Acquire's wait for one key.
+type attempt struct {
+	l        *Locker
+	h        *held
+	k        lockmgr.Key
+	n        names
+	w        *waiter
+	queued   bool // a ticket (or an unseen grant) may be in Redis
+	sub      bool // subscribed to the key's wake-up channel
+	waitDone func()
+}
+
+// acquireKey takes key k for h, waiting as long as ctx allows. On error
+// nothing of k is left in Redis.
+func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64, error) {
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.join(k.Name, h.owner)}
+	defer a.end()
+	for {
+		if !l.isHead(k.Name, a.w) {
+			if err := a.sleep(ctx, -1); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if wait := l.restart.remaining(); wait > 0 {
+			if err := a.sleep(ctx, wait); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		dials := l.restart.dials.Load()
+		sent := time.Now()
+		r, err := a.run(ctx)
+		if err != nil {
+			return 0, a.fail(classify(ctx, k, err))
+		}
+		if r.status == 1 {
+			if ok, err := a.checkRestart(ctx, dials); err != nil || !ok {
+				if err != nil {
+					return 0, a.fail(err)
+				}
+				continue
+			}
+			a.queued = false
+			l.granted(h, k, sent)
+			return r.fence, nil
+		}
+		if err := a.afterMiss(ctx, r); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// afterMiss decides what to do when the key was not granted: fail a
+// wounded owner, subscribe and retry at once, or sleep until woken.
+func (a *attempt) afterMiss(ctx context.Context, r try) error {
+	if a.l.wounded(a.h.owner) {
+		return a.fail(deadlockErr(a.h.owner, a.k))
+	}
+	if !a.sub {
+		a.sub = true
+		if err := a.l.notify.subscribe(ctx, a.n.channel, a.k.Name); err != nil {
+			a.l.opt.Logger.Debug("wake-up subscription not confirmed; relying on the wait slice",
+				zap.String("key", a.k.Name), zap.Error(err))
+		}
+		return nil // retry now: a release before the subscription is not missed
+	}
+	wait := a.l.opt.WaitSlice
+	switch {
+	case r.status == 0 && r.pttl > 0 && r.pttl < wait:
+		wait = r.pttl
+	case r.status == 2:
+		wait /= 4
+	}
+	return a.sleep(ctx, wait)
+}
+
+// sleep waits for a wake-up, d (d < 0: no timer), the end of ctx, or Close.
+func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
+	if a.waitDone == nil {
+		a.waitDone = a.l.ledger.Wait(a.h.owner, a.k)
+	}
+	if a.l.wounded(a.h.owner) {
+		return a.fail(deadlockErr(a.h.owner, a.k))
+	}
+	var timer <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-a.w.wake:
+	case <-timer:
+	case <-ctx.Done():
+		return a.fail(lockmgr.WaitError(ctx, a.k))
+	case <-a.l.ctx.Done():
+		return a.fail(lockmgr.ErrClosed)
+	}
+	if a.l.wounded(a.h.owner) {
+		return a.fail(deadlockErr(a.h.owner, a.k))
+	}
+	return nil
+}
+
+// run sends the acquire script, bounded by OpTimeout.
+func (a *attempt) run(ctx context.Context) (try, error) {
+	l := a.l
+	octx, cancel := l.opCtx(ctx)
+	defer cancel()
+	a.queued = true
+	v, err := l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
+		a.h.tok, a.h.owner.ID(), a.h.owner.Priority(), l.opt.TTL.Milliseconds(),
+		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
+		l.opt.FenceTTL.Milliseconds()).Int64Slice()
+	if err != nil {
+		return try{}, err
+	}
+	if len(v) != 3 {
+		return try{}, fmt.Errorf("redislock: acquire script returned %v", v)
+	}
+	return try{status: v[0], fence: uint64(v[1]), pttl: time.Duration(v[2]) * time.Millisecond}, nil
+}
+
+// fail cleans up after a failed wait: compare-and-delete the key (the
+// server may have granted it in a reply we never read) and leave its queue,
+// on a fresh bounded context. It returns err.
+func (a *attempt) fail(err error) error {
+	if a.queued {
+		a.queued = false
+		ctx, cancel := a.l.freshCtx()
+		defer cancel()
+		if cerr := a.l.releaseKeys(ctx, a.h.tok, []lockmgr.Key{a.k}); cerr != nil {
+			a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
+				zap.String("key", a.k.Name), zap.Error(cerr))
+		}
+	}
+	return err
+}
+
+// end leaves the local queue, the subscription and the ledger.
+func (a *attempt) end() {
+	a.l.leave(a.k.Name, a.w)
+	if a.sub {
+		a.l.notify.unsubscribe(a.n.channel)
+	}
+	if a.waitDone != nil {
+		a.waitDone()
+	}
+}
