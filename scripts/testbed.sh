@@ -266,19 +266,89 @@ EOF
 	return 0
 }
 
-# init_mysql NAME creates an empty data directory once.
+# install_datadir DATA TMP LOG: a new, empty MariaDB data directory.
+install_datadir() {
+	mkdir -p "$2"
+	"$(install_db_bin)" --no-defaults --datadir="$1" --tmpdir="$2" --user=root \
+		--auth-root-authentication-method=normal --skip-test-db \
+		--innodb-log-file-size=16M >"$3" 2>&1 || {
+		tail -n 20 "$3" >&2
+		log "mariadb-install-db failed (log: $3)"
+		return 1
+	}
+}
+
+# template_dir prints where the data directory template for this mariadbd
+# is cached: install-db is slow on a busy machine, copying is not.
+template_dir() {
+	local cache key
+	cache=${LOCKPROXY_TESTBED_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lockproxy-testbed}
+	key=$("$(mysqld_bin)" --version | cksum | cut -d' ' -f1)
+	echo "$cache/datadir-v1-$key"
+}
+
+# ensure_template prints the path of a cached, cleanly shut down data
+# directory with the system tables and the named time zones loaded,
+# building it on first use. Concurrent builders race harmlessly: the first
+# rename wins. It fails (and up falls back to install-db) if the cache is
+# not writable.
+ensure_template() {
+	local t b pid i
+	t=$(template_dir)
+	if [[ -e $t/ready ]]; then
+		echo "$t"
+		return 0
+	fi
+	mkdir -p "$(dirname "$t")" 2>/dev/null || return 1
+	b=$(mktemp -d "$(dirname "$t")/build.XXXXXX") || return 1
+	install_datadir "$b/data" "$b/tmp" "$b/install.log" || {
+		rm -rf "$b"
+		return 1
+	}
+	setsid "$(mysqld_bin)" --no-defaults --user=root --datadir="$b/data" --tmpdir="$b/tmp" \
+		--socket="$b/s.sock" --pid-file="$b/pid" --log-error="$b/error.log" --skip-networking \
+		--innodb-log-file-size=16M --innodb-buffer-pool-size=64M --innodb-use-native-aio=0 \
+		--performance-schema=OFF </dev/null >>"$b/stdout.log" 2>&1 &
+	pid=$!
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		"$(client_bin)" --no-defaults --protocol=socket -S "$b/s.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break
+		running "$pid" || break
+		sleep 0.1
+	done
+	if [[ -d /usr/share/zoneinfo ]] && tzinfo_bin >/dev/null; then
+		"$(tzinfo_bin)" --skip-write-binlog /usr/share/zoneinfo 2>/dev/null |
+			"$(client_bin)" --no-defaults --protocol=socket -S "$b/s.sock" -uroot mysql >/dev/null 2>&1 &&
+			touch "$b/data/.timezones"
+	fi
+	kill -TERM "$pid" 2>/dev/null || true
+	while running "$pid"; do sleep 0.1; done
+	if [[ ! -e $b/data/.timezones ]] || ! grep -q 'Shutdown complete' "$b/error.log"; then
+		log "building the data directory template failed; see $b/error.log"
+		tail -n 10 "$b/error.log" >&2 || true
+		rm -rf "$b"
+		return 1
+	fi
+	rm -f "$b/data/.timezones"
+	rm -rf "$b/tmp" "$b/s.sock" "$b/pid"
+	touch "$b/ready"
+	mv -T "$b" "$t" 2>/dev/null || rm -rf "$b"
+	[[ -e $t/ready ]] && echo "$t"
+}
+
+# init_mysql NAME TEMPLATE creates NAME's data directory once: a copy of
+# TEMPLATE if given, else a fresh install-db (without time zones yet).
 init_mysql() {
 	local d
 	d=$(sdir "$1")
 	[[ -d $d/data/mysql ]] && return 0
 	rm -rf "$d/data"
 	mkdir -p "$d/tmp"
-	"$(install_db_bin)" --no-defaults --datadir="$d/data" --tmpdir="$d/tmp" --user=root \
-		--auth-root-authentication-method=normal --skip-test-db \
-		--innodb-log-file-size=16M >"$d/install.log" 2>&1 || {
-		tail -n 20 "$d/install.log" >&2
-		die "$1: mariadb-install-db failed"
-	}
+	if [[ -n $2 ]] && cp -a "$2/data" "$d/data"; then
+		touch "$d/timezones-loaded"
+		return 0
+	fi
+	rm -rf "$d/data"
+	install_datadir "$d/data" "$d/tmp" "$d/install.log" || die "$1: mariadb-install-db failed"
 }
 
 # launch_mysql NAME starts mariadbd in its own session and waits until it
@@ -526,15 +596,27 @@ cmd_up() {
 	fi
 	cmd_check
 	mkdir -p "$DIR/primary" "$DIR/replica" "$DIR/redis"
-	init_mysql primary &
+	local tpl=""
+	if [[ ! -d $DIR/primary/data/mysql || ! -d $DIR/replica/data/mysql ]]; then
+		tpl=$(ensure_template) || tpl=""
+	fi
+	init_mysql primary "$tpl" &
 	local p1=$!
-	init_mysql replica &
+	init_mysql replica "$tpl" &
 	local p2=$!
 	wait "$p1" || die "primary: init failed"
 	wait "$p2" || die "replica: init failed"
-	start_server primary 1 || die "primary: start failed"
-	start_server replica 1 || die "replica: start failed"
-	start_server redis 1 || die "redis: start failed"
+	start_server primary 1 &
+	p1=$!
+	start_server replica 1 &
+	p2=$!
+	local p3 rc=0
+	start_server redis 1 &
+	p3=$!
+	wait "$p1" || rc=1
+	wait "$p2" || rc=1
+	wait "$p3" || rc=1
+	((rc == 0)) || die "a server did not start (see above)"
 	load_timezones primary &
 	p1=$!
 	load_timezones replica &
