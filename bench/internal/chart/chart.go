@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // ErrShape is returned when series and categories do not line up.
@@ -59,12 +61,17 @@ func Bars(path string, l Labels, categories []string, series []Series, refs ...R
 	}
 	p.Legend.Top = true
 	p.NominalX(categories...)
+	if len(categories) > 4 {
+		p.X.Tick.Label.Rotation = math.Pi / 6
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YTop
+	}
 	p.Y.Min = 0
 	if err := addRefs(p, float64(len(categories))-0.5, refs); err != nil {
 		return err
 	}
-	width := vg.Length(max(6, 1.3*float64(len(categories)))) * vg.Inch
-	return save(p, width, 4*vg.Inch, path)
+	width := vg.Length(max(6, 0.9*float64(len(categories)))) * vg.Inch
+	return save(p, width, 5*vg.Inch, path)
 }
 
 // Lines writes a line chart PNG to path.
@@ -118,7 +125,7 @@ func addRefs(p *plot.Plot, xmax float64, refs []Ref) error {
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(r.Label, l)
-		p.Y.Max = max(p.Y.Max, r.Value*1.15)
+		p.Y.Max = max(p.Y.Max, r.Value*1.35)
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ type Bed struct {
 	Redis    string // host:port
 	User     string
 	Password string
+	// PrimaryPIDFile holds the primary mysqld's process id.
+	PrimaryPIDFile string
 
 	script string
 	owned  bool // started by Up (not reused), so Down stops it
@@ -72,6 +74,7 @@ func ReadBed(dir string) (*Bed, error) {
 	b := &Bed{
 		Dir: dir, Primary: vars["LOCKPROXY_PRIMARY"], Replica: vars["LOCKPROXY_REPLICA"],
 		Redis: vars["LOCKPROXY_REDIS"], User: vars["LOCKPROXY_DB_USER"], Password: vars["LOCKPROXY_DB_PASSWORD"],
+		PrimaryPIDFile: vars["LOCKPROXY_PRIMARY_PID_FILE"],
 	}
 	if b.Primary == "" || b.User == "" {
 		return nil, fmt.Errorf("%w: %s/env names no primary or user", ErrBed, dir)
@@ -91,6 +94,19 @@ func (b *Bed) Down(ctx context.Context) error {
 		return fmt.Errorf("%w: down %s: %v\n%s", ErrBed, b.Dir, err, tail(out, 2000))
 	}
 	return nil
+}
+
+// PrimaryPID returns the primary mysqld's process id.
+func (b *Bed) PrimaryPID() (int, error) {
+	raw, err := os.ReadFile(b.PrimaryPIDFile)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrBed, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrBed, b.PrimaryPIDFile, err)
+	}
+	return pid, nil
 }
 
 // DSN is a go-sql-driver DSN for addr with the bed's credentials.

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockproxy/lockproxy/bench/internal/env"
+	"github.com/lockproxy/lockproxy/bench/internal/report"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+	"github.com/lockproxy/lockproxy/bench/internal/scenario"
+)
+
+// errNoRoot is returned when no lockproxy checkout is found above the
+// working directory.
+var errNoRoot = errors.New("bench: run me inside the lockproxy checkout (no go.mod of github.com/lockproxy/lockproxy found)")
+
+// paths are where results and the report go.
+type paths struct {
+	results, report string
+}
+
+func resolvePaths(root string, f flags) paths {
+	p := paths{results: f.resultDir, report: f.out}
+	if p.results == "" {
+		p.results = filepath.Join(root, "bench", "results")
+	}
+	if p.report == "" {
+		p.report = filepath.Join(root, "bench", "RESULTS.md")
+	}
+	return p
+}
+
+// repoRoot walks up from the working directory to the lockproxy go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/lockproxy/lockproxy\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errNoRoot
+		}
+		dir = parent
+	}
+}
+
+func writeReport(p paths, reg *scenario.Registry, logger *log.Logger) error {
+	rs, err := results.LoadAll(p.results)
+	if err == nil {
+		err = report.Write(p.report, p.results, rs, reg)
+	}
+	if err != nil {
+		logger.Printf("bench: report: %v", err)
+		return err
+	}
+	logger.Printf("bench: wrote %s from %d result(s)", p.report, len(rs))
+	return nil
+}
+
+// runner runs the selected scenarios in one environment.
+type runner struct {
+	root  string
+	flags flags
+	paths paths
+	log   *log.Logger
+	args  []string
+}
+
+// runAll sets up the environment, runs each scenario, saves each result and
+// returns how many failed. A failed scenario does not stop the others.
+func (r *runner) runAll(ctx context.Context, selected []scenario.Scenario) int {
+	e, cleanup, err := r.setup(ctx)
+	if err != nil {
+		r.log.Printf("bench: %v", err)
+		return len(selected)
+	}
+	defer cleanup()
+	machine := r.machine(ctx, e)
+	opts := scenario.Options{Quick: r.flags.quick}
+	failed := 0
+	for _, s := range selected {
+		if ctx.Err() != nil {
+			return failed + 1
+		}
+		res := &results.Result{
+			Scenario: s.Name(), Mode: opts.Mode(), Started: time.Now().UTC(), Machine: machine,
+			Command: strings.TrimSpace("go run ./bench/cmd/bench " + strings.Join(r.args, " ")),
+		}
+		r.log.Printf("bench: %s (%s) starting", s.Name(), opts.Mode())
+		if err := s.Run(ctx, e, opts, res); err != nil {
+			r.log.Printf("bench: %s failed: %v", s.Name(), err)
+			failed++
+			continue
+		}
+		res.Finished = time.Now().UTC()
+		res.Machine.LoadAvgEnd = results.LoadAvg()
+		if err := results.Save(r.paths.results, res); err != nil {
+			r.log.Printf("bench: %v", err)
+			failed++
+			continue
+		}
+		r.log.Printf("bench: %s done in %s", s.Name(), res.Finished.Sub(res.Started).Round(time.Second))
+	}
+	return failed
+}
+
+// setup builds (or takes) the binary and starts (or reuses) the bed. The
+// cleanup it returns stops the bed if it started it and removes scratch.
+func (r *runner) setup(ctx context.Context) (*env.Env, func(), error) {
+	work, err := os.MkdirTemp("", "lockproxy-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanups := []func(){func() {
+		if r.flags.keep {
+			r.log.Printf("bench: scratch kept in %s", work)
+			return
+		}
+		_ = os.RemoveAll(work)
+	}}
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	bin := r.flags.binary
+	if bin == "" {
+		r.log.Printf("bench: go build ./cmd/lockproxy")
+		if bin, err = env.Build(ctx, r.root, work); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	bedDir, reuse := r.flags.bed, r.flags.bed != ""
+	if !reuse {
+		bedDir = filepath.Join(work, "bed")
+	}
+	r.log.Printf("bench: test bed in %s", bedDir)
+	bed, err := env.Up(ctx, r.root, bedDir, reuse)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	cleanups = append(cleanups, func() {
+		if err := bed.Down(context.Background()); err != nil {
+			r.log.Printf("bench: %v", err)
+		}
+	})
+	return &env.Env{Root: r.root, Bed: bed, Binary: bin, WorkDir: work, Log: r.log}, cleanup, nil
+}
+
+// machine describes this host and the bed's servers.
+func (r *runner) machine(ctx context.Context, e *env.Env) results.Machine {
+	m := results.LocalMachine(ctx, r.root)
+	if r.flags.binary != "" {
+		m.Binary = r.flags.binary
+	}
+	v, err := mariadbVersion(ctx, e)
+	if err != nil {
+		r.log.Printf("bench: MariaDB version: %v", err)
+	}
+	m.MariaDB = v
+	if m.Redis, err = redisVersion(ctx, e.Bed.Redis); err != nil {
+		r.log.Printf("bench: Redis version: %v", err)
+	}
+	return m
+}
+

@@ -1,0 +1,124 @@
+package overhead
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // database/sql driver for the prepare step
+	"github.com/lockproxy/lockproxy/bench/internal/env"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+	"github.com/lockproxy/lockproxy/bench/internal/scenario"
+	"github.com/lockproxy/lockproxy/bench/internal/sysbench"
+)
+
+// Targets the scenario is shown against (reported, not asserted).
+const (
+	TargetRatio8   = 0.60 // proxy/direct throughput at 8 threads, at least
+	TargetAddedUs1 = 30.0 // µs added per query at 1 thread, at most
+)
+
+const (
+	tables    = 4
+	tableSize = 10000
+	database  = "sbtest"
+)
+
+// Scenario is the overhead benchmark. The zero value is ready to use.
+type Scenario struct{}
+
+// New returns the overhead scenario.
+func New() *Scenario { return &Scenario{} }
+
+// Name implements scenario.Scenario.
+func (*Scenario) Name() string { return "overhead" }
+
+// Summary implements scenario.Scenario.
+func (*Scenario) Summary() string {
+	return "sysbench direct vs through one lockproxy (no rules), interleaved; qps ratio and added latency"
+}
+
+// plan is what one mode runs.
+type plan struct {
+	tests   []string
+	threads []int
+	psModes []string
+	rounds  int
+	seconds int
+}
+
+func planFor(opts scenario.Options) plan {
+	if opts.Quick {
+		return plan{[]string{"oltp_point_select"}, []int{1, 8}, []string{"disable", "auto"}, 3, 2}
+	}
+	return plan{[]string{"oltp_point_select", "oltp_read_write"}, []int{1, 8, 32}, []string{"disable", "auto"}, 5, 4}
+}
+
+func (p plan) configs() []Config {
+	var out []Config
+	for _, t := range p.tests {
+		for _, ps := range p.psModes {
+			for _, th := range p.threads {
+				out = append(out, Config{Test: t, Threads: th, PSMode: ps})
+			}
+		}
+	}
+	return out
+}
+
+// Run implements scenario.Scenario.
+func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r *results.Result) error {
+	pl := planFor(opts)
+	if err := prepare(ctx, e); err != nil {
+		return err
+	}
+	px, err := e.StartProxy(ctx, env.ProxyConfig{})
+	if err != nil {
+		return err
+	}
+	defer px.Stop(context.Background())
+	m, err := newMeasurer(e, px)
+	if err != nil {
+		return err
+	}
+	cells, err := m.interleave(ctx, pl, e.Log.Printf)
+	if err != nil {
+		return err
+	}
+	d := Data{Rounds: pl.rounds, Seconds: pl.seconds, Tables: tables, TableSize: tableSize, Cells: cells}
+	r.Targets = targets(cells)
+	return r.SetData(d)
+}
+
+// prepare creates the sbtest database on the primary and fills it with
+// sysbench's tables, directly (not through the proxy).
+func prepare(ctx context.Context, e *env.Env) error {
+	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Primary, ""))
+	if err != nil {
+		return fmt.Errorf("overhead: %w", err)
+	}
+	defer db.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(cctx, "CREATE DATABASE IF NOT EXISTS "+database); err != nil {
+		return fmt.Errorf("overhead: create database: %w", err)
+	}
+	w, err := workload(e, e.Bed.Primary, Config{Test: "oltp_point_select", Threads: 1, PSMode: "disable"}, 1)
+	if err != nil {
+		return err
+	}
+	e.Log.Printf("overhead: sysbench prepare --tables=%d --table-size=%d on the primary", tables, tableSize)
+	return sysbench.Prepare(ctx, w)
+}
+
+func workload(e *env.Env, addr string, c Config, seconds int) (sysbench.Workload, error) {
+	host, port, err := env.HostPort(addr)
+	if err != nil {
+		return sysbench.Workload{}, err
+	}
+	return sysbench.Workload{
+		Test: c.Test, Host: host, Port: port, User: e.Bed.User, Password: e.Bed.Password, DB: database,
+		Tables: tables, TableSize: tableSize, Threads: c.Threads, Seconds: seconds, PSMode: c.PSMode,
+	}, nil
+}
