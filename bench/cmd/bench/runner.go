@@ -175,4 +175,3 @@ func (r *runner) machine(ctx context.Context, e *env.Env) results.Machine {
 	}
 	return m
 }
-

@@ -47,7 +47,7 @@ type Scenario interface {
 // Registry maps names to scenarios in registration order. It is not safe
 // for concurrent Register calls; lookups after registration are.
 type Registry struct {
-	order []string
+	order  []string
 	byName map[string]Scenario
 }
 
