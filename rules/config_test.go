@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -212,5 +213,37 @@ func TestDemoConfig(t *testing.T) {
 	}
 	if len(cfg.Rules) == 0 || cfg.Users[0].Password != "demo" {
 		t.Fatalf("rules=%d password=%q", len(cfg.Rules), cfg.Users[0].Password)
+	}
+}
+
+// TestAliasBomb checks that aliases cannot make the loader expand an
+// exponential document: nested merge keys stop with a problem.
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("rules:\n  - &l0 {name: x, table: t, key: [id]}\n")
+	prev := "*l0"
+	for i := 1; i <= 30; i++ {
+		name := fmt.Sprintf("l%d", i)
+		b.WriteString("  - &" + name + " {<<: [" + prev + ", " + prev + "]}\n")
+		prev = "*" + name
+	}
+	_, err := load("bomb.yaml", []byte(b.String()), testEnv, "")
+	if err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("want a 'too large' problem, got %v", err)
+	}
+}
+
+func TestMergeKeys(t *testing.T) {
+	yaml := "users: [{user: a}]\nbackends: {primary: 127.0.0.1:3306}\nrules:\n" +
+		"  - &base {name: a, table: t, key: [id], lock: [write]}\n" +
+		"  - &other {name: c, table: v, key: [id], route: primary}\n" +
+		"  - {<<: [*other, *base], name: b, table: u}\n"
+	cfg, err := load("merge.yaml", []byte(yaml), testEnv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Rules[2]
+	if r.Name != "b" || r.Table != "u" || r.Route != "primary" || strings.Join(r.Key, ",") != "id" || strings.Join(r.Lock, ",") != "write" {
+		t.Fatalf("merged rule: %+v", r)
 	}
 }

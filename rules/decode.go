@@ -28,6 +28,21 @@ type decoder struct {
 	anchors map[string]ast.Node
 	lines   map[string]int // key path → line where it is set
 	visited int
+	tooBig  bool
+}
+
+// budget counts one more node and reports false (once, as a problem) when
+// the document has used up maxNodes.
+func (d *decoder) budget(n ast.Node, path string) bool {
+	d.visited++
+	if d.visited <= maxNodes {
+		return true
+	}
+	if !d.tooBig {
+		d.tooBig = true
+		d.ps.add(lineOf(n), path, "document too large or too deeply aliased (more than %d nodes)", maxNodes)
+	}
+	return false
 }
 
 var durationType = reflect.TypeOf(Duration(0))
@@ -95,11 +110,7 @@ func (d *decoder) resolve(n ast.Node) ast.Node {
 
 // decode stores node n into v (addressable), reporting problems at path.
 func (d *decoder) decode(n ast.Node, path string, v reflect.Value) {
-	d.visited++
-	if d.visited > maxNodes {
-		if d.visited == maxNodes+1 {
-			d.ps.add(lineOf(n), path, "document too large or too deeply aliased (more than %d nodes)", maxNodes)
-		}
+	if !d.budget(n, path) {
 		return
 	}
 	line := lineOf(n)
@@ -173,23 +184,38 @@ func (d *decoder) mappingEntries(n ast.Node) ([]*ast.MappingValueNode, bool) {
 	var out, merged []*ast.MappingValueNode
 	for _, e := range raw {
 		if e.Key != nil && e.Key.IsMergeKey() {
-			d.visited++
-			if src := d.resolve(e.Value); src != nil && d.visited <= maxNodes {
-				if inner, ok := d.mappingEntries(src); ok {
-					merged = append(merged, inner...)
-				}
-			}
+			merged = append(merged, d.mergeSources(e.Value)...)
 			continue
 		}
 		out = append(out, e)
 	}
 	for _, e := range merged {
-		name := scalarText(d.resolve(e.Key))
-		if !hasKey(out, d, name) {
+		if !hasKey(out, d, scalarText(d.resolve(e.Key))) {
 			out = append(out, e)
 		}
 	}
 	return out, true
+}
+
+// mergeSources returns the entries a merge key (<<: *a or <<: [*a, *b])
+// brings in, earlier sources first (they win, as YAML says).
+func (d *decoder) mergeSources(v ast.Node) []*ast.MappingValueNode {
+	if !d.budget(v, "") {
+		return nil
+	}
+	src := d.resolve(v)
+	if src == nil {
+		return nil
+	}
+	if seq, ok := src.(*ast.SequenceNode); ok {
+		var out []*ast.MappingValueNode
+		for _, item := range seq.Values {
+			out = append(out, d.mergeSources(item)...)
+		}
+		return out
+	}
+	inner, _ := d.mappingEntries(src)
+	return inner
 }
 
 func hasKey(list []*ast.MappingValueNode, d *decoder, name string) bool {

@@ -210,6 +210,12 @@ func textOf(col *Column, v parser.Value, use Use) (string, error) {
 	if strings.EqualFold(col.DataType, "enum") || strings.EqualFold(col.DataType, "set") {
 		return "", unkeyable("number %s stored into %s column %s is an index", v.Text, col.DataType, col.Name)
 	}
+	if v.Kind == parser.ValueDecimal {
+		// A decimal keeps its digits as written: 1.50 is stored as '1.50'.
+		if _, ok := canonDecimal(v.Text); ok {
+			return strings.TrimPrefix(v.Text, "+"), nil
+		}
+	}
 	return numberOf(v)
 }
 

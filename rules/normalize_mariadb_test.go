@@ -1,0 +1,261 @@
+package rules
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// normCase is one key column type: the rows the table holds and spellings
+// of values a client may compare the column with.
+type normCase struct {
+	table, ddl string // ddl: the column definition of k
+	rows       []string
+	spellings  []string
+}
+
+var normCases = []normCase{
+	{"t_int", "k INT", []string{"0", "1001", "1002", "-5"},
+		[]string{"1001", "'1001'", "' 1001'", "'1001.0'", "1001.0", "1001.4", "1e3", "1.001e3", "0x3E9", "'0x3E9'", "'abc'", "''",
+			"'1001abc'", "-5", "'-5'", "'+1001'", "1002", "'1002 '", "b'1111101001'", "TRUE", "'\t1001'"}},
+	{"t_big", "k BIGINT UNSIGNED", []string{"18446744073709551615", "9007199254740993", "9007199254740992", "1"},
+		[]string{"18446744073709551615", "9007199254740993", "'9007199254740993'", "9007199254740992", "1", "'1'", "1.0"}},
+	{"t_dec", "k DECIMAL(10,2)", []string{"1.10", "2.00", "0"},
+		[]string{"1.1", "1.10", "'1.1'", "'1.10'", "1.1e0", "'01.1'", "2", "'2'", "2.0", "0", "'0'", "'abc'", "1.105", "' 2 '"}},
+	{"t_general_ci", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", []string{"'abc'", "'ABd'", "'straße'", "'Ærø'", "'e'", "'😀'"},
+		[]string{"'abc'", "'ABC'", "'abc '", "'Àbc'", "'abd'", "'strasse'", "'STRASSE'", "'straße'", "'strase'", "'é'", "'E'", "'ærø'", "'aero'", "'😁'", "'abc\t'"}},
+	{"t_unicode_ci", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", []string{"'abc'", "'straße'", "'æble'", "'e'"},
+		[]string{"'ABC'", "'strasse'", "'STRASSE'", "'aeble'", "'AEBLE'", "'é'", "'É '", "'abc  '"}},
+	{"t_bin", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", []string{"'abc'", "'ABC'"},
+		[]string{"'abc'", "'abc  '", "'ABC'", "'Abc'", "x'616263'"}},
+	{"t_nopad", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin", []string{"'abc'", "'abc '"},
+		[]string{"'abc'", "'abc '", "'abc  '"}},
+	{"t_varbinary", "k VARBINARY(32)", []string{"'abc'", "'abc '", "'ABC'"},
+		[]string{"'abc'", "'abc '", "x'616263'", "0x61626320", "'ABC'"}},
+	{"t_date", "k DATE", []string{"'2024-01-05'", "'2024-01-06'"},
+		[]string{"'2024-01-05'", "'2024-1-5'", "'2024/01/05'", "'20240105'", "20240105", "'2024-01-05 00:00:00'", "'2024-01-05 10:00:00'"}},
+}
+
+// TestNormalizeAgreesWithMariaDB asks MariaDB which rows each spelling
+// selects and checks that every selected row has the spelling's key: two
+// spellings of one row never get two keys. Keys shared by rows MariaDB
+// tells apart (lockproxy merging where unsure) are logged, not failed.
+func TestNormalizeAgreesWithMariaDB(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := bed.TempDatabase(t)
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ruleList strings.Builder
+	for _, c := range normCases {
+		mustExec(t, db, "CREATE TABLE "+c.table+" ("+c.ddl+" PRIMARY KEY)")
+		for _, r := range c.rows {
+			mustExec(t, db, "INSERT INTO "+c.table+" VALUES ("+r+")")
+		}
+		ruleList.WriteString("  - {name: " + c.table + ", table: " + dbName + "." + c.table + ", key: [k]}\n")
+	}
+	cfg, err := load("norm.yaml", []byte("users: [{user: a}]\nbackends: {primary: 127.0.0.1:1}\nrules:\n"+ruleList.String()), testEnv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, problems, err := LoadSchema(ctx, db, cfg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("LoadSchema: %v %v", err, problems)
+	}
+	for _, c := range normCases {
+		t.Run(c.table, func(t *testing.T) {
+			col := schema.Table(dbName, c.table).Column("k")
+			if col == nil {
+				t.Fatalf("no column k in the schema of %s", c.table)
+			}
+			rowKeys := storedKeys(t, db, c.table, col)
+			for _, s := range c.spellings {
+				checkSpelling(t, db, c.table, col, s, rowKeys)
+			}
+		})
+	}
+}
+
+// storedKeys reads every row back and keys it as a client would spell it.
+func storedKeys(t *testing.T, db *sql.DB, table string, col *Column) map[string]string {
+	t.Helper()
+	rows, err := db.Query("SELECT k FROM " + table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		k, err := Normalize(col, storedValue(col, b), Compare)
+		if err != nil {
+			t.Fatalf("stored row %q: %v", b, err)
+		}
+		out[string(b)] = string(k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func checkSpelling(t *testing.T, db *sql.DB, table string, col *Column, spelling string, rowKeys map[string]string) {
+	t.Helper()
+	query := "SELECT k FROM " + table + " WHERE k = " + spelling
+	a, err := parser.Analyze(query, "")
+	if err != nil || a.Unparsed || len(a.Stmts) != 1 {
+		t.Fatalf("parse %s: %v", query, err)
+	}
+	tuples, ok := a.Stmts[0].Tables[0].Where.Keys([]string{"k"})
+	if !ok || len(tuples) != 1 {
+		t.Fatalf("%s: the parser found no key value", query)
+	}
+	key, kerr := Normalize(col, tuples[0][0], Compare)
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	selected := map[string]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		selected[string(b)] = true
+	}
+	if kerr != nil {
+		t.Logf("%-30s unkeyed (%v); MariaDB selects %d row(s)", spelling, kerr, len(selected))
+		return
+	}
+	for row := range selected {
+		if rowKeys[row] != string(key) {
+			t.Errorf("%s: MariaDB selects row %q (key %q) but the spelling's key is %q", spelling, row, rowKeys[row], key)
+		}
+	}
+	for row, rk := range rowKeys {
+		if rk == string(key) && !selected[row] {
+			t.Logf("%-30s shares key %q with row %q that MariaDB does not select (merged, safe)", spelling, key, row)
+		}
+	}
+}
+
+// TestInsertKeysAgreeWithMariaDB inserts each spelling into an integer and
+// a decimal column and checks that the row stored has the key the INSERT
+// was given (MySQL rounds 1001.5 into 1002).
+func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
+	bed := testbed.Get(t)
+	db := bed.Open(t, bed.PrimaryAddr, bed.TempDatabase(t))
+	cases := []struct {
+		ddl       string
+		col       *Column
+		spellings []string
+	}{
+		{"k INT", &Column{Name: "k", DataType: "int", ColumnType: "int(11)"},
+			[]string{"1001", "'1001'", "1001.5", "1001.4", "-2.5", "'7'", "1e3", "0x10"}},
+		{"k DECIMAL(10,2)", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2)"},
+			[]string{"1.1", "'1.10'", "2", "1e1"}},
+		{"k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", &Column{Name: "k", DataType: "varchar", Collation: "utf8mb4_general_ci"},
+			[]string{"'Abc  '", "1001", "1.50"}},
+	}
+	for i, c := range cases {
+		table := "ins" + string(rune('a'+i))
+		mustExec(t, db, "CREATE TABLE "+table+" ("+c.ddl+")")
+		for _, s := range c.spellings {
+			ins := "INSERT INTO " + table + " (k) VALUES (" + s + ")"
+			a, err := parser.Analyze(ins, "")
+			if err != nil || a.Unparsed {
+				t.Fatalf("parse %s: %v", ins, err)
+			}
+			want, err := Normalize(c.col, a.Stmts[0].Insert.Rows[0][0], Assign)
+			if err != nil {
+				t.Logf("%s: unkeyed (%v)", ins, err)
+				continue
+			}
+			mustExec(t, db, "DELETE FROM "+table)
+			mustExec(t, db, ins)
+			var stored []byte
+			if err := db.QueryRow("SELECT k FROM " + table).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Normalize(c.col, storedValue(c.col, stored), Compare)
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s stores %q (key %q, %v) but the INSERT was keyed %q", ins, stored, got, err, want)
+			}
+		}
+	}
+}
+
+// TestLoadSchemaProblems checks that LoadSchema reports a missing table, a
+// missing column and a key that is not unique.
+func TestLoadSchemaProblems(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := bed.TempDatabase(t)
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	mustExec(t, db, "CREATE TABLE stock (id INT AUTO_INCREMENT PRIMARY KEY, sku VARCHAR(8) COLLATE utf8mb4_general_ci, shelf INT, UNIQUE KEY (sku))")
+	// Validation would refuse two keys on one table: LoadSchema must
+	// report what it finds anyway, so the config is built by hand.
+	cfg := &Config{Rules: []Rule{
+		{Name: "ok", Table: dbName + ".stock", Key: []string{"id"}},
+		{Name: "unique", Table: dbName + ".STOCK", Key: []string{"SKU"}},
+		{Name: "missing", Table: dbName + ".nope", Key: []string{"id"}},
+		{Name: "notunique", Table: dbName + ".stock", Key: []string{"shelf", "nocol"}},
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema, problems, err := LoadSchema(ctx, db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Path+": "+p.Msg)
+	}
+	want := []string{
+		"rules[2].table: table " + dbName + ".nope does not exist on the primary",
+		"rules[3].key: table " + dbName + ".stock has no column nocol",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	info := schema.Table(dbName, "stock")
+	if info == nil || !info.Column("id").AutoIncrement || info.Column("sku").Collation != "utf8mb4_general_ci" ||
+		!info.IsUniqueKey([]string{"SKU"}) || info.IsUniqueKey([]string{"shelf"}) {
+		t.Fatalf("table info: %+v", info)
+	}
+	cfg.Rules[3].Key = []string{"shelf"}
+	_, problems, _ = LoadSchema(ctx, db, cfg)
+	if len(problems) != 2 || !strings.Contains(problems[1].Msg, "[shelf] is not a primary or unique key") {
+		t.Fatalf("non-unique key: %v", problems)
+	}
+}
+
+// storedValue is a stored value as a client would write it back: a number
+// literal for numeric columns, a string literal otherwise.
+func storedValue(col *Column, b []byte) parser.Value {
+	switch family(col.DataType) {
+	case famInt, famDecimal, famFloat:
+		return parser.Value{Kind: parser.ValueDecimal, Str: string(b), Text: string(b)}
+	}
+	return parser.Value{Kind: parser.ValueString, Str: string(b), Text: string(b)}
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string) {
+	t.Helper()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
