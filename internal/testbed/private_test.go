@@ -22,6 +22,9 @@ func TestPrivateBedBreakAndMend(t *testing.T) {
 	name := bed.TempDatabase(t)
 	primary := bed.Open(t, bed.PrimaryAddr, name)
 	mustExec(t, primary, "CREATE TABLE t (id INT PRIMARY KEY)")
+	if err := bed.WaitReplicaCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("StopReplica holds rows back until StartReplica", func(t *testing.T) {
 		if err := bed.StopReplica(ctx); err != nil {
