@@ -55,3 +55,9 @@ func (u User) String() string {
 
 // GoString hides the password from %#v as well.
 func (u User) GoString() string { return u.String() }
+
+// String hides the password: a RedisConfig printed with %v never leaks it.
+func (r RedisConfig) String() string {
+	return fmt.Sprintf("{addrs:%v master_name:%s cluster:%v mode:%s username:%s password:%s db:%d}",
+		r.Addrs, r.MasterName, r.Cluster, r.Mode, r.Username, hide(r.Password), r.DB)
+}
