@@ -15,6 +15,17 @@ type Config struct {
 
 	// Path is the file the config was loaded from (empty for LoadBytes).
 	Path string `yaml:"-"`
+
+	// lines maps key paths ("rules[1].key") to the line that set them.
+	lines map[string]int
+}
+
+// Line returns the line of the file where the key path (for example
+// "rules[1].key") or its nearest enclosing key was set, or 0 when unknown.
+// Problems found after loading (LoadSchema) use it to point at the file.
+func (c *Config) Line(path string) int {
+	d := decoder{lines: c.lines}
+	return d.line(path)
 }
 
 // ProxyConfig is the MySQL-protocol listener for applications.

@@ -247,3 +247,15 @@ func TestMergeKeys(t *testing.T) {
 		t.Fatalf("merged rule: %+v", r)
 	}
 }
+
+func TestConfigLine(t *testing.T) {
+	cfg, err := load("good.yaml", mustRead(t, "testdata/config/good.yaml"), testEnv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"rules[1].key": 37, "rules[1]": 35, "rules[0].rewrite.min": 34, "locks.redis.addrs[0]": 19, "nope": 0} {
+		if got := cfg.Line(path); got != want {
+			t.Errorf("Line(%q) = %d, want %d", path, got, want)
+		}
+	}
+}

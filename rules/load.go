@@ -49,6 +49,7 @@ func load(name string, data []byte, env func(string) (string, bool), baseDir str
 		ast.Walk(anchorCollector(d.anchors), body)
 		d.decode(body, "", reflect.ValueOf(cfg).Elem())
 	}
+	cfg.lines = d.lines
 	applyDefaults(cfg, d)
 	resolveFiles(cfg, baseDir)
 	validate(cfg, d, ps)

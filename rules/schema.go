@@ -117,30 +117,30 @@ func LoadSchema(ctx context.Context, db *sql.DB, cfg *Config) (Schema, []Problem
 		}
 		path := fmt.Sprintf("rules[%d]", i)
 		if len(found) == 0 {
-			ps = append(ps, Problem{File: cfg.Path, Path: path + ".table",
+			ps = append(ps, Problem{File: cfg.Path, Line: cfg.Line(path + ".table"), Path: path + ".table",
 				Msg: fmt.Sprintf("table %s does not exist on the primary", r.Table)})
 			continue
 		}
 		for _, t := range found {
 			s.tables[strings.ToLower(t.Schema+"."+t.Name)] = t
-			ps = append(ps, checkKey(cfg.Path, path, r, t)...)
+			ps = append(ps, checkKey(cfg.Path, cfg.Line(path+".key"), path, r, t)...)
 		}
 	}
 	return s, ps, nil
 }
 
-func checkKey(file, path string, r *Rule, t *TableInfo) []Problem {
+func checkKey(file string, line int, path string, r *Rule, t *TableInfo) []Problem {
 	var ps []Problem
 	missing := false
 	for _, k := range r.Key {
 		if t.Column(k) == nil {
 			missing = true
-			ps = append(ps, Problem{File: file, Path: path + ".key",
+			ps = append(ps, Problem{File: file, Line: line, Path: path + ".key",
 				Msg: fmt.Sprintf("table %s.%s has no column %s", t.Schema, t.Name, k)})
 		}
 	}
 	if !missing && !t.IsUniqueKey(r.Key) {
-		ps = append(ps, Problem{File: file, Path: path + ".key",
+		ps = append(ps, Problem{File: file, Line: line, Path: path + ".key",
 			Msg: fmt.Sprintf("[%s] is not a primary or unique key of %s.%s", strings.Join(r.Key, ", "), t.Schema, t.Name)})
 	}
 	return ps
