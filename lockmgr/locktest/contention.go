@@ -111,3 +111,35 @@ func testDeadlock(t *testing.T, b Backend) {
 		})
 	}
 }
+
+// testWoundedHolder: a younger holder wounded by an older waiter keeps its
+// lease (it may finish), but its next wait fails with ErrDeadlock at once;
+// when it releases, the older waiter is granted.
+func testWoundedHolder(t *testing.T, b Backend) {
+	ls := lockers(t, b, 2)
+	ks := keys(t, 2)
+	old, young := newOwner("old"), newOwner("young")
+	blocker := acquire(t, ls[0], newOwner("blocker"), long, ks[1])
+	yl := acquire(t, ls[1], young, long, ks[0])
+	oldErr := make(chan error, 1)
+	go func() {
+		l, err := tryAcquire(ls[0], old, long, ks[0])
+		if err == nil {
+			release(t, l)
+		}
+		oldErr <- err
+	}()
+	waitFor(t, func() bool { return countWaiting(ls) == 1 })
+	_, err := tryAcquire(ls[1], young, long, ks[1])
+	if !errors.Is(err, lockmgr.ErrDeadlock) {
+		t.Errorf("wounded owner's next wait: %v; want ErrDeadlock", err)
+	}
+	if !yl.Valid() {
+		t.Errorf("wounded holder's lease is not valid: %v", yl.Err())
+	}
+	release(t, yl)
+	if err := <-oldErr; err != nil {
+		t.Errorf("older waiter: %v", err)
+	}
+	release(t, blocker)
+}

@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 		{"CancelLeavesNothing", testCancel},
 		{"FIFO", testFIFO},
 		{"Deadlock", testDeadlock},
+		{"WoundedHolder", testWoundedHolder},
 		{"Snapshot", testSnapshot},
 		{"VanishedHolderExpires", testVanished},
 		{"RenewalKeepsHolder", testRenewal},

@@ -16,6 +16,8 @@ func ClientOptions(addrs []string, masterName string) *redis.UniversalOptions {
 		Addrs:                 addrs,
 		MasterName:            masterName,
 		DialTimeout:           500 * time.Millisecond,
+		DialerRetries:         1,
+		DialerRetryTimeout:    20 * time.Millisecond,
 		ReadTimeout:           500 * time.Millisecond,
 		WriteTimeout:          500 * time.Millisecond,
 		PoolTimeout:           500 * time.Millisecond,

@@ -123,12 +123,16 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		held: map[*held]struct{}{}, toks: map[string]*held{},
 	}
 	rdb.AddHook(&l.restart)
-	lctx, lcancel := context.WithTimeout(ctx, opt.OpTimeout)
-	_ = l.sc.load(lctx, rdb)
-	lcancel()
 	l.notify = newNotifier(l)
-	l.wg.Add(1)
+	l.wg.Add(2)
 	go l.renewLoop()
+	go func() { // warm-up in the background: New never waits for Redis
+		defer l.wg.Done()
+		lctx, lcancel := l.opCtx(ctx)
+		defer lcancel()
+		_ = l.sc.load(lctx, rdb)
+		_ = l.notify.ps.Subscribe(lctx, l.woundChannel())
+	}()
 	return l
 }
 

@@ -32,9 +32,7 @@ const idleUnsub = 30 * time.Second
 
 func newNotifier(l *Locker) *notifier {
 	n := &notifier{l: l, subs: map[string]*subscription{}, done: make(chan struct{})}
-	ctx, cancel := l.opCtx(l.ctx)
-	n.ps = l.rdb.Subscribe(ctx, l.woundChannel())
-	cancel()
+	n.ps = l.rdb.Subscribe(l.ctx) // the wound channel is subscribed by New's warm-up
 	ch := n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	go n.dispatch(ch)
 	return n

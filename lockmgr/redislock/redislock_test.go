@@ -94,11 +94,11 @@ func TestRoundTrips(t *testing.T) {
 	rdb := newClient(t, bed.RedisAddr)
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(t)})
+	l := redislock.New(rdb, &redislock.Options{TTL: 3 * time.Second, Prefix: prefix(t)})
 	defer l.Close()
 	owner := lockmgr.Owner{Instance: "rt", Session: 1, Start: time.Now()}
 	once := func(key string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		lease, err := l.Acquire(ctx, owner, []lockmgr.Key{{Name: key, Rule: "r"}})
 		if err != nil {

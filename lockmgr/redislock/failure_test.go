@@ -1,0 +1,205 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+func owner(name string) lockmgr.Owner {
+	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
+}
+
+// TestUnavailable: with nothing listening, Acquire fails with
+// ErrUnavailable (not a wait timeout, not a hang).
+func TestUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	l := redislock.New(newClient(t, addr), nil)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = l.Acquire(ctx, owner("u"), []lockmgr.Key{{Name: "k", Rule: "r"}})
+	if !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Fatalf("Acquire with Redis down: %v; want ErrUnavailable", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Acquire with Redis down waited for the whole deadline")
+	}
+}
+
+// TestLeaseLostWhenTakenOver: a lock deleted behind the holder's back (as
+// an expiry during a long pause would) is reported lost by the next
+// renewal: Done closes, Err wraps ErrLeaseLost, Valid is false, and the
+// metric counts it.
+func TestLeaseLostWhenTakenOver(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := newClient(t, bed.RedisAddr)
+	l := redislock.New(rdb, &redislock.Options{TTL: testTTL, Prefix: pfx, Metrics: m})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "stolen", Rule: "sku"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, pfx+":{stolen}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Done():
+	case <-ctx.Done():
+		t.Fatal("lease loss never noticed")
+	}
+	if !errors.Is(lease.Err(), lockmgr.ErrLeaseLost) || lease.Valid() {
+		t.Errorf("after loss: Err %v, Valid %v", lease.Err(), lease.Valid())
+	}
+	if got := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_lease_lost_total")); got != 1 {
+		t.Errorf("lease_lost_total = %v; want 1", got)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("Release of a lost lease: %v", err)
+	}
+}
+
+// mustCounter sums the samples of a metric family.
+func mustCounter(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sum"})
+	c.Add(sum)
+	return c
+}
+
+// TestNothingLeftInRedis: after a timed-out wait and a release, the lock,
+// its queue and its ticket expiry are gone from Redis.
+func TestNothingLeftInRedis(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	rdb := newClient(t, bed.RedisAddr)
+	ls := newLockers(t, bed.RedisAddr, pfx, 2)
+	defer ls[0].Close()
+	defer ls[1].Close()
+	k := []lockmgr.Key{{Name: "left", Rule: "r"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := ls[0].Acquire(ctx, owner("a"), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = ls[1].Acquire(wctx, owner("b"), k)
+	wcancel()
+	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Fatalf("contender: %v; want ErrWaitTimeout", err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{pfx + ":{left}", pfx + ":{left}:q", pfx + ":{left}:qx"} {
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Errorf("%s still exists", key)
+		}
+	}
+	if n := rdb.Exists(ctx, pfx+":{left}:fence").Val(); n != 1 {
+		t.Errorf("fence counter missing after release; fences must survive releases")
+	}
+}
+
+// TestKeyEscaping: keys with hash-tag braces and percent signs are distinct
+// locks and do not collide with their escaped spellings.
+func TestKeyEscaping(t *testing.T) {
+	bed := testbed.Get(t)
+	ls := newLockers(t, bed.RedisAddr, prefix(t), 1)
+	defer ls[0].Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	names := []string{"a{b}", "a%7Bb%7D", "}x{", "%", "%25"}
+	var leases []*lockmgr.Lease
+	for i, n := range names {
+		l, err := ls[0].Acquire(ctx, lockmgr.Owner{Instance: "e", Session: uint64(i), Start: time.Now()},
+			[]lockmgr.Key{{Name: n, Rule: "r"}})
+		if err != nil {
+			t.Fatalf("Acquire(%q): %v (collides with another key?)", n, err)
+		}
+		leases = append(leases, l)
+	}
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestMetrics: the acquire counter and held gauge follow what happens.
+func TestMetrics(t *testing.T) {
+	bed := testbed.Get(t)
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{TTL: testTTL, Prefix: prefix(t), Metrics: m})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, owner("m"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_locks_held")); got != 2 {
+		t.Errorf("locks_held = %v; want 2", got)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = l.Acquire(wctx, owner("m2"), []lockmgr.Key{{Name: "k1", Rule: "sku"}})
+	wcancel()
+	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Fatalf("contender: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, metricsGolden(), "lockproxy_lock_acquire_total", "lockproxy_locks_held", "lockproxy_lock_waiters"); err != nil {
+		t.Error(err)
+	}
+}
+
+func metricsGolden() *os.File {
+	f, err := os.Open("testdata/metrics.golden")
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
