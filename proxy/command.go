@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -76,7 +77,7 @@ func (s *session) dispatch(p []byte) error {
 		return s.stmtCommand(p, relayResults)
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
-			st.long = nil
+			st.long, st.longSent = nil, false
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -88,28 +89,36 @@ func (s *session) dispatch(p []byte) error {
 	}
 }
 
-// forward sends a command packet to the pinned backend and relays its
-// response as kind describes.
+// forward sends a command packet to the pinned primary connection and
+// relays its response as kind describes.
 func (s *session) forward(p []byte, kind relayKind, binary bool) error {
-	if err := s.be.writeCommand(p); err != nil {
-		return s.backendFailed(err)
-	}
-	if kind == relayNone {
-		return nil
-	}
-	if err := s.relay(kind, binary); err != nil {
-		return s.backendFailed(err)
+	if err := s.send(s.be, p, kind, binary); err != nil {
+		return s.backendFailed(s.be, err)
 	}
 	return nil
 }
 
-// backendFailed handles a broken backend connection mid-command: the client
-// gets a clear error and the session ends (its transaction state is gone).
-func (s *session) backendFailed(err error) error {
-	if _, ok := err.(clientIOError); ok {
+// send writes a command to b and relays b's response to the client.
+func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) error {
+	s.src = b
+	if err := b.writeCommand(p); err != nil {
 		return err
 	}
-	s.be.broken = true
+	if kind == relayNone {
+		return nil
+	}
+	return s.relay(kind, binary)
+}
+
+// backendFailed handles a broken primary connection mid-command: the client
+// gets a clear error and the session ends (its transaction state is gone).
+func (s *session) backendFailed(b *backendConn, err error) error {
+	var ce clientIOError
+	if errors.As(err, &ce) {
+		b.broken = true // its response was not read to the end
+		return err
+	}
+	b.broken = true
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 	if !s.midResponse {
 		_ = s.writeErrAt(1, newSQLError(2013, "HY000", "lost connection to the primary: %v", err))
@@ -125,6 +134,7 @@ func (s *session) resetConnection(p []byte) error {
 	}
 	if s.lastOK {
 		clear(s.stmts)
+		s.dropReplica()
 	}
 	s.afterCommand()
 	return nil
@@ -134,15 +144,22 @@ func (s *session) resetConnection(p []byte) error {
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
 	an := s.analyze(p[1:])
-	ok, err := s.beforeCommand(s.guardFor(an, nil))
+	g := s.guardFor(an, nil)
+	ok, err := s.beforeCommand(g)
 	if !ok {
 		return err
+	}
+	if s.replicaEligible(an, g) {
+		if served, err := s.onReplica(p, nil); served || err != nil {
+			return err
+		}
 	}
 	s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
 	if err := s.forward(p, relayResults, false); err != nil {
 		return err
 	}
 	s.track(an)
+	s.noteStatement(an)
 	s.afterCommand()
 	return nil
 }

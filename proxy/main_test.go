@@ -39,7 +39,13 @@ func startProxy(t testing.TB, edit func(*rules.Config)) *testProxy {
 // startProxyWith is startProxy with a lock backend (nil: none).
 func startProxyWith(t testing.TB, edit func(*rules.Config), locker lockmgr.Locker) *testProxy {
 	t.Helper()
-	bed := testbed.Get(t)
+	return startProxyOn(t, testbed.Get(t), edit, locker)
+}
+
+// startProxyOn runs a proxy in front of a given bed (e.g. a private one a
+// test may break).
+func startProxyOn(t testing.TB, bed *testbed.Bed, edit func(*rules.Config), locker lockmgr.Locker) *testProxy {
+	t.Helper()
 	yaml := fmt.Sprintf(`proxy:
   handshake_timeout: 2s
 users:
@@ -78,6 +84,8 @@ locks:
 	})
 	return &testProxy{srv: srv, addr: ln.Addr().String(), bed: bed, reg: reg}
 }
+
+func testbedFor(t testing.TB) *testbed.Bed { return testbed.Get(t) }
 
 // db opens a go-sql-driver/mysql handle through the proxy.
 func (p *testProxy) db(t testing.TB, dbName, params string) *sql.DB {

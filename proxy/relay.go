@@ -28,12 +28,12 @@ var errQuit = errors.New("proxy: client quit")
 // the client has pending when the read might block, so rows stream as they
 // arrive and a slow client holds back the backend instead of filling memory.
 func (s *session) next() (byte, []byte, error) {
-	if s.be.r.buffered() == 0 {
+	if s.src.r.buffered() == 0 {
 		if err := s.cw.flush(); err != nil {
 			return 0, nil, clientIOError{err}
 		}
 	}
-	return s.be.r.readPhysical()
+	return s.src.r.readPhysical()
 }
 
 // pass reads one logical packet from the backend and writes it to the
@@ -212,11 +212,11 @@ func (s *session) sendLocalFile() error {
 		if err != nil {
 			return clientIOError{err}
 		}
-		if err := s.be.w.writePhysical(seq, p); err != nil {
+		if err := s.src.w.writePhysical(seq, p); err != nil {
 			return err
 		}
 		if len(p) == 0 {
-			return s.be.w.flush()
+			return s.src.w.flush()
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/router"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -48,6 +49,8 @@ type Server struct {
 	instance   string
 	analyzer   *parser.Cache
 	rules      atomic.Pointer[rules.RuleSet]
+	router     *router.Router // nil when no replicas are configured
+	reg        prometheus.Registerer
 	hardCtx    context.Context // cancelled when the shutdown grace ends
 	hardCancel context.CancelFunc
 
@@ -81,6 +84,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		authPlugin: plugin,
 		sessions:   make(map[uint32]*session),
 		locker:     opts.Locker,
+		reg:        opts.Registry,
 		instance:   opts.Instance,
 		analyzer:   parser.NewCache(analysisCacheSize),
 	}
@@ -113,14 +117,38 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	}
 	s.cfg.Store(cfg)
 	s.rules.Store(rs)
+	s.updateRouter(cfg)
 	return nil
+}
+
+// updateRouter creates the router when replicas are configured, or hands
+// it the new backends on reload. (A router, once made, stays: with no
+// replicas left it simply picks none.)
+func (s *Server) updateRouter(cfg *rules.Config) {
+	rc := router.Config{Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
+		MaxLag: cfg.Backends.MaxReplicaLag.D()}
+	if len(cfg.Users) > 0 {
+		rc.User, rc.Password = cfg.Users[0].User, cfg.Users[0].Password
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.router != nil:
+		s.router.Update(rc)
+	case len(rc.Replicas) > 0:
+		s.router = router.New(rc, s.log.Named("router"), s.reg)
+		if s.ln != nil {
+			go s.router.Start(s.ctx)
+		}
+	}
 }
 
 func (s *Server) ruleSet() *rules.RuleSet { return s.rules.Load() }
 
 // needsFacts reports whether statements must be analysed at all.
 func (s *Server) needsFacts() bool {
-	return len(s.config().Rules) > 0
+	cfg := s.config()
+	return len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0
 }
 
 func (s *Server) config() *rules.Config { return s.cfg.Load() }
@@ -180,10 +208,14 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
+	rt := s.router
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	s.probeVersion(ctx)
 	cancel()
+	if rt != nil {
+		rt.Start(s.ctx)
+	}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -275,7 +307,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		select {
 		case <-done:
-			s.pool.close()
+			s.closeBackends()
 			return nil
 		case <-tick.C:
 			s.closeIdleSessions()
@@ -287,9 +319,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			}
 			s.mu.Unlock()
 			<-done
-			s.pool.close()
+			s.closeBackends()
 			return ctx.Err()
 		}
+	}
+}
+
+func (s *Server) closeBackends() {
+	s.pool.close()
+	if s.router != nil {
+		s.router.Close()
 	}
 }
 

@@ -34,6 +34,7 @@ type session struct {
 	db        string
 
 	be     *backendConn // the pinned primary connection
+	src    *backendConn // the connection whose response is being relayed
 	stmts  map[uint32]*stmt
 	nextID uint32
 	status uint16 // server status after the last response the client saw
@@ -42,6 +43,14 @@ type session struct {
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
+
+	// Routing: the replica connection, SETs to replay on it, and what
+	// read-your-writes needs.
+	replica       replicaState
+	sets          []string
+	lastGTID      string
+	needGTID      bool
+	pinnedPrimary bool
 
 	// Locks held for the current transaction or autocommit statement.
 	locks  *lockmgr.Set
@@ -91,6 +100,7 @@ func (s *session) cleanup() {
 		s.be = nil
 	}
 	s.releaseLocks()
+	s.dropReplica()
 	_ = s.conn.Close()
 }
 

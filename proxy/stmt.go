@@ -27,6 +27,9 @@ type stmt struct {
 	// long holds COM_STMT_SEND_LONG_DATA values (up to maxLongKey bytes
 	// each) until the next execute, for deriving lock keys.
 	long map[int][]byte
+	// longSent: long data was sent since the last execute; only the
+	// primary's statement has it.
+	longSent bool
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -44,11 +47,12 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
+	s.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
-		return s.backendFailed(err)
+		return s.backendFailed(s.be, err)
 	}
 	if err := s.relayPrepare(string(p[1:])); err != nil {
-		return s.backendFailed(err)
+		return s.backendFailed(s.be, err)
 	}
 	return nil
 }
@@ -121,10 +125,17 @@ func (s *session) execute(p []byte) error {
 			return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "%v", err))
 		}
 	}
-	st.long = nil
-	ok, err := s.beforeCommand(s.guardFor(st.an, params))
+	longSent := st.longSent
+	st.long, st.longSent = nil, false
+	g := s.guardFor(st.an, params)
+	ok, err := s.beforeCommand(g)
 	if !ok {
 		return err
+	}
+	if !longSent && s.replicaEligible(st.an, g) && p[5] == 0 { // no cursor: rows come back at once
+		if served, err := s.onReplica(p, st); served || err != nil {
+			return err
+		}
 	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	s.srv.metrics.queries.WithLabelValues("primary", "execute").Inc()
@@ -132,6 +143,7 @@ func (s *session) execute(p []byte) error {
 		return err
 	}
 	s.track(st.an)
+	s.noteStatement(st.an)
 	s.afterCommand()
 	return nil
 }
@@ -139,6 +151,9 @@ func (s *session) execute(p []byte) error {
 // longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
 // and forwards it.
 func (s *session) longData(p []byte) error {
+	if st, ok := s.lookupStmt(p); ok {
+		st.longSent = true
+	}
 	if st, ok := s.lookupStmt(p); ok && st.an != nil && len(p) >= 7 {
 		param := int(binary.LittleEndian.Uint16(p[5:]))
 		if st.long == nil {
@@ -188,6 +203,12 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	delete(s.stmts, st.id)
+	if id, ok := s.replica.stmts[st.id]; ok {
+		q := append([]byte(nil), p...)
+		binary.LittleEndian.PutUint32(q[1:], id)
+		_ = s.replica.conn.writeCommand(q)
+		delete(s.replica.stmts, st.id)
+	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	return s.forward(p, relayNone, false)
 }

@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Queries lockproxy sends on a session's backend connections for its own
+// purposes (never relayed to the client).
+
+var errNoRow = errors.New("proxy: internal query returned no row")
+
+// readAll reads the next physical packet of an internal exchange.
+func (b *backendConn) read() ([]byte, error) {
+	_, p, err := b.r.readPhysical()
+	if err != nil {
+		b.broken = true
+		return nil, err
+	}
+	if len(p) == maxPayload {
+		b.broken = true
+		return nil, errors.New("proxy: oversized packet in an internal query")
+	}
+	return p, nil
+}
+
+// skipColumns reads n column definitions and, without
+// CLIENT_DEPRECATE_EOF, the EOF after them.
+func (b *backendConn) skipColumns(n int) error {
+	for i := 0; i < n; i++ {
+		if _, err := b.read(); err != nil {
+			return err
+		}
+	}
+	if b.key.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+		if _, err := b.read(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queryValue runs a one-result text query and returns the first column of
+// its first row (nil for SQL NULL).
+func (b *backendConn) queryValue(q string) ([]byte, error) {
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
+		return nil, err
+	}
+	p, err := b.read()
+	if err != nil {
+		return nil, err
+	}
+	switch p[0] {
+	case mysql.ERR_HEADER:
+		return nil, parseErrPayload(p)
+	case mysql.OK_HEADER:
+		b.status, _ = okStatus(p)
+		return nil, errNoRow
+	}
+	n, _, _, err := readLenEncInt(p, 0)
+	if err != nil {
+		b.broken = true
+		return nil, err
+	}
+	if err := b.skipColumns(int(n)); err != nil {
+		return nil, err
+	}
+	deprecate := b.key.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+	var value []byte
+	got := false
+	for {
+		p, err := b.read()
+		if err != nil {
+			return nil, err
+		}
+		if p[0] == mysql.ERR_HEADER {
+			return nil, parseErrPayload(p)
+		}
+		if isEOF(p, deprecate) {
+			b.status = resultStatus(p, deprecate)
+			if b.status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
+				b.broken = true
+				return nil, errors.New("proxy: internal query returned several results")
+			}
+			if !got {
+				return nil, errNoRow
+			}
+			return value, nil
+		}
+		if !got {
+			v, _, err := readLenEncString(p, 0)
+			if err != nil {
+				b.broken = true
+				return nil, err
+			}
+			value, got = append([]byte(nil), v...), true
+		}
+	}
+}
+
+// prepare prepares q on b without relaying anything, returning b's
+// statement id.
+func (b *backendConn) prepare(q string) (uint32, error) {
+	if err := b.writeCommand(append([]byte{mysql.COM_STMT_PREPARE}, q...)); err != nil {
+		return 0, err
+	}
+	p, err := b.read()
+	if err != nil {
+		return 0, err
+	}
+	if p[0] == mysql.ERR_HEADER {
+		return 0, parseErrPayload(p)
+	}
+	if p[0] != mysql.OK_HEADER || len(p) < 12 {
+		b.broken = true
+		return 0, fmt.Errorf("proxy: malformed prepare response")
+	}
+	id := binary.LittleEndian.Uint32(p[1:])
+	cols, params := int(binary.LittleEndian.Uint16(p[5:])), int(binary.LittleEndian.Uint16(p[7:]))
+	if params > 0 {
+		if err := b.skipColumns(params); err != nil {
+			return 0, err
+		}
+	}
+	if cols > 0 {
+		if err := b.skipColumns(cols); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
+// withParamTypes returns an execute packet that binds types explicitly
+// (new_params_bound_flag = 1), for a backend statement that has never been
+// told them: clients re-execute with the flag 0, reusing types that only
+// the connection they first executed on knows.
+func withParamTypes(p []byte, n int, types []byte) ([]byte, error) {
+	pos := 10 + (n+7)/8
+	if n == 0 || pos >= len(p) {
+		return p, nil
+	}
+	if p[pos] == 1 {
+		return p, nil
+	}
+	if len(types) < 2*n {
+		return nil, errBadParams
+	}
+	out := make([]byte, 0, len(p)+2*n)
+	out = append(out, p[:pos]...)
+	out = append(out, 1)
+	out = append(out, types[:2*n]...)
+	return append(out, p[pos+1:]...), nil
+}

@@ -1,0 +1,246 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/router"
+	"go.uber.org/zap"
+)
+
+// gtidWait bounds how long a replica may take to catch up with the
+// session's last write before the read goes to the primary instead.
+const gtidWait = 50 * time.Millisecond
+
+// replicaState is the session's view of its replica connection.
+type replicaState struct {
+	conn    *backendConn
+	db      string // current database on conn
+	sets    int    // how many of session.sets conn has replayed
+	reached string // the last GTID conn is known to have applied
+	stmts   map[uint32]uint32
+	typed   map[uint32]bool // statements conn has been given parameter types for
+}
+
+// replicaEligible reports whether an analysed command may be served by a
+// replica (DESIGN.md §4): autocommit plain SELECTs with no locking clause,
+// no session effects, no hint, no rule forcing the primary, no lock keys,
+// outside any transaction, in a session with no temporary tables.
+func (s *session) replicaEligible(an *parser.Analysis, g guard) bool {
+	if s.srv.router == nil || an == nil || an.Unparsed || an.PrimaryHint || g.primary || len(g.keys) > 0 ||
+		s.inTxn() || s.pinnedPrimary || len(an.Stmts) == 0 {
+		return false
+	}
+	for _, f := range an.Stmts {
+		if f.Kind != parser.KindSelect || f.Lock.Mode != parser.LockNone || f.Effects.Any() {
+			return false
+		}
+	}
+	return true
+}
+
+// onReplica runs a read command on a replica and reports whether it did;
+// false means the caller must run it on the primary (nothing was sent to
+// the client yet).
+func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
+	if s.needGTID {
+		if err := s.learnLastGTID(); err != nil {
+			return false, nil
+		}
+	}
+	addr, release, ok := s.srv.router.PickAndTrack()
+	if !ok {
+		return false, nil
+	}
+	defer release()
+	rc, err := s.replicaConn(addr)
+	if err != nil {
+		s.replicaBroken(addr, err)
+		return false, nil
+	}
+	if s.lastGTID != "" && s.replica.reached != s.lastGTID {
+		v, err := rc.queryValue(router.WaitGTIDQuery(s.lastGTID, gtidWait))
+		if err != nil {
+			s.replicaBroken(addr, err)
+			return false, nil
+		}
+		if string(v) != "0" {
+			return false, nil // not caught up: read from the primary
+		}
+		s.replica.reached = s.lastGTID
+	}
+	if st != nil {
+		if p, err = s.replicaExecute(rc, p, st); err != nil {
+			s.replicaBroken(addr, err)
+			return false, nil
+		}
+	}
+	if err := s.send(rc, p, relayResults, st != nil); err != nil {
+		if s.midResponse {
+			rc.broken = true
+			return true, err
+		}
+		s.replicaBroken(addr, err)
+		return false, nil
+	}
+	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(st)).Inc()
+	return true, nil
+}
+
+func kindLabel(st *stmt) string {
+	if st != nil {
+		return "execute"
+	}
+	return "query"
+}
+
+// replicaBroken drops the session's replica connection and tells the
+// router, so the next reads go elsewhere until its health check passes.
+func (s *session) replicaBroken(addr string, err error) {
+	s.log.Debug("replica unusable; reading from the primary", zap.String("replica", addr), zap.Error(err))
+	s.srv.metrics.backendErrors.WithLabelValues("replica").Inc()
+	if !isMySQLErr(err) {
+		s.srv.router.MarkDown(addr, err)
+	}
+	if s.replica.conn != nil {
+		s.replica.conn.broken = true
+		s.srv.pool.put(s.replica.conn)
+	}
+	s.replica = replicaState{}
+}
+
+func isMySQLErr(err error) bool {
+	_, ok := err.(*sqlError)
+	return ok
+}
+
+// replicaConn returns the session's connection to addr with the session's
+// database and SET statements applied.
+func (s *session) replicaConn(addr string) (*backendConn, error) {
+	if s.replica.conn != nil && s.replica.conn.key.addr != addr {
+		s.srv.pool.put(s.replica.conn)
+		s.replica = replicaState{}
+	}
+	if s.replica.conn == nil {
+		key := s.backendKey()
+		key.addr, key.db = addr, ""
+		ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+		b, err := s.srv.pool.get(ctx, key)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		b.dbDirty = true
+		s.replica = replicaState{conn: b, stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
+	}
+	rc := s.replica.conn
+	if s.replica.db != s.db && s.db != "" {
+		if err := rc.simpleCommand(append([]byte{mysql.COM_INIT_DB}, s.db...)); err != nil {
+			return nil, err
+		}
+		s.replica.db = s.db
+	}
+	for ; s.replica.sets < len(s.sets); s.replica.sets++ {
+		if _, err := rc.queryValue(s.sets[s.replica.sets]); err != nil && err != errNoRow {
+			return nil, err
+		}
+	}
+	return rc, nil
+}
+
+// replicaExecute prepares st on the replica connection if needed and
+// returns the execute packet addressed to it, with parameter types bound
+// when the replica's statement has never been given them.
+func (s *session) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte, error) {
+	id, ok := s.replica.stmts[st.id]
+	if !ok {
+		var err error
+		if id, err = rc.prepare(st.query); err != nil {
+			return nil, err
+		}
+		s.replica.stmts[st.id] = id
+	}
+	out := append([]byte(nil), p...)
+	binary.LittleEndian.PutUint32(out[1:], id)
+	if st.numParams > 0 && !s.replica.typed[st.id] {
+		var err error
+		if out, err = withParamTypes(out, st.numParams, st.paramTypes); err != nil {
+			return nil, err
+		}
+		s.replica.typed[st.id] = true
+	}
+	return out, nil
+}
+
+// learnLastGTID asks the primary for the GTID of the session's last write,
+// which a replica must have applied before it may serve the session.
+func (s *session) learnLastGTID() error {
+	v, err := s.be.queryValue("SELECT @@last_gtid")
+	if err != nil {
+		if err != errNoRow && !isMySQLErr(err) {
+			s.be.broken = true
+		}
+		return err
+	}
+	s.needGTID = false
+	if g := string(v); g != "" {
+		s.lastGTID = g
+	}
+	return nil
+}
+
+// noteStatement records what a statement run on the primary means for
+// later routing: writes need read-your-writes, SETs are replayed on
+// replica connections, temporary tables pin the session to the primary.
+func (s *session) noteStatement(an *parser.Analysis) {
+	if s.srv.router == nil || an == nil {
+		return
+	}
+	if an.Unparsed {
+		s.needGTID = true
+		return
+	}
+	for _, f := range an.Stmts {
+		switch f.Kind {
+		case parser.KindSelect, parser.KindShow, parser.KindExplain, parser.KindUse:
+		case parser.KindSet:
+			if replayable(f) {
+				s.sets = append(s.sets, f.Text)
+			}
+		case parser.KindDDL:
+			if strings.Contains(strings.ToLower(f.Text), "temporary") {
+				s.pinnedPrimary = true
+			}
+			s.needGTID = true
+		case parser.KindLockTables:
+			s.pinnedPrimary = true
+		default:
+			s.needGTID = true
+		}
+	}
+}
+
+// replayable reports whether a SET belongs on every connection the session
+// reads through: session and user variables, not autocommit or
+// transaction characteristics (those keep the session on the primary) and
+// not GLOBAL ones.
+func replayable(f *parser.Facts) bool {
+	e := f.Effects
+	return e.Autocommit == parser.AutocommitUnchanged && !e.SetTransaction && len(e.GlobalVars) == 0 &&
+		(len(e.SessionVars) > 0 || len(e.UserVars) > 0)
+}
+
+// dropReplica gives the replica connection back (session end, reset,
+// change of user).
+func (s *session) dropReplica() {
+	if s.replica.conn != nil {
+		s.srv.pool.put(s.replica.conn)
+	}
+	s.replica = replicaState{}
+	s.sets = nil
+	s.lastGTID, s.needGTID, s.pinnedPrimary = "", false, false
+}
