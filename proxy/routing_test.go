@@ -219,4 +219,3 @@ func waitReplica(t *testing.T, p *testProxy) {
 		return ok
 	})
 }
-
