@@ -1,0 +1,97 @@
+package overhead
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/bench/internal/scenario"
+	"github.com/lockproxy/lockproxy/bench/internal/sysbench"
+)
+
+func run(round int, target string, qps, avgMs float64, events, queries int, proxyCPU float64) Measure {
+	return Measure{Round: round, Target: target, ProxyCPUSec: proxyCPU,
+		Stats: sysbench.Stats{QPS: qps, AvgMs: avgMs, Events: events, Queries: queries}}
+}
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		name      string
+		runs      []Measure
+		ratio     float64
+		addedUs   float64
+		directQPS float64
+	}{
+		{
+			name: "paired ratios, median of three",
+			runs: []Measure{
+				run(1, Direct, 1000, 1.0, 1000, 1000, 0), run(1, Proxy, 500, 2.0, 500, 500, 0.05),
+				run(2, Proxy, 900, 1.1, 900, 900, 0.05), run(2, Direct, 1000, 1.0, 1000, 1000, 0),
+				run(3, Direct, 100, 10, 100, 100, 0), run(3, Proxy, 80, 12, 80, 80, 0.01),
+			},
+			ratio: 0.8, addedUs: 1000, directQPS: 1000,
+		},
+		{
+			name: "per query for multi-statement transactions",
+			runs: []Measure{
+				run(1, Direct, 2000, 10, 100, 2000, 0), run(1, Proxy, 1000, 12, 50, 1000, 0.1),
+			},
+			ratio: 0.5, addedUs: 100, directQPS: 2000,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Cell{Config: Config{Test: "oltp_point_select", Threads: 1, PSMode: "auto"}, Runs: tt.runs}
+			c.summarize()
+			if math.Abs(c.Ratio-tt.ratio) > 1e-9 {
+				t.Errorf("Ratio = %v, want %v", c.Ratio, tt.ratio)
+			}
+			if math.Abs(c.AddedUs-tt.addedUs) > 1e-6 {
+				t.Errorf("AddedUs = %v, want %v", c.AddedUs, tt.addedUs)
+			}
+			if c.Direct.QPS != tt.directQPS {
+				t.Errorf("Direct.QPS = %v, want %v", c.Direct.QPS, tt.directQPS)
+			}
+			if c.Proxy.ProxyCPUUs <= 0 {
+				t.Errorf("Proxy.ProxyCPUUs = %v, want > 0", c.Proxy.ProxyCPUUs)
+			}
+		})
+	}
+}
+
+func TestTargets(t *testing.T) {
+	cells := []Cell{
+		{Config: Config{Test: "oltp_point_select", Threads: 1, PSMode: "auto"}, AddedUs: 31},
+		{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "auto"}, Ratio: 0.61},
+		{Config: Config{Test: "oltp_point_select", Threads: 32, PSMode: "auto"}, Ratio: 0.1},
+	}
+	got := targets(cells)
+	if len(got) != 2 {
+		t.Fatalf("targets = %+v, want one per 1- and 8-thread cell", got)
+	}
+	if got[0].Met || !strings.Contains(got[0].Name, "1t") {
+		t.Errorf("31 µs added must miss the 30 µs target: %+v", got[0])
+	}
+	if !got[1].Met || !strings.Contains(got[1].Name, "8t") {
+		t.Errorf("0.61 must meet the 0.60 target: %+v", got[1])
+	}
+}
+
+func TestPlans(t *testing.T) {
+	quick, full := planFor(scenario.Options{Quick: true}), planFor(scenario.Options{})
+	if len(quick.configs()) >= len(full.configs()) || quick.rounds >= full.rounds {
+		t.Fatalf("quick plan must be smaller: quick %+v, full %+v", quick, full)
+	}
+	for _, c := range quick.configs() {
+		if c.Test != "oltp_point_select" {
+			t.Errorf("quick mode runs %s", c.Test)
+		}
+	}
+	// Full mode: the whole matrix, under ~10 minutes of sysbench time.
+	if n := len(full.configs()); n != 12 {
+		t.Fatalf("full configs = %d, want 2 tests x 3 thread counts x 2 ps modes", n)
+	}
+	if secs := len(full.configs()) * 2 * full.rounds * full.seconds; secs > 600 {
+		t.Fatalf("full plan is %d s of sysbench", secs)
+	}
+}
