@@ -61,7 +61,7 @@ func Normalize(col *Column, v parser.Value, use Use) ([]byte, error) {
 	case famInt:
 		return normalizeInt(col, v, use)
 	case famDecimal:
-		return normalizeDecimal(v)
+		return normalizeDecimal(col, v, use)
 	case famFloat:
 		return normalizeFloat(v)
 	case famString:
@@ -178,12 +178,33 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 	return []byte(n), nil
 }
 
-func normalizeDecimal(v parser.Value) ([]byte, error) {
+func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {
 	n, err := numberOf(v)
 	if err != nil {
 		return nil, err
 	}
+	if use == Assign {
+		// DECIMAL(p,s) stores s fraction digits, rounding half away from
+		// zero: 1.105 into DECIMAL(10,2) is 1.11.
+		if r, ok := roundToScale(n, decimalScale(col.ColumnType)); ok {
+			n = r
+		}
+	}
 	return []byte(n), nil
+}
+
+// decimalScale reads s from "decimal(p,s)" (0 when absent, as MySQL has it).
+func decimalScale(columnType string) int {
+	_, rest, ok := strings.Cut(columnType, ",")
+	if !ok {
+		return 0
+	}
+	num, _, _ := strings.Cut(rest, ")")
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || n < 0 || n > 38 {
+		return 0
+	}
+	return n
 }
 
 func normalizeFloat(v parser.Value) ([]byte, error) {

@@ -167,7 +167,7 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 		{"k INT", &Column{Name: "k", DataType: "int", ColumnType: "int(11)"},
 			[]string{"1001", "'1001'", "1001.5", "1001.4", "-2.5", "'7'", "1e3", "0x10"}},
 		{"k DECIMAL(10,2)", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2)"},
-			[]string{"1.1", "'1.10'", "2", "1e1"}},
+			[]string{"1.1", "'1.10'", "2", "1e1", "1.105", "-1.105", "9.999", "1.104", "'0.005'"}},
 		{"k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", &Column{Name: "k", DataType: "varchar", Collation: "utf8mb4_general_ci"},
 			[]string{"'Abc  '", "1001", "1.50"}},
 	}

@@ -42,6 +42,7 @@ func TestNormalizeSameKey(t *testing.T) {
 		{"int zero", colInt, Compare, []parser.Value{vInt(0), vStr("abc"), vStr(""), vStr("-0")}},
 		{"int insert rounds", colInt, Assign, []parser.Value{vInt(1002), vDec("1001.5"), vDec("1002.4")}},
 		{"bigint unsigned", colBig, Compare, []parser.Value{{Kind: parser.ValueUint, Uint: 18446744073709551615}, vDec("18446744073709551615")}},
+		{"decimal insert rounds to scale", colDec, Assign, []parser.Value{vDec("1.11"), vDec("1.105"), vStr("1.1050"), vDec("1.114")}},
 		{"decimal", colDec, Compare, []parser.Value{vDec("1.10"), vDec("01.1"), vStr("1.1"), vFloat(1.1), vStr(" 1.100")}},
 		{"general_ci", colCI, Compare, []parser.Value{vStr("ABC"), vStr("abc"), vStr("abc  "), vStr("Àbc"), vStr("a\u0301bc")}},
 		{"general_ci sharp s", colCI, Compare, []parser.Value{vStr("ß"), vStr("s"), vStr("S")}},

@@ -176,3 +176,34 @@ func roundHalfAway(canon string) (string, bool) {
 	}
 	return out, true
 }
+
+// roundToScale rounds a canonical decimal to scale fraction digits, half
+// away from zero, and returns it canonical again.
+func roundToScale(canon string, scale int) (string, bool) {
+	ip, fp, found := strings.Cut(canon, ".")
+	if !found || len(fp) <= scale {
+		return canon, true
+	}
+	neg := strings.HasPrefix(ip, "-")
+	digits := []byte(strings.TrimPrefix(ip, "-") + fp[:scale])
+	if fp[scale] >= '5' {
+		i := len(digits) - 1
+		for ; i >= 0 && digits[i] == '9'; i-- {
+			digits[i] = '0'
+		}
+		if i < 0 {
+			digits = append([]byte{'1'}, digits...)
+		} else {
+			digits[i]++
+		}
+	}
+	intLen := len(digits) - scale
+	text := string(digits[:intLen])
+	if scale > 0 {
+		text += "." + string(digits[intLen:])
+	}
+	if neg {
+		text = "-" + text
+	}
+	return canonDecimal(text)
+}
