@@ -53,6 +53,7 @@ type state struct {
 	err       error // why not healthy (nil when healthy)
 	lastCheck time.Time
 	markedAt  time.Time // last MarkDown not yet overridden by a later check
+	retired   bool      // removed by Update: its metric series are gone for good
 }
 
 // checkResult is the outcome of one probe.
@@ -93,10 +94,12 @@ func (b *backend) snapshot() state {
 	return b.st
 }
 
-// apply records the result of a check that started at started and returns
-// the states before and after. A check that started before the last
-// MarkDown cannot make the backend healthy again.
-func (b *backend) apply(res checkResult, started, now time.Time) (prev, cur state) {
+// apply records the result of a check that started at started, in the
+// state and in m, and returns the states before and after. A check that
+// started before the last MarkDown cannot make the backend healthy again.
+// The metrics change under the same lock as the state, so whoever sees the
+// new state sees the new metrics.
+func (b *backend) apply(res checkResult, started, now time.Time, m *metrics) (prev, cur state) {
 	b.mu.Lock()
 	prev = b.st
 	st := b.st
@@ -114,14 +117,17 @@ func (b *backend) apply(res checkResult, started, now time.Time) (prev, cur stat
 		}
 	}
 	b.st = st
+	if !st.retired {
+		m.observe(b, st, res.result())
+	}
 	b.mu.Unlock()
 	b.checkedOnce.Do(func() { close(b.checked) })
 	return prev, st
 }
 
 // markDown takes the backend out until a check that starts after now
-// succeeds, and returns the states before and after.
-func (b *backend) markDown(cause error, now time.Time) (prev, cur state) {
+// succeeds, records it in m, and returns the states before and after.
+func (b *backend) markDown(cause error, now time.Time, m *metrics) (prev, cur state) {
 	if cause == nil {
 		cause = errors.New("reported broken")
 	}
@@ -131,7 +137,18 @@ func (b *backend) markDown(cause error, now time.Time) (prev, cur state) {
 	b.st.healthy = false
 	b.st.err = fmt.Errorf("%w: %w", ErrMarkedDown, cause)
 	b.st.markedAt = now
+	if !b.st.retired {
+		m.observe(b, b.st, "")
+	}
 	return prev, b.st
+}
+
+// retire drops b's metric series from m; no later event recreates them.
+func (b *backend) retire(m *metrics) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.st.retired = true
+	m.forget(b)
 }
 
 // usable reports whether a replica may take a read with maxLag now.

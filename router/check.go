@@ -52,8 +52,7 @@ func (r *Router) check(ctx context.Context, b *backend) {
 	if ctx.Err() != nil {
 		return
 	}
-	prev, cur := b.apply(res, started, time.Now())
-	r.metrics.observe(b, cur, res.result())
+	prev, cur := b.apply(res, started, time.Now(), r.metrics)
 	r.logChange(b, prev, cur)
 }
 

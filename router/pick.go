@@ -94,8 +94,7 @@ func (r *Router) MarkDown(addr string, err error) {
 	if b == nil {
 		return
 	}
-	prev, cur := b.markDown(err, time.Now())
-	r.metrics.observe(b, cur, "")
+	prev, cur := b.markDown(err, time.Now(), r.metrics)
 	r.logChange(b, prev, cur)
 	b.poke()
 }

@@ -23,8 +23,7 @@ func unstarted(t *testing.T, replicas ...string) (*Router, *prometheus.Registry,
 		if b == nil {
 			t.Fatalf("no backend %s", addr)
 		}
-		_, cur := b.apply(res, time.Now(), time.Now())
-		r.metrics.observe(b, cur, res.result())
+		b.apply(res, time.Now(), time.Now(), r.metrics)
 	}
 	return r, reg, set
 }
@@ -176,12 +175,12 @@ func TestMarkDownHoldsUntilLaterCheck(t *testing.T) {
 	}
 	// A check that began before MarkDown does not bring it back...
 	b := r.find("a")
-	b.apply(inSync, started, time.Now())
+	b.apply(inSync, started, time.Now(), r.metrics)
 	if _, ok := r.Pick(); ok {
 		t.Fatal("a check started before MarkDown put the replica back")
 	}
 	// ...one that began after does.
-	b.apply(inSync, time.Now(), time.Now())
+	b.apply(inSync, time.Now(), time.Now(), r.metrics)
 	if addr, ok := r.Pick(); !ok || addr != "a" {
 		t.Fatalf("Pick() = %q, %v after a later successful check", addr, ok)
 	}
@@ -194,11 +193,11 @@ func TestPrimaryHealthyStates(t *testing.T) {
 		t.Error("PrimaryHealthy() false before any check; want optimistic true")
 	}
 	p := r.find("primary:1")
-	p.apply(failed, time.Now(), time.Now())
+	p.apply(failed, time.Now(), time.Now(), r.metrics)
 	if r.PrimaryHealthy() {
 		t.Error("PrimaryHealthy() true after a failed check")
 	}
-	p.apply(checkResult{up: true}, time.Now(), time.Now())
+	p.apply(checkResult{up: true}, time.Now(), time.Now(), r.metrics)
 	if !r.PrimaryHealthy() {
 		t.Error("PrimaryHealthy() false after a good check")
 	}

@@ -153,7 +153,7 @@ func (r *Router) retire(b *backend) {
 		b.cancel()
 		<-b.done
 	}
-	r.metrics.forget(b)
+	b.retire(r.metrics)
 }
 
 // launchLocked starts b's check loop. r.mu must be held and r.runCtx set.
@@ -197,12 +197,14 @@ func (r *Router) PrimaryHealthy() bool {
 
 // logChange logs a backend going out or coming back, once per transition.
 func (r *Router) logChange(b *backend, prev, cur state) {
+	fields := []zap.Field{zap.String("backend", b.addr), zap.String("role", string(b.role))}
 	switch {
-	case cur.healthy && (!prev.healthy || !prev.checked):
-		r.log.Info("router: backend in service", zap.String("backend", b.addr),
-			zap.String("role", string(b.role)), zap.Duration("lag", cur.lag), zap.String("gtid", cur.gtid))
+	case cur.healthy && !prev.healthy:
+		if b.role == RoleReplica {
+			fields = append(fields, zap.Duration("lag", cur.lag))
+		}
+		r.log.Info("router: backend in service", append(fields, zap.String("gtid", cur.gtid))...)
 	case !cur.healthy && (prev.healthy || !prev.checked):
-		r.log.Warn("router: backend out of service", zap.String("backend", b.addr),
-			zap.String("role", string(b.role)), zap.Error(cur.err))
+		r.log.Warn("router: backend out of service", append(fields, zap.Error(cur.err))...)
 	}
 }
