@@ -101,11 +101,11 @@ cmd_install() {
 	fi
 	local rc=0
 	if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
-		"${sudo[@]}" apt-get update -q || rc=$?
+		"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -q || rc=$?
 	fi
 	if ((rc == 0)); then
 		apt_install "${sudo[@]}" -- "${pkgs[@]}" || {
-			"${sudo[@]}" apt-get update -q && apt_install "${sudo[@]}" -- "${pkgs[@]}"
+			"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -q && apt_install "${sudo[@]}" -- "${pkgs[@]}"
 		} || rc=$?
 	fi
 	if ((made_policy)); then "${sudo[@]}" rm -f "$policy"; fi
@@ -122,7 +122,7 @@ apt_install() {
 		shift
 	done
 	shift
-	"${pre[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+	"${pre[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "$@"
 }
 
 # ---------------------------------------------------------------- paths and ports
