@@ -181,26 +181,25 @@ func (p *pool) put(b *backendConn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if !p.reset(b) {
-			b.close()
-			return
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.closed || len(p.idle[b.key]) >= maxIdlePerKey {
-			b.close()
-			return
-		}
-		b.idleAt = time.Now()
-		p.idle[b.key] = append(p.idle[b.key], b)
+		p.putSync(b)
 	}()
 }
 
-// putSync resets b and keeps it, waiting for the reset: the session ends
-// only once the backend has rolled back what it left open.
+// putSync resets b and keeps it, returning after the reset: the session
+// ends only once the backend has rolled back what it left open.
 func (p *pool) putSync(b *backendConn) {
-	p.put(b)
-	p.wg.Wait()
+	if b.broken || !p.reset(b) {
+		b.close()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle[b.key]) >= maxIdlePerKey {
+		b.close()
+		return
+	}
+	b.idleAt = time.Now()
+	p.idle[b.key] = append(p.idle[b.key], b)
 }
 
 // reset returns b to the state of a fresh connection for its key.

@@ -92,6 +92,12 @@ func (s *session) run(ctx context.Context) {
 
 // cleanup returns the backend connection and closes the client socket.
 func (s *session) cleanup() {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session cleanup panic", zap.Any("panic", r), zap.Stack("stack"))
+			_ = s.conn.Close()
+		}
+	}()
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.
