@@ -22,3 +22,12 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+func BenchmarkUncontended(b *testing.B) {
+	locktest.BenchUncontended(b, memlock.New(nil, nil))
+}
+
+func BenchmarkHotKeyHandoff(b *testing.B) {
+	l := memlock.New(nil, nil)
+	locktest.BenchHotKey(b, []lockmgr.Locker{l, l.Share()}, 8)
+}

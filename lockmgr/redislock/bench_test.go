@@ -1,0 +1,67 @@
+package redislock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+// BenchmarkUncontended: acquire+release of a free key; also reports Redis
+// round trips per operation.
+func BenchmarkUncontended(b *testing.B) {
+	bed := testbed.Get(b)
+	rdb := newClient(b, bed.RedisAddr)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
+	defer l.Close()
+	warmUp(b, l)
+	start := rt.n.Load()
+	locktest.BenchUncontended(b, l)
+	b.StopTimer()
+	b.ReportMetric(float64(rt.n.Load()-start)/float64(b.N), "roundtrips/op")
+}
+
+// BenchmarkHotKeyHandoff: 8 goroutines over 2 Lockers (two proxy
+// instances) take turns on one key; ns/op is per grant.
+func BenchmarkHotKeyHandoff(b *testing.B) {
+	bed := testbed.Get(b)
+	pfx := prefix(b)
+	var ls []lockmgr.Locker
+	for range 2 {
+		l := redislock.New(newClient(b, bed.RedisAddr), &redislock.Options{TTL: 10 * time.Second, Prefix: pfx})
+		defer l.Close()
+		ls = append(ls, l)
+	}
+	for _, l := range ls {
+		warmUp(b, l)
+	}
+	locktest.BenchHotKey(b, ls, 8)
+}
+
+// BenchmarkHotKeyOneLocker: 8 goroutines of one Locker take turns on one
+// key; the hand-off is in process plus two round trips.
+func BenchmarkHotKeyOneLocker(b *testing.B) {
+	bed := testbed.Get(b)
+	l := redislock.New(newClient(b, bed.RedisAddr), &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
+	defer l.Close()
+	warmUp(b, l)
+	locktest.BenchHotKey(b, []lockmgr.Locker{l}, 8)
+}
+
+// warmUp takes and releases one key, so dials and the restart check of a
+// fresh Locker (and a freshly started server) are not measured.
+func warmUp(b *testing.B, l lockmgr.Locker) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Start: time.Now()}, []lockmgr.Key{{Name: "warm-up", Rule: "bench"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = lease.Release(ctx)
+}

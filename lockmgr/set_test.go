@@ -1,0 +1,99 @@
+package lockmgr_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// grantAll is a Locker for Set tests: it grants whatever is asked and
+// remembers each request and keeper.
+type grantAll struct {
+	asked   [][]string
+	keepers []*lockmgr.Keeper
+}
+
+func (g *grantAll) Acquire(_ context.Context, o lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	keys, err := lockmgr.NormalizeKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	fences := make([]uint64, len(keys))
+	for i, k := range keys {
+		names = append(names, k.Name)
+		fences[i] = uint64(len(g.asked)*10 + i + 1)
+	}
+	g.asked = append(g.asked, names)
+	l, k := lockmgr.NewLease(lockmgr.LeaseSpec{Owner: o, Keys: keys, Fences: fences,
+		ValidUntil: time.Now().Add(time.Hour), Release: func(context.Context) error { return nil }})
+	g.keepers = append(g.keepers, k)
+	return l, nil
+}
+func (g *grantAll) Snapshot() []lockmgr.Entry { return nil }
+func (g *grantAll) Close() error             { return nil }
+
+func TestSet(t *testing.T) {
+	ctx := context.Background()
+	g := &grantAll{}
+	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
+	k := func(names ...string) []lockmgr.Key {
+		var out []lockmgr.Key
+		for _, n := range names {
+			out = append(out, lockmgr.Key{Name: n, Rule: "r"})
+		}
+		return out
+	}
+	steps := []struct {
+		keys []lockmgr.Key
+		want []string // what reaches the Locker; nil: nothing
+	}{
+		{k("a"), []string{"a"}},
+		{k("a"), nil},
+		{k("b", "a", "c"), []string{"b", "c"}},
+		{k("c", "b"), nil},
+	}
+	for i, st := range steps {
+		before := len(g.asked)
+		if err := s.Acquire(ctx, st.keys); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		switch {
+		case st.want == nil && len(g.asked) != before:
+			t.Errorf("step %d: asked the locker for %v; want nothing (all held)", i, g.asked[before])
+		case st.want != nil && (len(g.asked) != before+1 || !equal(g.asked[before], st.want)):
+			t.Errorf("step %d: asked %v; want %v", i, g.asked[before:], st.want)
+		}
+	}
+	if s.Len() != 3 || !s.Valid() || s.Fence("c") == 0 || s.ValidUntil().IsZero() {
+		t.Fatalf("set: len %d valid %v", s.Len(), s.Valid())
+	}
+	g.keepers[1].Lose(errors.New("gone"))
+	if !errors.Is(s.Err(), lockmgr.ErrLeaseLost) || s.Valid() {
+		t.Errorf("after a loss: Err %v Valid %v", s.Err(), s.Valid())
+	}
+	if err := s.Acquire(ctx, k("d")); !errors.Is(err, lockmgr.ErrLeaseLost) {
+		t.Errorf("Acquire on a doomed set: %v; want ErrLeaseLost", err)
+	}
+	if err := s.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 0 || s.Err() != nil || !s.Begin(lockmgr.Owner{Instance: "i", Session: 1, Txn: 2}) {
+		t.Errorf("released set not reusable")
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
