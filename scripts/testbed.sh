@@ -181,13 +181,17 @@ running() {
 
 # pid_of NAME prints the pid of NAME's server if it is running.
 pid_of() {
-	local f pid comm
+	local f pid cmd
 	f=$(pidfile_of "$1")
 	[[ -s $f ]] || return 1
 	pid=$(tr -dc 0-9 <"$f")
 	[[ -n $pid ]] && running "$pid" || return 1
-	comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
-	case $comm in mariadbd | mysqld | redis-server | redis-check-rdb) ;; *) return 1 ;; esac
+	# The pid must still be our server, not a recycled pid of another bed's.
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+	case $1 in
+	redis) [[ $cmd == *redis-server*":$(port_of redis)"* ]] || return 1 ;;
+	*) [[ $cmd == *"--defaults-file=$DIR/$1/my.cnf"* ]] || return 1 ;;
+	esac
 	echo "$pid"
 }
 
