@@ -164,6 +164,17 @@ func (p *Proxy) stillRunning(d time.Duration) error {
 	}
 }
 
+// Exited reports whether the process has ended (crashed or stopped).
+func (p *Proxy) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
 // Log returns the tail of the instance's log.
 func (p *Proxy) Log() string {
 	b, _ := os.ReadFile(filepath.Join(p.Dir, "lockproxy.log"))

@@ -3,6 +3,7 @@ package overhead
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/procstat"
@@ -39,21 +40,54 @@ type Measure struct {
 	ProxyCPUSec  float64        `json:"proxy_cpu_s"`  // lockproxy user+sys CPU during the run (proxy runs)
 	MysqldCPUSec float64        `json:"mysqld_cpu_s"` // primary mysqld user+sys CPU during the run
 	HostBusy     float64        `json:"host_busy"`    // share of all host CPUs busy during the run
+	// Failed runs (sysbench exited with an error) carry what went wrong and
+	// take no part in the medians.
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // measurer runs one configuration against one target and takes CPU readings.
 type measurer struct {
 	e         *env.Env
-	px        *env.Proxy
+	cfg       env.ProxyConfig
+	px        *env.Proxy // the current instance; replaced if it dies
 	mysqldPID int
 }
 
-func newMeasurer(e *env.Env, px *env.Proxy) (*measurer, error) {
+func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig) (*measurer, error) {
 	pid, err := e.Bed.PrimaryPID()
 	if err != nil {
 		return nil, err
 	}
-	return &measurer{e: e, px: px, mysqldPID: pid}, nil
+	px, err := e.StartProxy(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &measurer{e: e, cfg: cfg, px: px, mysqldPID: pid}, nil
+}
+
+// stop stops the current lockproxy instance.
+func (m *measurer) stop() { _ = m.px.Stop(context.Background()) }
+
+// firstFatal picks sysbench's first FATAL line out of its output.
+func firstFatal(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "FATAL:") {
+			return strings.TrimSpace(line)
+		}
+	}
+	line, _, _ := strings.Cut(out, "\n")
+	return line
+}
+
+// panicLine picks the panic message out of a lockproxy log.
+func panicLine(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "fatal error:") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return "no panic in its log"
 }
 
 // interleave runs every configuration against both targets, round after
@@ -80,7 +114,11 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 			for _, t := range order {
 				ms, err := m.run(ctx, c, t, pl.seconds, round)
 				if err != nil {
-					return nil, err
+					if ms, err = m.failed(ctx, c, t, round, err, logf); err != nil {
+						return nil, err
+					}
+					cells[i].Runs = append(cells[i].Runs, ms)
+					continue
 				}
 				logf("overhead: round %d/%d %-28s %-6s %9.0f qps  avg %7.1f µs", round, pl.rounds, c.Label(), t, ms.Stats.QPS, ms.Stats.AvgMs*1000)
 				cells[i].Runs = append(cells[i].Runs, ms)
@@ -91,6 +129,27 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 		cells[i].summarize()
 	}
 	return cells, nil
+}
+
+// failed records a failed run and, if lockproxy died, starts a new one so
+// the rest of the matrix still runs. It returns an error only when the run
+// cannot go on (cancelled, or lockproxy cannot be restarted).
+func (m *measurer) failed(ctx context.Context, c Config, target string, round int, runErr error, logf func(string, ...any)) (Measure, error) {
+	if ctx.Err() != nil {
+		return Measure{}, runErr
+	}
+	ms := Measure{Round: round, Target: target, Failed: true, Error: firstFatal(runErr.Error())}
+	if target == Proxy && m.px.Exited() {
+		ms.Error += "; lockproxy exited: " + panicLine(m.px.Log())
+		logf("overhead: lockproxy (pid %d) died during %s; its log is in %s; starting a new one", m.px.PID, c.Label(), m.px.Dir)
+		px, err := m.e.StartProxy(ctx, m.cfg)
+		if err != nil {
+			return Measure{}, err
+		}
+		m.px = px
+	}
+	logf("overhead: round %d %s %s FAILED: %s", round, c.Label(), target, ms.Error)
+	return ms, nil
 }
 
 // run runs one sysbench workload against target.

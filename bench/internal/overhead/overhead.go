@@ -73,15 +73,11 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	if err := prepare(ctx, e); err != nil {
 		return err
 	}
-	px, err := e.StartProxy(ctx, env.ProxyConfig{})
+	m, err := newMeasurer(ctx, e, env.ProxyConfig{})
 	if err != nil {
 		return err
 	}
-	defer px.Stop(context.Background())
-	m, err := newMeasurer(e, px)
-	if err != nil {
-		return err
-	}
+	defer m.stop()
 	cells, err := m.interleave(ctx, pl, e.Log.Printf)
 	if err != nil {
 		return err

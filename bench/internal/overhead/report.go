@@ -21,20 +21,21 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	fmt.Fprintf(&b, "%d interleaved rounds of %d s per run and side; sysbench `--tables=%d --table-size=%d`, uniform keys. "+
 		"Figures are medians over rounds; *ratio* is the median of the per-round proxy/direct qps ratios; "+
 		"*added* is (proxy − direct) median average latency per query. Latencies per sysbench event "+
-		"(a transaction of ~%s queries for read_write). CPU columns are µs of process CPU per query.\n\n",
+		"(a transaction of ~%s queries for read_write).\n\n",
 		d.Rounds, d.Seconds, d.Tables, d.TableSize, rwQueries(d.Cells))
-	b.WriteString("| workload | thr | ps | direct qps | proxy qps | ratio | direct avg µs | proxy avg µs | added µs/query | direct p95/p99 ms | proxy p95/p99 ms | proxy CPU µs/q | mysqld CPU µs/q direct→proxy | host busy | errors |\n")
-	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| workload | thr | ps | direct qps | proxy qps | ratio | direct avg µs | proxy avg µs | added µs/query | direct p95 / p99 ms | proxy p95 / p99 ms | errors | failed runs |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range d.Cells {
-		fmt.Fprintf(&b, "| %s | %d | %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.2f** | %.1f | %.1f | **%.1f** | %.2f / %.2f | %.2f / %.2f | %.1f | %.1f → %.1f | %.0f%% / %.0f%% | %d / %d |\n",
-			strings.TrimPrefix(c.Test, "oltp_"), c.Threads, c.PSMode,
+		fmt.Fprintf(&b, "| %s | %d | %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.2f** | %.1f | %.1f | **%.1f** | %.2f / %.2f | %.2f / %.2f | %d / %d | %d / %d |\n",
+			short(c.Test), c.Threads, c.PSMode,
 			c.Direct.QPS, c.Direct.QPSMin, c.Direct.QPSMax, c.Proxy.QPS, c.Proxy.QPSMin, c.Proxy.QPSMax, c.Ratio,
 			c.Direct.AvgMs*1000, c.Proxy.AvgMs*1000, c.AddedUs,
-			c.Direct.P95Ms, c.Direct.P99Ms, c.Proxy.P95Ms, c.Proxy.P99Ms,
-			c.Proxy.ProxyCPUUs, c.Direct.MysqldCPUUs, c.Proxy.MysqldCPUUs,
-			c.Direct.HostBusy*100, c.Proxy.HostBusy*100, c.Direct.Errors, c.Proxy.Errors)
+			c.Direct.P95Ms, c.Direct.P99Ms, c.Proxy.P95Ms, c.Proxy.P99Ms, c.Direct.Errors, c.Proxy.Errors, c.Direct.Failed, c.Proxy.Failed)
 	}
-	b.WriteString("\nqps cells show the median and (min–max) over rounds; host busy is direct / proxy; errors are sysbench's ignored errors, direct / proxy.\n\n")
+	b.WriteString("\nqps cells show the median and (min–max) over rounds; errors are sysbench's ignored errors (deadlocks, lock wait timeouts), direct / proxy; " +
+		"failed runs are sysbench runs that ended in an error, direct / proxy (excluded from the medians).\n\n")
+	writeFailures(&b, d.Cells)
+	writeCPU(&b, d.Cells)
 	charts, err := s.charts(d, plotDir)
 	if err != nil {
 		return "", err
@@ -44,6 +45,55 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	}
 	return b.String(), nil
 }
+
+// writeCPU is the CPU accounting table: on a saturated 2-core host,
+// throughput follows the CPU each query costs all processes together.
+func writeCPU(b *strings.Builder, cells []Cell) {
+	b.WriteString("CPU per query (µs of user+system CPU, median over rounds) of sysbench, the primary's mysqld and lockproxy; " +
+		"*CPU ratio* = direct total / proxy total, the throughput ratio to expect when the host's cores are the bottleneck.\n\n")
+	b.WriteString("| workload | thr | ps | direct: sysbench + mysqld = total | proxy: sysbench + mysqld + lockproxy = total | CPU ratio | qps ratio | host busy direct / proxy |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|\n")
+	for _, c := range cells {
+		dt := c.Direct.ClientCPUUs + c.Direct.MysqldCPUUs
+		pt := c.Proxy.ClientCPUUs + c.Proxy.MysqldCPUUs + c.Proxy.ProxyCPUUs
+		cr := 0.0
+		if pt > 0 {
+			cr = dt / pt
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %.1f + %.1f = %.1f | %.1f + %.1f + %.1f = %.1f | %.2f | %.2f | %.0f%% / %.0f%% |\n",
+			short(c.Test), c.Threads, c.PSMode, c.Direct.ClientCPUUs, c.Direct.MysqldCPUUs, dt,
+			c.Proxy.ClientCPUUs, c.Proxy.MysqldCPUUs, c.Proxy.ProxyCPUUs, pt, cr, c.Ratio,
+			c.Direct.HostBusy*100, c.Proxy.HostBusy*100)
+	}
+	b.WriteString("\n")
+}
+
+// writeFailures lists each distinct failure once, with where it happened.
+func writeFailures(b *strings.Builder, cells []Cell) {
+	seen := map[string][]string{}
+	var order []string
+	for _, c := range cells {
+		for _, m := range c.Runs {
+			if !m.Failed {
+				continue
+			}
+			if _, ok := seen[m.Error]; !ok {
+				order = append(order, m.Error)
+			}
+			seen[m.Error] = append(seen[m.Error], fmt.Sprintf("%s %s round %d", c.Label(), m.Target, m.Round))
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	b.WriteString("**Failed runs:**\n\n")
+	for _, e := range order {
+		fmt.Fprintf(b, "- `%s` — %s\n", e, strings.Join(seen[e], "; "))
+	}
+	b.WriteString("\n")
+}
+
+func short(test string) string { return strings.TrimPrefix(test, "oltp_") }
 
 func rwQueries(cells []Cell) string {
 	for _, c := range cells {

@@ -25,9 +25,11 @@ type Side struct {
 	P95Ms  float64 `json:"p95_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	Errors int     `json:"errors"` // summed over rounds
+	Failed int     `json:"failed_runs"`
 	// CPU per query in µs, from /proc over each run.
 	ProxyCPUUs  float64 `json:"proxy_cpu_us_per_query"`
 	MysqldCPUUs float64 `json:"mysqld_cpu_us_per_query"`
+	ClientCPUUs float64 `json:"client_cpu_us_per_query"` // sysbench
 	HostBusy    float64 `json:"host_busy"`
 }
 
@@ -52,6 +54,9 @@ func (c *Cell) summarize() {
 	byRound := map[int]map[string]float64{}
 	var events, queries float64
 	for _, m := range c.Runs {
+		if m.Failed {
+			continue
+		}
 		if byRound[m.Round] == nil {
 			byRound[m.Round] = map[string]float64{}
 		}
@@ -61,7 +66,7 @@ func (c *Cell) summarize() {
 	}
 	var ratios []float64
 	for _, r := range byRound {
-		if r[Direct] > 0 {
+		if r[Direct] > 0 && r[Proxy] > 0 {
 			ratios = append(ratios, r[Proxy]/r[Direct])
 		}
 	}
@@ -74,10 +79,14 @@ func (c *Cell) summarize() {
 }
 
 func side(runs []Measure, target string) Side {
-	var qps, tps, avg, p95, p99, pcpu, mcpu, busy []float64
+	var qps, tps, avg, p95, p99, pcpu, mcpu, ccpu, busy []float64
 	var s Side
 	for _, m := range runs {
 		if m.Target != target {
+			continue
+		}
+		if m.Failed {
+			s.Failed++
 			continue
 		}
 		st := m.Stats
@@ -87,6 +96,7 @@ func side(runs []Measure, target string) Side {
 		if st.Queries > 0 {
 			pcpu = append(pcpu, m.ProxyCPUSec*1e6/float64(st.Queries))
 			mcpu = append(mcpu, m.MysqldCPUSec*1e6/float64(st.Queries))
+			ccpu = append(ccpu, st.ClientCPUSec*1e6/float64(st.Queries))
 		}
 		s.Errors += st.Errors
 		if s.QPSMin == 0 || st.QPS < s.QPSMin {
@@ -97,6 +107,7 @@ func side(runs []Measure, target string) Side {
 	s.QPS, s.TPS, s.AvgMs = results.Median(qps), results.Median(tps), results.Median(avg)
 	s.P95Ms, s.P99Ms = results.Median(p95), results.Median(p99)
 	s.ProxyCPUUs, s.MysqldCPUUs, s.HostBusy = results.Median(pcpu), results.Median(mcpu), results.Median(busy)
+	s.ClientCPUUs = results.Median(ccpu)
 	return s
 }
 
@@ -109,14 +120,32 @@ func targets(cells []Cell) []results.Target {
 		case 8:
 			out = append(out, results.Target{
 				Name: "proxy/direct qps, " + c.Label(), Want: fmt.Sprintf(">= %.2f", TargetRatio8),
-				Got: fmt.Sprintf("%.2f", c.Ratio), Met: c.Ratio >= TargetRatio8,
+				Got: fmt.Sprintf("%.2f", c.Ratio) + failures(c), Met: c.Ratio >= TargetRatio8 && c.Proxy.Failed == 0,
 			})
 		case 1:
 			out = append(out, results.Target{
 				Name: "added latency per query, " + c.Label(), Want: fmt.Sprintf("<= %.0f µs", TargetAddedUs1),
-				Got: fmt.Sprintf("%.1f µs", c.AddedUs), Met: c.AddedUs <= TargetAddedUs1,
+				Got: fmt.Sprintf("%.1f µs", c.AddedUs) + failures(c), Met: c.AddedUs <= TargetAddedUs1 && c.Proxy.Failed == 0,
 			})
 		}
 	}
 	return out
+}
+
+// failures notes failed proxied runs next to a target's figure.
+func failures(c Cell) string {
+	if c.Proxy.Failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d proxied runs failed)", c.Proxy.Failed, c.Proxy.Failed+countOK(c.Runs, Proxy))
+}
+
+func countOK(runs []Measure, target string) int {
+	n := 0
+	for _, m := range runs {
+		if m.Target == target && !m.Failed {
+			n++
+		}
+	}
+	return n
 }

@@ -95,3 +95,35 @@ func TestPlans(t *testing.T) {
 		t.Fatalf("full plan is %d s of sysbench", secs)
 	}
 }
+
+func TestFailedRunsAreCountedNotAveraged(t *testing.T) {
+	c := Cell{Config: Config{Test: "oltp_read_write", Threads: 8, PSMode: "disable"}, Runs: []Measure{
+		run(1, Direct, 1000, 1, 100, 1000, 0), run(1, Proxy, 800, 1.2, 80, 800, 0.01),
+		run(2, Direct, 1000, 1, 100, 1000, 0), {Round: 2, Target: Proxy, Failed: true, Error: "FATAL: lost connection"},
+	}}
+	c.summarize()
+	if c.Proxy.Failed != 1 || c.Direct.Failed != 0 {
+		t.Fatalf("failed counts = %d/%d, want 0/1", c.Direct.Failed, c.Proxy.Failed)
+	}
+	if c.Ratio != 0.8 || c.Proxy.QPS != 800 {
+		t.Fatalf("ratio %v, proxy qps %v: the failed run must not count", c.Ratio, c.Proxy.QPS)
+	}
+	ts := targets([]Cell{c})
+	if len(ts) != 1 || ts[0].Met || !strings.Contains(ts[0].Got, "1 of 2 proxied runs failed") {
+		t.Fatalf("targets = %+v: a cell with a failed proxied run cannot meet its target", ts)
+	}
+}
+
+func TestFirstFatalAndPanicLine(t *testing.T) {
+	out := "sysbench 1.0.20\nThreads started!\nFATAL: mysql_drv_query() returned error 2013\nFATAL: other\n"
+	if got := firstFatal(out); got != "FATAL: mysql_drv_query() returned error 2013" {
+		t.Errorf("firstFatal = %q", got)
+	}
+	log := "WARN x\npanic: sync: WaitGroup is reused\n\ngoroutine 1"
+	if got := panicLine(log); got != "panic: sync: WaitGroup is reused" {
+		t.Errorf("panicLine = %q", got)
+	}
+	if got := panicLine("all fine"); got != "no panic in its log" {
+		t.Errorf("panicLine = %q", got)
+	}
+}

@@ -33,6 +33,8 @@ type Stats struct {
 	P95Ms float64 `json:"p95_ms"`
 	P99Ms float64 `json:"p99_ms"`
 	SumMs float64 `json:"sum_ms"`
+	// ClientCPUSec is sysbench's own user+system CPU time (set by Run).
+	ClientCPUSec float64 `json:"client_cpu_s"`
 }
 
 // Bucket is one histogram line: the latency value and how many events fell there.

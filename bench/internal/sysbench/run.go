@@ -42,7 +42,7 @@ func (w Workload) args(action string) []string {
 // Run runs the workload and parses its report. ctx bounds the run; a run
 // also gets Seconds+60 s at most.
 func Run(ctx context.Context, w Workload) (Stats, error) {
-	out, err := invoke(ctx, w, "run", time.Duration(w.Seconds+60)*time.Second)
+	out, cpu, err := invoke(ctx, w, "run", time.Duration(w.Seconds+60)*time.Second)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -50,24 +50,27 @@ func Run(ctx context.Context, w Workload) (Stats, error) {
 	if err != nil {
 		return s, fmt.Errorf("%w\n%s", err, out)
 	}
+	s.ClientCPUSec = cpu.Seconds()
 	return s, nil
 }
 
 // Prepare drops the workload's tables if present and creates and fills them.
 func Prepare(ctx context.Context, w Workload) error {
-	if _, err := invoke(ctx, w, "cleanup", 2*time.Minute); err != nil {
+	if _, _, err := invoke(ctx, w, "cleanup", 2*time.Minute); err != nil {
 		return err
 	}
-	_, err := invoke(ctx, w, "prepare", 5*time.Minute)
+	_, _, err := invoke(ctx, w, "prepare", 5*time.Minute)
 	return err
 }
 
-func invoke(ctx context.Context, w Workload, action string, limit time.Duration) (string, error) {
+// invoke runs sysbench and returns its output and the CPU time it used.
+func invoke(ctx context.Context, w Workload, action string, limit time.Duration) (string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "sysbench", w.args(action)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "sysbench", w.args(action)...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("sysbench %s %s (port %d, %d threads): %w\n%s", w.Test, action, w.Port, w.Threads, err, out)
+		return "", 0, fmt.Errorf("sysbench %s %s (port %d, %d threads): %w\n%s", w.Test, action, w.Port, w.Threads, err, out)
 	}
-	return string(out), nil
+	return string(out), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
