@@ -3,8 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // Transparency tests for real client programs: the mariadb command-line
@@ -253,4 +258,365 @@ func TestSysbench(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rawConn speaks the command phase by hand over a go-mysql client
+// connection, for commands and packet shapes that drivers seldom send.
+type rawConn struct {
+	t            *testing.T
+	c            *client.Conn
+	salt         []byte // scramble of the initial handshake
+	deprecateEOF bool
+}
+
+// greetingConn keeps the first bytes the server sends: the greeting.
+type greetingConn struct {
+	net.Conn
+	greeting []byte
+}
+
+func (g *greetingConn) Read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if len(g.greeting) < 512 {
+		g.greeting = append(g.greeting, p[:n]...)
+	}
+	return n, err
+}
+
+func dialRaw(t *testing.T, addr, user, password, db string, deprecateEOF bool) *rawConn {
+	t.Helper()
+	var gc *greetingConn
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		gc = &greetingConn{Conn: nc}
+		return gc, nil
+	}
+	opt := func(c *client.Conn) error {
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		if !deprecateEOF {
+			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.ConnectWithDialer(ctx, "tcp", addr, user, password, db, dial, opt)
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &rawConn{t: t, c: c, salt: greetingSalt(t, gc.greeting), deprecateEOF: deprecateEOF}
+}
+
+// greetingSalt extracts the 20-byte scramble from a HandshakeV10 packet.
+func greetingSalt(t *testing.T, b []byte) []byte {
+	t.Helper()
+	if len(b) < 4 {
+		t.Fatal("no greeting recorded")
+	}
+	p := b[4:min(len(b), 4+int(b[0])|int(b[1])<<8|int(b[2])<<16)]
+	pos := 1 + bytes.IndexByte(p[1:], 0) + 1 + 4 // version, NUL, connection id
+	salt := append([]byte(nil), p[pos:pos+8]...)
+	pos += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10 // filler, caps, charset, status, caps, length, reserved
+	return append(salt, p[pos:pos+12]...)
+}
+
+// send writes one command packet.
+func (r *rawConn) send(payload ...byte) {
+	r.t.Helper()
+	r.c.ResetSequence()
+	if err := r.c.WritePacket(append(make([]byte, 4), payload...)); err != nil {
+		r.t.Fatalf("write command 0x%02x: %v", payload[0], err)
+	}
+}
+
+func (r *rawConn) read() []byte {
+	r.t.Helper()
+	p, err := r.c.ReadPacket()
+	if err != nil {
+		r.t.Fatalf("read: %v", err)
+	}
+	return p
+}
+
+// isEnd reports whether p ends a list of columns or rows.
+func (r *rawConn) isEnd(p []byte) bool {
+	return len(p) > 0 && p[0] == mysql.EOF_HEADER && (len(p) < 9 || r.deprecateEOF && len(p) < 0xffffff)
+}
+
+// result reads an OK, an ERR or one result set, rows rendered as text.
+func (r *rawConn) result(binary bool) (ok *mysql.Result, rows []string, err error) {
+	r.t.Helper()
+	p := r.read()
+	switch p[0] {
+	case mysql.OK_HEADER:
+		return r.c.HandleOKPacket(p), nil, nil
+	case mysql.ERR_HEADER:
+		return nil, nil, r.c.HandleErrorPacket(p)
+	}
+	fields := r.columns(int(p[0]))
+	for p = r.read(); !r.isEnd(p); p = r.read() {
+		vals, perr := mysql.RowData(p).Parse(fields, binary, nil)
+		if perr != nil {
+			r.t.Fatalf("row: %v", perr)
+		}
+		var row []string
+		for _, v := range vals {
+			if b, isBytes := v.Value().([]byte); isBytes {
+				row = append(row, string(b))
+			} else if v.Value() == nil {
+				row = append(row, "NULL")
+			} else {
+				row = append(row, fmt.Sprint(v.Value()))
+			}
+		}
+		rows = append(rows, strings.Join(row, " "))
+	}
+	return nil, rows, nil
+}
+
+// columns reads n column definitions and, without CLIENT_DEPRECATE_EOF,
+// their EOF.
+func (r *rawConn) columns(n int) []*mysql.Field {
+	r.t.Helper()
+	fields := make([]*mysql.Field, n)
+	for i := range fields {
+		f, err := mysql.FieldData(r.read()).Parse()
+		if err != nil {
+			r.t.Fatalf("column: %v", err)
+		}
+		fields[i] = f
+	}
+	if n > 0 && !r.deprecateEOF {
+		if p := r.read(); !r.isEnd(p) {
+			r.t.Fatalf("want EOF after %d columns, got % x", n, p)
+		}
+	}
+	return fields
+}
+
+// query runs a text query and returns its rows or error.
+func (r *rawConn) query(q string) ([]string, error) {
+	r.t.Helper()
+	r.send(append([]byte{mysql.COM_QUERY}, q...)...)
+	_, rows, err := r.result(false)
+	return rows, err
+}
+
+// prepare prepares q and returns the statement id and parameter count.
+func (r *rawConn) prepare(q string) (uint32, int) {
+	r.t.Helper()
+	r.send(append([]byte{mysql.COM_STMT_PREPARE}, q...)...)
+	p := r.read()
+	if p[0] != mysql.OK_HEADER {
+		r.t.Fatalf("prepare %q: %v", q, r.c.HandleErrorPacket(p))
+	}
+	id := binary.LittleEndian.Uint32(p[1:])
+	cols, params := int(binary.LittleEndian.Uint16(p[5:])), int(binary.LittleEndian.Uint16(p[7:]))
+	r.columns(params)
+	r.columns(cols)
+	return id, params
+}
+
+// longData stands for a parameter whose value went by COM_STMT_SEND_LONG_DATA.
+type longData struct{}
+
+// execute sends COM_STMT_EXECUTE; with bound it sets
+// new_params_bound_flag and sends the types, else it sends flag 0 and the
+// server (and lockproxy) must reuse the types of the last bound execute.
+func (r *rawConn) execute(id uint32, bound bool, args ...any) (*mysql.Result, []string, error) {
+	r.t.Helper()
+	b := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+	b = binary.LittleEndian.AppendUint32(append(b, 0), 1) // no cursor, one iteration
+	nulls := make([]byte, (len(args)+7)/8)
+	var types, vals []byte
+	for i, a := range args {
+		switch v := a.(type) {
+		case nil:
+			nulls[i/8] |= 1 << (i % 8)
+			types = append(types, mysql.MYSQL_TYPE_NULL, 0)
+		case int64:
+			types = append(types, mysql.MYSQL_TYPE_LONGLONG, 0)
+			vals = binary.LittleEndian.AppendUint64(vals, uint64(v))
+		case string:
+			types = append(types, mysql.MYSQL_TYPE_VAR_STRING, 0)
+			vals = append(mysql.AppendLengthEncodedInteger(vals, uint64(len(v))), v...)
+		case longData:
+			types = append(types, mysql.MYSQL_TYPE_BLOB, 0)
+		}
+	}
+	b = append(b, nulls...)
+	if bound {
+		b = append(append(b, 1), types...)
+	} else {
+		b = append(b, 0)
+	}
+	r.send(append(b, vals...)...)
+	return r.result(true)
+}
+
+func stmtPayload(cmd byte, id uint32, rest ...byte) []byte {
+	return append(binary.LittleEndian.AppendUint32([]byte{cmd}, id), rest...)
+}
+
+// changeUser sends COM_CHANGE_USER with a mysql_native_password answer
+// to the initial handshake's scramble and returns the outcome. A server may
+// insist on a fresh scramble (MariaDB does): then it sends an
+// AuthSwitchRequest, answered here over the new scramble.
+func (r *rawConn) changeUser(user, password, db string) error {
+	r.t.Helper()
+	auth := mysql.CalcNativePassword(r.salt, []byte(password))
+	b := append([]byte{mysql.COM_CHANGE_USER}, user...)
+	b = append(append(append(b, 0, byte(len(auth))), auth...), db...)
+	b = append(b, 0, 45, 0) // NUL, utf8mb4_general_ci
+	b = append(append(b, mysql.AUTH_NATIVE_PASSWORD...), 0)
+	r.send(append(b, 0)...) // no connection attributes (MariaDB wants the length)
+	p := r.read()
+	if p[0] == mysql.EOF_HEADER {
+		plugin, salt, _ := bytes.Cut(p[1:], []byte{0})
+		if string(plugin) != mysql.AUTH_NATIVE_PASSWORD {
+			r.t.Fatalf("COM_CHANGE_USER: switch to %q", plugin)
+		}
+		salt = bytes.TrimSuffix(salt, []byte{0})
+		if err := r.c.WritePacket(append(make([]byte, 4), mysql.CalcNativePassword(salt, []byte(password))...)); err != nil {
+			r.t.Fatal(err)
+		}
+		p = r.read()
+	}
+	switch p[0] {
+	case mysql.OK_HEADER:
+		return nil
+	case mysql.ERR_HEADER:
+		return r.c.HandleErrorPacket(p)
+	}
+	r.t.Fatalf("COM_CHANGE_USER: unexpected reply % x", p)
+	return nil
+}
+
+func wantRows(t *testing.T, what string, got []string, err error, want ...string) {
+	t.Helper()
+	if err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("%s: got %q (%v), want %q", what, got, err, want)
+	}
+}
+
+// wantError checks an error's code, and that its message starts with
+// "lockproxy: " exactly when lockproxy wrote it itself (own).
+func wantError(t *testing.T, what string, err error, code uint16, own bool) {
+	t.Helper()
+	var me *mysql.MyError
+	if !errors.As(err, &me) || me.Code != code {
+		t.Errorf("%s: got %v, want error %d", what, err, code)
+		return
+	}
+	if strings.HasPrefix(me.Message, "lockproxy: ") != own {
+		t.Errorf("%s: message %q: lockproxy's own errors, and only those, start with lockproxy:", what, me.Message)
+	}
+}
+
+func TestRawProtocol(t *testing.T) {
+	p := startProxy(t, nil)
+	for _, tg := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
+		for _, deprecateEOF := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deprecate_eof=%v", tg.name, deprecateEOF), func(t *testing.T) {
+				db := freshNamedDB(t, p, dbName(t, "a"))
+				other := freshNamedDB(t, p, dbName(t, "b"))
+				r := dialRaw(t, tg.addr, p.bed.User, p.bed.Password, db, deprecateEOF)
+				rawWorkload(t, r, p, db, other, tg.name == "proxy")
+			})
+		}
+	}
+}
+
+func rawWorkload(t *testing.T, r *rawConn, p *testProxy, db, other string, viaProxy bool) {
+	for _, q := range []string{"CREATE TABLE r (id INT PRIMARY KEY, v VARCHAR(20))",
+		"INSERT INTO r VALUES (1, 'one'), (2, 'two'), (3, 'three')", "CREATE TABLE lb (id INT PRIMARY KEY, b BLOB)"} {
+		if _, err := r.query(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	sel, n := r.prepare("SELECT id, v FROM r WHERE id = ? OR v = ? ORDER BY id")
+	if n != 2 {
+		t.Fatalf("prepare: %d parameters, want 2", n)
+	}
+	_, rows, err := r.execute(sel, true, int64(1), "three")
+	wantRows(t, "execute with types", rows, err, "1 one", "3 three")
+	_, rows, err = r.execute(sel, false, int64(2), "none")
+	wantRows(t, "re-execute with new_params_bound_flag 0", rows, err, "2 two")
+	_, rows, err = r.execute(sel, false, nil, "one")
+	wantRows(t, "re-execute with flag 0 and a NULL", rows, err, "1 one")
+	_, rows, err = r.execute(sel, true, "3", "two")
+	wantRows(t, "execute binding new types", rows, err, "2 two", "3 three")
+	_, rows, err = r.execute(sel, false, "1", "x")
+	wantRows(t, "re-execute with the new types", rows, err, "1 one")
+
+	ins, _ := r.prepare("INSERT INTO lb VALUES (?, ?)")
+	r.send(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, ins, append([]byte{1, 0}, "hello "...)...)...)
+	r.send(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, ins, append([]byte{1, 0}, "world"...)...)...)
+	if ok, _, err := r.execute(ins, true, int64(1), longData{}); err != nil || ok == nil || ok.AffectedRows != 1 {
+		t.Errorf("execute with long data: %v %v", ok, err)
+	}
+	r.send(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, ins, append([]byte{1, 0}, "junk"...)...)...)
+	r.send(stmtPayload(mysql.COM_STMT_RESET, ins)...)
+	if ok, _, err := r.result(false); err != nil || ok == nil {
+		t.Errorf("COM_STMT_RESET: %v %v", ok, err)
+	}
+	if _, _, err := r.execute(ins, true, int64(2), "fresh"); err != nil {
+		t.Errorf("execute after reset: %v", err)
+	}
+	rows, err = r.query("SELECT id, b FROM lb ORDER BY id")
+	wantRows(t, "long data and reset", rows, err, "1 hello world", "2 fresh")
+
+	r.send(stmtPayload(mysql.COM_STMT_CLOSE, sel)...)
+	_, _, err = r.execute(sel, true, int64(1), "x")
+	wantError(t, "execute a closed statement", err, mysql.ER_UNKNOWN_STMT_HANDLER, viaProxy)
+	r.send(mysql.COM_PING)
+	if ok, _, err := r.result(false); err != nil || ok == nil {
+		t.Errorf("COM_PING: %v %v", ok, err)
+	}
+
+	r.send(append([]byte{mysql.COM_FIELD_LIST}, "r\x00"...)...)
+	var names []string
+	for p := r.read(); !r.isEnd(p); p = r.read() {
+		f, err := mysql.FieldData(p).Parse()
+		if err != nil {
+			t.Fatalf("COM_FIELD_LIST: %v", err)
+		}
+		names = append(names, string(f.Name))
+	}
+	wantRows(t, "COM_FIELD_LIST", names, nil, "id", "v")
+
+	r.send(mysql.COM_STATISTICS)
+	if s := string(r.read()); !strings.HasPrefix(s, "Uptime: ") {
+		t.Errorf("COM_STATISTICS: %q", s)
+	}
+
+	r.send(append([]byte{mysql.COM_INIT_DB}, "lockproxy_no_such_db"...)...)
+	_, _, err = r.result(false)
+	wantError(t, "COM_INIT_DB to a missing database", err, mysql.ER_BAD_DB_ERROR, false)
+	rows, err = r.query("SELECT DATABASE()")
+	wantRows(t, "database after a failed COM_INIT_DB", rows, err, db)
+
+	rows, err = r.query("SET @u = 42")
+	wantRows(t, "SET @u", rows, err)
+	r.send(mysql.COM_RESET_CONNECTION)
+	if ok, _, err := r.result(false); err != nil || ok == nil {
+		t.Errorf("COM_RESET_CONNECTION: %v %v", ok, err)
+	}
+	rows, err = r.query("SELECT @u, DATABASE()")
+	wantRows(t, "after COM_RESET_CONNECTION", rows, err, "NULL "+db)
+	_, _, err = r.execute(ins, true, int64(3), "x")
+	wantError(t, "execute a statement dropped by COM_RESET_CONNECTION", err, mysql.ER_UNKNOWN_STMT_HANDLER, viaProxy)
+
+	r.query("SET @u = 7")
+	if err := r.changeUser(p.bed.User, p.bed.Password, other); err != nil {
+		t.Fatalf("COM_CHANGE_USER: %v", err)
+	}
+	rows, err = r.query("SELECT DATABASE(), @u, CURRENT_USER() LIKE '" + p.bed.User + "@%'")
+	wantRows(t, "after COM_CHANGE_USER", rows, err, other+" NULL 1")
+	err = r.changeUser(p.bed.User, "wrong-password", db)
+	wantError(t, "COM_CHANGE_USER with a wrong password", err, mysql.ER_ACCESS_DENIED_ERROR, viaProxy)
 }

@@ -31,16 +31,38 @@ type replicaState struct {
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
 func (s *session) replicaEligible(an *parser.Analysis, g guard) bool {
-	if s.srv.router == nil || an == nil || an.Unparsed || an.PrimaryHint || g.primary || len(g.keys) > 0 ||
-		s.inTxn() || s.pinnedPrimary || len(an.Stmts) == 0 {
+	if s.srv.router == nil || an == nil || s.inTxn() || s.pinnedPrimary {
 		return false
 	}
+	return primaryReason(an, g) == ""
+}
+
+// primaryReason says why a statement must run on the primary whatever the
+// session's state, or "" when it is a plain read a replica may serve.
+func primaryReason(an *parser.Analysis, g guard) string {
+	switch {
+	case an.Unparsed:
+		return "not parsed"
+	case an.PrimaryHint:
+		return "lockproxy:primary hint"
+	case g.primary:
+		return "rule " + g.rule + " routes to the primary"
+	case len(g.keys) > 0:
+		return "takes row locks"
+	case len(an.Stmts) == 0:
+		return "no statement"
+	}
 	for _, f := range an.Stmts {
-		if f.Kind != parser.KindSelect || f.Lock.Mode != parser.LockNone || f.Effects.Any() {
-			return false
+		switch {
+		case f.Kind != parser.KindSelect:
+			return string(f.Kind) + " statement"
+		case f.Lock.Mode != parser.LockNone:
+			return "locking read"
+		case f.Effects.Any():
+			return "session effects"
 		}
 	}
-	return true
+	return ""
 }
 
 // onReplica runs a read command on a replica and reports whether it did;

@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// Explanation is what lockproxy would do with one query text, for
+// `lockproxy explain`.
+type Explanation struct {
+	SQL        string
+	DB         string
+	Analysis   *parser.Analysis
+	InTxn      bool
+	Rule       string   // first matching rule, "" when none
+	Keys       []string // lock keys (rule: key)
+	NeedParams bool     // keys come from placeholders bound at execute time
+	Reject     string   // the error a rejected statement gets
+	Route      string   // primary | replica
+	RouteWhy   string
+}
+
+// Explain analyses sql as a session in database db would (inTxn: inside a
+// transaction) under rs and says what lockproxy would do, without talking
+// to any server. replicas says whether replicas are configured.
+func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool) (*Explanation, error) {
+	an, err := parser.Analyze(sql, db)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{SQL: sql, DB: db, Analysis: an, InTxn: inTxn}
+	var g guard
+	lc := rs.Config().Locks
+	if an.Unparsed {
+		g.add(rs.MatchUnparsed(an, db), lc)
+	} else {
+		for _, f := range an.Stmts {
+			d := rs.Match(f, db, inTxn)
+			e.NeedParams = e.NeedParams || d.NeedParams
+			g.add(d, lc)
+		}
+	}
+	e.Rule = g.rule
+	for _, k := range g.keys {
+		e.Keys = append(e.Keys, k.Rule+": "+k.Name)
+	}
+	if g.reject != nil {
+		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", g.reject.Code, g.reject.State, g.reject.Msg)
+	}
+	e.Route, e.RouteWhy = "primary", primaryReason(an, g)
+	switch {
+	case e.RouteWhy != "":
+	case !replicas:
+		e.RouteWhy = "no replicas configured"
+	case inTxn:
+		e.RouteWhy = "inside a transaction"
+	default:
+		e.Route, e.RouteWhy = "replica", "autocommit plain read (a healthy replica within max_replica_lag, else the primary)"
+	}
+	return e, nil
+}
+
+// Print writes e for a person to read.
+func (e *Explanation) Print(w io.Writer) {
+	fmt.Fprintf(w, "sql:        %s\n", e.SQL)
+	fmt.Fprintf(w, "database:   %s\n", orNone(e.DB))
+	if e.Analysis.Unparsed {
+		fmt.Fprintf(w, "parsed:     no (%s); tables by lexical scan: %s\n", e.Analysis.ParseError, tableList(e.Analysis.LexTables))
+	}
+	for i, f := range e.Analysis.Stmts {
+		fmt.Fprintf(w, "statement %d: kind=%s lock=%s tables=%s params=%d", i+1, f.Kind, f.Lock.Mode, tableList(f.Tables), f.Params)
+		if f.Effects.Any() {
+			fmt.Fprint(w, " session-effects")
+		}
+		if f.ImplicitCommit {
+			fmt.Fprint(w, " implicit-commit")
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "rule:       %s\n", orNone(e.Rule))
+	switch {
+	case e.NeedParams && len(e.Keys) == 0:
+		fmt.Fprintln(w, "locks:      from the parameters bound at execute time")
+	case len(e.Keys) == 0:
+		fmt.Fprintln(w, "locks:      none")
+	default:
+		fmt.Fprintf(w, "locks:      %s\n", strings.Join(e.Keys, ", "))
+	}
+	if e.Reject != "" {
+		fmt.Fprintf(w, "rejected:   %s\n", e.Reject)
+	}
+	fmt.Fprintf(w, "route:      %s (%s)\n", e.Route, e.RouteWhy)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func tableList(ts []parser.TableRef) string {
+	if len(ts) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, t := range ts {
+		s := t.Qualified()
+		if t.Write {
+			s += "(write)"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ",")
+}
