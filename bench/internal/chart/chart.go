@@ -60,8 +60,15 @@ func Bars(path string, l Labels, categories []string, series []Series, refs ...R
 		p.Legend.Add(s.Name, b)
 	}
 	p.Legend.Top = true
+	top := 0.0
+	for _, s := range series {
+		for _, v := range s.Values {
+			top = max(top, v)
+		}
+	}
+	p.Y.Max = top * 1.3 // room for the legend above the highest bar
 	p.NominalX(categories...)
-	if len(categories) > 4 {
+	if len(categories) > 2 {
 		p.X.Tick.Label.Rotation = math.Pi / 6
 		p.X.Tick.Label.XAlign = draw.XRight
 		p.X.Tick.Label.YAlign = draw.YTop
@@ -115,12 +122,13 @@ func newPlot(l Labels) *plot.Plot {
 
 // addRefs draws each reference as a dashed line from x=-0.5 to xmax.
 func addRefs(p *plot.Plot, xmax float64, refs []Ref) error {
-	for _, r := range refs {
+	refColors := []color.Color{color.RGBA{R: 200, A: 255}, color.RGBA{R: 90, G: 90, B: 90, A: 255}}
+	for i, r := range refs {
 		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: r.Value}, {X: xmax, Y: r.Value}})
 		if err != nil {
 			return fmt.Errorf("chart: reference %s: %w", r.Label, err)
 		}
-		l.Color = color.RGBA{R: 200, A: 255}
+		l.Color = refColors[i%len(refColors)]
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		l.Width = vg.Points(1.5)
 		p.Add(l)

@@ -106,19 +106,18 @@ func rwQueries(cells []Cell) string {
 
 // charts draws the ratio and qps charts into plotDir and returns their names.
 func (s *Scenario) charts(d Data, plotDir string) ([]string, error) {
+	groups, ratios := ratioSeries(d.Cells)
 	var labels []string
-	ratio := chart.Series{Name: "proxy / direct qps"}
 	direct, proxy := chart.Series{Name: "direct"}, chart.Series{Name: "through lockproxy"}
 	for _, c := range d.Cells {
 		labels = append(labels, c.Label())
-		ratio.Values = append(ratio.Values, c.Ratio)
 		direct.Values = append(direct.Values, c.Direct.QPS)
 		proxy.Values = append(proxy.Values, c.Proxy.QPS)
 	}
 	names := []string{"overhead-ratio.png", "overhead-qps.png"}
 	err := chart.Bars(filepath.Join(plotDir, names[0]),
-		chart.Labels{Title: "lockproxy overhead: throughput through the proxy / direct (median of rounds)", Y: "ratio"},
-		labels, []chart.Series{ratio}, chart.Ref{Value: TargetRatio8, Label: fmt.Sprintf("target at 8 threads: %.2f", TargetRatio8)}, chart.Ref{Value: 1, Label: "direct"})
+		chart.Labels{Title: "lockproxy overhead: qps through the proxy / direct (median of paired rounds)", Y: "ratio"},
+		groups, ratios, chart.Ref{Value: TargetRatio8, Label: fmt.Sprintf("target at 8 threads: %.2f", TargetRatio8)}, chart.Ref{Value: 1, Label: "same as direct"})
 	if err != nil {
 		return nil, err
 	}
@@ -129,4 +128,40 @@ func (s *Scenario) charts(d Data, plotDir string) ([]string, error) {
 		return nil, err
 	}
 	return names, nil
+}
+
+// ratioSeries groups the ratios by workload and threads, one series per
+// --db-ps-mode.
+func ratioSeries(cells []Cell) ([]string, []chart.Series) {
+	var groups, modes []string
+	at := map[string]map[string]float64{}
+	for _, c := range cells {
+		g := fmt.Sprintf("%s %dt", short(c.Test), c.Threads)
+		if at[g] == nil {
+			at[g] = map[string]float64{}
+			groups = append(groups, g)
+		}
+		if !contains(modes, c.PSMode) {
+			modes = append(modes, c.PSMode)
+		}
+		at[g][c.PSMode] = c.Ratio
+	}
+	var series []chart.Series
+	for _, m := range modes {
+		s := chart.Series{Name: "--db-ps-mode=" + m}
+		for _, g := range groups {
+			s.Values = append(s.Values, at[g][m])
+		}
+		series = append(series, s)
+	}
+	return groups, series
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
