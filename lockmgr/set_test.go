@@ -34,7 +34,7 @@ func (g *grantAll) Acquire(_ context.Context, o lockmgr.Owner, keys []lockmgr.Ke
 	return l, nil
 }
 func (g *grantAll) Snapshot() []lockmgr.Entry { return nil }
-func (g *grantAll) Close() error             { return nil }
+func (g *grantAll) Close() error              { return nil }
 
 func TestSet(t *testing.T) {
 	ctx := context.Background()

@@ -14,10 +14,15 @@ import (
 // forever is the validity of a memory lease: it never expires on its own.
 const forever = 100 * 365 * 24 * time.Hour
 
+// slowWait: a wait at least this long is logged with rule, key, waiter and
+// holder.
+const slowWait = time.Second
+
 // Locker is a lockmgr.Locker whose locks live in this process. Safe for
 // concurrent use.
 type Locker struct {
 	t      *table
+	log    *zap.Logger
 	ledger *lockmgr.Ledger
 	once   sync.Once
 	closed chan struct{}
@@ -28,17 +33,19 @@ var _ lockmgr.Locker = (*Locker)(nil)
 // New makes a Locker with its own lock table. log gets a warning that the
 // locks are not distributed; m (may be nil) records metrics.
 func New(log *zap.Logger, m *lockmgr.Metrics) *Locker {
-	if log != nil {
+	if log == nil {
+		log = zap.NewNop()
+	} else {
 		log.Warn("lock backend is memory: locks are held in this process only and are NOT shared with other lockproxy instances; run one instance or use a distributed backend")
 	}
-	return &Locker{t: newTable(), ledger: lockmgr.NewLedger(m), closed: make(chan struct{})}
+	return &Locker{t: newTable(), log: log, ledger: lockmgr.NewLedger(m), closed: make(chan struct{})}
 }
 
 // Share returns another Locker on the same lock table, with its own
 // Snapshot and Close, as a second proxy instance would be if the table were
 // distributed. Tests use it.
 func (l *Locker) Share() *Locker {
-	return &Locker{t: l.t, ledger: lockmgr.NewLedger(l.ledger.Metrics()), closed: make(chan struct{})}
+	return &Locker{t: l.t, log: l.log, ledger: lockmgr.NewLedger(l.ledger.Metrics()), closed: make(chan struct{})}
 }
 
 // Acquire implements lockmgr.Locker.
@@ -86,6 +93,13 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 		return fence, nil
 	}
 	defer l.ledger.Wait(o, k)()
+	start, holder := time.Now(), l.holder(k.Name)
+	defer func() {
+		if waited := time.Since(start); waited >= slowWait {
+			l.log.Info("slow lock wait", zap.String("rule", k.Rule), zap.String("key", k.Name),
+				zap.String("waiter", o.ID()), zap.String("holder", holder), zap.Duration("waited", waited))
+		}
+	}()
 	for {
 		select {
 		case <-w.signal:
@@ -113,6 +127,16 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 		}
 		l.t.mu.Unlock()
 	}
+}
+
+// holder names the owner holding key now ("" if none).
+func (l *Locker) holder(key string) string {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	if ks := l.t.keys[key]; ks != nil {
+		return ks.holder.ID()
+	}
+	return ""
 }
 
 func (l *Locker) release(o lockmgr.Owner, keys []lockmgr.Key) {

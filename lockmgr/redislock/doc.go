@@ -42,8 +42,9 @@
 // checked against the server's uptime, and while the server is younger than
 // one ttl every grant is undone and retried later, so a key is never
 // granted while a lease from before the restart may still be valid.
-// A Sentinel/replica failover that loses writes is not detected this way:
-// see README-like notes in the package tests and the integrator report.
+// A Sentinel or Cluster failover to a replica that had not yet received a
+// grant is not detected this way (the new master has been up for long);
+// like every single-master Redis lock, that window stays open.
 //
 // The package imports only lockmgr among lockproxy packages and must never
 // import another.

@@ -30,6 +30,9 @@ type Options struct {
 	// still only grow after it expires (they are seeded from server time).
 	// Default 24h.
 	FenceTTL time.Duration
+	// SlowWait: a wait at least this long is logged (Info) with rule, key,
+	// waiter and holder. Default 1s.
+	SlowWait time.Duration
 	// Logger gets warnings (renewal failures, lost leases). Default no-op.
 	Logger *zap.Logger
 	// Metrics, if not nil, records the lock metrics.
@@ -55,6 +58,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.FenceTTL <= 0 {
 		v.FenceTTL = 24 * time.Hour
+	}
+	if v.SlowWait <= 0 {
+		v.SlowWait = time.Second
 	}
 	if v.Logger == nil {
 		v.Logger = zap.NewNop()

@@ -43,6 +43,7 @@ func (l *Locker) renewLoop() {
 func (l *Locker) renewAll() bool {
 	type item struct {
 		h    *held
+		n    int // keys renewed
 		cmds []*redis.Cmd
 	}
 	l.mu.Lock()
@@ -57,6 +58,7 @@ func (l *Locker) renewAll() bool {
 		for _, k := range it.h.keys {
 			keys[i] = append(keys[i], l.names(k.Name).lock)
 		}
+		items[i].n = len(it.h.keys)
 	}
 	l.mu.Unlock()
 	if len(items) == 0 {
@@ -82,13 +84,15 @@ func (l *Locker) renewAll() bool {
 	}
 	until := sent.Add(l.validity())
 	for _, it := range items {
-		l.renewed(it.h, it.cmds, until)
+		l.renewed(it.h, it.n, it.cmds, until)
 	}
 	return err == nil
 }
 
-// renewed applies the replies of one lease's renew calls.
-func (l *Locker) renewed(h *held, cmds []*redis.Cmd, until time.Time) {
+// renewed applies the replies of the renew calls for the first n keys of
+// h. Validity is extended only if no key was granted since (those were not
+// renewed by this round).
+func (l *Locker) renewed(h *held, n int, cmds []*redis.Cmd, until time.Time) {
 	lost, wounded := false, false
 	for _, c := range cmds {
 		v, err := c.Int64()
@@ -113,7 +117,7 @@ func (l *Locker) renewed(h *held, cmds []*redis.Cmd, until time.Time) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h.lost == nil && !h.released {
+	if h.lost == nil && !h.released && len(h.keys) == n {
 		h.validUntil = until
 		if h.keeper != nil {
 			h.keeper.Extend(until)

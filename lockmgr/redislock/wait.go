@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,6 +16,7 @@ type try struct {
 	status int64 // 1 granted, 0 held by another, 2 free but not our turn
 	fence  uint64
 	pttl   time.Duration // holder's remaining lease when held
+	holder string        // holder's owner id when held
 }
 
 // attempt is the state of one Acquire's wait for one key.
@@ -27,44 +29,53 @@ type attempt struct {
 	queued   bool // a ticket (or an unseen grant) may be in Redis
 	sub      bool // subscribed to the key's wake-up channel
 	waitDone func()
+	start    time.Time
+	holder   string // last holder seen, for the slow-wait log
 }
 
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
 // nothing of k is left in Redis.
 func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.join(k.Name, h.owner)}
-	defer a.end()
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.join(k.Name, h.owner), start: time.Now()}
+	var err error
+	defer func() { a.end(err) }()
 	for {
 		if !l.isHead(k.Name, a.w) {
-			if err := a.sleep(ctx, -1); err != nil {
+			if err = a.sleep(ctx, -1); err != nil {
 				return 0, err
 			}
 			continue
 		}
 		if wait := l.restart.remaining(); wait > 0 {
-			if err := a.sleep(ctx, wait); err != nil {
+			if err = a.sleep(ctx, wait); err != nil {
 				return 0, err
 			}
 			continue
 		}
 		dials := l.restart.dials.Load()
 		sent := time.Now()
-		r, err := a.run(ctx)
-		if err != nil {
-			return 0, a.fail(classify(ctx, k, err))
+		var r try
+		if r, err = a.run(ctx); err != nil {
+			err = a.fail(classify(ctx, k, err))
+			return 0, err
 		}
 		if r.status == 1 {
-			if ok, err := a.checkRestart(ctx, dials); err != nil || !ok {
-				if err != nil {
-					return 0, a.fail(err)
-				}
+			var ok bool
+			if ok, err = a.checkRestart(ctx, dials); err != nil {
+				err = a.fail(err)
+				return 0, err
+			}
+			if !ok {
 				continue
 			}
 			a.queued = false
 			l.granted(h, k, sent)
 			return r.fence, nil
 		}
-		if err := a.afterMiss(ctx, r); err != nil {
+		if r.holder != "" {
+			a.holder = r.holder
+		}
+		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
 	}
@@ -131,14 +142,28 @@ func (a *attempt) run(ctx context.Context) (try, error) {
 	v, err := l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
 		a.h.tok, a.h.owner.ID(), a.h.owner.Priority(), l.opt.TTL.Milliseconds(),
 		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds()).Int64Slice()
+		l.opt.FenceTTL.Milliseconds()).Slice()
 	if err != nil {
 		return try{}, err
 	}
-	if len(v) != 3 {
+	var r try
+	var pttl int64
+	var ok [3]bool
+	if len(v) >= 3 {
+		r.status, ok[0] = v[0].(int64)
+		var f int64
+		f, ok[1] = v[1].(int64)
+		r.fence = uint64(f)
+		pttl, ok[2] = v[2].(int64)
+	}
+	if !ok[0] || !ok[1] || !ok[2] {
 		return try{}, fmt.Errorf("redislock: acquire script returned %v", v)
 	}
-	return try{status: v[0], fence: uint64(v[1]), pttl: time.Duration(v[2]) * time.Millisecond}, nil
+	r.pttl = time.Duration(pttl) * time.Millisecond
+	if len(v) == 4 {
+		r.holder, _ = v[3].(string)
+	}
+	return r, nil
 }
 
 // fail cleans up after a failed wait: compare-and-delete the key (the
@@ -157,8 +182,18 @@ func (a *attempt) fail(err error) error {
 	return err
 }
 
-// end leaves the local queue, the subscription and the ledger.
-func (a *attempt) end() {
+// end leaves the local queue, the subscription and the ledger, and logs a
+// wait longer than SlowWait with the holder last seen.
+func (a *attempt) end(err error) {
+	if waited := time.Since(a.start); a.waitDone != nil && waited >= a.l.opt.SlowWait {
+		holder := a.holder
+		if i := strings.IndexByte(holder, 0); i >= 0 {
+			holder = holder[:i]
+		}
+		a.l.opt.Logger.Info("slow lock wait", zap.String("rule", a.k.Rule), zap.String("key", a.k.Name),
+			zap.String("waiter", a.h.owner.ID()), zap.String("holder", holder),
+			zap.Duration("waited", waited), zap.Error(err))
+	}
 	a.l.leave(a.k.Name, a.w)
 	if a.sub {
 		a.l.notify.unsubscribe(a.n.channel)
