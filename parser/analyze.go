@@ -173,8 +173,8 @@ func (c *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // analyzeStmt gathers the facts of one parsed statement.
 func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int) *Facts {
-	f := &Facts{Node: stmt, Text: strings.TrimSpace(stmt.Text())}
-	an := &analyzer{f: f, db: strings.ToLower(currentDB), params: params}
+	f := &Facts{Node: stmt, Text: strings.Trim(stmt.Text(), " \t\r\n;")}
+	an := &analyzer{f: f, db: strings.ToLower(currentDB), params: params, budget: workBudget}
 	f.Kind = an.classify(stmt)
 	switch f.Kind {
 	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:

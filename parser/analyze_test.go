@@ -153,6 +153,45 @@ func TestPredicateBounds(t *testing.T) {
 	}
 }
 
+// TestHostileBounded checks that texts built to blow up the DNF end in
+// Unkeyed predicates (the work budget) rather than in huge facts.
+func TestHostileBounded(t *testing.T) {
+	in := make([]string, 1000)
+	for i := range in {
+		in[i] = fmt.Sprint(i)
+	}
+	ors := make([]string, 50000)
+	for i := range ors {
+		ors[i] = fmt.Sprintf("a = %d", i)
+	}
+	t.Run("many joins", func(t *testing.T) {
+		sql := "SELECT * FROM t0" + strings.Repeat(" JOIN t1 ON a = 1", 200) +
+			" WHERE a IN (" + strings.Join(in, ",") + ")"
+		f := one(t, sql)
+		if len(f.Tables) != 201 || !f.Tables[200].Where.Unkeyed {
+			t.Fatalf("tables=%d last=%+v", len(f.Tables), f.Tables[len(f.Tables)-1].Where)
+		}
+	})
+	t.Run("long OR chain", func(t *testing.T) {
+		p := one(t, "SELECT * FROM t WHERE "+strings.Join(ors, " OR ")).Tables[0].Where
+		if p.Unkeyed || len(p.Or) != len(ors) {
+			t.Fatalf("unkeyed=%v conj=%d", p.Unkeyed, len(p.Or))
+		}
+	})
+	t.Run("deep parentheses", func(t *testing.T) {
+		p := one(t, "SELECT * FROM t WHERE "+strings.Repeat("(", 3000)+"a = 1"+strings.Repeat(")", 3000)).Tables[0].Where
+		if tu, ok := p.Keys([]string{"a"}); !ok || tu[0][0].Int != 1 {
+			t.Fatalf("keys %v %v", tu, ok)
+		}
+	})
+	t.Run("alternating", func(t *testing.T) {
+		p := one(t, "SELECT * FROM t WHERE "+strings.Repeat("(a = 1 OR a = 2) AND ", 40)+"b = 1").Tables[0].Where
+		if !p.Unkeyed {
+			t.Fatalf("2^40 conjunctions not given up: %d", len(p.Or))
+		}
+	})
+}
+
 func TestParamsTextOrder(t *testing.T) {
 	a := mustAnalyze(t, "INSERT INTO w (a, b) VALUES (?, ?) ON DUPLICATE KEY UPDATE b = b + ?; UPDATE w SET b = ? WHERE a = ? LIMIT ?", "shop")
 	if a.Params != 6 || len(a.Stmts) != 2 {

@@ -82,7 +82,8 @@ type Facts struct {
 	// Node is the parsed statement. Shared: never modify it; to rewrite,
 	// parse again (ParseOne) and modify that copy.
 	Node ast.StmtNode
-	// Text is this statement's own text (of a multi-statement string).
+	// Text is this statement's own text (of a multi-statement string),
+	// without surrounding blanks and semicolons.
 	Text string
 
 	// ParamBase is the index of this statement's first `?` in the whole text;
@@ -197,8 +198,9 @@ type Predicate struct {
 	// to column = value atoms (and was dropped as above).
 	Residual bool
 	// Unkeyed is true when nothing can be said: the DNF would exceed
-	// MaxAtoms atoms, or an INSERT takes its rows from a SELECT or lists no
-	// columns.
+	// MaxAtoms atoms (a product of disjunctions) or 131072 atoms (any), the
+	// statement's analysis budget ran out (texts built to blow up), or an
+	// INSERT takes its rows from a SELECT or lists no columns.
 	Unkeyed bool
 }
 

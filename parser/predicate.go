@@ -6,9 +6,14 @@ import (
 )
 
 // hardMaxAtoms caps every predicate, even one that grows only linearly
-// (a long IN list ANDed with many equalities), so that no text makes the
-// analysis slow or large.
-const hardMaxAtoms = 1 << 20
+// (a long IN list ANDed with many equalities).
+const hardMaxAtoms = 1 << 17
+
+// workBudget bounds the work of all predicates of one statement (nodes
+// visited plus atoms copied), so that no text makes the analysis slow: a
+// statement that exhausts it gets Unkeyed predicates for the remaining
+// tables.
+const workBudget = 1 << 19
 
 // predBuilder turns a condition into DNF for one table: atoms on other
 // tables and irreducible parts count as TRUE (and set residual).
@@ -42,14 +47,19 @@ func atomCount(d []Conj) int {
 // buildPredicate is the predicate that the ANDed conds put on table t.
 func buildPredicate(an *analyzer, conds []ast.ExprNode, t scopeTable) *Predicate {
 	b := &predBuilder{an: an, t: t}
-	d := trueDNF()
-	for _, c := range conds {
-		d = b.and(d, b.expr(c))
-		if b.overflow {
-			return &Predicate{Residual: true, Unkeyed: true}
-		}
+	d := b.andAll(conds)
+	if b.overflow {
+		return &Predicate{Residual: true, Unkeyed: true}
 	}
 	return &Predicate{Or: d, Residual: b.residual}
+}
+
+// spend charges n units of work to the statement; false once it is spent.
+func (b *predBuilder) spend(n int) bool {
+	if b.an.budget -= n; b.an.budget < 0 {
+		b.overflow = true
+	}
+	return !b.overflow
 }
 
 // opaque is a condition that says nothing usable about t.
@@ -59,18 +69,16 @@ func (b *predBuilder) opaque() []Conj {
 }
 
 func (b *predBuilder) expr(e ast.ExprNode) []Conj {
-	if b.overflow {
+	if !b.spend(1) {
 		return trueDNF()
 	}
-	switch x := e.(type) {
-	case *ast.ParenthesesExpr:
-		return b.expr(x.Expr)
+	switch x := unparen(e).(type) {
 	case *ast.BinaryOperationExpr:
 		switch x.Op {
 		case opcode.LogicAnd:
-			return b.and(b.expr(x.L), b.expr(x.R))
+			return b.andAll(flatten(x, opcode.LogicAnd))
 		case opcode.LogicOr:
-			return b.or(b.expr(x.L), b.expr(x.R))
+			return b.orAll(flatten(x, opcode.LogicOr))
 		case opcode.EQ, opcode.NullEQ:
 			return b.eq(x.L, x.R)
 		}
@@ -82,17 +90,81 @@ func (b *predBuilder) expr(e ast.ExprNode) []Conj {
 	return b.opaque()
 }
 
+// flatten lists the operands of a chain of one logical operator, left to
+// right, without recursion (a chain may be thousands long).
+func flatten(e ast.ExprNode, op opcode.Op) []ast.ExprNode {
+	var out []ast.ExprNode
+	stack := []ast.ExprNode{e}
+	for len(stack) > 0 {
+		n := unparen(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
+		if bin, ok := n.(*ast.BinaryOperationExpr); ok && bin.Op == op {
+			stack = append(stack, bin.R, bin.L)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// andAll is the DNF of the conjunction of terms: the single-conjunction
+// terms merge into one conjunction in linear time, then the product with
+// each disjunction is taken.
+func (b *predBuilder) andAll(terms []ast.ExprNode) []Conj {
+	var single Conj
+	var multis [][]Conj
+	for _, t := range terms {
+		d := b.expr(t)
+		if b.overflow {
+			return trueDNF()
+		}
+		if len(d) == 1 {
+			single = append(single, d[0]...)
+		} else {
+			multis = append(multis, d)
+		}
+	}
+	if !b.spend(len(single)) {
+		return trueDNF()
+	}
+	out := []Conj{single}
+	for _, m := range multis {
+		if out = b.and(out, m); b.overflow {
+			return trueDNF()
+		}
+	}
+	return out
+}
+
+// orAll is the DNF of the disjunction of terms; TRUE absorbs everything.
+func (b *predBuilder) orAll(terms []ast.ExprNode) []Conj {
+	var out []Conj
+	n := 0
+	for _, t := range terms {
+		d := b.expr(t)
+		if b.overflow || isTrue(d) {
+			return trueDNF()
+		}
+		if n += atomCount(d); n > hardMaxAtoms || !b.spend(len(d)) {
+			b.overflow = true
+			return trueDNF()
+		}
+		out = append(out, d...)
+	}
+	return out
+}
+
 // and is the cross product of two DNFs, bounded by MaxAtoms when both
-// sides are disjunctions and by hardMaxAtoms always.
+// sides are disjunctions, by hardMaxAtoms always, and by the budget.
 func (b *predBuilder) and(l, r []Conj) []Conj {
-	if isTrue(l) && len(l) == 1 {
+	if len(l) == 1 && len(l[0]) == 0 {
 		return r
 	}
-	if isTrue(r) && len(r) == 1 {
+	if len(r) == 1 && len(r[0]) == 0 {
 		return l
 	}
 	size := len(r)*atomCount(l) + len(l)*atomCount(r)
-	if size > hardMaxAtoms || (size > MaxAtoms && len(l) > 1 && len(r) > 1) {
+	if size > hardMaxAtoms || (size > MaxAtoms && len(l) > 1 && len(r) > 1) || !b.spend(size) {
 		b.overflow = true
 		return trueDNF()
 	}
@@ -107,19 +179,6 @@ func (b *predBuilder) and(l, r []Conj) []Conj {
 	return out
 }
 
-// or is the union of two DNFs; TRUE absorbs everything.
-func (b *predBuilder) or(l, r []Conj) []Conj {
-	if isTrue(l) || isTrue(r) {
-		return trueDNF()
-	}
-	if atomCount(l)+atomCount(r) > hardMaxAtoms {
-		b.overflow = true
-		return trueDNF()
-	}
-	// Each DNF is built fresh and used once, so l may grow in place.
-	return append(l, r...)
-}
-
 // eq handles `l = r` and `l <=> r`: column = constant either way round, and
 // row constructors element by element.
 func (b *predBuilder) eq(l, r ast.ExprNode) []Conj {
@@ -131,7 +190,9 @@ func (b *predBuilder) eq(l, r ast.ExprNode) []Conj {
 		}
 		d := trueDNF()
 		for i := range lr.Values {
-			d = b.and(d, b.eq(lr.Values[i], rr.Values[i]))
+			if d = b.and(d, b.eq(lr.Values[i], rr.Values[i])); b.overflow {
+				return trueDNF()
+			}
 		}
 		return d
 	}
@@ -176,7 +237,7 @@ func (b *predBuilder) in(e ast.ExprNode, list []ast.ExprNode) []Conj {
 		b.residual = true
 		return trueDNF()
 	}
-	if len(list) > hardMaxAtoms {
+	if len(list) > hardMaxAtoms || !b.spend(len(list)) {
 		b.overflow = true
 		return trueDNF()
 	}

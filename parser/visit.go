@@ -15,6 +15,8 @@ type analyzer struct {
 	scoped bool
 	// ctes are the names of common table expressions seen so far.
 	ctes map[string]struct{}
+	// budget is the work left for predicates (see workBudget).
+	budget int
 }
 
 // Enter implements ast.Visitor.
