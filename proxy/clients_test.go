@@ -133,6 +133,9 @@ func TestMariaDBCLI(t *testing.T) {
 			[]string{"a\n1\nb\tc\nx\tNULL\n", "Warning\t1365\tDivision by 0"}, nil, 0},
 		{"show_warnings_flag", []string{"--batch", "--show-warnings", "-e", "SELECT 1/0, CAST('12abc' AS INT)"}, "",
 			[]string{"NULL\t12\n", "Warning (Code 1292): Truncated incorrect INTEGER value: '12abc'"}, nil, 0},
+		{"server_default_charset", []string{"--batch", "--skip-column-names", "--default-character-set=latin1", "-e",
+			"SELECT @@character_set_client, @@collation_connection, HEX('é'), 'é'"}, "",
+			[]string{"latin1\tlatin1_swedish_ci\t"}, nil, 0},
 		{"error_stops_without_force", []string{"--batch", "-e", "SELECT 1; SELECT * FROM nowhere; SELECT 2"}, "",
 			[]string{"1\n1\n"}, []string{"ERROR 1146 (42S02) at line 1: Table '<db>.nowhere' doesn't exist"}, 1},
 	}
@@ -143,7 +146,7 @@ func TestMariaDBCLI(t *testing.T) {
 				db := freshNamedDB(t, p, dbName(t, tg.name))
 				host, port := splitAddr(t, tg.addr)
 				args := append([]string{"--no-defaults", "-h", host, "-P", port, "-u", p.bed.User, "-p" + p.bed.Password,
-					"--default-character-set=utf8mb4", db}, c.args...)
+					"--default-character-set=utf8mb4", db}, c.args...) // a later option wins
 				got := runClient(t, db, nil, c.script, cli, args...)
 				if i == 0 {
 					direct = got

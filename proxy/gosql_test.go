@@ -208,7 +208,8 @@ func TestGoSQLWorkloads(t *testing.T) {
 		{"rows_affected", "", workloadAffected, []string{"affected=0"}},
 		{"found_rows", "clientFoundRows=true", workloadAffected, []string{"affected=1"}},
 		{"warnings", "", workloadWarnings, []string{"1265", "1365"}},
-		{"errors", "", workloadErrors, []string{"ERROR 1062 (23000)", "ERROR 1064 (42000)", "ERROR 1146 (42S02)"}},
+		{"errors", "", workloadErrors, []string{"ERROR 1062 (23000)", "ERROR 1064 (42000)", "ERROR 1146 (42S02)",
+			"rows error: ERROR 1242 (21000)"}},
 		{"types", "", workloadTypes, []string{`"\x00\x01\x00\xff"`, `"18446744073709551615"`}},
 	}
 	for _, m := range protocolModes {
@@ -343,6 +344,9 @@ func workloadErrors(t *testing.T, db *sql.DB, tr *transcript) {
 	tr.query(db, "SELECT * FROM missing_table")
 	tr.query(db, "SELECT missing_column FROM u")
 	tr.exec(db, "INSERT INTO u VALUES (?, ?)", nil, "c@x")
+	// An error after the first row: the result set ends in ERR.
+	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3")
+	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3 WHERE seq > ?", 0)
 	tr.query(db, "SELECT COUNT(*) FROM u")
 }
 
