@@ -143,7 +143,15 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: analyse, guard, forward, and release what the
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
+	if isShow(p[1:]) {
+		if done, err := s.showLockproxy(p[1:]); done {
+			return err
+		}
+	}
 	an := s.analyze(p[1:])
+	if an != nil {
+		s.current.Store(&an.SQL)
+	}
 	g := s.guardFor(an, nil)
 	ok, err := s.beforeCommand(g)
 	if !ok {
@@ -198,6 +206,15 @@ func (s *session) track(an *parser.Analysis) {
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// isShow is a cheap test for a statement starting with SHOW.
+func isShow(q []byte) bool {
+	i := 0
+	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
+		i++
+	}
+	return len(q)-i > 4 && (q[i]|0x20) == 's' && (q[i+1]|0x20) == 'h' && (q[i+2]|0x20) == 'o' && (q[i+3]|0x20) == 'w'
 }
 
 // mayChangeDB is a cheap lexical test for a USE statement in q.

@@ -51,6 +51,7 @@ type Server struct {
 	rules      atomic.Pointer[rules.RuleSet]
 	router     *router.Router // nil when no replicas are configured
 	reg        prometheus.Registerer
+	started    time.Time
 	hardCtx    context.Context // cancelled when the shutdown grace ends
 	hardCancel context.CancelFunc
 
@@ -85,6 +86,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		sessions:   make(map[uint32]*session),
 		locker:     opts.Locker,
 		reg:        opts.Registry,
+		started:    time.Now(),
 		instance:   opts.Instance,
 		analyzer:   parser.NewCache(analysisCacheSize),
 	}

@@ -57,6 +57,10 @@ type session struct {
 	txnSeq uint64
 	ctx    context.Context // ends when the proxy shuts down for good
 
+	// current is the text of the statement being served (when analysed),
+	// for /debug/locks.
+	current atomic.Pointer[string]
+
 	// Published for the Server's shutdown: the session waits for a command
 	// (idle) and whether a transaction is open (txnOpen).
 	idle    atomic.Bool

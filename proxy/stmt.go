@@ -125,6 +125,9 @@ func (s *session) execute(p []byte) error {
 			return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "%v", err))
 		}
 	}
+	if st.an != nil {
+		s.current.Store(&st.query)
+	}
 	longSent := st.longSent
 	st.long, st.longSent = nil, false
 	g := s.guardFor(st.an, params)

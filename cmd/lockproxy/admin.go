@@ -14,7 +14,8 @@ import (
 )
 
 // startAdmin serves /metrics, /healthz and /readyz on addr (loopback by default).
-func startAdmin(addr string, srv *proxy.Server, reg *prometheus.Registry, log *zap.Logger) (*http.Server, error) {
+// /readyz fails when the primary or the lock service cannot be reached.
+func startAdmin(addr string, srv *proxy.Server, lockPing func(context.Context) error, reg *prometheus.Registry, log *zap.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -24,11 +25,16 @@ func startAdmin(addr string, srv *proxy.Server, reg *prometheus.Registry, log *z
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := srv.Ready(ctx); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			http.Error(w, "not ready: primary: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := lockPing(ctx); err != nil {
+			http.Error(w, "not ready: lock service: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
+	mux.Handle("/debug/locks", srv.DebugLocks())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)

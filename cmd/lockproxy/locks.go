@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -13,24 +14,31 @@ import (
 	"go.uber.org/zap"
 )
 
-// newLocker builds the lock backend rules.yaml names. The returned close
-// function releases what the backend holds and closes its client.
-func newLocker(cfg rules.LockConfig, reg prometheus.Registerer, log *zap.Logger) (lockmgr.Locker, func(), error) {
+// lockBackend is the lock service as the process uses it.
+type lockBackend struct {
+	locker lockmgr.Locker
+	close  func()
+	// ping reports whether the lock service answers (for /readyz).
+	ping func(ctx context.Context) error
+}
+
+// newLocker builds the lock backend rules.yaml names.
+func newLocker(cfg rules.LockConfig, reg prometheus.Registerer, log *zap.Logger) (*lockBackend, error) {
 	m, err := lockmgr.NewMetrics(reg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	switch cfg.Backend {
 	case "", "memory":
 		l := memlock.New(log, m)
-		return l, func() { _ = l.Close() }, nil
+		return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
 	case "redis":
 		rc := cfg.Redis
 		if rc == nil || len(rc.Addrs) == 0 {
-			return nil, nil, fmt.Errorf("lockproxy: locks.redis.addrs is required for the redis backend")
+			return nil, fmt.Errorf("lockproxy: locks.redis.addrs is required for the redis backend")
 		}
 		if rc.Mode == "redlock" {
-			return nil, nil, fmt.Errorf("lockproxy: locks.redis.mode redlock is not available in this build")
+			return nil, fmt.Errorf("lockproxy: locks.redis.mode redlock is not available in this build")
 		}
 		rdb := redis.NewUniversalClient(&redis.UniversalOptions{
 			Addrs:         rc.Addrs,
@@ -44,8 +52,9 @@ func newLocker(cfg rules.LockConfig, reg prometheus.Registerer, log *zap.Logger)
 			WriteTimeout:  time.Second,
 		})
 		l := redislock.New(rdb, &redislock.Options{TTL: cfg.TTL.D(), Logger: log, Metrics: m})
-		return l, func() { _ = l.Close(); _ = rdb.Close() }, nil
+		return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
+			ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
 	default:
-		return nil, nil, fmt.Errorf("lockproxy: lock backend %q is not available in this build", cfg.Backend)
+		return nil, fmt.Errorf("lockproxy: lock backend %q is not available in this build", cfg.Backend)
 	}
 }

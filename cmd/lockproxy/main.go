@@ -95,12 +95,12 @@ func newLogger(format, level string) (*zap.Logger, error) {
 func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	locker, closeLocker, err := newLocker(cfg.Locks, reg, log)
+	locks, err := newLocker(cfg.Locks, reg, log)
 	if err != nil {
 		return err
 	}
-	defer closeLocker()
-	srv, err := proxy.New(cfg, proxy.Options{Logger: log, Registry: reg, AuthPlugin: authPlugin, Locker: locker})
+	defer locks.close()
+	srv, err := proxy.New(cfg, proxy.Options{Logger: log, Registry: reg, AuthPlugin: authPlugin, Locker: locks.locker})
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	admin, err := startAdmin(cfg.Admin.Listen, srv, reg, log)
+	admin, err := startAdmin(cfg.Admin.Listen, srv, locks.ping, reg, log)
 	if err != nil {
 		_ = ln.Close()
 		return err

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockproxy/lockproxy/router"
+)
+
+// LockInfo is one lock this instance holds or waits for, with the session
+// behind it: what /debug/locks and SHOW LOCKPROXY LOCKS show.
+type LockInfo struct {
+	Key       string    `json:"key"`
+	Rule      string    `json:"rule"`
+	State     string    `json:"state"` // held | waiting
+	Session   uint64    `json:"session"`
+	Owner     string    `json:"owner"`
+	User      string    `json:"user,omitempty"`
+	Client    string    `json:"client,omitempty"`
+	Since     time.Time `json:"since"`
+	AgeSec    float64   `json:"age_seconds"`
+	Statement string    `json:"statement,omitempty"`
+}
+
+// Locks lists what this instance's sessions hold and wait for, oldest first.
+func (s *Server) Locks() []LockInfo {
+	if s.locker == nil {
+		return nil
+	}
+	entries := s.locker.Snapshot()
+	now := time.Now()
+	out := make([]LockInfo, 0, len(entries))
+	s.mu.Lock()
+	for _, e := range entries {
+		li := LockInfo{Key: e.Key, Rule: e.Rule, State: e.State, Session: e.Session, Owner: e.Owner,
+			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds()}
+		if sess := s.sessions[uint32(e.Session)]; sess != nil {
+			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
+			if q := sess.current.Load(); q != nil {
+				li.Statement = truncate(*q, 512)
+			}
+		}
+		out = append(out, li)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// DebugLocks serves /debug/locks as JSON.
+func (s *Server) DebugLocks() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Instance string     `json:"instance"`
+			Locks    []LockInfo `json:"locks"`
+		}{s.instance, nonNil(s.Locks())})
+	})
+}
+
+func nonNil(l []LockInfo) []LockInfo {
+	if l == nil {
+		return []LockInfo{}
+	}
+	return l
+}
+
+// Backends reports the primary and replicas as the router sees them (nil
+// without replicas).
+func (s *Server) Backends() []router.BackendStatus {
+	s.mu.Lock()
+	rt := s.router
+	s.mu.Unlock()
+	if rt == nil {
+		return nil
+	}
+	return rt.Status()
+}
+
+// showLockproxy answers SHOW LOCKPROXY LOCKS | STATUS | RULES itself, as
+// ordinary result sets, so a DBA in any MySQL client sees what the admin
+// endpoints show. It reports whether q was such a statement.
+func (s *session) showLockproxy(q []byte) (bool, error) {
+	words := strings.Fields(strings.TrimRight(strings.TrimSpace(string(q)), "; \t\r\n"))
+	if len(words) < 2 || !strings.EqualFold(words[0], "show") || !strings.EqualFold(words[1], "lockproxy") {
+		return false, nil
+	}
+	what := ""
+	if len(words) == 3 {
+		what = strings.ToLower(words[2])
+	}
+	switch what {
+	case "locks":
+		return true, s.showLocks()
+	case "status":
+		return true, s.showStatus()
+	case "rules":
+		return true, s.showRules()
+	}
+	return true, s.writeErrAt(1, newSQLError(1064, "42000", "SHOW LOCKPROXY takes LOCKS, STATUS or RULES"))
+}
+
+func str(s string) *string { return &s }
+
+func (s *session) showLocks() error {
+	var rows [][]*string
+	for _, l := range s.srv.Locks() {
+		rows = append(rows, []*string{str(l.Key), str(l.Rule), str(l.State), str(fmt.Sprint(l.Session)),
+			str(l.User), str(l.Client), str(fmt.Sprintf("%.3f", l.AgeSec)), str(l.Statement), str(l.Owner)})
+	}
+	return s.writeResult([]string{"key", "rule", "state", "session", "user", "client", "age_seconds", "statement", "owner"}, rows)
+}
+
+func (s *session) showStatus() error {
+	cfg := s.srv.config()
+	locks := s.srv.Locks()
+	held, waiting := 0, 0
+	for _, l := range locks {
+		if l.State == "held" {
+			held++
+		} else {
+			waiting++
+		}
+	}
+	s.srv.mu.Lock()
+	sessions := len(s.srv.sessions)
+	s.srv.mu.Unlock()
+	backend := cfg.Locks.Backend
+	if s.srv.locker == nil {
+		backend = "none"
+	}
+	rows := [][]*string{
+		{str("instance"), str(s.srv.instance)},
+		{str("uptime_seconds"), str(fmt.Sprintf("%.0f", time.Since(s.srv.started).Seconds()))},
+		{str("client_connections"), str(fmt.Sprint(sessions))},
+		{str("lock_backend"), str(backend)},
+		{str("locks_held"), str(fmt.Sprint(held))},
+		{str("lock_waiters"), str(fmt.Sprint(waiting))},
+		{str("rules"), str(fmt.Sprint(len(cfg.Rules)))},
+		{str("primary"), str(cfg.Backends.Primary)},
+	}
+	for _, b := range s.srv.Backends() {
+		if b.Role != router.RoleReplica {
+			continue
+		}
+		state := "healthy"
+		if !b.Healthy {
+			state = "unhealthy: " + b.LastError
+		}
+		lag := "unknown"
+		if b.LagKnown {
+			lag = b.Lag.String()
+		}
+		rows = append(rows, []*string{str("replica " + b.Addr), str(state + ", lag " + lag)})
+	}
+	return s.writeResult([]string{"name", "value"}, rows)
+}
+
+func (s *session) showRules() error {
+	var rows [][]*string
+	for _, r := range s.srv.config().Rules {
+		rw := ""
+		if r.Rewrite != nil {
+			rw = r.Rewrite.Mode + " " + r.Rewrite.Column
+		}
+		rows = append(rows, []*string{str(r.Name), str(r.Table), str(strings.Join(r.Key, ",")),
+			str(strings.Join(r.Lock, ",")), str(r.Route), str(r.EffectiveWaitTimeout(s.srv.config().Locks).String()),
+			str(r.OnUnkeyed), str(rw)})
+	}
+	return s.writeResult([]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite"}, rows)
+}

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestLocksAreVisible(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (42, 1)")
+	p := guardedProxy(t, db, nil)
+	holder, err := p.db(t, db, "").Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	mustConnExec(t, holder, "BEGIN", "UPDATE sku SET stock = stock - 1 WHERE sku_id = 42")
+
+	t.Run("SHOW LOCKPROXY LOCKS", func(t *testing.T) {
+		rows, err := p.db(t, db, "").Query("SHOW LOCKPROXY LOCKS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		if strings.Join(cols, ",") != "key,rule,state,session,user,client,age_seconds,statement,owner" {
+			t.Fatalf("columns %v", cols)
+		}
+		found := false
+		for rows.Next() {
+			v := make([]string, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range v {
+				ptrs[i] = &v[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(v[0], "/42") && v[1] == "sku-stock" && v[2] == "held" && v[4] == p.bed.User &&
+				strings.Contains(v[7], "sku_id = 42") {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("the held lock is not listed with its rule, user and statement")
+		}
+	})
+	t.Run("/debug/locks", func(t *testing.T) {
+		rec := httptest.NewRecorder()
+		p.srv.DebugLocks().ServeHTTP(rec, httptest.NewRequest("GET", "/debug/locks", nil))
+		var body struct {
+			Locks []LockInfo `json:"locks"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if len(body.Locks) != 1 || !strings.HasSuffix(body.Locks[0].Key, "/42") || body.Locks[0].Rule != "sku-stock" ||
+			body.Locks[0].State != "held" || body.Locks[0].Session == 0 {
+			t.Fatalf("/debug/locks: %s", rec.Body.String())
+		}
+	})
+	t.Run("SHOW LOCKPROXY STATUS and RULES", func(t *testing.T) {
+		var name, value string
+		found := false
+		rows, err := p.db(t, db, "").Query("show lockproxy status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			if err := rows.Scan(&name, &value); err != nil {
+				t.Fatal(err)
+			}
+			if name == "locks_held" && value == "1" {
+				found = true
+			}
+		}
+		rows.Close()
+		if !found {
+			t.Error("STATUS does not say one lock is held")
+		}
+		var r [8]string
+		if err := p.db(t, db, "").QueryRow("SHOW LOCKPROXY RULES").Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7]); err != nil {
+			t.Fatal(err)
+		}
+		if r[0] != "sku-stock" || r[2] != "sku_id" {
+			t.Errorf("RULES row %v", r)
+		}
+	})
+	mustConnExec(t, holder, "COMMIT")
+	if n := len(p.srv.Locks()); n != 0 {
+		t.Fatalf("%d locks listed after COMMIT", n)
+	}
+}
