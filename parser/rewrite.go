@@ -1,0 +1,241 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+)
+
+// Errors of RewriteUpdate. A statement the rewrite does not apply to is not
+// an error: RewriteUpdate says so with ok=false and a reason.
+var (
+	// ErrRewriteSpec is wrapped when the RewriteSpec itself is invalid
+	// (unknown mode, a Min that is not a number).
+	ErrRewriteSpec = errors.New("parser: invalid rewrite spec")
+	// ErrRewriteParams is wrapped when params are too few for the text or
+	// hold a Go type that is not a binary-protocol value.
+	ErrRewriteParams = errors.New("parser: unusable rewrite parameters")
+)
+
+// Rewrite modes (the rules.yaml values).
+const (
+	RewriteDelta = "delta"
+	RewriteCAS   = "cas"
+)
+
+// Reasons RewriteUpdate gives with ok=false. They are short, stable and
+// fit for a metric label.
+const (
+	ReasonNotUpdate          = "not an update"
+	ReasonMultiTable         = "multi-table"
+	ReasonNoAssignment       = "no assignment to column"
+	ReasonSeveralAssignments = "several assignments to column"
+	ReasonExpression         = "expression"
+	ReasonNothingRemembered  = "nothing remembered"
+	ReasonRelativeNoMin      = "relative, no min"
+	ReasonNonNumeric         = "non-numeric"
+	ReasonOutOfRange         = "out of range"
+	ReasonSeveralRows        = "several rows"
+	ReasonParamPosition      = "placeholder in ORDER BY/LIMIT"
+	ReasonNonFinite          = "non-finite float"
+)
+
+// RewriteSpec is how one rule guards one numeric column (DESIGN.md §5).
+type RewriteSpec struct {
+	// Column is the guarded column (case-insensitive).
+	Column string
+	// Mode is RewriteDelta or RewriteCAS.
+	Mode string
+	// Min is the lower bound, as an exact decimal ("0", "-1.5", "1e3");
+	// "" means none. It guards delta rewrites and relative updates.
+	Min string
+	// Old is the value the session last read for the row, in MySQL's text
+	// form ("17", "17.50"); nil when nothing is remembered.
+	Old []byte
+	// Key are the rule's key columns. When set, a rewrite that uses Old
+	// requires the WHERE to pin exactly one value per key column (else
+	// ReasonSeveralRows). When empty, the caller vouches for one row.
+	Key []string
+}
+
+// Exact numbers are kept within MySQL's DECIMAL(65,30): a longer literal
+// would be read back as a DOUBLE.
+const maxDigits, maxScale = 65, 30
+
+// RewriteUpdate rewrites a single-table UPDATE (f of KindUpdate) into its
+// guarded form and substitutes params (the values of the text's
+// placeholders, params[i] for placeholder i text-wide: nil, Go integers,
+// float32/float64, []byte, string) for the statement's `?`, so sql is a
+// complete text statement. It returns ok=false and one of the Reason
+// constants when no rewrite applies; err for an invalid spec, unusable
+// params or an internal failure. The rewrite works on a fresh parse of
+// f.Text (f is not modified) and renders it with Restore: values are AST
+// literals, so their quoting is the restorer's. String literals are
+// written with backslash escapes: the result is meant for a session whose
+// sql_mode lacks NO_BACKSLASH_ESCAPES and whose character_set_client is not
+// one where 0x5c can end a multi-byte character (big5, cp932, gbk, sjis,
+// gb18030). Safe for concurrent use.
+func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sql, ok, reason, err = "", false, "", fmt.Errorf("%w: rewrite panicked: %v", ErrInternal, r)
+		}
+	}()
+	if spec.Mode != RewriteDelta && spec.Mode != RewriteCAS {
+		return "", false, "", fmt.Errorf("%w: mode %q", ErrRewriteSpec, spec.Mode)
+	}
+	var min *big.Rat
+	if spec.Min != "" {
+		if min, ok = parseNumber(spec.Min); !ok {
+			return "", false, "", fmt.Errorf("%w: min %q is not a number", ErrRewriteSpec, spec.Min)
+		}
+	}
+	if f == nil || f.Kind != KindUpdate {
+		return "", false, ReasonNotUpdate, nil
+	}
+	if u, isU := f.Node.(*ast.UpdateStmt); !isU || u.MultipleTable ||
+		u.TableRefs == nil || u.TableRefs.TableRefs == nil || u.TableRefs.TableRefs.Right != nil {
+		return "", false, ReasonMultiTable, nil
+	}
+	if f.ParamBase < 0 || len(params) < f.ParamBase+f.Params {
+		return "", false, "", fmt.Errorf("%w: %d given, the statement needs %d", ErrRewriteParams, len(params), f.ParamBase+f.Params)
+	}
+	own := params[f.ParamBase : f.ParamBase+f.Params]
+	idx, reason := guardedAssignment(f, spec.Column)
+	if reason != "" {
+		return "", false, reason, nil
+	}
+	p, reason, err := plan(f, f.Assignments[idx], spec, min, params)
+	if reason != "" || err != nil {
+		return "", false, reason, err
+	}
+	stmts, err := Parse(f.Text)
+	if err != nil || len(stmts) != 1 {
+		return "", false, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
+	}
+	u, isU := stmts[0].(*ast.UpdateStmt)
+	if !isU || len(u.List) != len(f.Assignments) {
+		return "", false, "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
+	}
+	if reason, err := substitute(u, own); reason != "" || err != nil {
+		return "", false, reason, err
+	}
+	p.apply(u, u.List[idx])
+	if sql, err = Restore(u); err != nil {
+		return "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
+	}
+	if again, err := Parse(sql); err != nil || len(again) != 1 {
+		return "", false, "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
+	}
+	return sql, true, "", nil
+}
+
+// guardedAssignment finds the one assignment to column.
+func guardedAssignment(f *Facts, column string) (int, string) {
+	idx := -1
+	for i, a := range f.Assignments {
+		if strings.EqualFold(a.Column, column) {
+			if idx >= 0 {
+				return -1, ReasonSeveralAssignments
+			}
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return -1, ReasonNoAssignment
+	}
+	return idx, ""
+}
+
+// rewritePlan is what to do to the AST: replace the assignment's value
+// (set, for delta) and AND a guard onto WHERE. Both are numbers; the
+// guard's left side is the column plus delta, or the assignment's own
+// expression (relative), or the column compared for equality (cas).
+type rewritePlan struct {
+	setDelta *big.Rat // delta: SET col = col ± |delta|
+	guardMin *big.Rat // col ± |delta| >= min (delta) or expr >= min (relative)
+	casOld   *big.Rat // col = old
+	relative bool
+}
+
+// plan decides the rewrite from the facts alone.
+func plan(f *Facts, a Assignment, spec RewriteSpec, min *big.Rat, params []any) (rewritePlan, string, error) {
+	switch a.Kind {
+	case AssignRelative:
+		if min == nil {
+			return rewritePlan{}, ReasonRelativeNoMin, nil
+		}
+		if _, reason, err := numberOf(a.Delta, params); reason != "" || err != nil {
+			return rewritePlan{}, reason, err
+		}
+		return rewritePlan{guardMin: min, relative: true}, "", nil
+	case AssignLiteral, AssignParam:
+	default:
+		return rewritePlan{}, ReasonExpression, nil
+	}
+	if spec.Old == nil {
+		return rewritePlan{}, ReasonNothingRemembered, nil
+	}
+	if len(spec.Key) > 0 && !oneRow(f, spec.Key, params) {
+		return rewritePlan{}, ReasonSeveralRows, nil
+	}
+	old, isNum := parseNumber(string(spec.Old))
+	if !isNum {
+		return rewritePlan{}, ReasonNonNumeric, nil
+	}
+	nv, reason, err := numberOf(a.Value, params)
+	if reason != "" || err != nil {
+		return rewritePlan{}, reason, err
+	}
+	if spec.Mode == RewriteCAS {
+		return rewritePlan{casOld: old}, inRange(old), nil
+	}
+	d := new(big.Rat).Sub(nv, old)
+	return rewritePlan{setDelta: d, guardMin: min}, inRange(d), nil
+}
+
+// apply modifies the fresh UPDATE u whose guarded assignment is as.
+func (p rewritePlan) apply(u *ast.UpdateStmt, as *ast.Assignment) {
+	col := func() ast.ExprNode {
+		c := *as.Column
+		return &ast.ColumnNameExpr{Name: &c}
+	}
+	var guard ast.ExprNode
+	switch {
+	case p.casOld != nil:
+		guard = binary(opcode.EQ, col(), number(p.casOld))
+	case p.relative:
+		guard = binary(opcode.GE, as.Expr, number(p.guardMin))
+	default:
+		step := func() ast.ExprNode {
+			op, d := opcode.Plus, p.setDelta
+			if d.Sign() < 0 {
+				op, d = opcode.Minus, new(big.Rat).Neg(d)
+			}
+			return binary(op, col(), number(d))
+		}
+		as.Expr = step()
+		if p.guardMin != nil {
+			guard = binary(opcode.GE, step(), number(p.guardMin))
+		}
+	}
+	switch {
+	case guard == nil:
+	case u.Where == nil:
+		u.Where = guard
+	default:
+		w := u.Where
+		if _, isParen := w.(*ast.ParenthesesExpr); !isParen {
+			w = &ast.ParenthesesExpr{Expr: w}
+		}
+		u.Where = binary(opcode.LogicAnd, w, guard)
+	}
+}
+
+func binary(op opcode.Op, l, r ast.ExprNode) ast.ExprNode {
+	return &ast.BinaryOperationExpr{Op: op, L: l, R: r}
+}
