@@ -374,6 +374,12 @@ type Effects struct {
 	UserLock bool
 	// UserVarAssign is true for `@v := expr` anywhere.
 	UserVarAssign bool
+	// UserVarRead is true when the statement reads a user variable (@v):
+	// its value lives in the session of the connection that set it.
+	UserVarRead bool
+	// CalcFoundRows is true for SELECT SQL_CALC_FOUND_ROWS, whose count
+	// the next FOUND_ROWS() reads on the same connection.
+	CalcFoundRows bool
 	// SelectInto is true for SELECT ... INTO @v / OUTFILE / DUMPFILE.
 	SelectInto bool
 	// UserVars are the user variables SET (SET @a = 1), lowercased, no '@'.
@@ -393,9 +399,10 @@ type Effects struct {
 }
 
 // Any reports whether the statement has a session effect that pins the
-// session to the primary (DESIGN §4): LAST_INSERT_ID(), FOUND_ROWS(),
-// ROW_COUNT(), user locks, user-variable assignment, SELECT ... INTO.
+// session to the primary (DESIGN §4): LAST_INSERT_ID() (and @@identity),
+// FOUND_ROWS(), SQL_CALC_FOUND_ROWS, ROW_COUNT(), user locks, user
+// variables (assigned or read), SELECT ... INTO.
 func (e Effects) Any() bool {
-	return e.LastInsertID || e.FoundRows || e.RowCount || e.UserLock ||
-		e.UserVarAssign || e.SelectInto
+	return e.LastInsertID || e.FoundRows || e.CalcFoundRows || e.RowCount || e.UserLock ||
+		e.UserVarAssign || e.UserVarRead || e.SelectInto
 }

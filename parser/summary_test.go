@@ -169,6 +169,7 @@ func effectStrings(e Effects) []string {
 	}{
 		{e.LastInsertID, "last_insert_id"}, {e.FoundRows, "found_rows"}, {e.RowCount, "row_count"},
 		{e.UserLock, "user_lock"}, {e.UserVarAssign, "user_var_assign"}, {e.SelectInto, "select_into"},
+		{e.UserVarRead, "user_var_read"}, {e.CalcFoundRows, "calc_found_rows"},
 	}
 	for _, f := range flags {
 		if f.on {

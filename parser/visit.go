@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
 )
@@ -27,9 +29,7 @@ func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
 	case *ast.FuncCallExpr:
 		an.funcCall(x)
 	case *ast.VariableExpr:
-		if !x.IsSystem && x.Value != nil {
-			an.f.Effects.UserVarAssign = true
-		}
+		an.variable(x)
 	case *ast.WithClause:
 		an.with(x)
 	case *ast.SelectStmt:
@@ -84,6 +84,9 @@ func (an *analyzer) selectStmt(s *ast.SelectStmt) {
 	if s.SelectIntoOpt != nil {
 		an.f.Effects.SelectInto = true
 	}
+	if s.SelectStmtOpts != nil && s.SelectStmtOpts.CalcFoundRows {
+		an.f.Effects.CalcFoundRows = true
+	}
 	if s.With != nil {
 		an.with(s.With)
 	}
@@ -131,6 +134,23 @@ var sessionFuncs = map[string]func(e *Effects){
 	"release_all_locks": func(e *Effects) { e.UserLock = true },
 	"is_used_lock":      func(e *Effects) { e.UserLock = true },
 	"is_free_lock":      func(e *Effects) { e.UserLock = true },
+}
+
+// variable records reads and assignments of variables in expressions.
+// EXECUTE ... USING @v and PREPARE ... FROM @v read user variables too.
+func (an *analyzer) variable(v *ast.VariableExpr) {
+	e := &an.f.Effects
+	switch {
+	case v.IsSystem:
+		switch strings.ToLower(v.Name) {
+		case "identity", "last_insert_id":
+			e.LastInsertID = true
+		}
+	case v.Value != nil:
+		e.UserVarAssign = true
+	default:
+		e.UserVarRead = true
+	}
 }
 
 func (an *analyzer) funcCall(fc *ast.FuncCallExpr) {
