@@ -4,14 +4,23 @@
 // its effects on the session (DESIGN.md §3–§5).
 //
 // It wraps the TiDB parser (github.com/pingcap/tidb/pkg/parser) with its
-// test_driver value expressions. Text the TiDB parser rejects (MariaDB-only
-// syntax, garbage) is not an error: Analyze returns an Analysis marked
-// Unparsed with the tables a lexical scan found, so callers can still apply
-// a table's policy and route the statement to the primary.
+// test_driver value expressions, under MySQL's default SQL mode
+// (ANSI_QUOTES off: "x" is a string; backslash escapes on). Text the TiDB
+// parser rejects (MariaDB-only syntax, garbage) is not an error: Analyze
+// returns an Analysis marked Unparsed with the tables and the statement kind
+// a lexical scan found, so callers can still apply a table's policy and
+// route the statement to the primary.
+//
+// Keys are never read from text. For each table, the conditions on its
+// rows (WHERE, the ON of inner joins, or the VALUES rows of an INSERT)
+// become a Predicate in disjunctive normal form over `column = value`
+// atoms; everything else is dropped as TRUE, so the rows described are a
+// superset of the rows touched. Which columns form a key is the rules
+// package's knowledge: Predicate.Keys projects the predicate on them.
 //
 // Analyses are immutable and may be shared; Cache memoises them by
 // (current database, SQL). Restore turns a (modified) AST back into SQL for
-// the rewrite stage.
+// the rewrite stage; Parse gives a private AST to modify.
 //
 // This package must import nothing of lockproxy's own: rules and proxy
 // import it, never the other way round.
