@@ -210,6 +210,7 @@ func TestGoSQLWorkloads(t *testing.T) {
 		{"warnings", "", workloadWarnings, []string{"1265", "1365"}},
 		{"errors", "", workloadErrors, []string{"ERROR 1062 (23000)", "ERROR 1064 (42000)", "ERROR 1146 (42S02)",
 			"rows error: ERROR 1242 (21000)"}},
+		{"fresh_session", "", workloadFreshSession, []string{`row: NULL "1" "SYSTEM" "1" "0" "<db>" "utf8mb4" "utf8mb4_general_ci" "0"`}},
 		{"types", "", workloadTypes, []string{`"\x00\x01\x00\xff"`, `"18446744073709551615"`}},
 	}
 	for _, m := range protocolModes {
@@ -348,6 +349,26 @@ func workloadErrors(t *testing.T, db *sql.DB, tr *transcript) {
 	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3")
 	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3 WHERE seq > ?", 0)
 	tr.query(db, "SELECT COUNT(*) FROM u")
+}
+
+// workloadFreshSession dirties a session and closes it, five times; each
+// new connection must start as clean as a new direct one, also when
+// lockproxy gives it a pooled backend connection that the last one used.
+func workloadFreshSession(t *testing.T, db *sql.DB, tr *transcript) {
+	db.SetMaxIdleConns(0) // a closed sql.Conn ends its session
+	tr.exec(db, "CREATE TABLE fs (id INT PRIMARY KEY)")
+	for i := range 5 {
+		c := conn(t, db)
+		tr.query(c, "SELECT @leak, @@sql_mode = @@global.sql_mode, @@time_zone, @@autocommit, @@in_transaction, "+
+			"DATABASE(), @@character_set_client, @@collation_connection, (SELECT COUNT(*) FROM fs)")
+		tr.query(c, "SELECT * FROM tmpx")
+		for _, q := range []string{"SET @leak = 1", "SET SESSION sql_mode = 'ANSI_QUOTES'", "SET time_zone = '+05:00'",
+			"SET NAMES latin1", "SET autocommit = 0", fmt.Sprintf("INSERT INTO fs VALUES (%d)", i),
+			"CREATE TEMPORARY TABLE tmpx (a INT)", "USE mysql"} {
+			tr.exec(c, q)
+		}
+		_ = c.Close()
+	}
 }
 
 // typesTable has a column of every common type.
