@@ -32,20 +32,28 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		fences = append(fences, f)
 	}
 	l.mu.Lock()
-	lostErr, validUntil := h.lost, h.validUntil
+	validUntil := h.validUntil
 	l.mu.Unlock()
-	if lostErr != nil {
-		l.release(h)
-		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
-	}
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
 		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
 		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
 		Ledger:  l.ledger,
 	})
+	// From here on renewal talks to the keeper; a loss before that is
+	// reported as the error of this Acquire.
 	l.mu.Lock()
-	h.keeper = keeper
+	lostErr := h.lost
+	if lostErr == nil {
+		h.keeper = keeper
+		keeper.Extend(h.validUntil)
+	}
 	l.mu.Unlock()
+	if lostErr != nil {
+		ctx, cancel := l.freshCtx()
+		defer cancel()
+		_ = lease.Release(ctx)
+		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
+	}
 	return lease, nil
 }
 

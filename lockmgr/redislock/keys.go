@@ -13,7 +13,11 @@ type names struct {
 }
 
 func (l *Locker) names(key string) names {
-	base := l.opt.Prefix + ":{" + tagEscaper.Replace(key) + "}"
+	tag := tagEscaper.Replace(key)
+	if tag == "" {
+		tag = "%" // an empty tag would hash each name apart; "%" is never an escape's output
+	}
+	base := l.opt.Prefix + ":{" + tag + "}"
 	return names{
 		lock:    base,
 		queue:   base + ":q",

@@ -173,6 +173,16 @@ func (l *Locker) stop(release bool) {
 		l.cancel()
 		l.notify.close()
 		l.wg.Wait()
+		// Nothing renews any more: whatever is still held is lost.
+		l.mu.Lock()
+		var left []*held
+		for h := range l.held {
+			left = append(left, h)
+		}
+		l.mu.Unlock()
+		for _, h := range left {
+			l.lose(h, lockmgr.ErrClosed)
+		}
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
@@ -75,6 +76,12 @@ func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err 
 	}
 	uptime, err := l.uptime(ctx, a.n.lock)
 	if err == nil && uptime >= l.opt.TTL {
+		return true, nil
+	}
+	if err != nil && ctx.Err() == nil && !unavailable(err) {
+		// INFO refused (renamed or disabled by the operator): restarts
+		// cannot be detected here; keep the grant rather than never grant.
+		l.opt.Logger.Warn("cannot read Redis uptime; a restart without persistence may go unnoticed", zap.Error(err))
 		return true, nil
 	}
 	if err == nil {
