@@ -67,7 +67,14 @@ type RewriteSpec struct {
 const maxDigits, maxScale = 65, 30
 
 // RewriteUpdate rewrites a single-table UPDATE (f of KindUpdate) into its
-// guarded form and substitutes params (the values of the text's
+// guarded form (DESIGN.md §5):
+//
+//	SET col = new, Old known, delta: SET col = col + (new - old) WHERE (w) AND col + (new - old) >= min
+//	SET col = new, Old known, cas:   SET col = new WHERE (w) AND col = old
+//	SET col = col ± d, Min set:      SET col = col ± d WHERE (w) AND col ± d >= min
+//
+// (new - old is computed exactly and written `col - 3`, `col + 1.75`; no
+// Min, no guard in delta mode). It also substitutes params (the values of the text's
 // placeholders, params[i] for placeholder i text-wide: nil, Go integers,
 // float32/float64, []byte, string) for the statement's `?`, so sql is a
 // complete text statement. It returns ok=false and one of the Reason
@@ -78,7 +85,8 @@ const maxDigits, maxScale = 65, 30
 // written with backslash escapes: the result is meant for a session whose
 // sql_mode lacks NO_BACKSLASH_ESCAPES and whose character_set_client is not
 // one where 0x5c can end a multi-byte character (big5, cp932, gbk, sjis,
-// gb18030). Safe for concurrent use.
+// gb18030; see RewriteSafeCharset). The output is parsed once more to
+// check it is one UPDATE. Safe for concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -88,10 +96,10 @@ func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok boo
 	if spec.Mode != RewriteDelta && spec.Mode != RewriteCAS {
 		return "", false, "", fmt.Errorf("%w: mode %q", ErrRewriteSpec, spec.Mode)
 	}
-	var min *big.Rat
+	var floor *big.Rat
 	if spec.Min != "" {
-		if min, ok = parseNumber(spec.Min); !ok {
-			return "", false, "", fmt.Errorf("%w: min %q is not a number", ErrRewriteSpec, spec.Min)
+		if floor, ok = parseNumber(spec.Min); !ok || inRange(floor) != "" {
+			return "", false, "", fmt.Errorf("%w: min %q is not a DECIMAL(65,30) number", ErrRewriteSpec, spec.Min)
 		}
 	}
 	if f == nil || f.Kind != KindUpdate {
@@ -109,7 +117,7 @@ func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok boo
 	if reason != "" {
 		return "", false, reason, nil
 	}
-	p, reason, err := plan(f, f.Assignments[idx], spec, min, params)
+	p, reason, err := plan(f, f.Assignments[idx], spec, floor, params)
 	if reason != "" || err != nil {
 		return "", false, reason, err
 	}
@@ -163,16 +171,16 @@ type rewritePlan struct {
 }
 
 // plan decides the rewrite from the facts alone.
-func plan(f *Facts, a Assignment, spec RewriteSpec, min *big.Rat, params []any) (rewritePlan, string, error) {
+func plan(f *Facts, a Assignment, spec RewriteSpec, floor *big.Rat, params []any) (rewritePlan, string, error) {
 	switch a.Kind {
 	case AssignRelative:
-		if min == nil {
+		if floor == nil {
 			return rewritePlan{}, ReasonRelativeNoMin, nil
 		}
 		if _, reason, err := numberOf(a.Delta, params); reason != "" || err != nil {
 			return rewritePlan{}, reason, err
 		}
-		return rewritePlan{guardMin: min, relative: true}, "", nil
+		return rewritePlan{guardMin: floor, relative: true}, "", nil
 	case AssignLiteral, AssignParam:
 	default:
 		return rewritePlan{}, ReasonExpression, nil
@@ -195,7 +203,7 @@ func plan(f *Facts, a Assignment, spec RewriteSpec, min *big.Rat, params []any) 
 		return rewritePlan{casOld: old}, inRange(old), nil
 	}
 	d := new(big.Rat).Sub(nv, old)
-	return rewritePlan{setDelta: d, guardMin: min}, inRange(d), nil
+	return rewritePlan{setDelta: d, guardMin: floor}, inRange(d), nil
 }
 
 // apply modifies the fresh UPDATE u whose guarded assignment is as.
@@ -238,4 +246,16 @@ func (p rewritePlan) apply(u *ast.UpdateStmt, as *ast.Assignment) {
 
 func binary(op opcode.Op, l, r ast.ExprNode) ast.ExprNode {
 	return &ast.BinaryOperationExpr{Op: op, L: l, R: r}
+}
+
+// RewriteSafeCharset reports whether RewriteUpdate's output may be sent on
+// a connection whose character_set_client is charset: false for big5,
+// cp932, gbk, sjis and gb18030, where byte 0x5c (backslash) can end a
+// multi-byte character and so undo the escaping of a string literal.
+func RewriteSafeCharset(charset string) bool {
+	switch strings.ToLower(charset) {
+	case "big5", "cp932", "gbk", "sjis", "gb18030":
+		return false
+	}
+	return true
 }

@@ -189,6 +189,7 @@ func TestRewriteUpdateErrors(t *testing.T) {
 	}{
 		{"unknown mode", RewriteSpec{Column: "stock", Mode: "add"}, []any{int64(1), int64(1)}, ErrRewriteSpec},
 		{"bad min", RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "zero"}, []any{int64(1), int64(1)}, ErrRewriteSpec},
+		{"min out of range", RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "1e70"}, []any{int64(1), int64(1)}, ErrRewriteSpec},
 		{"too few params", delta("1", "0"), []any{int64(1)}, ErrRewriteParams},
 		{"unsupported type", delta("1", "0"), []any{int64(1), struct{}{}}, ErrRewriteParams},
 		{"unsupported type for the guarded value", delta("1", "0"), []any{true, int64(1)}, ErrRewriteParams},
@@ -275,6 +276,14 @@ func (c *literalCollector) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 func (c *literalCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+func TestRewriteSafeCharset(t *testing.T) {
+	for cs, want := range map[string]bool{"utf8mb4": true, "latin1": true, "binary": true, "GBK": false, "sjis": false, "big5": false} {
+		if got := RewriteSafeCharset(cs); got != want {
+			t.Errorf("RewriteSafeCharset(%q) = %v, want %v", cs, got, want)
+		}
+	}
+}
 
 func TestParseNumber(t *testing.T) {
 	tests := []struct {
