@@ -81,11 +81,13 @@ func testRestart(t *testing.T, b Backend) {
 		if !a.Valid() {
 			t.Fatalf("nobody got the key, but the holder's lease is not valid either: %v", a.Err())
 		}
+		t.Logf("the holder survived the restart")
 		release(t, a)
 		return
 	case err != nil:
 		t.Fatalf("Acquire after restart: %v", err)
 	}
+	t.Logf("granted again after the restart; first lease: %v", a.Err())
 	if a.Valid() {
 		t.Fatalf("double grant: %s granted while the first lease is still valid until %v", k.Name, a.ValidUntil())
 	}
