@@ -26,6 +26,7 @@ func (s *session) changeUser(p []byte) error {
 	s.be = nil
 	s.srv.pool.put(old)
 	clear(s.stmts)
+	clear(s.beliefs)
 	s.dropReplica()
 	s.db = db
 	if collation != 0 {

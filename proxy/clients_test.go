@@ -461,6 +461,42 @@ func (r *rawConn) execute(id uint32, bound bool, args ...any) (*mysql.Result, []
 	return r.result(true)
 }
 
+// openCursor executes a parameterless statement with a read-only cursor,
+// so that its rows come by COM_STMT_FETCH.
+func (r *rawConn) openCursor(id uint32) []*mysql.Field {
+	r.t.Helper()
+	b := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, id)
+	r.send(binary.LittleEndian.AppendUint32(append(b, 1), 1)...) // CURSOR_TYPE_READ_ONLY, one iteration
+	p := r.read()
+	if p[0] == mysql.ERR_HEADER {
+		r.t.Fatalf("open cursor: %v", r.c.HandleErrorPacket(p))
+	}
+	fields := r.columns(int(p[0]))
+	if r.deprecateEOF { // an open cursor's metadata ends in EOF all the same
+		if p := r.read(); !r.isEnd(p) {
+			r.t.Fatalf("open cursor: want EOF after the columns, got % x", p)
+		}
+	}
+	return fields
+}
+
+// fetch asks an open cursor for n rows.
+func (r *rawConn) fetch(id uint32, fields []*mysql.Field, n uint32) (rows []string, err error) {
+	r.t.Helper()
+	r.send(binary.LittleEndian.AppendUint32(stmtPayload(mysql.COM_STMT_FETCH, id), n)...)
+	for p := r.read(); !r.isEnd(p); p = r.read() {
+		if p[0] == mysql.ERR_HEADER {
+			return rows, r.c.HandleErrorPacket(p)
+		}
+		vals, perr := mysql.RowData(p).Parse(fields, true, nil)
+		if perr != nil {
+			r.t.Fatalf("fetched row: %v", perr)
+		}
+		rows = append(rows, fmt.Sprint(vals[0].Value()))
+	}
+	return rows, nil
+}
+
 func stmtPayload(cmd byte, id uint32, rest ...byte) []byte {
 	return append(binary.LittleEndian.AppendUint32([]byte{cmd}, id), rest...)
 }
@@ -572,6 +608,15 @@ func rawWorkload(t *testing.T, r *rawConn, p *testProxy, db, other string, viaPr
 	}
 	rows, err = r.query("SELECT id, b FROM lb ORDER BY id")
 	wantRows(t, "long data and reset", rows, err, "1 hello world", "2 fresh")
+
+	cur, _ := r.prepare("SELECT seq FROM seq_1_to_5")
+	fields := r.openCursor(cur)
+	rows, err = r.fetch(cur, fields, 3)
+	wantRows(t, "COM_STMT_FETCH of 3 rows", rows, err, "1", "2", "3")
+	rows, err = r.fetch(cur, fields, 3)
+	wantRows(t, "COM_STMT_FETCH of the rest", rows, err, "4", "5")
+	rows, err = r.query("SELECT 'in step'")
+	wantRows(t, "a query after fetching", rows, err, "in step")
 
 	r.send(stmtPayload(mysql.COM_STMT_CLOSE, sel)...)
 	_, _, err = r.execute(sel, true, int64(1), "x")

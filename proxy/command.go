@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -134,6 +135,7 @@ func (s *session) resetConnection(p []byte) error {
 	}
 	if s.lastOK {
 		clear(s.stmts)
+		clear(s.beliefs)
 		s.dropReplica()
 	}
 	s.afterCommand()
@@ -157,15 +159,25 @@ func (s *session) query(p []byte) error {
 	if !ok {
 		return err
 	}
+	step := s.planRewrite(an, nil, false)
+	s.cap = step.capture
+	defer func() { s.cap = nil }()
 	if s.replicaEligible(an, g) {
 		if served, err := s.onReplica(p, nil); served || err != nil {
+			if err == nil {
+				s.finishRewrite(step)
+			}
 			return err
 		}
+	}
+	if step.sql != "" {
+		p = append([]byte{mysql.COM_QUERY}, step.sql...)
 	}
 	s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
 	if err := s.forward(p, relayResults, false); err != nil {
 		return err
 	}
+	s.finishRewrite(step)
 	s.track(an)
 	s.noteStatement(an)
 	s.afterCommand()
@@ -196,6 +208,10 @@ func (s *session) track(an *parser.Analysis) {
 	}
 	for _, f := range an.Stmts {
 		switch f.Kind {
+		case parser.KindSet:
+			if setsCharset(f) && !parser.RewriteSafeCharset(charsetIn(f.Text)) {
+				s.unsafeCharset = true
+			}
 		case parser.KindUse:
 			s.db = f.UseDB
 			s.be.dbDirty = true
@@ -206,6 +222,28 @@ func (s *session) track(an *parser.Analysis) {
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// setsCharset reports whether a SET changes the client character set.
+func setsCharset(f *parser.Facts) bool {
+	for _, v := range f.Effects.SessionVars {
+		if v == "names" || v == "character set" || v == "character_set_client" || v == "charset" {
+			return true
+		}
+	}
+	return false
+}
+
+// charsetIn returns the first multi-byte charset where 0x5c may end a
+// character that a SET text names, or "" (safe) when it names none.
+func charsetIn(text string) string {
+	t := strings.ToLower(text)
+	for _, cs := range []string{"big5", "cp932", "gbk", "sjis", "gb18030"} {
+		if strings.Contains(t, cs) {
+			return cs
+		}
+	}
+	return ""
 }
 
 // isShow is a cheap test for a statement starting with SHOW.

@@ -11,6 +11,7 @@ type metrics struct {
 	authFailures  prometheus.Counter
 	rejected      prometheus.Counter
 	rejects       *prometheus.CounterVec
+	rewrites      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -39,9 +40,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lockproxy_statements_rejected_total",
 			Help: "Statements lockproxy refused to run, by rule and reason (unkeyed|unavailable).",
 		}, []string{"rule", "reason"}),
+		rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_rewrites_total",
+			Help: "Read-then-write UPDATEs by rule, mode and result (applied|skipped|conflicted).",
+		}, []string{"rule", "mode", "result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects)
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites)
 	}
 	return m
 }

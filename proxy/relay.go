@@ -112,6 +112,9 @@ func (s *session) relayColumns(n int) error {
 			s.lastOK = p[0] != mysql.ERR_HEADER
 			return nil
 		}
+		if s.cap != nil && p != nil {
+			s.cap.column(i, p)
+		}
 	}
 	if n >= 0 && !deprecate {
 		p, err := s.pass()
@@ -147,6 +150,7 @@ func (s *session) relayResultSets() error {
 			st, _ := okStatus(p)
 			s.lastOK = true
 			status = st
+			s.lastAffected, _, _, _ = readLenEncInt(p, 1)
 		case mysql.LocalInFile_HEADER:
 			if err := s.sendLocalFile(); err != nil {
 				return err
@@ -176,6 +180,9 @@ func (s *session) relayResultSets() error {
 		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 			return nil
 		}
+		if s.cap != nil {
+			s.cap.bad = true
+		}
 	}
 }
 
@@ -188,6 +195,9 @@ func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 			return 0, false, err
 		}
 		if p == nil {
+			if s.cap != nil {
+				s.cap.bad = true
+			}
 			continue // a large row
 		}
 		if p[0] == mysql.ERR_HEADER {
@@ -197,6 +207,9 @@ func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 		if isEOF(p, deprecate) {
 			s.lastOK = true
 			return resultStatus(p, deprecate), true, nil
+		}
+		if s.cap != nil {
+			s.cap.row(p)
 		}
 	}
 }

@@ -147,6 +147,16 @@ func (s *Server) updateRouter(cfg *rules.Config) {
 
 func (s *Server) ruleSet() *rules.RuleSet { return s.rules.Load() }
 
+// hasRewrites reports whether any rule rewrites.
+func (s *Server) hasRewrites() bool {
+	for _, r := range s.config().Rules {
+		if r.Rewrite != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // needsFacts reports whether statements must be analysed at all.
 func (s *Server) needsFacts() bool {
 	cfg := s.config()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/pingcap/tidb/pkg/parser/charset"
 	"go.uber.org/zap"
 )
 
@@ -56,6 +58,13 @@ type session struct {
 	locks  *lockmgr.Set
 	txnSeq uint64
 	ctx    context.Context // ends when the proxy shuts down for good
+
+	// Rewriting: what the session believes rows hold, the capture of the
+	// result being relayed, and whether its escaping forbids rewriting.
+	beliefs       map[string][]byte
+	cap           *capture
+	lastAffected  uint64
+	unsafeCharset bool
 
 	// current is the text of the statement being served (when analysed),
 	// for /debug/locks.
@@ -157,6 +166,9 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	if c, err := charset.GetCollationByID(int(s.collation)); err == nil && !parser.RewriteSafeCharset(c.CharsetName) {
+		s.unsafeCharset = true
+	}
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
 		return err

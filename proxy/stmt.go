@@ -4,9 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/lockproxy/lockproxy/parser"
-
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
 )
 
 // stmt is a prepared statement as the client knows it. lockproxy hands out
@@ -135,16 +134,34 @@ func (s *session) execute(p []byte) error {
 	if !ok {
 		return err
 	}
+	var step rewriteStep
+	if !longSent {
+		step = s.planRewrite(st.an, params, true)
+	}
+	s.cap = step.capture
+	defer func() { s.cap = nil }()
 	if !longSent && s.replicaEligible(st.an, g) && p[5] == 0 { // no cursor: rows come back at once
 		if served, err := s.onReplica(p, st); served || err != nil {
+			if err == nil {
+				s.finishRewrite(step)
+			}
 			return err
 		}
 	}
-	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	s.srv.metrics.queries.WithLabelValues("primary", "execute").Inc()
-	if err := s.forward(p, relayResults, true); err != nil {
-		return err
+	if step.sql != "" {
+		// An UPDATE answers OK or ERR, alike in both protocols: the
+		// guarded text form can stand in for the prepared execution.
+		if err := s.forward(append([]byte{mysql.COM_QUERY}, step.sql...), relayResults, false); err != nil {
+			return err
+		}
+	} else {
+		binary.LittleEndian.PutUint32(p[1:], st.backendID)
+		if err := s.forward(p, relayResults, true); err != nil {
+			return err
+		}
 	}
+	s.finishRewrite(step)
 	s.track(st.an)
 	s.noteStatement(st.an)
 	s.afterCommand()

@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// maxRemembered bounds how many row values one session remembers; past it
+// the oldest beliefs are dropped (a rewrite then simply does not apply).
+const maxRemembered = 1024
+
+// capture watches one result set for the guarded column of one row: the
+// value the application now believes the row holds (DESIGN.md §5).
+type capture struct {
+	key     string // the row's lock key
+	colName string // the guarded column, lowercased
+	binary  bool   // binary protocol rows (COM_STMT_EXECUTE)
+
+	col   int    // index of the column in the result, -1 until seen
+	types []byte // binary: each column's type
+	flags []uint16
+	rows  int
+	value []byte
+	null  bool
+	bad   bool // something made the result unusable (large row, several results)
+}
+
+func newCapture(key, column string, binary bool) *capture {
+	return &capture{key: key, colName: strings.ToLower(column), binary: binary, col: -1}
+}
+
+// column notes column definition i of the result.
+func (c *capture) column(i int, p []byte) {
+	pos := 0
+	var name []byte
+	var err error
+	for f := 0; f < 6 && err == nil; f++ { // catalog, schema, table, org_table, name, org_name
+		var s []byte
+		s, pos, err = readLenEncString(p, pos)
+		if f == 5 && len(s) > 0 {
+			name = s // org_name: the column, whatever the alias
+		} else if f == 4 && name == nil {
+			name = s
+		}
+	}
+	if err != nil || pos+1+2+4+1+2 > len(p) {
+		c.bad = true
+		return
+	}
+	t, flags := p[pos+7], binary.LittleEndian.Uint16(p[pos+8:])
+	c.types, c.flags = append(c.types, t), append(c.flags, flags)
+	if strings.EqualFold(string(name), c.colName) {
+		if c.col >= 0 {
+			c.bad = true // the column twice: ambiguous
+		}
+		c.col = i
+	}
+}
+
+// row notes one result row.
+func (c *capture) row(p []byte) {
+	c.rows++
+	if c.rows > 1 || c.col < 0 || c.bad {
+		return
+	}
+	var err error
+	if c.binary {
+		c.value, c.null, err = binaryRowValue(p, c.col, c.types, c.flags)
+	} else {
+		c.value, c.null, err = textRowValue(p, c.col)
+	}
+	if err != nil {
+		c.bad = true
+	}
+}
+
+// belief is the remembered value when the result was one row that held the
+// column; ok is false otherwise.
+func (c *capture) belief() ([]byte, bool) {
+	if c.bad || c.rows != 1 || c.col < 0 || c.null {
+		return nil, false
+	}
+	return c.value, true
+}
+
+func textRowValue(p []byte, col int) ([]byte, bool, error) {
+	pos := 0
+	for i := 0; ; i++ {
+		if pos < len(p) && p[pos] == 0xfb {
+			if i == col {
+				return nil, true, nil
+			}
+			pos++
+			continue
+		}
+		s, next, err := readLenEncString(p, pos)
+		if err != nil {
+			return nil, false, err
+		}
+		if i == col {
+			return append([]byte(nil), s...), false, nil
+		}
+		pos = next
+	}
+}
+
+func binaryRowValue(p []byte, col int, types []byte, flags []uint16) ([]byte, bool, error) {
+	n := len(types)
+	pos := 1 + (n+7+2)/8
+	if len(p) < pos || col >= n {
+		return nil, false, errShortPacket
+	}
+	nulls := p[1:pos]
+	for i := 0; i < n; i++ {
+		if nulls[(i+2)/8]&(1<<((i+2)%8)) != 0 {
+			if i == col {
+				return nil, true, nil
+			}
+			continue
+		}
+		v, next, err := binaryValue(p, pos, types[i], flags[i]&mysql.UNSIGNED_FLAG != 0)
+		if err != nil {
+			return nil, false, err
+		}
+		if i == col {
+			return valueText(v), false, nil
+		}
+		pos = next
+	}
+	return nil, false, errShortPacket
+}
+
+// valueText renders a decoded binary value in MySQL's text form.
+func valueText(v any) []byte {
+	switch x := v.(type) {
+	case int64:
+		return strconv.AppendInt(nil, x, 10)
+	case uint64:
+		return strconv.AppendUint(nil, x, 10)
+	case float64:
+		return strconv.AppendFloat(nil, x, 'g', -1, 64)
+	case []byte:
+		return x
+	}
+	return nil
+}
+
+// remember records what the session now believes about a row.
+func (s *session) remember(key string, value []byte) {
+	if s.beliefs == nil {
+		s.beliefs = make(map[string][]byte)
+	}
+	if _, ok := s.beliefs[key]; !ok && len(s.beliefs) >= maxRemembered {
+		clear(s.beliefs)
+	}
+	s.beliefs[key] = value
+}
+
+func (s *session) forget(key string) { delete(s.beliefs, key) }
