@@ -29,9 +29,10 @@ type Config struct {
 	MaxLag time.Duration
 	// HealthInterval is the time between two checks of one backend.
 	HealthInterval time.Duration
-	// User and Password open the monitoring connections. The user needs
-	// REPLICATION CLIENT (or SUPER / SLAVE MONITOR) on the replicas for
-	// SHOW SLAVE STATUS.
+	// User and Password open the monitoring connections. On the replicas
+	// the user needs the privilege to run SHOW SLAVE STATUS: SLAVE MONITOR
+	// (MariaDB 10.5+) or SUPER; REPLICATION CLIENT on MySQL. Without it
+	// every replica stays out, and BackendStatus.LastError says why.
 	User, Password string
 	// ConnectTimeout bounds dialing and the handshake of a monitoring
 	// connection; QueryTimeout bounds each statement of a check.

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"strings"
@@ -148,18 +149,25 @@ func TestPrimaryNotListening(t *testing.T) {
 	}
 }
 
+// TestMarkDownAndRecover: MarkDown starts a check at once, so with checks
+// otherwise an hour apart the replica is still back quickly. (That the
+// replica is out between MarkDown and that check is TestMarkDownHoldsUntilLaterCheck.)
 func TestMarkDownAndRecover(t *testing.T) {
 	bed := testbed.Get(t)
-	r, _ := startRouter(t, bedConfig(bed))
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	cfg := bedConfig(bed)
+	cfg.HealthInterval = time.Hour
+	r, _ := startRouter(t, cfg) // Start waited for the first check
+	if addr, ok := r.Pick(); !ok || addr != bed.ReplicaAddr {
+		t.Fatalf("Pick() = %q, %v after the first check; status %+v", addr, ok, statusOf(r, bed.ReplicaAddr))
+	}
+	checks := func() float64 { return testutil.ToFloat64(r.metrics.checks.WithLabelValues(bed.ReplicaAddr, "ok")) }
+	before := checks()
 	r.MarkDown(bed.ReplicaAddr, errors.New("read: connection reset by peer"))
-	if addr, ok := r.Pick(); ok {
-		t.Fatalf("Pick() = %q right after MarkDown", addr)
-	}
-	if err := errOf(r, bed.ReplicaAddr); !errors.Is(err, ErrMarkedDown) {
-		t.Errorf("reason = %v, want ErrMarkedDown", err)
-	}
-	eventually(t, "replica back after a good check", replicaIn(r, bed.ReplicaAddr))
+	eventually(t, "replica back after the check MarkDown starts", func() (bool, string) {
+		addr, ok := r.Pick()
+		return ok && addr == bed.ReplicaAddr && checks() == before+1,
+			fmt.Sprintf("Pick() = %q, %v; ok checks %v → %v; status %+v", addr, ok, before, checks(), statusOf(r, bed.ReplicaAddr))
+	})
 }
 
 func TestUpdateAddsAndRemovesReplicas(t *testing.T) {
@@ -199,4 +207,31 @@ func closedPort(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// TestReplicaWithoutMonitorPrivilege: a check user that may not run SHOW
+// SLAVE STATUS keeps the replica out, and the reason names the privilege.
+func TestReplicaWithoutMonitorPrivilege(t *testing.T) {
+	bed := testbed.Get(t)
+	user := testbed.UniqueName(t)
+	primary := bed.Open(t, bed.PrimaryAddr, "")
+	mustExec(t, primary,
+		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'pw-"+user+"'",
+		"GRANT SELECT ON *.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { mustExec(t, primary, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := bed.WaitReplicaCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bedConfig(bed)
+	cfg.User, cfg.Password = user, "pw-"+user
+	r, _ := startRouter(t, cfg)
+	eventually(t, "replica out", replicaOut(r, bed.ReplicaAddr, ErrCheckFailed))
+	if msg := statusOf(r, bed.ReplicaAddr).LastError; !strings.Contains(msg, "SLAVE MONITOR") {
+		t.Errorf("reason %q does not name the missing privilege", msg)
+	}
+	if !r.PrimaryHealthy() {
+		t.Errorf("PrimaryHealthy() = false; the primary check needs no privilege: %+v", statusOf(r, bed.PrimaryAddr))
+	}
 }
