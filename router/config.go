@@ -41,7 +41,7 @@ type Config struct {
 
 // String describes c without its password, so a Config may be logged.
 func (c Config) String() string {
-	return "router.Config{primary=" + c.Primary + " replicas=" + "["+strings.Join(c.Replicas, ",")+"]" +
+	return "router.Config{primary=" + c.Primary + " replicas=" + "[" + strings.Join(c.Replicas, ",") + "]" +
 		" max_lag=" + c.MaxLag.String() + " interval=" + c.HealthInterval.String() +
 		" user=" + c.User + "}"
 }
