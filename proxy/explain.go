@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -22,12 +23,16 @@ type Explanation struct {
 	Reject     string   // the error a rejected statement gets
 	Route      string   // primary | replica
 	RouteWhy   string
+	Rewritten  string // the guarded UPDATE sent instead, "" when none
+	RewriteWhy string // why no rewrite applies, when a rewrite rule guards the table
 }
 
 // Explain analyses sql as a session in database db would (inTxn: inside a
 // transaction) under rs and says what lockproxy would do, without talking
-// to any server. replicas says whether replicas are configured.
-func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool) (*Explanation, error) {
+// to any server. replicas says whether replicas are configured; old is the
+// value the session is taken to have read for the row an UPDATE writes
+// (nil: nothing remembered).
+func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte) (*Explanation, error) {
 	an, err := parser.Analyze(sql, db)
 	if err != nil {
 		return nil, err
@@ -51,6 +56,7 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool) (*Explanat
 	if g.reject != nil {
 		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", g.reject.Code, g.reject.State, g.reject.Msg)
 	}
+	e.explainRewrite(rs, old)
 	e.Route, e.RouteWhy = "primary", primaryReason(an, g)
 	switch {
 	case e.RouteWhy != "":
@@ -62,6 +68,34 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool) (*Explanat
 		e.Route, e.RouteWhy = "replica", "autocommit plain read (a healthy replica within max_replica_lag, else the primary)"
 	}
 	return e, nil
+}
+
+func (e *Explanation) explainRewrite(rs *rules.RuleSet, old []byte) {
+	an := e.Analysis
+	if an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate || an.Params > 0 {
+		return
+	}
+	r, keys, ok := rs.RewriteTarget(an.Stmts[0], e.DB, nil)
+	if !ok {
+		return
+	}
+	if len(keys) != 1 {
+		e.RewriteWhy = parser.ReasonSeveralRows
+		return
+	}
+	spec := parser.RewriteSpec{Column: r.Rewrite.Column, Mode: r.Rewrite.Mode, Old: old, Key: r.Key}
+	if r.Rewrite.Min != nil {
+		spec.Min = strconv.FormatFloat(*r.Rewrite.Min, 'f', -1, 64)
+	}
+	sql, ok, reason, err := parser.RewriteUpdate(an.Stmts[0], spec, []any{})
+	switch {
+	case err != nil:
+		e.RewriteWhy = err.Error()
+	case !ok:
+		e.RewriteWhy = reason
+	default:
+		e.Rewritten = sql
+	}
 }
 
 // Print writes e for a person to read.
@@ -92,6 +126,12 @@ func (e *Explanation) Print(w io.Writer) {
 	}
 	if e.Reject != "" {
 		fmt.Fprintf(w, "rejected:   %s\n", e.Reject)
+	}
+	switch {
+	case e.Rewritten != "":
+		fmt.Fprintf(w, "rewritten:  %s\n", e.Rewritten)
+	case e.RewriteWhy != "":
+		fmt.Fprintf(w, "rewritten:  no (%s)\n", e.RewriteWhy)
 	}
 	fmt.Fprintf(w, "route:      %s (%s)\n", e.Route, e.RouteWhy)
 }

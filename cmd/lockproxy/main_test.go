@@ -30,6 +30,7 @@ rules:
   - name: sku-stock
     table: shop.sku_stock
     key: [sku_id]
+    rewrite: {column: stock, mode: delta, min: 0}
 `
 
 func TestCLI(t *testing.T) {
@@ -57,6 +58,11 @@ func TestCLI(t *testing.T) {
 			[]string{"rejected:   ERROR 1105", "lockproxy: rule sku-stock"}, nil, nil},
 		{"explain FOR UPDATE", []string{"explain", "--config", good, "SELECT * FROM shop.sku_stock WHERE sku_id = ? FOR UPDATE"}, 0,
 			[]string{"from the parameters", "route:      primary (locking read)"}, nil, nil},
+		{"explain rewrite delta", []string{"explain", "--config", good, "--db", "shop", "--old", "17",
+			"UPDATE sku_stock SET stock = 16 WHERE sku_id = 7"}, 0,
+			[]string{"rewritten:  UPDATE `sku_stock` SET `stock`=`stock` - 1 WHERE (`sku_id` = 7) AND `stock` - 1 >= 0"}, nil, nil},
+		{"explain rewrite needs a read", []string{"explain", "--config", good, "--db", "shop",
+			"UPDATE sku_stock SET stock = 16 WHERE sku_id = 7"}, 0, []string{"rewritten:  no (nothing remembered)"}, nil, nil},
 		{"explain needs SQL", []string{"explain", "--config", good}, 2, nil, []string{"usage"}, nil},
 	}
 	for _, c := range cases {
