@@ -28,9 +28,13 @@ func (t scopeTable) owns(c *ast.ColumnName) bool {
 	return c.Table.L == t.name
 }
 
-// addTable appends a TableRef for tn unless it names a CTE; it returns the
-// table's index in Facts.Tables, or -1.
+// addTable appends a TableRef for tn unless it names a CTE or has an empty
+// name (`` parses, MySQL rejects it); it returns the table's index in
+// Facts.Tables, or -1.
 func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where *Predicate) int {
+	if tn.Name.L == "" {
+		return -1
+	}
 	if tn.Schema.L == "" {
 		if _, isCTE := an.ctes[tn.Name.L]; isCTE {
 			return -1
