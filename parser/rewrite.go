@@ -42,6 +42,8 @@ const (
 	ReasonSeveralRows        = "several rows"
 	ReasonParamPosition      = "placeholder in ORDER BY/LIMIT"
 	ReasonNonFinite          = "non-finite float"
+	ReasonUnsafeCharset      = "unsafe client charset"
+	ReasonNoBackslashEscapes = "NO_BACKSLASH_ESCAPES"
 )
 
 // RewriteSpec is how one rule guards one numeric column (DESIGN.md §5).
@@ -60,6 +62,14 @@ type RewriteSpec struct {
 	// requires the WHERE to pin exactly one value per key column (else
 	// ReasonSeveralRows). When empty, the caller vouches for one row.
 	Key []string
+	// ClientCharset is the session's character_set_client ("" for the
+	// usual utf8mb4). On one where RewriteSafeCharset is false no rewrite
+	// applies (ReasonUnsafeCharset): the escaped output would be unsafe.
+	ClientCharset string
+	// NoBackslashEscapes is true when the session's sql_mode holds
+	// NO_BACKSLASH_ESCAPES: no rewrite applies (ReasonNoBackslashEscapes),
+	// as the output escapes backslashes.
+	NoBackslashEscapes bool
 }
 
 // Exact numbers are kept within MySQL's DECIMAL(65,30): a longer literal
@@ -82,10 +92,8 @@ const maxDigits, maxScale = 65, 30
 // params or an internal failure. The rewrite works on a fresh parse of
 // f.Text (f is not modified) and renders it with Restore: values are AST
 // literals, so their quoting is the restorer's. String literals are
-// written with backslash escapes: the result is meant for a session whose
-// sql_mode lacks NO_BACKSLASH_ESCAPES and whose character_set_client is not
-// one where 0x5c can end a multi-byte character (big5, cp932, gbk, sjis,
-// gb18030; see RewriteSafeCharset). The output is parsed once more to
+// written with backslash escapes: spec.ClientCharset and
+// spec.NoBackslashEscapes say whether the session can read them safely. The output is parsed once more to
 // check it is one UPDATE. Safe for concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
 	defer func() {
@@ -101,6 +109,12 @@ func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok boo
 		if floor, ok = parseNumber(spec.Min); !ok || inRange(floor) != "" {
 			return "", false, "", fmt.Errorf("%w: min %q is not a DECIMAL(65,30) number", ErrRewriteSpec, spec.Min)
 		}
+	}
+	if !RewriteSafeCharset(spec.ClientCharset) {
+		return "", false, ReasonUnsafeCharset, nil
+	}
+	if spec.NoBackslashEscapes {
+		return "", false, ReasonNoBackslashEscapes, nil
 	}
 	if f == nil || f.Kind != KindUpdate {
 		return "", false, ReasonNotUpdate, nil
@@ -251,7 +265,9 @@ func binary(op opcode.Op, l, r ast.ExprNode) ast.ExprNode {
 // RewriteSafeCharset reports whether RewriteUpdate's output may be sent on
 // a connection whose character_set_client is charset: false for big5,
 // cp932, gbk, sjis and gb18030, where byte 0x5c (backslash) can end a
-// multi-byte character and so undo the escaping of a string literal.
+// multi-byte character and so undo the escaping of a string literal: the
+// value bytes bf 5c 27 are written bf 5c 5c 27 27, which gbk reads as one
+// character, an escaped quote and a quote that ends the literal.
 func RewriteSafeCharset(charset string) bool {
 	switch strings.ToLower(charset) {
 	case "big5", "cp932", "gbk", "sjis", "gb18030":

@@ -126,6 +126,13 @@ func TestRewriteUpdate(t *testing.T) {
 			params: []any{int64(4), int64(4)},
 			want:   "UPDATE `sku_stock` SET `stock`=5 WHERE (`sku_id` = 4 AND (`x` = 1 OR `sku_id` = 4)) AND `stock` = 7"},
 
+		{name: "unsafe client charset", sql: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1",
+			spec: RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "0", ClientCharset: "GBK"}, reason: ReasonUnsafeCharset},
+		{name: "safe client charset", sql: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1",
+			spec: RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "0", ClientCharset: "latin1"},
+			want: "UPDATE `sku_stock` SET `stock`=`stock` - 1 WHERE (`sku_id` = 1) AND `stock` - 1 >= 0"},
+		{name: "no backslash escapes", sql: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1",
+			spec: RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "0", NoBackslashEscapes: true}, reason: ReasonNoBackslashEscapes},
 		{name: "not an update", sql: "DELETE FROM sku_stock WHERE sku_id = 1", spec: delta("1", "0"), reason: ReasonNotUpdate},
 		{name: "multi-table join", sql: "UPDATE sku_stock s JOIN o ON o.id = s.id SET s.stock = 1 WHERE s.sku_id = 1",
 			spec: delta("1", "0"), reason: ReasonMultiTable},
