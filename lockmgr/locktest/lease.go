@@ -56,7 +56,7 @@ func testRestart(t *testing.T, b Backend) {
 	if b.Restartable == nil {
 		t.Skip("backend cannot be restarted")
 	}
-	ls, restart := b.Restartable(t)
+	ls, ttl, restart := b.Restartable(t)
 	t.Cleanup(func() {
 		for _, l := range ls {
 			_ = l.Close()
@@ -65,7 +65,7 @@ func testRestart(t *testing.T, b Backend) {
 	k := keys(t, 1)[0]
 	a := acquire(t, ls[0], newOwner("a"), long, k)
 	restart()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*b.TTL)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*ttl)
 	defer cancel()
 	var next *lockmgr.Lease
 	var err error

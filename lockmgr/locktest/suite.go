@@ -24,8 +24,10 @@ type Backend struct {
 	// no releases. nil skips the vanished-holder test.
 	Abandon func(l lockmgr.Locker)
 	// Restartable, if not nil, returns two Lockers on a lock service of
-	// their own and a func that restarts that service, losing its state.
-	Restartable func(t *testing.T) (ls []lockmgr.Locker, restart func())
+	// their own, the lease ttl they use, and a func that restarts that
+	// service, losing its state. Choose a ttl longer than a restart takes,
+	// so that a lease from before the restart is still valid after it.
+	Restartable func(t *testing.T) (ls []lockmgr.Locker, ttl time.Duration, restart func())
 }
 
 // Run runs the whole suite as subtests of t.

@@ -23,6 +23,10 @@ func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
 // testTTL is short so that expiry and renewal tests run in seconds.
 const testTTL = 1500 * time.Millisecond
 
+// restartTTL outlasts a Redis restart, so a lease from before it is still
+// valid after it.
+const restartTTL = 8 * time.Second
+
 // prefix keeps this run's keys apart from other users of a shared bed.
 func prefix(t testing.TB) string {
 	var b [4]byte
@@ -57,9 +61,15 @@ func TestConformance(t *testing.T) {
 		},
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
-		Restartable: func(t *testing.T) ([]lockmgr.Locker, func()) {
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
 			own := testbed.Private(t)
-			return newLockers(t, own.RedisAddr, pfx, 2), func() {
+			ls := make([]lockmgr.Locker, 2)
+			for i := range ls {
+				ls[i] = redislock.New(newClient(t, own.RedisAddr), &redislock.Options{
+					TTL: restartTTL, Prefix: pfx, Logger: zaptest.NewLogger(t),
+				})
+			}
+			return ls, restartTTL, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				if err := own.RestartRedis(ctx); err != nil {
