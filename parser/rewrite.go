@@ -84,17 +84,18 @@ const maxDigits, maxScale = 65, 30
 //	SET col = col ± d, Min set:      SET col = col ± d WHERE (w) AND col ± d >= min
 //
 // (new - old is computed exactly and written `col - 3`, `col + 1.75`; no
-// Min, no guard in delta mode). It also substitutes params (the values of the text's
-// placeholders, params[i] for placeholder i text-wide: nil, Go integers,
-// float32/float64, []byte, string) for the statement's `?`, so sql is a
-// complete text statement. It returns ok=false and one of the Reason
+// Min, no guard in delta mode). It also substitutes params (the values of
+// the text's placeholders, params[i] for placeholder i text-wide: nil, Go
+// integers, float32/float64, []byte, string) for the statement's `?`, so
+// sql is a complete text statement; other assignments stay as written. It returns ok=false and one of the Reason
 // constants when no rewrite applies; err for an invalid spec, unusable
 // params or an internal failure. The rewrite works on a fresh parse of
 // f.Text (f is not modified) and renders it with Restore: values are AST
 // literals, so their quoting is the restorer's. String literals are
 // written with backslash escapes: spec.ClientCharset and
-// spec.NoBackslashEscapes say whether the session can read them safely. The output is parsed once more to
-// check it is one UPDATE. Safe for concurrent use.
+// spec.NoBackslashEscapes say whether the session reads them safely. The
+// output is parsed once more to check that it is one UPDATE. Safe for
+// concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -135,25 +136,37 @@ func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok boo
 	if reason != "" || err != nil {
 		return "", false, reason, err
 	}
+	sql, reason, err = render(f, idx, p, own)
+	return sql, reason == "" && err == nil, reason, err
+}
+
+// render applies p to a fresh parse of f.Text whose placeholders it binds
+// to own, and restores it.
+func render(f *Facts, idx int, p rewritePlan, own []any) (string, string, error) {
 	stmts, err := Parse(f.Text)
 	if err != nil || len(stmts) != 1 {
-		return "", false, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
+		return "", "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
 	}
 	u, isU := stmts[0].(*ast.UpdateStmt)
 	if !isU || len(u.List) != len(f.Assignments) {
-		return "", false, "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
+		return "", "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
 	}
 	if reason, err := substitute(u, own); reason != "" || err != nil {
-		return "", false, reason, err
+		return "", reason, err
 	}
 	p.apply(u, u.List[idx])
-	if sql, err = Restore(u); err != nil {
-		return "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
+	sql, err := Restore(u)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	if again, err := Parse(sql); err != nil || len(again) != 1 {
-		return "", false, "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
+	again, err := Parse(sql)
+	if err != nil || len(again) != 1 {
+		return "", "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
 	}
-	return sql, true, "", nil
+	if _, isU := again[0].(*ast.UpdateStmt); !isU {
+		return "", "", fmt.Errorf("%w: rewritten UPDATE parses back as %T", ErrInternal, again[0])
+	}
+	return sql, "", nil
 }
 
 // guardedAssignment finds the one assignment to column.
