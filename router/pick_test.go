@@ -269,3 +269,26 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestUpdateReplacesPrimary(t *testing.T) {
+	r, reg, _ := unstarted(t)
+	r.find("primary:1").apply(failed, time.Now(), time.Now(), r.metrics)
+	if r.PrimaryHealthy() {
+		t.Fatal("PrimaryHealthy() after a failed check")
+	}
+	r.Update(Config{Primary: "primary:2"})
+	st := r.Status()
+	if len(st) != 1 || st[0].Addr != "primary:2" || st[0].Role != RolePrimary || st[0].Checked {
+		t.Fatalf("Status() after a new primary = %+v", st)
+	}
+	if !r.PrimaryHealthy() {
+		t.Error("new primary is failed before its first check")
+	}
+	if n := testutil.CollectAndCount(reg, "lockproxy_backend_up"); n != 0 {
+		t.Errorf("old primary's lockproxy_backend_up series kept: %d", n)
+	}
+	r.Update(Config{})
+	if r.PrimaryHealthy() {
+		t.Error("PrimaryHealthy() with no primary configured")
+	}
+}
