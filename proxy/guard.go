@@ -119,6 +119,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	}
 	if g.reject != nil {
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unkeyed").Inc()
+		s.audit("statement rejected: keys cannot be derived", g, zap.String("error", g.reject.Msg))
 		return false, s.writeErrAt(1, g.reject)
 	}
 	if len(g.keys) == 0 || s.srv.locker == nil {
@@ -126,7 +127,11 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, g.waitTimeout)
 	defer cancel()
+	begin := time.Now()
 	lerr := s.lockSet().Acquire(ctx, g.keys)
+	if waited := time.Since(begin); waited > s.srv.config().Locks.SlowWait.D() {
+		s.audit("slow lock wait", g, zap.Duration("waited", waited), zap.Error(lerr))
+	}
 	switch {
 	case lerr == nil:
 		return true, nil
@@ -136,12 +141,11 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	case errors.Is(lerr, lockmgr.ErrDeadlock), errors.Is(lerr, lockmgr.ErrLeaseLost):
 		return false, s.abortTxn(lerr, g.rule)
 	case errors.Is(lerr, lockmgr.ErrUnavailable) && s.srv.config().Locks.OnUnavailable == "passthrough":
-		s.log.Warn("lock service unavailable; statement runs unlocked (on_unavailable: passthrough)",
-			zap.String("rule", g.rule), zap.Error(lerr))
+		s.audit("lock service unavailable; statement runs unlocked (on_unavailable: passthrough)", g, zap.Error(lerr))
 		return true, nil
 	default:
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
-		s.log.Warn("statement rejected: lock service unavailable", zap.String("rule", g.rule), zap.Error(lerr))
+		s.audit("statement rejected: lock service unavailable", g, zap.Error(lerr))
 		return false, s.writeErrAt(1, newSQLError(erUnknown, "HY000", "rule %s: lock service unavailable, statement not run (%v)", g.rule, lerr))
 	}
 }
@@ -157,9 +161,25 @@ func (s *session) abortTxn(cause error, rule string) error {
 		s.status = s.be.status
 	}
 	s.releaseLocks()
-	s.log.Info("transaction rolled back", zap.String("rule", rule), zap.Error(cause))
+	event := "deadlock victim: transaction rolled back"
+	if errors.Is(cause, lockmgr.ErrLeaseLost) {
+		event = "lease lost: transaction rolled back"
+	}
+	s.audit(event, guard{rule: rule}, zap.Error(cause))
 	return s.writeErrAt(1, &sqlError{Code: erLockDeadlock, State: "40001",
 		Msg: "lockproxy: Deadlock found when trying to get lock; try restarting transaction (" + cause.Error() + "; transaction rolled back)"})
+}
+
+// audit writes one line of the audit log: the event, the rule and keys,
+// the session (waiter) and its user and client. Statement parameters are
+// never logged.
+func (s *session) audit(event string, g guard, fields ...zap.Field) {
+	keys := make([]string, 0, len(g.keys))
+	for _, k := range g.keys {
+		keys = append(keys, k.Name)
+	}
+	s.srv.audit.Warn(event, append(fields, zap.String("rule", g.rule), zap.Strings("keys", keys),
+		zap.Uint32("session", s.id), zap.String("user", s.user), zap.String("client", s.conn.RemoteAddr().String()))...)
 }
 
 // afterCommand releases the locks once the session is outside a

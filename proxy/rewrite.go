@@ -102,8 +102,9 @@ func (s *session) finishRewrite(step rewriteStep) {
 		result := "applied"
 		if s.lastAffected == 0 {
 			result = "conflicted"
-			s.log.Debug("rewritten update changed no row: a concurrent write won or the guard held",
-				zap.String("rule", step.rule), zap.String("key", step.key))
+			s.srv.audit.Info("rewrite conflict: the guarded update changed no row (a concurrent write won or the guard held)",
+				zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
+				zap.Uint32("session", s.id), zap.String("user", s.user))
 		}
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, result).Inc()
 	}

@@ -40,6 +40,7 @@ type Options struct {
 type Server struct {
 	cfg        atomic.Pointer[rules.Config]
 	log        *zap.Logger
+	audit      *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
 	metrics    *metrics
 	pool       *pool
 	tlsConfig  *tls.Config
@@ -80,6 +81,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		log:        log,
+		audit:      log.Named("audit"),
 		metrics:    newMetrics(opts.Registry),
 		pool:       newPool(),
 		authPlugin: plugin,

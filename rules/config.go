@@ -75,6 +75,9 @@ type LockConfig struct {
 	TTL           Duration     `yaml:"ttl"`            // default 30s
 	WaitTimeout   Duration     `yaml:"wait_timeout"`   // default 5s
 	OnUnavailable string       `yaml:"on_unavailable"` // reject | passthrough; default reject
+	// SlowWait: a lock wait longer than this is written to the audit log
+	// with rule, key, waiter and how long it waited. Default 1s.
+	SlowWait Duration `yaml:"slow_wait"`
 }
 
 // RedisConfig addresses one server, a Sentinel group, a Cluster, or (mode:

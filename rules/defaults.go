@@ -17,6 +17,7 @@ const (
 	DefaultLockBackend      = "memory"
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
+	DefaultSlowWait         = time.Second
 	DefaultMySQLLockTable   = "lockproxy_locks"
 )
 
@@ -52,6 +53,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 	setStr(&cfg.Locks.Backend, DefaultLockBackend)
 	setDur(d, "locks.ttl", &cfg.Locks.TTL, DefaultLockTTL)
 	setDur(d, "locks.wait_timeout", &cfg.Locks.WaitTimeout, DefaultWaitTimeout)
+	setDur(d, "locks.slow_wait", &cfg.Locks.SlowWait, DefaultSlowWait)
 	setStr(&cfg.Locks.OnUnavailable, OnUnavailReject)
 	if m := cfg.Locks.MySQL; m != nil {
 		setStr(&m.Table, DefaultMySQLLockTable)
