@@ -8,13 +8,16 @@ import (
 
 // ClientOptions returns go-redis options with bounded dial, read, write and
 // pool timeouts and few retries, so an unreachable Redis turns into
-// lockmgr.ErrUnavailable in about a second instead of a hang. One address
-// is a server, masterName selects Sentinel, several addresses without it a
-// Cluster (as redis.NewUniversalClient decides).
-func ClientOptions(addrs []string, masterName string) *redis.UniversalOptions {
+// lockmgr.ErrUnavailable in about a second instead of a hang. It maps
+// rules.yaml's locks.redis: one address is a server, masterName selects
+// Sentinel (addrs are then the sentinels), cluster selects Cluster (addrs
+// are seed nodes). Pass the result to redis.NewUniversalClient; set
+// credentials or TLS on it first if needed.
+func ClientOptions(addrs []string, masterName string, cluster bool) *redis.UniversalOptions {
 	return &redis.UniversalOptions{
 		Addrs:                 addrs,
 		MasterName:            masterName,
+		IsClusterMode:         cluster && masterName == "",
 		DialTimeout:           500 * time.Millisecond,
 		DialerRetries:         1,
 		DialerRetryTimeout:    20 * time.Millisecond,

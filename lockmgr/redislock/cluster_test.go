@@ -32,7 +32,7 @@ func TestClusterConformance(t *testing.T) {
 		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
 			out := make([]lockmgr.Locker, n)
 			for i := range out {
-				rdb := redis.NewUniversalClient(redislock.ClientOptions(addrs, ""))
+				rdb := redis.NewUniversalClient(redislock.ClientOptions(addrs, "", true))
 				t.Cleanup(func() { _ = rdb.Close() })
 				out[i] = redislock.New(rdb, &redislock.Options{TTL: testTTL, Prefix: pfx, Logger: zaptest.NewLogger(t)})
 			}

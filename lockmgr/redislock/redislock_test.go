@@ -35,7 +35,7 @@ func prefix(t testing.TB) string {
 }
 
 func newClient(t testing.TB, addr string) redis.UniversalClient {
-	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, ""))
+	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
