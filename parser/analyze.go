@@ -13,9 +13,14 @@ import (
 )
 
 // ErrInternal is wrapped by the error Analyze returns when analysis itself
-// failed (a panic inside the TiDB parser or in this package). SQL the parser
-// rejects is not an error: it gives an Analysis with Unparsed set.
+// failed (a panic in this package). SQL the parser rejects is not an error:
+// it gives an Analysis with Unparsed set. So does SQL on which the TiDB
+// parser itself panics (its test driver does for decimal literals of more
+// than 81 digits): the text is handled as unparseable, conservatively.
 var ErrInternal = errors.New("parser: internal failure")
+
+// errParserPanic reports text on which the TiDB parser panicked.
+var errParserPanic = errors.New("parser: the TiDB parser failed on this text")
 
 // parsers pools TiDB parsers: a *tidb.Parser is not safe for concurrent use
 // and costs a few KiB to build. Pooling has no effect but speed.
@@ -30,38 +35,31 @@ func newTiDBParser() *tidb.Parser {
 }
 
 // parse runs the TiDB parser on sql with a pooled parser. The returned
-// slice is the caller's own. A panic inside the parser is turned into an
-// ErrInternal error and the parser is not reused.
-func parse(sql string) (stmts []ast.StmtNode, perr error, err error) {
+// slice is the caller's own. A panic inside the parser is returned as a
+// parse error (wrapping errParserPanic) and the parser is not reused.
+func parse(sql string) (stmts []ast.StmtNode, perr error) {
 	p := parsers.Get().(*tidb.Parser)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: tidb parser panicked: %v", ErrInternal, r)
+			stmts, perr = nil, fmt.Errorf("%w: %v", errParserPanic, r)
 			return
 		}
 		parsers.Put(p)
 	}()
 	res, _, perr := p.Parse(sql, "", "")
 	if perr != nil {
-		return nil, perr, nil
+		return nil, perr
 	}
 	// Parse returns the parser's own result slice, which the next Parse
 	// overwrites: copy it.
-	return append([]ast.StmtNode(nil), res...), nil, nil
+	return append([]ast.StmtNode(nil), res...), nil
 }
 
 // Parse parses sql into fresh ASTs that the caller owns and may modify (the
 // rewrite stage does; Facts.Node is shared and must not be modified). A
 // parse error is returned as is. Safe for concurrent use.
 func Parse(sql string) ([]ast.StmtNode, error) {
-	stmts, perr, err := parse(sql)
-	if err != nil {
-		return nil, err
-	}
-	if perr != nil {
-		return nil, perr
-	}
-	return stmts, nil
+	return parse(sql)
 }
 
 // Analyze returns the facts of every statement of sql, qualifying
@@ -75,13 +73,10 @@ func Analyze(sql string, currentDB string) (a *Analysis, err error) {
 			a, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
 		}
 	}()
-	stmts, perr, err := parse(sql)
-	if err != nil {
-		return nil, err
-	}
+	stmts, perr := parse(sql)
 	if perr != nil {
 		if alt, ok := withoutWork(sql); ok {
-			if retry, perr2, err2 := parse(alt); err2 == nil && perr2 == nil {
+			if retry, perr2 := parse(alt); perr2 == nil {
 				stmts, perr = retry, nil
 			}
 		}

@@ -471,6 +471,23 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// TestParserPanicIsUnparsed: the TiDB test driver panics on decimal
+// literals beyond 81 digits; such text is handled as unparseable.
+func TestParserPanicIsUnparsed(t *testing.T) {
+	sql := "UPDATE sku_stock SET stock = 1 WHERE sku_id = " + strings.Repeat("9", 90)
+	a := mustAnalyze(t, sql, "shop")
+	if !a.Unparsed || !strings.HasPrefix(a.ParseError, "parser: ") || len(a.LexTables) != 1 || a.LexKind != KindUpdate {
+		t.Fatalf("unparsed=%v err=%q tables=%v kind=%v", a.Unparsed, a.ParseError, a.LexTables, a.LexKind)
+	}
+	if _, err := Parse(sql); !errors.Is(err, errParserPanic) {
+		t.Fatalf("Parse error %v", err)
+	}
+	// The pool still works after a parser panicked.
+	if f := one(t, "SELECT 1"); f.Kind != KindSelect {
+		t.Fatal(f.Kind)
+	}
+}
+
 func TestErrInternalIsSentinel(t *testing.T) {
 	err := fmt.Errorf("%w: boom", ErrInternal)
 	if !errors.Is(err, ErrInternal) || !strings.HasPrefix(ErrInternal.Error(), "parser: ") {

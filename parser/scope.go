@@ -29,7 +29,7 @@ func (t scopeTable) owns(c *ast.ColumnName) bool {
 }
 
 // addTable appends a TableRef for tn unless it names a CTE or has an empty
-// name (`` parses, MySQL rejects it); it returns the table's index in
+// name (“ parses, MySQL rejects it); it returns the table's index in
 // Facts.Tables, or -1.
 func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where *Predicate) int {
 	if tn.Name.L == "" {
