@@ -29,8 +29,8 @@ func (t scopeTable) owns(c *ast.ColumnName) bool {
 }
 
 // addTable appends a TableRef for tn unless it names a CTE or has an empty
-// name (“ parses, MySQL rejects it); it returns the table's index in
-// Facts.Tables, or -1.
+// name (an empty back-quoted name parses; MySQL rejects it); it returns the
+// table's index in Facts.Tables, or -1.
 func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where *Predicate) int {
 	if tn.Name.L == "" {
 		return -1
