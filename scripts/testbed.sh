@@ -64,6 +64,7 @@ missing_packages() {
 	client_bin >/dev/null || echo mariadb-client
 	redis_bin >/dev/null && redis_cli_bin >/dev/null || echo redis-server
 	first_cmd sysbench >/dev/null || echo sysbench
+	first_cmd promtool >/dev/null || echo prometheus # promtool checks the /metrics exposition in e2e
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pymysql' 2>/dev/null || echo python3-pymysql
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
