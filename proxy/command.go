@@ -75,7 +75,7 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_EXECUTE:
 		return s.execute(p)
 	case mysql.COM_STMT_FETCH:
-		return s.stmtCommand(p, relayResults)
+		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
 			st.long, st.longSent = nil, false
@@ -173,7 +173,7 @@ func (s *session) query(p []byte) error {
 	if step.sql != "" {
 		p = append([]byte{mysql.COM_QUERY}, step.sql...)
 	}
-	s.srv.metrics.queries.WithLabelValues("primary", "query").Inc()
+	s.srv.metrics.primaryQuery.Inc()
 	if err := s.forward(p, relayResults, false); err != nil {
 		return err
 	}

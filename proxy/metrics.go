@@ -12,6 +12,9 @@ type metrics struct {
 	rejected      prometheus.Counter
 	rejects       *prometheus.CounterVec
 	rewrites      *prometheus.CounterVec
+
+	// Hot-path children of queries, resolved once.
+	primaryQuery, primaryExecute prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -45,6 +48,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Read-then-write UPDATEs by rule, mode and result (applied|skipped|conflicted).",
 		}, []string{"rule", "mode", "result"}),
 	}
+	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
+	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites)
 	}

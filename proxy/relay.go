@@ -14,6 +14,7 @@ const (
 	relaySingle                     // one packet: OK, ERR, EOF or a string (COM_PING, COM_STATISTICS, COM_SET_OPTION)
 	relayResults                    // OK, ERR, LOCAL INFILE or result sets, possibly several
 	relayFieldList                  // column definitions up to EOF, or ERR
+	relayFetch                      // rows of an open cursor up to EOF, or ERR (COM_STMT_FETCH)
 )
 
 // clientIOError marks a failure to talk to the client, as opposed to the
@@ -75,6 +76,12 @@ func (s *session) relay(kind relayKind, binary bool) error {
 		err = s.relaySinglePacket()
 	case relayFieldList:
 		err = s.relayColumns(-1)
+	case relayFetch:
+		var st uint16
+		var ok bool
+		if st, ok, err = s.relayRows(s.caps&mysql.CLIENT_DEPRECATE_EOF != 0); err == nil && ok {
+			s.status = st
+		}
 	default:
 		err = s.relayResultSets()
 	}

@@ -148,7 +148,7 @@ func (s *session) execute(p []byte) error {
 			return err
 		}
 	}
-	s.srv.metrics.queries.WithLabelValues("primary", "execute").Inc()
+	s.srv.metrics.primaryExecute.Inc()
 	if step.sql != "" {
 		// An UPDATE answers OK or ERR, alike in both protocols: the
 		// guarded text form can stand in for the prepared execution.

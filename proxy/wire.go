@@ -49,7 +49,7 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 
 // readLogical reads a whole logical packet (joining continuations), refusing
 // one larger than limit bytes (0: no limit). It returns the sequence id of
-// the last physical packet. The payload is a fresh slice the caller owns.
+// the last physical packet. The payload is valid until the next read.
 func (p *packetReader) readLogical(limit int) (lastSeq byte, payload []byte, err error) {
 	var out []byte
 	for {
@@ -65,7 +65,7 @@ func (p *packetReader) readLogical(limit int) (lastSeq byte, payload []byte, err
 			return 0, nil, errPacketTooLarge
 		}
 		if out == nil && len(part) < maxPayload {
-			return seq, append([]byte(nil), part...), nil
+			return seq, part, nil
 		}
 		out = append(out, part...)
 		if len(part) < maxPayload {
