@@ -1,0 +1,498 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"net"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+)
+
+// observed configures observedProxy.
+type observed struct {
+	log        *zap.Logger // nil: zaptest
+	edit       func(*rules.Config)
+	authPlugin string
+	// locker builds the lock backend on the metrics registered on the
+	// proxy's own registry (nil: no locker).
+	locker func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker
+}
+
+// observedProxy is startProxyOn with the lock metrics on the Server's own
+// registry and the log going where the test says, so a test sees every
+// series and every line one proxy produces.
+func observedProxy(t *testing.T, o observed) *testProxy {
+	t.Helper()
+	bed := testbed.Get(t)
+	if o.log == nil {
+		o.log = zaptest.NewLogger(t)
+	}
+	cfg, err := rules.LoadBytes("test.yaml", fmt.Appendf(nil, "proxy:\n  handshake_timeout: 2s\nusers:\n  - user: %s\n    password: %q\nbackends:\n  primary: %s\nlocks:\n  backend: memory\n",
+		bed.User, bed.Password, bed.PrimaryAddr))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if o.edit != nil {
+		o.edit(cfg)
+	}
+	reg := prometheus.NewRegistry()
+	var locker lockmgr.Locker
+	if o.locker != nil {
+		m, err := lockmgr.NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locker = o.locker(t, m, o.log)
+		t.Cleanup(func() { _ = locker.Close() }) // after the Server's shutdown below
+	}
+	srv, err := New(cfg, Options{Logger: o.log, Registry: reg, Locker: locker, AuthPlugin: o.authPlugin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &testProxy{srv: srv, addr: ln.Addr().String(), bed: bed, reg: reg}
+}
+
+func memLocker(_ *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+	return memlock.New(log, m)
+}
+
+// lockRules guards db.sku (waits up to 30s) and db.hot (gives up after
+// 200ms, so a held row answers 1205).
+func lockRules(db string, slowWait time.Duration) func(*rules.Config) {
+	all := []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn}
+	return func(c *rules.Config) {
+		c.Rules = []rules.Rule{
+			{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"}, Lock: all,
+				OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(30 * time.Second)},
+			{Name: "hot-row", Table: db + ".hot", Key: []string{"id"}, Lock: all,
+				OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(200 * time.Millisecond)},
+		}
+		if slowWait > 0 {
+			c.Locks.SlowWait = rules.Duration(slowWait)
+		}
+	}
+}
+
+// lockSchema creates the tables of lockRules directly on the primary.
+func lockSchema(t *testing.T) (*testProxy, string) {
+	t.Helper()
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"CREATE TABLE hot (id BIGINT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 10), (2, 10)", "INSERT INTO hot VALUES (1, 0)")
+	return base, db
+}
+
+// families gathers the registry once, by metric name.
+func families(t *testing.T, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := make(map[string]*dto.MetricFamily, len(mfs))
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// labelKey renders a series' labels as "k=v,k=v" in name order.
+func labelKey(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// values are the series of a counter or gauge family (histograms: their
+// sample counts), keyed by labelKey. A family not exported yet is empty.
+func values(t *testing.T, g prometheus.Gatherer, name string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, m := range families(t, g)[name].GetMetric() {
+		switch {
+		case m.Counter != nil:
+			out[labelKey(m)] = m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			out[labelKey(m)] = m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			out[labelKey(m)] = float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return out
+}
+
+// value is one series of values ("" for a family without labels).
+func value(t *testing.T, g prometheus.Gatherer, name, labels string) float64 {
+	t.Helper()
+	return values(t, g, name)[labels]
+}
+
+func wantValues(t *testing.T, g prometheus.Gatherer, name string, want map[string]float64) {
+	t.Helper()
+	if got := values(t, g, name); !maps.Equal(got, want) {
+		t.Errorf("%s:\n got  %v\n want %v", name, got, want)
+	}
+}
+
+// waitReleased waits until nothing is held or waited for: locks are
+// given back just after the reply that ends their transaction.
+func waitReleased(t *testing.T, p *testProxy) {
+	t.Helper()
+	eventually(t, 10*time.Second, "locks_held and lock_waiters back to 0", func() bool {
+		return value(t, p.reg, "lockproxy_locks_held", "") == 0 && value(t, p.reg, "lockproxy_lock_waiters", "") == 0
+	})
+}
+
+// TestLockMetrics drives contention through lockproxy and checks that the
+// lock series count exactly the guarded statements sent.
+func TestLockMetrics(t *testing.T) {
+	_, db := lockSchema(t)
+	p := observedProxy(t, observed{edit: lockRules(db, 0), locker: memLocker})
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	ctx := context.Background()
+
+	// sku-stock: a holds row 1, b waits for it and gets it; b takes row 2
+	// uncontended. Three acquisitions, one of them after a wait.
+	tx, err := a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+		waited <- err
+	}()
+	eventually(t, 10*time.Second, "the second session waits", func() bool {
+		return value(t, p.reg, "lockproxy_lock_waiters", "") == 1
+	})
+	if held := value(t, p.reg, "lockproxy_locks_held", ""); held != 1 {
+		t.Errorf("lockproxy_locks_held = %v while one row is held, want 1", held)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiter did not get the lock after the commit: %v", err)
+	}
+	mustExec(t, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 2")
+
+	// hot-row: a holds row 1, b gives up with 1205 after 200ms.
+	tx, err = a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE hot SET v = v + 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Exec("UPDATE hot SET v = v + 1 WHERE id = 1")
+	if me := mysqlErr(t, err); me.Number != 1205 {
+		t.Fatalf("want 1205 while the row is held, got %v", me)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+
+	// An unkeyed write is refused before any lock is asked for.
+	_, err = b.Exec("UPDATE sku SET stock = 0")
+	if me := mysqlErr(t, err); me.Number != 1105 {
+		t.Fatalf("unkeyed write: want 1105, got %v", me)
+	}
+	waitReleased(t, p)
+
+	wantValues(t, p.reg, "lockproxy_lock_acquire_total", map[string]float64{
+		"result=acquired,rule=sku-stock": 3,
+		"result=acquired,rule=hot-row":   1,
+		"result=timeout,rule=hot-row":    1,
+	})
+	wantValues(t, p.reg, "lockproxy_lock_wait_seconds", map[string]float64{"rule=sku-stock": 3, "rule=hot-row": 2})
+	wantValues(t, p.reg, "lockproxy_lock_hold_seconds", map[string]float64{"rule=sku-stock": 3, "rule=hot-row": 1})
+	wantValues(t, p.reg, "lockproxy_statements_rejected_total", map[string]float64{"reason=unkeyed,rule=sku-stock": 1})
+	if lost := values(t, p.reg, "lockproxy_lock_lease_lost_total"); len(lost) != 0 {
+		t.Errorf("leases reported lost without a loss: %v", lost)
+	}
+	t.Run("the contended wait lands above the fastest bucket", func(t *testing.T) {
+		// The waiter waited until a's COMMIT, which came only after it was
+		// seen waiting: its observation cannot be in the first bucket
+		// with the uncontended grants.
+		h := families(t, p.reg)["lockproxy_lock_wait_seconds"]
+		for _, m := range h.GetMetric() {
+			if labelKey(m) != "rule=sku-stock" {
+				continue
+			}
+			first := m.GetHistogram().GetBucket()[0].GetCumulativeCount()
+			if first > 2 {
+				t.Errorf("all %d sku-stock waits in the first bucket (le=%g)", first, m.GetHistogram().GetBucket()[0].GetUpperBound())
+			}
+		}
+	})
+	t.Run("lint", func(t *testing.T) {
+		problems, err := testutil.GatherAndLint(p.reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range problems {
+			t.Errorf("%s: %s", pr.Metric, pr.Text)
+		}
+	})
+}
+
+// TestLeaseLostMetric takes a row lock through lockproxy on Redis, has the
+// lock taken over behind its back, and checks the loss is counted and the
+// transaction refused.
+func TestLeaseLostMetric(t *testing.T) {
+	_, db := lockSchema(t)
+	bed := testbed.Get(t)
+	rdb := redis.NewClient(&redis.Options{Addr: bed.RedisAddr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	prefix := testbed.UniqueName(t)
+	t.Cleanup(func() { deleteRedisKeys(rdb, prefix+":*") })
+	p := observedProxy(t, observed{edit: lockRules(db, 0), locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+		return redislock.New(rdb, &redislock.Options{TTL: 900 * time.Millisecond, Prefix: prefix, Logger: log, Metrics: m})
+	}})
+	a := p.db(t, db, "")
+	ctx := context.Background()
+	tx, err := a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	lock := redisLockKey(t, rdb, prefix)
+	// Another holder's token: the next renewal finds the lock not ours.
+	if err := rdb.HSet(ctx, lock, "tok", "taken-over-by-the-test").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "lockproxy_lock_lease_lost_total{rule=sku-stock} counts the loss", func() bool {
+		return value(t, p.reg, "lockproxy_lock_lease_lost_total", "rule=sku-stock") == 1
+	})
+	err = tx.Commit()
+	if me := mysqlErr(t, err); me.Number != 1213 || !strings.HasPrefix(me.Message, "lockproxy:") {
+		t.Fatalf("COMMIT after the lease was lost: want lockproxy's 1213, got %v", me)
+	}
+	waitReleased(t, p)
+	wantValues(t, p.reg, "lockproxy_lock_lease_lost_total", map[string]float64{"rule=sku-stock": 1})
+	wantValues(t, p.reg, "lockproxy_lock_acquire_total", map[string]float64{"result=acquired,rule=sku-stock": 1})
+	wantValues(t, p.reg, "lockproxy_lock_hold_seconds", map[string]float64{"rule=sku-stock": 1})
+}
+
+// redisLockKey finds the one lock hash under prefix (its queue, fence and
+// channel names carry a suffix after the hash tag).
+func redisLockKey(t *testing.T, rdb *redis.Client, prefix string) string {
+	t.Helper()
+	keys, err := rdb.Keys(context.Background(), prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locks []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, "}") {
+			locks = append(locks, k)
+		}
+	}
+	if len(locks) != 1 {
+		t.Fatalf("want one lock key under %s, found %v", prefix, keys)
+	}
+	return locks[0]
+}
+
+func deleteRedisKeys(rdb *redis.Client, pattern string) {
+	ctx := context.Background()
+	if keys, err := rdb.Keys(ctx, pattern).Result(); err == nil && len(keys) > 0 {
+		_ = rdb.Del(ctx, keys...).Err()
+	}
+}
+
+// TestQueryRouteMetrics checks lockproxy_queries_total counts each
+// statement once, under the backend it went to and how it was sent.
+func TestQueryRouteMetrics(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
+	waitReplica(t, p)
+	h := p.db(t, db, "")
+	h.SetMaxOpenConns(1)
+	before := values(t, p.reg, "lockproxy_queries_total")
+	var v int
+	for range 3 { // text reads: replica
+		if err := h.QueryRow("SELECT v FROM t WHERE id = 1").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // prepared reads: replica
+		if err := h.QueryRow("SELECT v FROM t WHERE id = ?", 1).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(t, h, "UPDATE t SET v = v + 1 WHERE id = 1", "UPDATE t SET v = v + 1 WHERE id = 1") // text writes
+	if _, err := h.Exec("UPDATE t SET v = ? WHERE id = 1", 7); err != nil {                      // prepared write
+		t.Fatal(err)
+	}
+	if err := h.QueryRow("SELECT v FROM t WHERE id = 1 FOR UPDATE").Scan(&v); err != nil { // locking read
+		t.Fatal(err)
+	}
+	got := values(t, p.reg, "lockproxy_queries_total")
+	for k := range got {
+		got[k] -= before[k]
+		if got[k] == 0 {
+			delete(got, k)
+		}
+	}
+	want := map[string]float64{
+		"kind=query,route=replica":   3,
+		"kind=execute,route=replica": 2,
+		"kind=query,route=primary":   3,
+		"kind=execute,route=primary": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("lockproxy_queries_total increments:\n got  %v\n want %v", got, want)
+	}
+	for _, name := range []string{"lockproxy_replica_healthy", "lockproxy_replica_lag_seconds"} {
+		if s := values(t, p.reg, name); len(s) != 1 {
+			t.Errorf("%s: want one series for the replica, got %v", name, s)
+		}
+	}
+	if hv := value(t, p.reg, "lockproxy_replica_healthy", "backend="+p.bed.ReplicaAddr); hv != 1 {
+		t.Errorf("lockproxy_replica_healthy = %v for the replica that took reads", hv)
+	}
+}
+
+// TestRewriteMetrics checks each outcome of a rewrite rule is counted:
+// applied, skipped (several rows) and conflicted (the row changed).
+func TestRewriteMetrics(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10), (2, 10)")
+	p := startProxy(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "stock-cas", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{},
+			Rewrite: &rules.Rewrite{Column: "stock", Mode: "cas"}}}
+	})
+	conn, err := p.db(t, db, "").Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	update := func(q string) int64 {
+		t.Helper()
+		res, err := conn.ExecContext(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n, _ := res.RowsAffected()
+		return n
+	}
+	read := func() {
+		t.Helper()
+		var stock int
+		if err := conn.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read() // 10
+	if n := update("UPDATE sku SET stock = 9 WHERE sku_id = 1"); n != 1 {
+		t.Fatalf("applied rewrite changed %d rows", n)
+	}
+	read()                                                           // 9
+	mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") // a concurrent writer wins
+	if n := update("UPDATE sku SET stock = 8 WHERE sku_id = 1"); n != 0 {
+		t.Fatalf("conflicting rewrite changed %d rows", n)
+	}
+	update("UPDATE sku SET stock = 3 WHERE sku_id IN (1, 2)")
+	wantValues(t, p.reg, "lockproxy_rewrites_total", map[string]float64{
+		"mode=cas,result=applied,rule=stock-cas":    1,
+		"mode=cas,result=conflicted,rule=stock-cas": 1,
+		"mode=cas,result=skipped,rule=stock-cas":    1,
+	})
+}
+
+// TestConnectionMetrics checks the client connection gauge follows the
+// open connections and that a refused login is counted.
+func TestConnectionMetrics(t *testing.T) {
+	p := startProxy(t, nil)
+	h := p.db(t, "", "")
+	h.SetMaxIdleConns(3)
+	conns := make([]*sql.Conn, 0, 3)
+	for range 3 {
+		c, err := h.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if n := value(t, p.reg, "lockproxy_client_connections", ""); n != 3 {
+		t.Errorf("lockproxy_client_connections = %v with 3 open, want 3", n)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	_ = h.Close()
+	eventually(t, 10*time.Second, "lockproxy_client_connections back to 0", func() bool {
+		return value(t, p.reg, "lockproxy_client_connections", "") == 0
+	})
+	bad := strings.Replace(p.bed.DSN(p.addr, "", ""), ":"+p.bed.Password+"@", ":not-"+p.bed.Password+"@", 1)
+	if db, err := openDBErr(bad); err == nil {
+		_ = db.Close()
+		t.Fatal("a wrong password logged in")
+	}
+	if n := value(t, p.reg, "lockproxy_auth_failures_total", ""); n != 1 {
+		t.Errorf("lockproxy_auth_failures_total = %v after one refused login, want 1", n)
+	}
+}
+
+// openDBErr opens dsn and pings it, returning the login error.
+func openDBErr(dsn string) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
