@@ -75,6 +75,10 @@ func TestKeys(t *testing.T) {
 		{"SELECT * FROM w x LEFT JOIN v y ON y.id = 7 WHERE x.a = 5", "v", []string{"id"}, nil},
 		{"SELECT * FROM w x JOIN v y ON y.id = x.vid WHERE x.a = 5", "v", []string{"id"}, nil},
 		{"SELECT * FROM w WHERE w.a = 5", "w", []string{"a"}, []string{"5"}},
+		// The inner join's ON sees only v and u: its unqualified a is not w's.
+		{"SELECT * FROM w LEFT JOIN (v JOIN u ON a = 5) ON w.x = v.x", "w", []string{"a"}, nil},
+		{"SELECT * FROM w LEFT JOIN (v JOIN u ON a = 5) ON w.x = v.x", "u", []string{"a"}, []string{"5"}},
+		{"SELECT * FROM w JOIN v USING (a) WHERE a = 5", "v", []string{"a"}, []string{"5"}},
 		{"SELECT * FROM w AS q WHERE w.a = 5", "w", []string{"a"}, nil}, // with an alias, w.a is not this table's
 		{"SELECT * FROM shop.w WHERE shop.w.a = 5", "w", []string{"a"}, []string{"5"}},
 		{"SELECT * FROM shop.w WHERE other.w.a = 5", "w", []string{"a"}, nil},

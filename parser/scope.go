@@ -50,19 +50,38 @@ func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where 
 	return len(an.f.Tables) - 1
 }
 
+// scopedCond is a condition with the span of the block's tables it may
+// refer to: all of them for WHERE, the join's operands for an ON.
+type scopedCond struct {
+	expr       ast.ExprNode
+	start, end int // indices into the block's tables
+}
+
 // block records the base tables of one query block (its FROM join tree)
 // and gives each the predicate that WHERE and the ON of inner joins put on
 // its rows. Derived tables and subqueries are blocks of their own, reached
 // by the walk. It returns the block's tables.
 func (an *analyzer) block(from ast.ResultSetNode, where ast.ExprNode) []scopeTable {
 	var tables []scopeTable
-	conds := []ast.ExprNode{}
+	var conds []scopedCond
 	if where != nil {
-		conds = append(conds, where)
+		conds = append(conds, scopedCond{expr: where})
 	}
 	an.joinTree(from, &tables, &conds)
-	for _, t := range tables {
-		an.f.Tables[t.idx].Where = buildPredicate(an, conds, t)
+	if where != nil {
+		conds[0].end = len(tables) // WHERE sees every table
+	}
+	exprs := make([]ast.ExprNode, 0, len(conds))
+	for i, t := range tables {
+		exprs = exprs[:0]
+		for _, c := range conds {
+			// An ON sees only its join's operands: even an unqualified
+			// column in it cannot belong to a table outside them.
+			if c.start <= i && i < c.end {
+				exprs = append(exprs, c.expr)
+			}
+		}
+		an.f.Tables[t.idx].Where = buildPredicate(an, exprs, t)
 	}
 	return tables
 }
@@ -70,12 +89,13 @@ func (an *analyzer) block(from ast.ResultSetNode, where ast.ExprNode) []scopeTab
 // joinTree collects the base tables of a FROM tree and the ON conditions of
 // its inner joins. The ON of an outer join does not restrict the rows of
 // the preserved side and is not used.
-func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[]ast.ExprNode) {
+func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[]scopedCond) {
 	switch x := n.(type) {
 	case *ast.Join:
 		if x == nil {
 			return
 		}
+		start := len(*tables)
 		if x.Left != nil {
 			an.joinTree(x.Left, tables, conds)
 		}
@@ -83,7 +103,7 @@ func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[
 			an.joinTree(x.Right, tables, conds)
 		}
 		if x.On != nil && x.Tp != ast.LeftJoin && x.Tp != ast.RightJoin {
-			*conds = append(*conds, x.On.Expr)
+			*conds = append(*conds, scopedCond{expr: x.On.Expr, start: start, end: len(*tables)})
 		}
 	case *ast.TableSource:
 		tn, ok := x.Source.(*ast.TableName)
