@@ -449,6 +449,11 @@ func TestCache(t *testing.T) {
 	if a3 == a1 {
 		t.Fatal("least recently used entry not evicted")
 	}
+	long := "SELECT * FROM t WHERE id = 1" + strings.Repeat(" ", MaxCachedSQL)
+	l1, _ := c.Analyze(long, "db1")
+	if l2, _ := c.Analyze(long, "db1"); l1 == l2 || len(l2.Stmts) != 1 {
+		t.Fatal("a text beyond MaxCachedSQL was cached")
+	}
 	if NewCache(0).Len() != 0 {
 		t.Fatal("empty cache not empty")
 	}

@@ -10,7 +10,13 @@ type cacheKey struct {
 	db, sql string
 }
 
-// Cache memoises Analyze by (current database, SQL) in a bounded LRU. It is
+// MaxCachedSQL is the longest text Cache keeps: longer texts (bulk
+// inserts, generated IN lists) rarely repeat and would pin their text and
+// AST in memory, so they are analysed every time.
+const MaxCachedSQL = 64 << 10
+
+// Cache memoises Analyze by (current database, SQL) in a bounded LRU of at
+// most size entries, each of at most MaxCachedSQL bytes of text. It is
 // safe for concurrent use. The *Analysis it returns is shared with every
 // other caller of the same key: callers must not modify it.
 type Cache struct {
@@ -31,10 +37,14 @@ func NewCache(size int) *Cache {
 }
 
 // Analyze returns the cached analysis of sql under currentDB, analysing and
-// caching it on a miss. Unparsed analyses are cached too; errors are not.
+// caching it on a miss. Unparsed analyses are cached too; errors and texts
+// longer than MaxCachedSQL are not.
 // Two goroutines missing on the same key at once both analyse it; either
 // result is correct.
 func (c *Cache) Analyze(sql, currentDB string) (*Analysis, error) {
+	if len(sql) > MaxCachedSQL {
+		return Analyze(sql, currentDB)
+	}
 	k := cacheKey{db: currentDB, sql: sql}
 	if a, ok := c.lru.Get(k); ok {
 		return a, nil
