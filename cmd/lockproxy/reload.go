@@ -52,14 +52,18 @@ func (r *reloader) watch(ctx context.Context) {
 			r.reload("SIGHUP")
 		case <-tick.C:
 			if st, err := os.Stat(r.path); err == nil && !st.ModTime().Equal(r.modTime) {
-				r.modTime = st.ModTime()
 				r.reload("file changed")
 			}
 		}
 	}
 }
 
+// reload loads the file once per change: the version it read is the one
+// the watcher compares against, whatever triggered the reload.
 func (r *reloader) reload(why string) {
+	if st, err := os.Stat(r.path); err == nil {
+		r.modTime = st.ModTime()
+	}
 	cfg, err := rules.Load(r.path)
 	if err == nil {
 		err = r.srv.Reload(cfg)
