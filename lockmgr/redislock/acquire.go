@@ -74,11 +74,12 @@ func (l *Locker) begin(owner lockmgr.Owner) *held {
 }
 
 // granted records that key k of h was granted by a request sent at sent.
-func (l *Locker) granted(h *held, k lockmgr.Key, sent time.Time) {
+func (l *Locker) granted(h *held, k lockmgr.Key, fence uint64, sent time.Time) {
 	until := sent.Add(l.validity())
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h.keys = append(h.keys, k)
+	h.fences = append(h.fences, fence)
 	if h.validUntil.IsZero() || until.Before(h.validUntil) {
 		h.validUntil = until
 	}
@@ -123,6 +124,7 @@ func deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
 func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	l.mu.Lock()
 	keys := h.keys
+	h.releasing = true
 	l.mu.Unlock()
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()

@@ -42,10 +42,9 @@ func TestUnavailable(t *testing.T) {
 	}
 }
 
-// TestLeaseLostWhenTakenOver: a lock deleted behind the holder's back (as
-// an expiry during a long pause would) is reported lost by the next
-// renewal: Done closes, Err wraps ErrLeaseLost, Valid is false, and the
-// metric counts it.
+// TestLeaseLostWhenTakenOver: a lock that someone else holds now (as after
+// an expiry during a long pause) is reported lost by the next renewal: Done
+// closes, Err wraps ErrLeaseLost, Valid is false, and the metric counts it.
 func TestLeaseLostWhenTakenOver(t *testing.T) {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
@@ -63,7 +62,7 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Del(ctx, pfx+":{stolen}").Err(); err != nil {
+	if err := rdb.HSet(ctx, pfx+":{stolen}", "tok", "someone else").Err(); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -202,4 +201,50 @@ func metricsGolden() *os.File {
 		panic(err)
 	}
 	return f
+}
+
+// TestLostLockRestored: a lock the server forgot (restart, failover) while
+// its lease is still valid is restored by the next renewal; the holder
+// keeps it and nobody else gets in.
+func TestLostLockRestored(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	rdb := newClient(t, bed.RedisAddr)
+	ls := newLockers(t, bed.RedisAddr, pfx, 2)
+	defer ls[0].Close()
+	defer ls[1].Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	k := []lockmgr.Key{{Name: "forgotten", Rule: "r"}}
+	lease, err := ls[0].Acquire(ctx, owner("a"), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, pfx+":{forgotten}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for rdb.Exists(ctx, pfx+":{forgotten}").Val() == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("lock never restored")
+		case <-lease.Done():
+			t.Fatalf("lease lost instead of restored: %v", lease.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if tok := rdb.HGet(ctx, pfx+":{forgotten}", "own").Val(); tok != owner("a").ID() {
+		t.Errorf("restored lock belongs to %q", tok)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 3*testTTL)
+	_, err = ls[1].Acquire(wctx, owner("b"), k)
+	wcancel()
+	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Errorf("contender: %v; want ErrWaitTimeout", err)
+	}
+	if !lease.Valid() {
+		t.Errorf("restored lease not valid: %v", lease.Err())
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -107,9 +107,11 @@ type held struct {
 	tok        string
 	owner      lockmgr.Owner
 	keys       []lockmgr.Key // granted so far
+	fences     []uint64      // fences[i] was granted with keys[i]
 	validUntil time.Time     // monotonic; zero until the first grant
 	lost       error         // set when renewal found it lost
 	keeper     *lockmgr.Keeper
+	releasing  bool // a release was sent: renewal must not restore keys
 	released   bool
 }
 

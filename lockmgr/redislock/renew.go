@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,23 +43,28 @@ func (l *Locker) renewLoop() {
 // renewAll renews every held key; false if the round trip failed.
 func (l *Locker) renewAll() bool {
 	type item struct {
-		h    *held
-		n    int // keys renewed
-		cmds []*redis.Cmd
+		h       *held
+		n       int      // keys renewed
+		locks   []string // their Redis lock keys
+		fences  []uint64
+		restore string // "1": the lease is valid, the server may have lost it
+		cmds    []*redis.Cmd
 	}
+	now := time.Now()
 	l.mu.Lock()
 	items := make([]item, 0, len(l.held))
 	for h := range l.held {
-		if len(h.keys) > 0 && h.lost == nil {
-			items = append(items, item{h: h})
+		if len(h.keys) == 0 || h.lost != nil {
+			continue
 		}
-	}
-	keys := make([][]string, len(items))
-	for i, it := range items {
-		for _, k := range it.h.keys {
-			keys[i] = append(keys[i], l.names(k.Name).lock)
+		it := item{h: h, n: len(h.keys), fences: slices.Clone(h.fences), restore: "0"}
+		for _, k := range h.keys {
+			it.locks = append(it.locks, l.names(k.Name).lock)
 		}
-		items[i].n = len(it.h.keys)
+		if now.Before(h.validUntil) {
+			it.restore = "1"
+		}
+		items = append(items, it)
 	}
 	l.mu.Unlock()
 	if len(items) == 0 {
@@ -70,10 +76,12 @@ func (l *Locker) renewAll() bool {
 	_, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		var all []*redis.Cmd
 		for i := range items {
-			items[i].cmds = items[i].cmds[:0]
-			for _, lk := range keys[i] {
-				c := l.sc.renew.EvalSha(ctx, p, []string{lk}, items[i].h.tok, l.opt.TTL.Milliseconds())
-				items[i].cmds = append(items[i].cmds, c)
+			it := &items[i]
+			it.cmds = it.cmds[:0]
+			for j, lk := range it.locks {
+				c := l.sc.renew.EvalSha(ctx, p, []string{lk}, it.h.tok, l.opt.TTL.Milliseconds(),
+					it.restore, it.h.owner.ID(), it.h.owner.Priority(), l.woundChannel(), it.fences[j])
+				it.cmds = append(it.cmds, c)
 				all = append(all, c)
 			}
 		}
@@ -93,7 +101,7 @@ func (l *Locker) renewAll() bool {
 // h. Validity is extended only if no key was granted since (those were not
 // renewed by this round).
 func (l *Locker) renewed(h *held, n int, cmds []*redis.Cmd, until time.Time) {
-	lost, wounded := false, false
+	lost, wounded, restored := false, false, false
 	for _, c := range cmds {
 		v, err := c.Int64()
 		switch {
@@ -103,10 +111,15 @@ func (l *Locker) renewed(h *held, n int, cmds []*redis.Cmd, until time.Time) {
 			lost = true
 		case v == 2:
 			wounded = true
+		case v == 3:
+			restored = true
 		case v != 1:
 			l.opt.Logger.Warn("renew", zap.Error(errRenewBad))
 			return
 		}
+	}
+	if restored && l.restoredAfterRelease(h) {
+		return
 	}
 	if wounded {
 		l.wound(h.tok)
@@ -123,6 +136,26 @@ func (l *Locker) renewed(h *held, n int, cmds []*redis.Cmd, until time.Time) {
 			h.keeper.Extend(until)
 		}
 	}
+}
+
+// restoredAfterRelease handles keys this renewal restored: logged, and
+// deleted again if the lease was released meanwhile (the restore may have
+// run after the release), so no lock is left behind.
+func (l *Locker) restoredAfterRelease(h *held) bool {
+	l.mu.Lock()
+	releasing, keys := h.releasing, h.keys
+	l.mu.Unlock()
+	if !releasing {
+		l.opt.Logger.Warn("Redis had lost a held lock (restart or failover); restored it while the lease was still valid",
+			zap.String("owner", h.owner.ID()))
+		return false
+	}
+	ctx, cancel := l.freshCtx()
+	defer cancel()
+	if err := l.releaseKeys(ctx, h.tok, keys); err != nil {
+		l.opt.Logger.Warn("could not delete a lock restored after its release; it expires with its ttl", zap.Error(err))
+	}
+	return true
 }
 
 // lose marks h lost: no more renewals; its lease (if granted) ends with

@@ -1,8 +1,16 @@
--- Extend a held lock key if it is still ours.
--- KEYS[1] lock hash. ARGV: 1 tok, 2 ttl ms.
+-- Extend a held lock key if it is still ours; restore it if the server lost
+-- it (restart without persistence, failover) while our lease is still valid.
+-- KEYS[1] lock hash. ARGV: 1 tok, 2 ttl ms, 3 "1" if the holder's lease is
+-- still valid on its own clock (restore allowed), 4 owner id, 5 owner
+-- priority, 6 holder Locker's wound channel, 7 fence.
 -- Returns 0 not ours (lost), 1 renewed, 2 renewed but wounded by an older
--- waiter (wound-wait).
+-- waiter (wound-wait), 3 restored.
 local h = redis.call('HMGET', KEYS[1], 'tok', 'wounded')
+if not h[1] and ARGV[3] == '1' then
+  redis.call('HSET', KEYS[1], 'tok', ARGV[1], 'own', ARGV[4], 'prio', ARGV[5], 'ch', ARGV[6], 'f', ARGV[7])
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 3
+end
 if h[1] ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 if h[2] then return 2 end

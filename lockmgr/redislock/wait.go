@@ -69,7 +69,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64
 				continue
 			}
 			a.queued = false
-			l.granted(h, k, sent)
+			l.granted(h, k, r.fence, sent)
 			return r.fence, nil
 		}
 		if r.holder != "" {
@@ -133,19 +133,33 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// run sends the acquire script, bounded by OpTimeout.
+// run sends the acquire script, bounded by OpTimeout. A call that failed
+// for want of Redis is tried once more (a hiccup is not an outage) while
+// ctx allows; the script is idempotent for our token.
 func (a *attempt) run(ctx context.Context) (try, error) {
+	v, err := a.eval(ctx)
+	if err != nil && ctx.Err() == nil && unavailable(err) {
+		v, err = a.eval(ctx)
+	}
+	if err != nil {
+		return try{}, err
+	}
+	return parseTry(v)
+}
+
+func (a *attempt) eval(ctx context.Context) ([]interface{}, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued = true
-	v, err := l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
+	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
 		a.h.tok, a.h.owner.ID(), a.h.owner.Priority(), l.opt.TTL.Milliseconds(),
 		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
 		l.opt.FenceTTL.Milliseconds()).Slice()
-	if err != nil {
-		return try{}, err
-	}
+}
+
+// parseTry reads the acquire script's reply.
+func parseTry(v []interface{}) (try, error) {
 	var r try
 	var pttl int64
 	var ok [3]bool
