@@ -110,7 +110,9 @@ type Facts struct {
 	// Savepoint is the name for SAVEPOINT, RELEASE SAVEPOINT and
 	// ROLLBACK TO SAVEPOINT.
 	Savepoint string
-	// UseDB is the database of USE, lowercased.
+	// UseDB is the database of USE as written (unquoted, case kept:
+	// database names are case-sensitive on most servers); compare it
+	// lowercased with TableRef.Schema.
 	UseDB string
 	// Prepared describes SQL-level PREPARE / EXECUTE / DEALLOCATE.
 	Prepared *SQLPrepared

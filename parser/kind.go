@@ -41,7 +41,7 @@ func (an *analyzer) classify(stmt ast.StmtNode) Kind {
 		f.Savepoint = strings.ToLower(x.Name)
 		return KindReleaseSavepoint
 	case *ast.UseStmt:
-		f.UseDB = strings.ToLower(x.DBName)
+		f.UseDB = x.DBName
 		return KindUse
 	case *ast.SetStmt:
 		an.set(x)
