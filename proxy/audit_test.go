@@ -1,0 +1,177 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	gosql "github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// TestAuditSlowWait: a lock wait longer than locks.slow_wait is written to
+// the audit log with the rule, the keys, the waiting session and how long
+// it waited.
+func TestAuditSlowWait(t *testing.T) {
+	_, db := lockSchema(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	p := observedProxy(t, observed{log: zap.New(core), edit: lockRules(db, 50*time.Millisecond), locker: memLocker})
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	tx, err := a.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+		waited <- err
+	}()
+	// The waiter is released only once it has waited twice slow_wait.
+	var waiter LockInfo
+	eventually(t, 10*time.Second, "the second session waits for 100ms", func() bool {
+		for _, l := range p.srv.Locks() {
+			if l.State == "waiting" && l.AgeSec >= 0.1 {
+				waiter = l
+				return true
+			}
+		}
+		return false
+	})
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+
+	var lines []observer.LoggedEntry
+	for _, e := range logs.FilterLoggerName("audit").FilterMessage("slow lock wait").All() {
+		if e.ContextMap()["session"] == uint32(waiter.Session) {
+			lines = append(lines, e)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("want one slow-wait audit line for session %d, got %d (all audit lines: %v)",
+			waiter.Session, len(lines), logs.FilterLoggerName("audit").All())
+	}
+	f := lines[0].ContextMap()
+	if f["rule"] != "sku-stock" || f["user"] != p.bed.User {
+		t.Errorf("rule/user: %v", f)
+	}
+	if keys, _ := f["keys"].([]any); len(keys) != 1 || keys[0] != waiter.Key {
+		t.Errorf("keys = %v, want [%s]", f["keys"], waiter.Key)
+	}
+	if w, _ := f["waited"].(time.Duration); w < 100*time.Millisecond {
+		t.Errorf("waited = %v, but the session was seen waiting 100ms", f["waited"])
+	}
+	if _, ok := f["client"].(string); !ok {
+		t.Errorf("no client address: %v", f)
+	}
+	if lines[0].Level != zapcore.WarnLevel {
+		t.Errorf("slow wait logged at %v", lines[0].Level)
+	}
+}
+
+// TestAuditNoPasswords runs a whole session's life with a user whose
+// password is known, logs at every level, and checks no line holds the
+// password: not its login, not a refused login, not the audit lines of its
+// waits and rejections, not the statements with literal values.
+func TestAuditNoPasswords(t *testing.T) {
+	for _, plugin := range []string{mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD} {
+		t.Run(plugin, func(t *testing.T) { testNoPasswords(t, plugin) })
+	}
+}
+
+func testNoPasswords(t *testing.T, plugin string) {
+	base, db := lockSchema(t)
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	user, secret := "obs_"+hex.EncodeToString(rnd[:4]), "Pw-"+hex.EncodeToString(rnd[:])
+	root := base.direct(t, "", "")
+	mustExec(t, root, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
+		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { _, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'") })
+
+	core, logs := observer.New(zapcore.DebugLevel)
+	t.Cleanup(func() { checkNoSecret(t, logs, secret, user) }) // after the proxy has shut down
+	lockEdit := lockRules(db, time.Millisecond)
+	p := observedProxy(t, observed{log: zap.New(core), authPlugin: plugin, locker: memLocker, edit: func(c *rules.Config) {
+		lockEdit(c)
+		c.Users = append(c.Users, rules.User{User: user, Password: secret})
+	}})
+	dsn := func(password string) string {
+		c := gosql.NewConfig()
+		c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, "tcp", p.addr, db
+		return c.FormatDSN()
+	}
+	if h, err := openDBErr(dsn(secret + "-wrong")); err == nil {
+		_ = h.Close()
+		t.Fatal("a wrong password logged in")
+	}
+	app := openDB(t, dsn(secret))
+	other := openDB(t, dsn(secret))
+	mustExec(t, app,
+		"UPDATE sku SET stock = 7 WHERE sku_id = 1",
+		"INSERT INTO hot (id, v) VALUES (2, 42) ON DUPLICATE KEY UPDATE v = 42")
+	if _, err := app.Exec("UPDATE sku SET stock = ? WHERE sku_id = ?", 6, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec("UPDATE sku SET stock = 0"); err == nil { // rejected: audited
+		t.Fatal("unkeyed write ran")
+	}
+	if _, err := app.Exec("SELEC broken"); err == nil {
+		t.Fatal("syntax error accepted")
+	}
+	tx, err := app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE hot SET v = 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec("UPDATE hot SET v = 2 WHERE id = 1"); err == nil { // 1205: audited as slow
+		t.Fatal("the held row was written")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := value(t, p.reg, "lockproxy_auth_failures_total", ""); n != 1 {
+		t.Errorf("lockproxy_auth_failures_total = %v, want 1", n)
+	}
+}
+
+// checkNoSecret fails when any logged line, rendered as the JSON the
+// production log writes, contains secret. It also insists the run logged
+// lines naming user, so a silent logger cannot pass.
+func checkNoSecret(t *testing.T, logs *observer.ObservedLogs, secret, user string) {
+	t.Helper()
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	mentions := 0
+	for _, e := range logs.All() {
+		buf, err := enc.EncodeEntry(e.Entry, e.Context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := buf.String()
+		buf.Free()
+		if strings.Contains(line, secret) {
+			t.Errorf("password logged: %s", line)
+		}
+		if strings.Contains(line, user) {
+			mentions++
+		}
+	}
+	if mentions == 0 {
+		t.Errorf("no line of %d names user %s: the audit lines are missing", logs.Len(), user)
+	}
+}
