@@ -22,7 +22,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
+	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
+	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
 	"github.com/lockproxy/lockproxy/bench/internal/streaming"
 )
@@ -33,6 +36,9 @@ func registry() *scenario.Registry {
 	return scenario.NewRegistry(
 		overhead.New(),
 		streaming.New(),
+		flashsale.New(),
+		hotkey.New(),
+		rewrite.New(),
 	)
 }
 

@@ -1,0 +1,109 @@
+package contend
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/lockproxy/lockproxy/bench/internal/env"
+	"github.com/lockproxy/lockproxy/bench/internal/procstat"
+)
+
+// BigStock is the stock each key starts with in timed runs: more than any
+// run can sell, so stock never runs out and every operation writes.
+const BigStock = int64(1_000_000_000_000)
+
+// Timing is what a timed arm needs besides its Op.
+type Timing struct {
+	Env      *env.Env
+	Admin    *sql.DB // direct pool on the scenario's database
+	Database string
+	Clients  int
+	Keys     int // skus 1..Keys are reset to BigStock before each run
+	Duration time.Duration
+}
+
+// TimedArm is an arm that resets the keys, opens warmed handles on the
+// instances ps (none: directly on the primary), runs the Op mk builds on
+// them with t.Clients clients for t.Duration, and counts lost updates (done
+// operations the stock does not show) and the CPU lockproxy and the
+// primary's mysqld spent.
+func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) Op) Arm {
+	return Arm{Name: name, Baseline: baseline, Instances: len(ps), Run: func(ctx context.Context, _ int) (Sample, error) {
+		if err := Reset(ctx, t.Admin, t.Keys, BigStock); err != nil {
+			return Sample{}, err
+		}
+		addrs := []string{t.Env.Bed.Primary}
+		if len(ps) > 0 {
+			addrs = addrs[:0]
+			for _, p := range ps {
+				addrs = append(addrs, p.Addr)
+			}
+		}
+		pools, closeAll, err := Handles(ctx, t.Env, addrs, t.Database, t.Clients)
+		if err != nil {
+			return Sample{}, err
+		}
+		defer closeAll()
+		cpu := startCPU(t.Env, ps)
+		run := Timed(ctx, t.Clients, t.Duration, mk(pools))
+		s := Sample{Run: run}
+		cpu.stop(&s)
+		st, err := ReadState(ctx, t.Admin)
+		if err != nil {
+			return Sample{}, err
+		}
+		s.Lost = Lost(BigStock*int64(t.Keys), st.Stock, int64(run.Done))
+		return s, nil
+	}}
+}
+
+// cpuMeter reads CPU times at the start and end of a run.
+type cpuMeter struct {
+	pids       []int // lockproxy instances
+	mysqld     int
+	proxy0, m0 time.Duration
+	host0      procstat.HostCPU
+}
+
+func startCPU(e *env.Env, ps []*env.Proxy) *cpuMeter {
+	c := &cpuMeter{}
+	for _, p := range ps {
+		c.pids = append(c.pids, p.PID)
+	}
+	c.mysqld, _ = e.Bed.PrimaryPID()
+	c.proxy0, c.m0 = c.proxyCPU(), cpuOf(c.mysqld)
+	c.host0, _ = procstat.ReadHostCPU()
+	return c
+}
+
+func (c *cpuMeter) proxyCPU() time.Duration {
+	var sum time.Duration
+	for _, p := range c.pids {
+		sum += cpuOf(p)
+	}
+	return sum
+}
+
+func cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	d, _ := procstat.CPUTime(pid)
+	return d
+}
+
+// stop fills s's CPU figures per done operation.
+func (c *cpuMeter) stop(s *Sample) {
+	host1, _ := procstat.ReadHostCPU()
+	s.HostBusy = procstat.BusyShare(c.host0, host1)
+	n := float64(max(s.Run.Done, 1))
+	s.ProxyCPUUs = float64(c.proxyCPU()-c.proxy0) / float64(time.Microsecond) / n
+	s.MysqldCPUUs = float64(cpuOf(c.mysqld)-c.m0) / float64(time.Microsecond) / n
+}
+
+// PairedRatio is the median over rounds of f(a)/f(b) for the rounds both
+// have (0 if none).
+func PairedRatio(a, b Result, f func(Run) float64) float64 {
+	return pairedRatio(a.Samples, b.Samples, f)
+}

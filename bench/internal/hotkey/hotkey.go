@@ -1,0 +1,149 @@
+package hotkey
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/env"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+	"github.com/lockproxy/lockproxy/bench/internal/scenario"
+	"github.com/redis/go-redis/v9"
+)
+
+// Targets the scenario is shown against (reported, not asserted).
+const (
+	TargetVsForUpdate = 1.0 // lockproxy / FOR UPDATE direct throughput, at least
+	TargetVsAppLock   = 3.0 // lockproxy / app-side lock throughput, at least
+	TargetTail        = 4.0 // lockproxy p99 / p50, at most
+)
+
+const (
+	database = "bench_hotkey"
+	clients  = 64
+)
+
+// Arm names of the main comparison.
+const (
+	ForUpdate = "FOR UPDATE txn, direct"
+	Proxy     = "unsafe txn, lock rule, 2 instances"
+	AppLock   = "app Redis lock + unsafe txn, direct"
+)
+
+// Scenario is the hot-key benchmark. The zero value is ready to use.
+type Scenario struct{}
+
+// New returns the hotkey scenario.
+func New() *Scenario { return &Scenario{} }
+
+// Name implements scenario.Scenario.
+func (*Scenario) Name() string { return "hotkey" }
+
+// Summary implements scenario.Scenario.
+func (*Scenario) Summary() string {
+	return "64 clients loop read-then-write on one row: through 2 lockproxy instances vs FOR UPDATE direct vs an app-side Redis lock; throughput, wait p50/p99/max, handoff fairness by waiters and instances"
+}
+
+// Data is the stored result.
+type Data struct {
+	Clients     int              `json:"clients"`
+	Rounds      int              `json:"rounds"`
+	Seconds     float64          `json:"seconds"`
+	Main        []contend.Result `json:"main"`
+	FairSeconds float64          `json:"fair_seconds"`
+	Waiters     []int            `json:"waiters"`
+	Fairness    []contend.Result `json:"fairness"`
+	VsAppLock   float64          `json:"vs_app_lock"` // lockproxy / app lock throughput, median of paired rounds
+}
+
+type plan struct {
+	rounds   int
+	seconds  time.Duration
+	waiters  []int
+	fairSecs time.Duration
+}
+
+func planFor(opts scenario.Options) plan {
+	if opts.Quick {
+		return plan{rounds: 1, seconds: 3 * time.Second, waiters: []int{8, 64}, fairSecs: 2 * time.Second}
+	}
+	return plan{rounds: 3, seconds: 10 * time.Second, waiters: []int{8, 32, 64}, fairSecs: 6 * time.Second}
+}
+
+// Run implements scenario.Scenario.
+func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r *results.Result) error {
+	pl := planFor(opts)
+	admin, err := contend.Fresh(ctx, e, database)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	px, err := e.StartProxies(ctx, 2, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write, locking_read, read_in_txn")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), px)
+	rdb := contend.NewRedis(e.Bed.Redis, clients)
+	defer rdb.Close()
+	logf := func(f string, a ...any) { e.Log.Printf("hotkey: "+f, a...) }
+
+	t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: clients, Keys: 1, Duration: pl.seconds}
+	main, err := contend.Interleave(ctx, mainArms(t, px, rdb), pl.rounds, logf)
+	if err != nil {
+		return fmt.Errorf("hotkey: %w", err)
+	}
+	fair, err := contend.Interleave(ctx, fairArms(t, px, pl), 1, logf)
+	if err != nil {
+		return fmt.Errorf("hotkey: %w", err)
+	}
+	d := Data{Clients: clients, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(), Main: main,
+		FairSeconds: pl.fairSecs.Seconds(), Waiters: pl.waiters, Fairness: fair}
+	p, _ := contend.Find(main, Proxy)
+	a, _ := contend.Find(main, AppLock)
+	d.VsAppLock = contend.PairedRatio(p, a, contend.Run.DonePerSec)
+	r.Targets = targets(d)
+	return r.SetData(d)
+}
+
+func txn(forUpdate bool) func(contend.Pools) contend.Op {
+	return func(p contend.Pools) contend.Op {
+		return contend.TxnReadWrite(p, contend.HotKey, contend.TxnStyle{ForUpdate: forUpdate})
+	}
+}
+
+func mainArms(t contend.Timing, px []*env.Proxy, rdb *redis.Client) []contend.Arm {
+	run := 0
+	return []contend.Arm{
+		t.TimedArm(ForUpdate, "", nil, txn(true)),
+		t.TimedArm(Proxy, ForUpdate, px[:2], txn(false)),
+		t.TimedArm(AppLock, ForUpdate, nil, func(p contend.Pools) contend.Op {
+			run++
+			prefix := "bench:hotkey:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(run) + ":"
+			return contend.AppLocked(rdb, prefix, contend.HotKey, contend.TxnReadWrite(p, contend.HotKey, contend.TxnStyle{}))
+		}),
+	}
+}
+
+// FairName is the arm name of the fairness matrix for w waiters and n
+// instances (0: FOR UPDATE direct).
+func FairName(w, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d waiters, FOR UPDATE direct", w)
+	}
+	return fmt.Sprintf("%d waiters, lockproxy ×%d", w, n)
+}
+
+func fairArms(t contend.Timing, px []*env.Proxy, pl plan) []contend.Arm {
+	var out []contend.Arm
+	t.Duration = pl.fairSecs
+	for _, w := range pl.waiters {
+		t.Clients = w
+		out = append(out, t.TimedArm(FairName(w, 0), "", nil, txn(true)))
+		for _, n := range []int{1, 2} {
+			out = append(out, t.TimedArm(FairName(w, n), FairName(w, 0), px[:n], txn(false)))
+		}
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package hotkey
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/bench/internal/chart"
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+)
+
+func targets(d Data) []results.Target {
+	p, _ := contend.Find(d.Main, Proxy)
+	tail := contend.Ratio(p.P99Ms, p.P50Ms)
+	var lost int64
+	for _, a := range append(append([]contend.Result{}, d.Main...), d.Fairness...) {
+		if a.Instances > 0 {
+			lost = max(lost, a.LostMax)
+		}
+	}
+	return []results.Target{
+		{Name: "throughput, 2× lockproxy / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetVsForUpdate), Got: contend.X(p.DoneRatio), Met: p.DoneRatio >= TargetVsForUpdate},
+		{Name: "throughput, 2× lockproxy / app-side Redis lock", Want: fmt.Sprintf("≥ %.1f×", TargetVsAppLock), Got: contend.X(d.VsAppLock), Met: d.VsAppLock >= TargetVsAppLock},
+		{Name: "2× lockproxy latency p99 / p50", Want: fmt.Sprintf("≤ %.1f×", TargetTail), Got: contend.X(tail), Met: tail > 0 && tail <= TargetTail},
+		{Name: "lost updates through lockproxy", Want: "0", Got: fmt.Sprint(lost), Met: lost == 0},
+	}
+}
+
+// Report implements scenario.Scenario.
+func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, error) {
+	var d Data
+	if err := r.DecodeData(&d); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d clients, one connection each, loop `BEGIN; SELECT stock FROM sku_stock WHERE sku_id = 1 [FOR UPDATE]; UPDATE sku_stock SET stock = <read-1> WHERE sku_id = 1; COMMIT` "+
+		"(text protocol) for %.0f s per run, %d interleaved round(s). Through lockproxy the plain SELECT takes the row lock (rule `lock: [write, locking_read, read_in_txn]`, Redis backend); "+
+		"clients alternate between the 2 instances. The app-side lock is `SET key token NX PX 10000`, retried after 5 ms sleeps, released by an owner-checked Lua script, around the same unsafe transaction sent directly. "+
+		"*tx/s* counts committed transactions; latency is per committed transaction from its first attempt (so it includes every wait and retry); "+
+		"ratios are medians of per-round ratios against FOR UPDATE direct. Throughput of lockproxy against the app-side lock: **%s**.\n\n",
+		d.Clients, d.Seconds, d.Rounds, contend.X(d.VsAppLock))
+	b.WriteString(contend.Table(d.Main, "tx"))
+	b.WriteString(contend.Errors(d.Main))
+	b.WriteString("CPU per committed transaction (median over rounds):\n\n")
+	b.WriteString(contend.CPUTable(d.Main, "tx"))
+	fmt.Fprintf(&b, "**Handoff fairness** (%.0f s per run, one run each, same transaction): committed transactions per client, "+
+		"Jain's index (1 = all clients served equally, 1/n = one client served), max/min transactions of one client, and the wait tail. "+
+		"Ratios against FOR UPDATE direct with the same number of waiters.\n\n", d.FairSeconds)
+	b.WriteString("| waiters | via | tx/s | ratio | p50 ms | p99 ms | p99/p50 | max ms | Jain | max/min per client | lost |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, a := range d.Fairness {
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %.2f | %.2f | %.1f | %.1f | %.3f | %s | %d |\n",
+			clientsOf(a), contend.Via(a.Instances), a.DonePerSec, contend.X(a.DoneRatio), a.P50Ms, a.P99Ms,
+			contend.Ratio(a.P99Ms, a.P50Ms), a.MaxMs, a.Jain, mom(a.MaxOverMin), a.LostMax)
+	}
+	b.WriteString("\n")
+	b.WriteString(contend.Errors(d.Fairness))
+	name := "hotkey-throughput.png"
+	if err := drawMain(filepath.Join(plotDir, name), d.Main); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "![%s](%s)\n\n", name, filepath.ToSlash(filepath.Join(relDir, name)))
+	return b.String(), nil
+}
+
+func clientsOf(a contend.Result) int {
+	if len(a.Samples) == 0 {
+		return 0
+	}
+	return a.Samples[0].Run.Clients
+}
+
+func mom(v float64) string {
+	if v == 0 {
+		return "∞ (a client starved)"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func drawMain(path string, arms []contend.Result) error {
+	var labels []string
+	tps := chart.Series{Name: "committed tx/s (median)"}
+	for _, a := range arms {
+		labels = append(labels, a.Name)
+		tps.Values = append(tps.Values, a.DonePerSec)
+	}
+	return chart.Bars(path, chart.Labels{Title: "one hot row, 64 clients: committed transactions per second", Y: "tx/s"}, labels, []chart.Series{tps})
+}
