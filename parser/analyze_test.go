@@ -100,6 +100,44 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// TestCTEScope checks that a CTE name hides the table of that name only
+// where the CTE is visible.
+func TestCTEScope(t *testing.T) {
+	tests := []struct {
+		sql  string
+		want []string // "name where" per table
+	}{
+		{"WITH s AS (SELECT * FROM s WHERE id = 1 FOR UPDATE) SELECT * FROM s",
+			[]string{"s id=1"}},
+		{"WITH a AS (SELECT 1), b AS (SELECT * FROM a JOIN c ON c.id = 2) SELECT * FROM b",
+			[]string{"c id=2"}},
+		{"WITH a AS (SELECT * FROM b WHERE id = 3), b AS (SELECT 1) SELECT * FROM a, b",
+			[]string{"b id=3"}},
+		{"WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r",
+			nil},
+		{"SELECT * FROM s WHERE id IN (WITH s AS (SELECT 1) SELECT * FROM s)",
+			[]string{"s *"}},
+		{"WITH s AS (SELECT id FROM t WHERE id = 4) UPDATE s2 JOIN s ON s.id = s2.id SET s2.v = 1",
+			[]string{"s2 *", "t id=4"}},
+		{"EXPLAIN WITH s AS (SELECT 1) SELECT * FROM s", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sql, func(t *testing.T) {
+			var got []string
+			for _, ref := range one(t, tt.sql).Tables {
+				w := ""
+				if ref.Where != nil {
+					w = " " + predString(ref.Where)
+				}
+				got = append(got, ref.Name+w)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("tables %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestKeysNilPredicate(t *testing.T) {
 	var p *Predicate
 	if _, ok := p.Keys([]string{"a"}); ok {

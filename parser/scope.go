@@ -36,7 +36,7 @@ func (an *analyzer) addTable(tn *ast.TableName, alias string, write bool, where 
 		return -1
 	}
 	if tn.Schema.L == "" {
-		if _, isCTE := an.ctes[tn.Name.L]; isCTE {
+		if an.isCTE(tn.Name.L) {
 			return -1
 		}
 	}
@@ -121,9 +121,6 @@ func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[
 // update records UPDATE's tables, marks the assigned ones as written, and
 // classifies its SET list.
 func (an *analyzer) update(u *ast.UpdateStmt) {
-	if u.With != nil {
-		an.with(u.With)
-	}
 	if u.TableRefs == nil {
 		return
 	}
@@ -146,9 +143,6 @@ func (an *analyzer) update(u *ast.UpdateStmt) {
 
 // delete records DELETE's tables and marks the deleted-from ones.
 func (an *analyzer) delete(d *ast.DeleteStmt) {
-	if d.With != nil {
-		an.with(d.With)
-	}
 	if d.TableRefs == nil {
 		return
 	}

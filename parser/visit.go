@@ -15,8 +15,8 @@ type analyzer struct {
 	// scoped is true for DML: tables are found per query block with their
 	// predicates; otherwise every TableName node is a table.
 	scoped bool
-	// ctes are the names of common table expressions seen so far.
-	ctes map[string]struct{}
+	// ctes are the WITH clauses in scope, innermost last (see cte.go).
+	ctes []cteFrame
 	// budget is the work left for predicates (see workBudget).
 	budget int
 }
@@ -30,15 +30,22 @@ func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
 		an.funcCall(x)
 	case *ast.VariableExpr:
 		an.variable(x)
-	case *ast.WithClause:
-		an.with(x)
+	case *ast.CommonTableExpression:
+		an.enterCTE(x)
+	case *ast.SetOprStmt:
+		an.pushWith(x, x.With)
+	case *ast.SetOprSelectList:
+		an.pushWith(x, x.With)
 	case *ast.SelectStmt:
+		an.pushWith(x, x.With)
 		an.selectStmt(x)
 	case *ast.UpdateStmt:
+		an.pushWith(x, x.With)
 		if an.scoped {
 			an.update(x)
 		}
 	case *ast.DeleteStmt:
+		an.pushWith(x, x.With)
 		if an.scoped {
 			an.delete(x)
 		}
@@ -62,17 +69,12 @@ func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
 }
 
 // Leave implements ast.Visitor.
-func (an *analyzer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
-
-// with records CTE names so that references to them are not taken for
-// tables. WITH is entered before the query that uses it.
-func (an *analyzer) with(w *ast.WithClause) {
-	for _, cte := range w.CTEs {
-		if an.ctes == nil {
-			an.ctes = make(map[string]struct{})
-		}
-		an.ctes[cte.Name.L] = struct{}{}
+func (an *analyzer) Leave(n ast.Node) (ast.Node, bool) {
+	if c, ok := n.(*ast.CommonTableExpression); ok {
+		an.leaveCTE(c)
 	}
+	an.popWith(n)
+	return n, true
 }
 
 // selectStmt records the lock clause and INTO of one query block and, in
@@ -86,9 +88,6 @@ func (an *analyzer) selectStmt(s *ast.SelectStmt) {
 	}
 	if s.SelectStmtOpts != nil && s.SelectStmtOpts.CalcFoundRows {
 		an.f.Effects.CalcFoundRows = true
-	}
-	if s.With != nil {
-		an.with(s.With)
 	}
 	if !an.scoped || s.From == nil {
 		return
