@@ -23,13 +23,14 @@ type Analysis struct {
 	PrimaryHint bool
 
 	// Unparsed is true when the TiDB parser rejected the text (MariaDB-only
-	// syntax, garbage). Such a statement must still be routed to the primary
-	// and still meet the rules of the tables LexTables names.
+	// syntax, garbage) or failed on it. Such a statement must still be
+	// routed to the primary and still meet the rules of the tables
+	// LexTables names.
 	Unparsed bool
 	// ParseError is the parser's message when Unparsed.
 	ParseError string
-	// LexTables are the tables a cheap lexical scan found (identifiers after
-	// FROM, JOIN, UPDATE, INTO, TABLE), qualified with DB. Filled only when
+	// LexTables are the tables a cheap lexical scan found (see LexTables),
+	// qualified with DB when unqualified, lowercased. Filled only when
 	// Unparsed; Where is nil for each.
 	LexTables []TableRef
 	// LexKind is the kind of the first statement guessed from its first
@@ -80,7 +81,7 @@ type Facts struct {
 	// Kind is the class of the statement.
 	Kind Kind
 	// Node is the parsed statement. Shared: never modify it; to rewrite,
-	// parse again (ParseOne) and modify that copy.
+	// parse again (Parse) and modify that copy.
 	Node ast.StmtNode
 	// Text is this statement's own text (of a multi-statement string),
 	// without surrounding blanks and semicolons.
@@ -108,7 +109,7 @@ type Facts struct {
 	// ReadOnly is true for START TRANSACTION READ ONLY.
 	ReadOnly bool
 	// Savepoint is the name for SAVEPOINT, RELEASE SAVEPOINT and
-	// ROLLBACK TO SAVEPOINT.
+	// ROLLBACK TO SAVEPOINT, lowercased.
 	Savepoint string
 	// UseDB is the database of USE as written (unquoted, case kept:
 	// database names are case-sensitive on most servers); compare it
@@ -120,10 +121,12 @@ type Facts struct {
 	// Effects are the session effects that pin the session to the primary
 	// or change the proxy's view of the session.
 	Effects Effects
-	// ImplicitCommit is true when MySQL commits the open transaction before
-	// (and for DDL after) running this statement: DDL, LOCK TABLES,
-	// UNLOCK TABLES (with tables locked), BEGIN inside a transaction, user
-	// and privilege management, LOAD DATA on some engines, etc.
+	// ImplicitCommit is true when MySQL commits an open transaction before
+	// (and for DDL after) running this statement: DDL other than CREATE/DROP
+	// TEMPORARY TABLE, LOCK TABLES, UNLOCK TABLES (when tables are locked),
+	// BEGIN / START TRANSACTION, SET autocommit = 1 (when it was 0), user
+	// and privilege management, FLUSH, ANALYZE TABLE. The proxy, which
+	// knows the session state, applies the "when" conditions.
 	ImplicitCommit bool
 	// PrimaryHint mirrors Analysis.PrimaryHint.
 	PrimaryHint bool
