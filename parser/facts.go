@@ -171,8 +171,10 @@ type TableRef struct {
 	Name string
 	// Alias is the alias, lowercased ("" when none).
 	Alias string
-	// Write is true when the statement modifies this table (target of
-	// INSERT/REPLACE/UPDATE/DELETE, LOAD DATA, or of DDL).
+	// Write is true when the statement modifies this table: target of
+	// INSERT/REPLACE/UPDATE/DELETE or LOAD DATA, a table named by DDL, a
+	// WRITE lock of LOCK TABLES. Tables only read (INSERT ... SELECT
+	// sources, joined tables not assigned) have it false.
 	Write bool
 	// Where is what the statement's conditions say about the rows of this
 	// table touched. For UPDATE/DELETE/SELECT it comes from WHERE and the ON
@@ -210,7 +212,9 @@ type Predicate struct {
 }
 
 // MaxAtoms bounds the size of a Predicate's DNF (total atoms over all
-// conjunctions). Beyond it the Predicate is Unkeyed.
+// conjunctions) built as the product of two disjunctions (a IN (...) AND
+// b IN (...)). Beyond it the Predicate is Unkeyed. A single long list is
+// linear in the text and is kept up to 131072 atoms.
 const MaxAtoms = 10000
 
 // Conj is a conjunction of atoms.
