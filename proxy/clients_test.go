@@ -336,8 +336,11 @@ func (r *rawConn) send(payload ...byte) {
 	}
 }
 
+// read reads one packet; a reply that never comes fails the test rather
+// than hanging it.
 func (r *rawConn) read() []byte {
 	r.t.Helper()
+	_ = r.c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	p, err := r.c.ReadPacket()
 	if err != nil {
 		r.t.Fatalf("read: %v", err)
