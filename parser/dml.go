@@ -113,7 +113,7 @@ func rowsPredicate(ins *InsertFacts) *Predicate {
 		}
 		c := make(Conj, 0, len(row))
 		for i, v := range row {
-			if !v.IsConst() {
+			if !v.IsConst() || ins.Columns[i] == "" { // `` parses, MySQL rejects it
 				p.Residual = true
 				continue
 			}

@@ -197,7 +197,7 @@ func (b *predBuilder) eq(l, r ast.ExprNode) []Conj {
 		return d
 	}
 	col, val, ok := b.an.colConst(l, r)
-	if !ok {
+	if !ok || col.Name.L == "" { // `` parses, MySQL rejects it
 		return b.opaque()
 	}
 	if !b.t.owns(col) {
@@ -230,7 +230,7 @@ func (b *predBuilder) in(e ast.ExprNode, list []ast.ExprNode) []Conj {
 		return d
 	}
 	col, ok := e.(*ast.ColumnNameExpr)
-	if !ok {
+	if !ok || col.Name.Name.L == "" {
 		return b.opaque()
 	}
 	if !b.t.owns(col.Name) {
