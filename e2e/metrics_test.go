@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/redis/go-redis/v9"
+)
+
+// promtool finds Prometheus' promtool: under CI=true a missing one fails
+// the test (scripts/testbed.sh install provides it), elsewhere it skips.
+func promtool(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("promtool")
+	if err == nil {
+		return path
+	}
+	if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+		t.Fatalf("promtool not found (CI=true: run scripts/testbed.sh install, which installs the prometheus package): %v", err)
+	}
+	t.Skipf("promtool not found (scripts/testbed.sh install installs it): %v", err)
+	return ""
+}
+
+// loseLease has c take row 1 in a transaction, hands its Redis lock to
+// someone else behind lockproxy's back, waits for the renewal to count the
+// loss, and checks the COMMIT is then refused with 1213.
+func loseLease(t *testing.T, bed *testbed.Bed, in *instance, c *sql.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	execOn(t, c, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
+	rdb := redis.NewClient(&redis.Options{Addr: bed.RedisAddr})
+	defer rdb.Close()
+	lock := "lockproxy:{e2e_metrics.sku_stock/1}"
+	if n, err := rdb.Exists(ctx, lock).Result(); err != nil || n != 1 {
+		t.Fatalf("lock hash %s: exists=%d, %v", lock, n, err)
+	}
+	if err := rdb.HSet(ctx, lock, "tok", "taken-over-by-the-test").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Del(context.Background(), lock).Err() })
+	lost := []byte(`lockproxy_lock_lease_lost_total{rule="sku-stock"} 1`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains(get(t, "http://"+in.admin+"/metrics"), lost) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the taken-over lock was never counted lost")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err := c.ExecContext(ctx, "COMMIT")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1213 {
+		t.Fatalf("COMMIT after the lease was lost: want 1213, got %v", err)
+	}
+}
+
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v\n%s", url, resp.Status, err, body)
+	}
+	return body
+}
+
+// TestMetricsExposition runs guarded traffic with contention through a
+// built lockproxy on Redis, then checks /debug/locks while a row is held
+// and the /metrics exposition: every series DESIGN.md §6 names is there,
+// and promtool accepts it.
+func TestMetricsExposition(t *testing.T) {
+	tool := promtool(t)
+	bed := testbed.Get(t)
+	const dbName = "e2e_metrics"
+	keyedTable(t, bed, dbName)
+	in := start(t, bed, redisLocks(bed, "1s", "300ms"), saleRule(dbName))
+	h := open(t, bed, in.addr, dbName, "", 4)
+	ctx := context.Background()
+	holder, waiter := pinned(t, h), pinned(t, h)
+
+	for range 3 {
+		execOn(t, waiter, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 2")
+	}
+	execOn(t, holder, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
+	_, err := waiter.ExecContext(ctx, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1205 {
+		t.Fatalf("update of the held row: want 1205, got %v", err)
+	}
+
+	t.Run("/debug/locks shows the held row", func(t *testing.T) {
+		var body struct {
+			Instance string `json:"instance"`
+			Locks    []struct {
+				Key, Rule, State, User, Statement string
+			} `json:"locks"`
+		}
+		raw := get(t, "http://"+in.admin+"/debug/locks")
+		if err := json.Unmarshal(raw, &body); err != nil {
+			t.Fatalf("%v\n%s", err, raw)
+		}
+		if len(body.Locks) != 1 || body.Locks[0].Rule != "sku-stock" || body.Locks[0].State != "held" ||
+			!strings.HasSuffix(body.Locks[0].Key, "/1") || body.Locks[0].User != bed.User ||
+			!strings.Contains(body.Locks[0].Statement, "sku_id = 1") || body.Instance == "" {
+			t.Fatalf("want the one held row of sku-stock:\n%s", raw)
+		}
+	})
+	execOn(t, holder, "COMMIT")
+	loseLease(t, bed, in, holder)
+	if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	// The reload and the release after the refused COMMIT are both
+	// asynchronous: scrape until they show.
+	var metrics []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		metrics = get(t, "http://"+in.admin+"/metrics")
+		if bytes.Contains(metrics, []byte(`lockproxy_config_reloads_total{result="success"} 1`)) &&
+			bytes.Contains(metrics, []byte("lockproxy_locks_held 0")) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Run("DESIGN.md series present", func(t *testing.T) {
+		for _, want := range []string{
+			`lockproxy_lock_wait_seconds_bucket{rule="sku-stock",le="+Inf"} 6`,
+			`lockproxy_lock_acquire_total{result="acquired",rule="sku-stock"} 5`,
+			`lockproxy_lock_acquire_total{result="timeout",rule="sku-stock"} 1`,
+			`lockproxy_lock_hold_seconds_count{rule="sku-stock"}`,
+			"lockproxy_locks_held 0",
+			"lockproxy_lock_waiters 0",
+			`lockproxy_queries_total{kind="query",route="primary"}`,
+			"lockproxy_client_connections 2",
+			`lockproxy_lock_lease_lost_total{rule="sku-stock"} 1`,
+			`lockproxy_config_reloads_total{result="success"} 1`,
+		} {
+			if !bytes.Contains(metrics, []byte(want)) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	})
+	t.Run("promtool check metrics", func(t *testing.T) {
+		cmd := exec.Command(tool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(metrics)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool check metrics: %v\n%s", err, out)
+		}
+	})
+}
