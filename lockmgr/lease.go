@@ -143,9 +143,10 @@ func (l *Lease) end(err error) bool {
 		return false
 	}
 	l.err = err
-	close(l.done)
 	l.mu.Unlock()
+	// Metrics and the ledger first, so whoever wakes on Done sees them.
 	l.ledger.drop(l, errors.Is(err, ErrLeaseLost))
+	close(l.done)
 	return true
 }
 

@@ -37,14 +37,23 @@
 // out without a successful renewal, loses the lease (Done closed, Err wraps
 // lockmgr.ErrLeaseLost).
 //
-// A Redis server that restarted loses its locks. The Locker counts the
-// connections it dials; a grant obtained while new connections were made is
-// checked against the server's uptime, and while the server is younger than
-// one ttl every grant is undone and retried later, so a key is never
-// granted while a lease from before the restart may still be valid.
-// A Sentinel or Cluster failover to a replica that had not yet received a
-// grant is not detected this way (the new master has been up for long);
-// like every single-master Redis lock, that window stays open.
+// A Redis server that restarted without persistence forgets its locks.
+// Holders restore theirs at the next renewal when their lease is still valid
+// on their own clock (renew.lua re-creates a missing lock, never one that
+// someone else holds). Other Lockers must not grant before that: each
+// counts the connections it dials, checks the server's uptime after a grant
+// made while new connections appeared, and while the server is younger than
+// RestartGrace (one ttl) undoes such grants and retries later. A key is
+// thus never granted while a lease from before the restart may still be
+// valid. The price: for one ttl after a Redis start, contended or not, no
+// lock is granted.
+//
+// Not covered: a Sentinel or Cluster failover to a replica that had not
+// received a grant. The new master has been up for long, so another Locker
+// may grant the key before the holder's next renewal finds it taken and
+// reports the lease lost (within ttl/3). Like every single-master Redis
+// lock, that window stays open; the fence token lets storage reject the
+// older holder's writes.
 //
 // The package imports only lockmgr among lockproxy packages and must never
 // import another.

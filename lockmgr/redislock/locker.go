@@ -30,6 +30,13 @@ type Options struct {
 	// still only grow after it expires (they are seeded from server time).
 	// Default 24h.
 	FenceTTL time.Duration
+	// RestartGrace is how long after a Redis server (re)start grants are
+	// held back, so that holders whose locks the server forgot can restore
+	// them (at their next renewal) or see their leases run out first.
+	// Default TTL. Negative: no hold-back; only for a server that persists
+	// every write before answering (appendfsync always) or for tests
+	// against a server started moments ago.
+	RestartGrace time.Duration
 	// SlowWait: a wait at least this long is logged (Info) with rule, key,
 	// waiter and holder. Default 1s.
 	SlowWait time.Duration
@@ -58,6 +65,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.FenceTTL <= 0 {
 		v.FenceTTL = 24 * time.Hour
+	}
+	if v.RestartGrace == 0 {
+		v.RestartGrace = v.TTL
 	}
 	if v.SlowWait <= 0 {
 		v.SlowWait = time.Second

@@ -16,9 +16,10 @@ import (
 )
 
 // restartGuard notices that connections were (re)made and, when the
-// server turns out younger than one ttl, refuses grants until it is one ttl
-// old: a server restarted without persistence has forgotten locks whose
-// leases may still be valid on their holders' clocks.
+// server turns out younger than RestartGrace (one ttl), refuses grants
+// until it is that old: a server restarted without persistence has
+// forgotten locks whose leases may still be valid on their holders' clocks;
+// meanwhile those holders restore them at their next renewal.
 type restartGuard struct {
 	dials atomic.Uint64
 
@@ -71,11 +72,11 @@ func (g *restartGuard) hold(d time.Duration) {
 // guard is set, and ok is false.
 func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err error) {
 	l := a.l
-	if l.restart.dials.Load() == dials && l.restart.remaining() <= 0 {
+	if l.opt.RestartGrace < 0 || (l.restart.dials.Load() == dials && l.restart.remaining() <= 0) {
 		return true, nil
 	}
 	uptime, err := l.uptime(ctx, a.n.lock)
-	if err == nil && uptime >= l.opt.TTL {
+	if err == nil && uptime >= l.opt.RestartGrace {
 		return true, nil
 	}
 	if err != nil && ctx.Err() == nil && !unavailable(err) {
@@ -85,7 +86,7 @@ func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err 
 		return true, nil
 	}
 	if err == nil {
-		l.restart.hold(l.opt.TTL - uptime + time.Second)
+		l.restart.hold(l.opt.RestartGrace - uptime + time.Second)
 		l.opt.Logger.Warn("Redis restarted less than one lease ago: holding back grants until leases from before the restart have run out")
 	}
 	uctx, cancel := l.freshCtx()
