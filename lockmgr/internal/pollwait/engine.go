@@ -1,0 +1,199 @@
+package pollwait
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Config configures an Engine. Zero fields take the defaults shown.
+type Config struct {
+	// Name prefixes the engine's own errors ("mysqllock", "redlock").
+	Name string
+	// TTL is the lease the Store grants. Default 30s.
+	TTL time.Duration
+	// OpTimeout bounds each Store call. Default 1s.
+	OpTimeout time.Duration
+	// MinPoll and MaxPoll bound the jittered backoff between tries of a
+	// waiting head. Defaults 2ms and 100ms.
+	MinPoll, MaxPoll time.Duration
+	// SlowWait: a wait at least this long is logged (Info). Default 1s.
+	SlowWait time.Duration
+	// Logger gets warnings. Default no-op.
+	Logger *zap.Logger
+	// Metrics, if not nil, records the lock metrics.
+	Metrics *lockmgr.Metrics
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = "pollwait"
+	}
+	if c.TTL <= 0 {
+		c.TTL = 30 * time.Second
+	}
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = time.Second
+	}
+	if c.MinPoll <= 0 {
+		c.MinPoll = 2 * time.Millisecond
+	}
+	if c.MaxPoll <= 0 {
+		c.MaxPoll = 100 * time.Millisecond
+	}
+	if c.MaxPoll < c.MinPoll {
+		c.MaxPoll = c.MinPoll
+	}
+	if c.SlowWait <= 0 {
+		c.SlowWait = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// TicketTTL is how long a waiter's ticket outlives its last try: a head
+// tries at least every MaxPoll, so a ticket only expires when its waiter
+// is gone.
+func (c Config) TicketTTL() time.Duration {
+	c = c.withDefaults()
+	return 2*time.Second + 10*c.MaxPoll + 2*c.OpTimeout
+}
+
+// Validity is how long after sending a grant or renewal the lock is known
+// held on this process's monotonic clock: the ttl less a drift margin of
+// 1% of the ttl plus 2ms.
+func Validity(ttl time.Duration) time.Duration {
+	return ttl - ttl/100 - 2*time.Millisecond
+}
+
+// Engine implements lockmgr.Locker on a Store. Safe for concurrent use.
+type Engine struct {
+	st     Store
+	cfg    Config
+	id     string
+	ledger *lockmgr.Ledger
+	seq    atomic.Uint64
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	mu     sync.Mutex
+	gates  map[string]*gate
+	owners map[lockmgr.Owner]*ownerState
+	held   map[*held]struct{}
+}
+
+// ownerState is wound-wait bookkeeping for one transaction on this Engine.
+type ownerState struct {
+	refs    int
+	wounded bool
+	waiting *waiter
+}
+
+// held is a lease being acquired or held. Fields other than tok and owner
+// are guarded by Engine.mu.
+type held struct {
+	tok        string
+	owner      lockmgr.Owner
+	keys       []lockmgr.Key
+	fences     []uint64
+	validUntil time.Time
+	lost       error
+	keeper     *lockmgr.Keeper
+	released   bool
+}
+
+// New starts an Engine on st: its renewal goroutine runs until Close.
+func New(st Store, cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		st: st, cfg: cfg, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(cfg.Metrics),
+		ctx: ctx, cancel: cancel,
+		gates: map[string]*gate{}, owners: map[lockmgr.Owner]*ownerState{}, held: map[*held]struct{}{},
+	}
+	e.wg.Add(1)
+	go e.renewLoop()
+	return e
+}
+
+// Snapshot implements lockmgr.Locker.
+func (e *Engine) Snapshot() []lockmgr.Entry { return e.ledger.Snapshot() }
+
+// Close releases every held lease (bounded by OpTimeout each), fails
+// waits with lockmgr.ErrClosed and stops renewal. Idempotent.
+func (e *Engine) Close() error {
+	e.stop(true)
+	return nil
+}
+
+// Abandon stops the Engine as if its process died: no renewals, no
+// releases; its locks expire with their leases. For tests.
+func (e *Engine) Abandon() { e.stop(false) }
+
+func (e *Engine) stop(release bool) {
+	e.once.Do(func() {
+		if release {
+			for _, lease := range e.ledger.Held() {
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.OpTimeout)
+				_ = lease.Release(ctx)
+				cancel()
+			}
+		}
+		e.cancel()
+		e.wg.Wait()
+		e.mu.Lock()
+		var left []*held
+		for h := range e.held {
+			left = append(left, h)
+		}
+		e.mu.Unlock()
+		for _, h := range left {
+			e.lose(h, lockmgr.ErrClosed)
+		}
+	})
+}
+
+func (e *Engine) closed() bool { return e.ctx.Err() != nil }
+
+// token is a fresh holder token: owner id, NUL, engine id and a sequence.
+// The owner id comes first, so byte order of tokens follows owner ids.
+func (e *Engine) token(o lockmgr.Owner) string {
+	return o.ID() + "\x00" + e.id + ":" + strconv.FormatUint(e.seq.Add(1), 10)
+}
+
+func (e *Engine) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.OpTimeout)
+}
+
+func (e *Engine) freshCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.cfg.OpTimeout)
+}
+
+func (e *Engine) deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
+	return fmt.Errorf("%w: owner %s was wounded by an older transaction, waiting for rule %q key %q",
+		lockmgr.ErrDeadlock, o, k.Rule, k.Name)
+}
+
+func keyNames(keys []lockmgr.Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Name
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+package pollwait
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// attempt is one Acquire's wait for one key.
+type attempt struct {
+	e        *Engine
+	h        *held
+	k        lockmgr.Key
+	w        *waiter
+	queued   bool      // a ticket or an unseen grant may be in the Store
+	tried    bool      // a Try missed, so a ticket may be queued
+	ticketed time.Time // last Queue of a waiter behind the local head
+	waitDone func()
+	start    time.Time
+	backoff  time.Duration
+	holder   string
+}
+
+// acquireKey takes k for h, waiting as long as ctx allows. On error
+// nothing of k is left in the Store.
+func (e *Engine) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64, error) {
+	a := &attempt{e: e, h: h, k: k, w: e.join(k.Name, h.owner), start: time.Now(), backoff: e.cfg.MinPoll}
+	var err error
+	defer func() { a.end(err) }()
+	for {
+		if !e.isHead(k.Name, a.w) {
+			if err = a.queue(ctx); err != nil {
+				return 0, err
+			}
+			if err = a.sleep(ctx, e.cfg.TicketTTL()/4); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		sent := time.Now()
+		var r Result
+		if r, err = a.try(ctx); err != nil {
+			err = a.fail(err)
+			return 0, err
+		}
+		if r.Status == Granted {
+			if e.granted(h, k, r.Fence, sent) {
+				a.queued = false
+				return r.Fence, nil
+			}
+			a.undo() // granted too late to be of use: give it back, try again
+			continue
+		}
+		if r.Holder != "" {
+			a.holder = r.Holder
+		}
+		if err = a.afterMiss(ctx, r); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// queue queues or refreshes the ticket of a waiter that is not the local
+// head, at most every TicketTTL/4.
+func (a *attempt) queue(ctx context.Context) error {
+	if time.Since(a.ticketed) < a.e.cfg.TicketTTL()/4 {
+		return nil
+	}
+	octx, cancel := a.e.opCtx(ctx)
+	defer cancel()
+	a.queued, a.tried = true, true
+	if err := a.e.st.Queue(octx, a.req()); err != nil {
+		return a.fail(a.e.classify(ctx, a.k, err))
+	}
+	a.ticketed = time.Now()
+	return nil
+}
+
+// try runs one Store.Try bounded by OpTimeout and classifies its error.
+func (a *attempt) try(ctx context.Context) (Result, error) {
+	octx, cancel := a.e.opCtx(ctx)
+	defer cancel()
+	a.queued = true
+	r, err := a.e.st.Try(octx, a.req())
+	a.tried = a.tried || err != nil || r.Status != Granted
+	if err != nil {
+		return r, a.e.classify(ctx, a.k, err)
+	}
+	return r, nil
+}
+
+func (a *attempt) req() Request {
+	return Request{Key: a.k.Name, Tok: a.h.tok, Owner: a.h.owner, Ticketed: a.tried}
+}
+
+// classify turns a Store error on a call made under ctx into the error
+// Acquire returns.
+func (e *Engine) classify(ctx context.Context, k lockmgr.Key, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return lockmgr.WaitError(ctx, k)
+	case errors.Is(err, lockmgr.ErrUnavailable):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return errors.Join(lockmgr.ErrUnavailable, err)
+	}
+	return err
+}
+
+// afterMiss fails a wounded owner, or sleeps before the next try.
+func (a *attempt) afterMiss(ctx context.Context, r Result) error {
+	if err := a.checkWounded(ctx); err != nil {
+		return err
+	}
+	d := a.backoff/2 + rand.N(a.backoff/2+1)
+	a.backoff = min(2*a.backoff, a.e.cfg.MaxPoll)
+	if r.Status == Busy && r.Remaining > 0 && r.Remaining < d {
+		d = r.Remaining + time.Millisecond
+	}
+	return a.sleep(ctx, d)
+}
+
+// checkWounded fails the wait with ErrDeadlock if an older transaction
+// wounded this owner (wound-wait): known locally, or marked on a key it
+// holds on this Engine. An owner that holds nothing here cannot be wounded.
+func (a *attempt) checkWounded(ctx context.Context) error {
+	held, wounded := a.e.ownerHeld(a.h.owner)
+	if !wounded && len(held) > 0 {
+		octx, cancel := a.e.opCtx(ctx)
+		var err error
+		wounded, err = a.e.st.Wounded(octx, held)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.e.cfg.Logger.Debug("wounded check failed; trying again at the next poll", zap.Error(err))
+		}
+		if wounded {
+			a.e.markWounded(a.h.owner)
+		}
+	}
+	if wounded {
+		return a.fail(a.e.deadlockErr(a.h.owner, a.k))
+	}
+	return nil
+}
+
+// sleep waits for a poke, d (d < 0: no timer), the end of ctx, or Close.
+func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
+	if a.waitDone == nil {
+		a.waitDone = a.e.ledger.Wait(a.h.owner, a.k)
+	}
+	var timer <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-a.w.wake:
+		a.backoff = a.e.cfg.MinPoll
+	case <-timer:
+	case <-ctx.Done():
+		return a.fail(lockmgr.WaitError(ctx, a.k))
+	case <-a.e.ctx.Done():
+		return a.fail(lockmgr.ErrClosed)
+	}
+	if _, wounded := a.e.ownerHeld(a.h.owner); wounded {
+		return a.fail(a.e.deadlockErr(a.h.owner, a.k))
+	}
+	return nil
+}
+
+// undo gives back a grant that came too late, keeping nothing.
+func (a *attempt) undo() {
+	ctx, cancel := a.e.freshCtx()
+	defer cancel()
+	if err := a.e.st.Leave(ctx, a.req()); err != nil {
+		a.e.cfg.Logger.Warn("giving back a late grant failed; it expires with its ttl",
+			zap.String("key", a.k.Name), zap.Error(err))
+	}
+	a.queued = false
+}
+
+// fail cleans up after a failed wait: compare-and-release the key (the
+// service may have granted it in a reply never read) and drop the ticket,
+// on a fresh bounded context. It returns err.
+func (a *attempt) fail(err error) error {
+	if a.queued {
+		a.undo()
+	}
+	return err
+}
+
+// end leaves the local queue and the ledger, and logs a slow wait.
+func (a *attempt) end(err error) {
+	if waited := time.Since(a.start); a.waitDone != nil && waited >= a.e.cfg.SlowWait {
+		a.e.cfg.Logger.Info("slow lock wait", zap.String("rule", a.k.Rule), zap.String("key", a.k.Name),
+			zap.String("waiter", a.h.owner.ID()), zap.String("holder", a.holder),
+			zap.Duration("waited", waited), zap.Error(err))
+	}
+	a.e.leave(a.k.Name, a.w)
+	if a.waitDone != nil {
+		a.waitDone()
+	}
+}

@@ -1,0 +1,196 @@
+package mysqllock
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
+)
+
+// DefaultTable and DefaultDatabase name the lock table when Config leaves
+// them empty.
+const (
+	DefaultTable    = "lockproxy_locks"
+	DefaultDatabase = "lockproxy"
+)
+
+// Config says where the lock table lives (rules.yaml locks.mysql).
+type Config struct {
+	// Addr is host:port of the server; the integrator passes the primary
+	// when locks.mysql.addr is empty.
+	Addr string
+	// User and Password authenticate (rules.yaml: the first user).
+	User, Password string
+	// Table is "table" or "database.table". Default DefaultTable.
+	Table string
+	// Database holds an unqualified Table; created if missing (best
+	// effort). Default DefaultDatabase.
+	Database string
+}
+
+// Options tune a Locker. The zero value (or nil) works.
+type Options struct {
+	// TTL is the lease: how long a lock outlives its holder's last
+	// renewal. Default 30s.
+	TTL time.Duration
+	// OpTimeout bounds each statement (and the dial). Default 1s.
+	OpTimeout time.Duration
+	// MinPoll and MaxPoll bound the backoff of a waiting Acquire.
+	// Defaults 2ms and 100ms.
+	MinPoll, MaxPoll time.Duration
+	// MaxConns caps the Locker's connections (Open only). Default 16.
+	MaxConns int
+	// SlowWait: a wait at least this long is logged. Default 1s.
+	SlowWait time.Duration
+	// Logger gets warnings. Default no-op.
+	Logger *zap.Logger
+	// Metrics, if not nil, records the lock metrics.
+	Metrics *lockmgr.Metrics
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.TTL <= 0 {
+		v.TTL = 30 * time.Second
+	}
+	if v.OpTimeout <= 0 {
+		v.OpTimeout = time.Second
+	}
+	if v.MaxConns <= 0 {
+		v.MaxConns = 16
+	}
+	return v
+}
+
+// Locker is the lock-table lockmgr.Locker. Safe for concurrent use.
+type Locker struct {
+	e   *pollwait.Engine
+	st  *store
+	own *sql.DB // closed by Close when Open made it
+}
+
+var _ lockmgr.Locker = (*Locker)(nil)
+
+// Open makes a Locker with a connection pool of its own on cfg.Addr. It
+// does not talk to the server: the tables are created on first use, and
+// Acquire fails with lockmgr.ErrUnavailable while the server is down.
+func Open(cfg Config, o *Options) (*Locker, error) {
+	opt := o.withDefaults()
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if cfg.Database == "" {
+		cfg.Database = DefaultDatabase
+	}
+	tn, err := parseTable(cfg.Table, cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	connector, err := Connector(DriverConfig(cfg.Addr, cfg.User, cfg.Password, opt.OpTimeout))
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(opt.MaxConns)
+	db.SetMaxIdleConns(opt.MaxConns)
+	db.SetConnMaxIdleTime(time.Minute)
+	l := newLocker(db, tn, opt)
+	l.own = db
+	return l, nil
+}
+
+// New makes a Locker on db, a pool the caller keeps (Close leaves it open;
+// it must not be shared with application transactions, and should be made
+// with Connector). table is "table" (in db's default database) or
+// "database.table".
+func New(db *sql.DB, table string, o *Options) (*Locker, error) {
+	tn, err := parseTable(table, "")
+	if err != nil {
+		return nil, err
+	}
+	return newLocker(db, tn, o.withDefaults()), nil
+}
+
+func newLocker(db *sql.DB, tn tableName, opt Options) *Locker {
+	cfg := pollwait.Config{
+		Name: "mysqllock", TTL: opt.TTL, OpTimeout: opt.OpTimeout,
+		MinPoll: opt.MinPoll, MaxPoll: opt.MaxPoll, SlowWait: opt.SlowWait,
+		Logger: opt.Logger, Metrics: opt.Metrics,
+	}
+	st := newStore(db, tn, opt.TTL, cfg.TicketTTL())
+	return &Locker{e: pollwait.New(st, cfg), st: st}
+}
+
+// DriverConfig is the go-sql-driver configuration the Locker's own
+// connections use: dial, read and write bounded by opTimeout, so a server
+// that is down turns into lockmgr.ErrUnavailable quickly; a lock-wait
+// timeout of 1s on the lock rows.
+func DriverConfig(addr, user, password string, opTimeout time.Duration) *mysql.Config {
+	c := mysql.NewConfig()
+	c.Net, c.Addr, c.User, c.Passwd = "tcp", addr, user, password
+	c.Timeout = opTimeout
+	c.ReadTimeout = 2 * opTimeout
+	c.WriteTimeout = 2 * opTimeout
+	c.Params = map[string]string{"innodb_lock_wait_timeout": "1"}
+	return c
+}
+
+// Acquire implements lockmgr.Locker.
+func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	return l.e.Acquire(ctx, owner, keys)
+}
+
+// Snapshot implements lockmgr.Locker.
+func (l *Locker) Snapshot() []lockmgr.Entry { return l.e.Snapshot() }
+
+// Close implements lockmgr.Locker: it releases every held lease (bounded),
+// stops renewal, and closes the pool if Open made it. Idempotent.
+func (l *Locker) Close() error {
+	_ = l.e.Close()
+	if l.own != nil {
+		return l.own.Close()
+	}
+	return nil
+}
+
+// Abandon stops the Locker as if its process died: no renewals, no
+// releases; its rows expire with their leases. For tests.
+func (l *Locker) Abandon() { l.e.Abandon() }
+
+// Connector makes connections for a Locker's pool from c (see
+// DriverConfig): each new connection is switched to READ COMMITTED, so the
+// lock statements take no gap locks on the waiter table and do not block
+// each other beyond the rows they change.
+func Connector(c *mysql.Config) (driver.Connector, error) {
+	inner, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, fmt.Errorf("mysqllock: %w", err)
+	}
+	return rcConnector{inner}, nil
+}
+
+type rcConnector struct{ driver.Connector }
+
+func (c rcConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ex, ok := conn.(driver.ExecerContext); ok {
+		if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
+}
