@@ -170,12 +170,18 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
-	if step.sql != "" {
-		p = append([]byte{mysql.COM_QUERY}, step.sql...)
-	}
 	s.srv.metrics.primaryQuery.Inc()
-	if err := s.forward(p, relayResults, false); err != nil {
-		return err
+	if fs, ok := s.planFence(an, nil, step.sql); ok {
+		if err := s.runFenced(fs); err != nil {
+			return err
+		}
+	} else {
+		if step.sql != "" {
+			p = append([]byte{mysql.COM_QUERY}, step.sql...)
+		}
+		if err := s.forward(p, relayResults, false); err != nil {
+			return err
+		}
 	}
 	s.finishRewrite(step)
 	s.track(an)

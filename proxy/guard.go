@@ -110,7 +110,7 @@ func (s *session) newOwner() lockmgr.Owner {
 // transaction itself (ran=false) or takes the locks the command needs.
 func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	if s.locks != nil && s.locks.Len() > 0 {
-		if lerr := s.locks.Err(); lerr != nil || (g.commits && !s.locks.Valid()) {
+		if lerr := s.locks.Err(); lerr != nil || !s.locks.Valid() {
 			if lerr == nil {
 				lerr = lockmgr.ErrLeaseLost
 			}

@@ -12,6 +12,7 @@ type metrics struct {
 	rejected      prometheus.Counter
 	rejects       *prometheus.CounterVec
 	rewrites      *prometheus.CounterVec
+	fenced        *prometheus.CounterVec
 
 	// Hot-path children of queries, resolved once.
 	primaryQuery, primaryExecute prometheus.Counter
@@ -48,10 +49,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Read-then-write UPDATEs by rule, mode and result (applied|skipped|conflicted).",
 		}, []string{"rule", "mode", "result"}),
 	}
+	m.fenced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lockproxy_fenced_writes_total",
+		Help: "Locked UPDATEs refused by the database because the row carried a newer fencing token; each rolled its transaction back.",
+	}, []string{"rule"})
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites)
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced)
 	}
 	return m
 }

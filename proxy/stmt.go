@@ -149,7 +149,11 @@ func (s *session) execute(p []byte) error {
 		}
 	}
 	s.srv.metrics.primaryExecute.Inc()
-	if step.sql != "" {
+	if fs, ok := s.planFence(st.an, params, step.sql); ok {
+		if err := s.runFenced(fs); err != nil {
+			return err
+		}
+	} else if step.sql != "" {
 		// An UPDATE answers OK or ERR, alike in both protocols: the
 		// guarded text form can stand in for the prepared execution.
 		if err := s.forward(append([]byte{mysql.COM_QUERY}, step.sql...), relayResults, false); err != nil {

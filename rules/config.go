@@ -119,6 +119,11 @@ type Rule struct {
 	WaitTimeout Duration `yaml:"wait_timeout"`
 	OnUnkeyed   string   `yaml:"on_unkeyed"` // reject | allow; default reject
 	Rewrite     *Rewrite `yaml:"rewrite"`
+	// Fence names a BIGINT column of the guarded table that lockproxy
+	// stamps with the lock's fencing token on every locked UPDATE, which
+	// then changes only rows whose fence is below the token: a holder
+	// whose lease passed to a newer holder cannot overwrite its writes.
+	Fence string `yaml:"fence"`
 }
 
 // Rewrite turns absolute updates of Column into conditional ones.

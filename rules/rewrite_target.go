@@ -13,6 +13,18 @@ import (
 // ok is false when f touches several tables, no rewrite rule guards the
 // table, or its rows cannot be pinned to keys.
 func (rs *RuleSet) RewriteTarget(f *parser.Facts, currentDB string, params []any) (r *Rule, keys []Key, ok bool) {
+	return rs.target(f, currentDB, params, func(r *Rule) bool { return r.Rewrite != nil })
+}
+
+// FenceTarget is RewriteTarget for the rule with a fence column guarding
+// the one table f touches.
+func (rs *RuleSet) FenceTarget(f *parser.Facts, currentDB string, params []any) (r *Rule, keys []Key, ok bool) {
+	return rs.target(f, currentDB, params, func(r *Rule) bool { return r.Fence != "" })
+}
+
+// target finds the first rule accepted by want guarding the one table f
+// touches, and the keys of the rows f names there.
+func (rs *RuleSet) target(f *parser.Facts, currentDB string, params []any, want func(*Rule) bool) (r *Rule, keys []Key, ok bool) {
 	if rs == nil || f == nil || len(f.Tables) != 1 {
 		return nil, nil, false
 	}
@@ -22,7 +34,7 @@ func (rs *RuleSet) RewriteTarget(f *parser.Facts, currentDB string, params []any
 		schema = strings.ToLower(currentDB)
 	}
 	for _, cr := range rs.rulesFor(schema, ref.Name) {
-		if cr.rule.Rewrite == nil {
+		if !want(cr.rule) {
 			continue
 		}
 		var b builder

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -57,5 +58,31 @@ rules:
 				t.Fatalf("got ok=%v rule=%v keys=%v", ok, r, keys)
 			}
 		})
+	}
+}
+
+func TestFenceValidation(t *testing.T) {
+	for _, c := range []struct{ fence, want string }{
+		{"fence", ""},
+		{"stock", "must not be the rewrite column"},
+		{"sku_id", "must not be a key column"},
+		{"fence`; DROP", "must be a plain column name"},
+	} {
+		_, err := LoadBytes("t.yaml", []byte(`
+users: [{user: app, password: x}]
+backends: {primary: 127.0.0.1:3306}
+rules:
+  - name: stock
+    table: shop.sku_stock
+    key: [sku_id]
+    fence: "`+c.fence+`"
+    rewrite: {column: stock, mode: delta}
+`))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("fence %q: %v", c.fence, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("fence %q: want %q, got %v", c.fence, c.want, err)
+		}
 	}
 }

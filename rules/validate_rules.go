@@ -41,6 +41,19 @@ func (v *validator) rule(p string, r *Rule) {
 	if r.OnUnkeyed != OnUnkeyedReject && r.OnUnkeyed != OnUnkeyedAllow {
 		v.add(p+".on_unkeyed", "must be reject or allow, not %q", r.OnUnkeyed)
 	}
+	if r.Fence != "" {
+		if !plainIdentifier(r.Fence) {
+			v.add(p+".fence", "must be a plain column name (letters, digits, _ or $), not %q", r.Fence)
+		}
+		for _, k := range r.Key {
+			if strings.EqualFold(k, r.Fence) {
+				v.add(p+".fence", "must not be a key column (%q)", r.Fence)
+			}
+		}
+		if r.Rewrite != nil && strings.EqualFold(r.Rewrite.Column, r.Fence) {
+			v.add(p+".fence", "must not be the rewrite column (%q)", r.Fence)
+		}
+	}
 	if rw := r.Rewrite; rw != nil {
 		if strings.TrimSpace(rw.Column) == "" {
 			v.add(p+".rewrite.column", "missing: name the numeric column to guard")
@@ -54,6 +67,19 @@ func (v *validator) rule(p string, r *Rule) {
 			v.add(p+".rewrite.mode", "must be delta or cas, not %q", rw.Mode)
 		}
 	}
+}
+
+// plainIdentifier reports whether s is a column name that needs no quoting.
+func plainIdentifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *validator) keyColumns(p string, key []string) {

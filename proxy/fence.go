@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/parser"
+	"go.uber.org/zap"
+)
+
+// errFenced: the database already holds a newer fencing token for the row,
+// so this session's lock is stale even if its lease looked valid.
+var errFenced = errors.New("proxy: stale fencing token: a newer lock holder has written the row")
+
+// fenceStep is a locked UPDATE made conditional on the lock's fencing token.
+type fenceStep struct {
+	update, check string
+	rule, key     string
+	token         uint64
+}
+
+// planFence fences a single-row UPDATE of a table whose rule names a fence
+// column, when the session holds that row's lock. sql, when not empty, is
+// the text to fence instead of the statement (a rewritten form).
+func (s *session) planFence(an *parser.Analysis, params []any, sql string) (fenceStep, bool) {
+	if an == nil || an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate || s.locks == nil || !s.srv.hasFences() {
+		return fenceStep{}, false
+	}
+	f := an.Stmts[0]
+	r, keys, ok := s.srv.ruleSet().FenceTarget(f, s.db, params)
+	if !ok || len(keys) != 1 {
+		return fenceStep{}, false
+	}
+	token := s.locks.Fence(keys[0].Name)
+	if token == 0 {
+		return fenceStep{}, false
+	}
+	if sql != "" {
+		re, err := s.srv.analyzer.Analyze(sql, s.db)
+		if err != nil || re.Unparsed || len(re.Stmts) != 1 {
+			return fenceStep{}, false
+		}
+		f, params = re.Stmts[0], nil
+	}
+	if params == nil {
+		params = []any{}
+	}
+	update, check, ok, reason, err := parser.FenceUpdate(f, r.Fence, token, params)
+	if err != nil || !ok {
+		s.log.Debug("update not fenced", zap.String("rule", r.Name), zap.String("reason", reason), zap.Error(err))
+		return fenceStep{}, false
+	}
+	return fenceStep{update: update, check: check, rule: r.Name, key: keys[0].Name, token: token}, true
+}
+
+// runFenced sends the fenced UPDATE on the primary and answers the client:
+// the backend's own OK or error, or — when no row changed because the row
+// already carries a newer token — rolls the transaction back with 1213.
+func (s *session) runFenced(fs fenceStep) error {
+	b := s.be
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, fs.update...)); err != nil {
+		return s.backendFailed(b, err)
+	}
+	_, p, err := b.r.readPhysical()
+	if err != nil {
+		b.broken = true
+		return s.backendFailed(b, err)
+	}
+	reply := append([]byte(nil), p...)
+	switch {
+	case len(reply) == 0:
+		b.broken = true
+		return s.backendFailed(b, errShortPacket)
+	case reply[0] == mysql.ERR_HEADER:
+		s.lastOK = false
+		return s.writeReply(reply)
+	case reply[0] != mysql.OK_HEADER:
+		b.broken = true
+		return s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to a fenced update", reply[0]))
+	}
+	st, _ := okStatus(reply)
+	s.status, b.status, s.lastOK = st, st, true
+	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
+	if s.lastAffected == 0 {
+		v, err := b.queryValue(fs.check)
+		if err != nil && !isMySQLErr(err) {
+			return s.backendFailed(b, err)
+		}
+		if err == nil && string(v) != "0" {
+			s.srv.metrics.fenced.WithLabelValues(fs.rule).Inc()
+			return s.abortTxn(fmt.Errorf("%w: %w (rule %q key %q token %d)", lockmgr.ErrLeaseLost, errFenced, fs.rule, fs.key, fs.token), fs.rule)
+		}
+		s.status = b.status
+	}
+	return s.writeReply(reply)
+}
+
+// writeReply answers the current command with one packet from a backend.
+func (s *session) writeReply(p []byte) error {
+	if _, err := s.cw.writePacket(1, p); err != nil {
+		return err
+	}
+	return s.cw.flush()
+}
