@@ -22,9 +22,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockproxy/lockproxy/bench/internal/disjoint"
 	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
 	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
+	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
 	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
 	"github.com/lockproxy/lockproxy/bench/internal/streaming"
@@ -39,6 +41,8 @@ func registry() *scenario.Registry {
 		flashsale.New(),
 		hotkey.New(),
 		rewrite.New(),
+		disjoint.New(),
+		redisrtt.New(),
 	)
 }
 

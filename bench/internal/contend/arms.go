@@ -17,6 +17,7 @@ type Sample struct {
 	// the arm together; mysqld is the primary), and the host's busy share.
 	ProxyCPUUs  float64 `json:"proxy_cpu_us,omitempty"`
 	MysqldCPUUs float64 `json:"mysqld_cpu_us,omitempty"`
+	RedisCPUUs  float64 `json:"redis_cpu_us,omitempty"`
 	HostBusy    float64 `json:"host_busy,omitempty"`
 }
 
@@ -52,6 +53,7 @@ type Result struct {
 	Retries        float64 `json:"retries"` // median per run
 	ProxyCPUUs     float64 `json:"proxy_cpu_us"`
 	MysqldCPUUs    float64 `json:"mysqld_cpu_us"`
+	RedisCPUUs     float64 `json:"redis_cpu_us"`
 	HostBusy       float64 `json:"host_busy"`
 
 	DoneRatio     float64 `json:"done_ratio"`
@@ -97,7 +99,7 @@ func Summarise(rs []Result) {
 	}
 	for i := range rs {
 		r := &rs[i]
-		var done, att, p50, p99, mx, jain, mom, retr, pcpu, mcpu, busy []float64
+		var done, att, p50, p99, mx, jain, mom, retr, pcpu, mcpu, rcpu, busy []float64
 		for _, s := range r.Samples {
 			done = append(done, s.Run.DonePerSec())
 			att = append(att, s.Run.AttemptsPerSec())
@@ -108,6 +110,7 @@ func Summarise(rs []Result) {
 			mom = append(mom, s.Run.Fairness.MaxOverMin)
 			retr = append(retr, float64(s.Run.Retries))
 			pcpu, mcpu, busy = append(pcpu, s.ProxyCPUUs), append(mcpu, s.MysqldCPUUs), append(busy, s.HostBusy)
+			rcpu = append(rcpu, s.RedisCPUUs)
 			r.OversoldMax = max(r.OversoldMax, s.Oversold)
 			r.LostMax = max(r.LostMax, s.Lost)
 			r.Errors += s.Run.Errors
@@ -119,6 +122,7 @@ func Summarise(rs []Result) {
 		r.P50Ms, r.P99Ms, r.MaxMs = Median(p50), Median(p99), Median(mx)
 		r.Jain, r.MaxOverMin, r.Retries = Median(jain), Median(mom), Median(retr)
 		r.ProxyCPUUs, r.MysqldCPUUs, r.HostBusy = Median(pcpu), Median(mcpu), Median(busy)
+		r.RedisCPUUs = Median(rcpu)
 		if b, ok := byName[r.Baseline]; ok && r.Baseline != "" {
 			r.DoneRatio = pairedRatio(r.Samples, b.Samples, Run.DonePerSec)
 			r.AttemptsRatio = pairedRatio(r.Samples, b.Samples, Run.AttemptsPerSec)
@@ -200,13 +204,13 @@ func Errors(rs []Result) string {
 }
 
 // CPUTable renders the CPU each arm cost per done operation: lockproxy
-// (all its instances) and the primary's mysqld, median over rounds, and how
-// busy the host was.
+// (all its instances), the primary's mysqld and the bed's Redis, median over
+// rounds, and how busy the host was.
 func CPUTable(rs []Result, doneName string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| arm | via | lockproxy CPU µs/%s | mysqld CPU µs/%s | host busy |\n|---|---|--:|--:|--:|\n", doneName, doneName)
+	fmt.Fprintf(&b, "| arm | via | lockproxy CPU µs/%[1]s | mysqld CPU µs/%[1]s | Redis CPU µs/%[1]s | host busy |\n|---|---|--:|--:|--:|--:|\n", doneName)
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.0f%% |\n", r.Name, Via(r.Instances), r.ProxyCPUUs, r.MysqldCPUUs, r.HostBusy*100)
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.0f%% |\n", r.Name, Via(r.Instances), r.ProxyCPUUs, r.MysqldCPUUs, r.RedisCPUUs, r.HostBusy*100)
 	}
 	b.WriteString("\n")
 	return b.String()

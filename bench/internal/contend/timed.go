@@ -1,8 +1,13 @@
 package contend
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/env"
@@ -62,7 +67,9 @@ func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) 
 type cpuMeter struct {
 	pids       []int // lockproxy instances
 	mysqld     int
+	redis      int
 	proxy0, m0 time.Duration
+	r0         time.Duration
 	host0      procstat.HostCPU
 }
 
@@ -72,7 +79,8 @@ func startCPU(e *env.Env, ps []*env.Proxy) *cpuMeter {
 		c.pids = append(c.pids, p.PID)
 	}
 	c.mysqld, _ = e.Bed.PrimaryPID()
-	c.proxy0, c.m0 = c.proxyCPU(), cpuOf(c.mysqld)
+	c.redis = RedisPID(e.Bed)
+	c.proxy0, c.m0, c.r0 = c.proxyCPU(), cpuOf(c.mysqld), cpuOf(c.redis)
 	c.host0, _ = procstat.ReadHostCPU()
 	return c
 }
@@ -100,10 +108,33 @@ func (c *cpuMeter) stop(s *Sample) {
 	n := float64(max(s.Run.Done, 1))
 	s.ProxyCPUUs = float64(c.proxyCPU()-c.proxy0) / float64(time.Microsecond) / n
 	s.MysqldCPUUs = float64(cpuOf(c.mysqld)-c.m0) / float64(time.Microsecond) / n
+	s.RedisCPUUs = float64(cpuOf(c.redis)-c.r0) / float64(time.Microsecond) / n
 }
 
 // PairedRatio is the median over rounds of f(a)/f(b) for the rounds both
 // have (0 if none).
 func PairedRatio(a, b Result, f func(Run) float64) float64 {
 	return pairedRatio(a.Samples, b.Samples, f)
+}
+
+// RedisPID reads the bed's Redis server process id from the pid file that
+// DIR/env names (LOCKPROXY_REDIS_PID_FILE); 0 if unknown.
+func RedisPID(b *env.Bed) int {
+	f, err := os.Open(filepath.Join(b.Dir, "env"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "LOCKPROXY_REDIS_PID_FILE="); ok {
+			raw, err := os.ReadFile(strings.Trim(v, `"'`))
+			if err != nil {
+				return 0
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+			return pid
+		}
+	}
+	return 0
 }

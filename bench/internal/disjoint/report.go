@@ -1,0 +1,74 @@
+package disjoint
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/lockproxy/lockproxy/bench/internal/chart"
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+)
+
+// targets: no target for speed here (the machine cannot show scaling);
+// correctness and no errors.
+func targets(d Data) []results.Target {
+	var lost int64
+	errs := 0
+	for _, a := range d.Arms {
+		if a.Instances > 0 {
+			lost, errs = max(lost, a.LostMax), errs+a.Errors
+		}
+	}
+	return []results.Target{
+		{Name: "lost updates through lockproxy", Want: "0", Got: fmt.Sprint(lost), Met: lost == 0},
+		{Name: "errors through lockproxy", Want: "0", Got: fmt.Sprint(errs), Met: errs == 0},
+	}
+}
+
+// CPUModel is the ratio of the server-side CPU per statement of the two
+// arms: direct = mysqld (+ Redis, ~0); proxied = mysqld + lockproxy +
+// Redis. On a saturated host the throughput ratio tends towards it.
+func CPUModel(direct, proxied contend.Result) float64 {
+	return contend.Ratio(direct.MysqldCPUUs+direct.RedisCPUUs, proxied.MysqldCPUUs+proxied.ProxyCPUUs+proxied.RedisCPUUs)
+}
+
+// Report implements scenario.Scenario.
+func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, error) {
+	var d Data
+	if err := r.DecodeData(&d); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d clients, client *i* only ever updates row *i* (`UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = i`, autocommit, text protocol), "+
+		"so no two statements ever want the same lock; %.0f s per run, %d interleaved round(s). Through lockproxy the rule locks on `write` (Redis backend): "+
+		"each UPDATE takes and releases its row's lock; clients are spread over the instances. Ratios are medians of per-round ratios against the direct run.\n\n",
+		d.Clients, d.Seconds, d.Rounds)
+	b.WriteString(contend.Table(d.Arms, "updates"))
+	b.WriteString(contend.Errors(d.Arms))
+	b.WriteString("CPU per UPDATE (median over rounds); *CPU model* = direct (mysqld + Redis) CPU / (mysqld + lockproxy + Redis) CPU of the arm (client CPU left out), the throughput ratio to expect while the host's cores are the bottleneck:\n\n")
+	direct, _ := contend.Find(d.Arms, DirectName)
+	b.WriteString("| arm | lockproxy CPU µs/update | mysqld CPU µs/update | Redis CPU µs/update | CPU model | measured ratio | host busy |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, a := range d.Arms {
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %s | %s | %.0f%% |\n", a.Name, a.ProxyCPUUs, a.MysqldCPUUs, a.RedisCPUUs,
+			contend.X(CPUModel(direct, a)), contend.X(a.DoneRatio), a.HostBusy*100)
+	}
+	b.WriteString("\n")
+	name := "disjoint-ratio.png"
+	var labels []string
+	ratio, model := chart.Series{Name: "updates/s / direct"}, chart.Series{Name: "CPU model"}
+	for _, a := range d.Arms {
+		if a.Baseline != "" {
+			labels = append(labels, fmt.Sprintf("%d instance(s)", a.Instances))
+			ratio.Values = append(ratio.Values, a.DoneRatio)
+			model.Values = append(model.Values, CPUModel(direct, a))
+		}
+	}
+	err := chart.Bars(filepath.Join(plotDir, name), chart.Labels{Title: "disjoint keys: guarded UPDATE throughput through lockproxy / direct", Y: "ratio"},
+		labels, []chart.Series{ratio, model}, chart.Ref{Value: 1, Label: "same as direct"})
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "![%s](%s)\n\n", name, filepath.ToSlash(filepath.Join(relDir, name)))
+	return b.String(), nil
+}
