@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
@@ -26,6 +27,7 @@ func TestClusterConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}
+	testbed.Get(t) // installs redis-server where it is missing
 	addrs := startCluster(t, 3)
 	pfx := prefix(t)
 	locktest.Run(t, locktest.Backend{
