@@ -136,6 +136,13 @@ func TestMariaDBCLI(t *testing.T) {
 		{"server_default_charset", []string{"--batch", "--skip-column-names", "--default-character-set=latin1", "-e",
 			"SELECT @@character_set_client, @@collation_connection, HEX('é'), 'é'"}, "",
 			[]string{"latin1\tlatin1_swedish_ci\t"}, nil, 0},
+		{"load_data_local_infile", []string{"--batch", "--local-infile=1", "-e",
+			"CREATE TABLE l (id INT PRIMARY KEY, name VARCHAR(10), x DECIMAL(6,2)); " +
+				"LOAD DATA LOCAL INFILE 'testdata/cli_load.tsv' INTO TABLE l; SELECT * FROM l ORDER BY id; " +
+				"LOAD DATA LOCAL INFILE 'testdata/no_such_file.tsv' INTO TABLE l"}, "",
+			[]string{"3\tgam\\tma\t-0.25\n", "4\tété\t100.00\n"}, []string{"no_such_file.tsv"}, 1},
+		{"compression_requested", []string{"--batch", "--compress", "-e", "SELECT REPEAT('z', 5000) = REPEAT('z', 5000)"}, "",
+			[]string{"1\n"}, nil, 0},
 		{"error_stops_without_force", []string{"--batch", "-e", "SELECT 1; SELECT * FROM nowhere; SELECT 2"}, "",
 			[]string{"1\n1\n"}, []string{"ERROR 1146 (42S02) at line 1: Table '<db>.nowhere' doesn't exist"}, 1},
 	}

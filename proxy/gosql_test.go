@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"math"
 	"net"
 	"strings"
@@ -194,6 +195,14 @@ func conn(t *testing.T, db *sql.DB) *sql.Conn {
 
 func TestGoSQLWorkloads(t *testing.T) {
 	p := startProxy(t, nil)
+	mysql.RegisterReaderHandler("lockproxy_rows", func() io.Reader {
+		var b bytes.Buffer
+		for i := 1; i <= 50000; i++ {
+			fmt.Fprintf(&b, "%d\trow-%d\n", i, i)
+		}
+		return &b
+	})
+	mysql.RegisterReaderHandler("lockproxy_empty", func() io.Reader { return strings.NewReader("") })
 	workloads := []struct {
 		name   string
 		params string
@@ -210,6 +219,7 @@ func TestGoSQLWorkloads(t *testing.T) {
 		{"warnings", "", workloadWarnings, []string{"1265", "1365"}},
 		{"errors", "", workloadErrors, []string{"ERROR 1062 (23000)", "ERROR 1064 (42000)", "ERROR 1146 (42S02)",
 			"rows error: ERROR 1242 (21000)"}},
+		{"load_data_local", "", workloadLoadData, []string{`row: "50000" "1250025000"`}},
 		{"fresh_session", "", workloadFreshSession, []string{`row: NULL "1" "SYSTEM" "1" "0" "<db>" "utf8mb4" "utf8mb4_general_ci" "0"`}},
 		{"types", "", workloadTypes, []string{`"\x00\x01\x00\xff"`, `"18446744073709551615"`}},
 	}
@@ -349,6 +359,16 @@ func workloadErrors(t *testing.T, db *sql.DB, tr *transcript) {
 	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3")
 	tr.query(db, "SELECT seq, (SELECT 1 UNION SELECT seq) FROM seq_1_to_3 WHERE seq > ?", 0)
 	tr.query(db, "SELECT COUNT(*) FROM u")
+}
+
+// workloadLoadData streams LOAD DATA LOCAL INFILE content through.
+func workloadLoadData(t *testing.T, db *sql.DB, tr *transcript) {
+	tr.exec(db, "CREATE TABLE ld (id INT PRIMARY KEY, s VARCHAR(20))")
+	tr.exec(db, "LOAD DATA LOCAL INFILE 'Reader::lockproxy_rows' INTO TABLE ld")
+	tr.query(db, "SELECT COUNT(*), SUM(id), SUM(CRC32(s)) FROM ld")
+	tr.exec(db, "LOAD DATA LOCAL INFILE 'Reader::lockproxy_empty' INTO TABLE ld")
+	tr.exec(db, "LOAD DATA LOCAL INFILE 'Reader::lockproxy_unregistered' INTO TABLE ld")
+	tr.query(db, "SELECT COUNT(*) FROM ld")
 }
 
 // workloadFreshSession dirties a session and closes it, five times; each
