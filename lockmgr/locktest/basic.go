@@ -201,3 +201,23 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not reached")
 }
+
+// testCloseReleases: closing a Locker gives its keys back and ends its
+// leases; it then refuses to acquire.
+func testCloseReleases(t *testing.T, b Backend) {
+	ls := lockers(t, b, 2)
+	k := keys(t, 1)[0]
+	a := acquire(t, ls[0], newOwner("a"), long, k)
+	if err := ls[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	default:
+		t.Errorf("lease still open after Close")
+	}
+	release(t, acquire(t, ls[1], newOwner("b"), short*5, k))
+	if _, err := tryAcquire(ls[0], newOwner("c"), short, k); !errors.Is(err, lockmgr.ErrClosed) {
+		t.Errorf("Acquire after Close: %v; want ErrClosed", err)
+	}
+}

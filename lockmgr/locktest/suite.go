@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 		{"Deadlock", testDeadlock},
 		{"WoundedHolder", testWoundedHolder},
 		{"Snapshot", testSnapshot},
+		{"CloseReleases", testCloseReleases},
 		{"VanishedHolderExpires", testVanished},
 		{"RenewalKeepsHolder", testRenewal},
 		{"RestartNeverDoubleGrants", testRestart},
