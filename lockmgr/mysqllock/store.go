@@ -173,7 +173,7 @@ func olderThan(p1 int64, id1 string, p2 int64, id2 string) bool {
 }
 
 // Release implements pollwait.Store: compare-and-release, one statement.
-func (s *store) Release(ctx context.Context, tok string, keys []string) error {
+func (s *store) Release(ctx context.Context, tok string, keys []string, _ []uint64) error {
 	args := make([]any, 0, len(keys)+1)
 	args = append(args, tok)
 	for _, k := range keys {
@@ -190,7 +190,7 @@ func (s *store) Leave(ctx context.Context, r pollwait.Request) error {
 	if _, err := s.db.ExecContext(ctx, s.q.leaveTicket, keyHash(r.Key), r.Owner.Priority(), r.Tok); err != nil {
 		return s.wrap("leave queue", err)
 	}
-	return s.Release(ctx, r.Tok, []string{r.Key})
+	return s.Release(ctx, r.Tok, []string{r.Key}, nil)
 }
 
 // Renew implements pollwait.Store: one UPDATE for every held row, then

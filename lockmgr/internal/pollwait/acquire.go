@@ -89,13 +89,13 @@ func (e *Engine) granted(h *held, k lockmgr.Key, fence uint64, sent time.Time) b
 // releaseCtx is the lease's release: one Store call.
 func (e *Engine) releaseCtx(ctx context.Context, h *held) error {
 	e.mu.Lock()
-	keys := h.keys
+	keys, fences := h.keys, h.fences
 	e.mu.Unlock()
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()
 	var err error
 	if len(keys) > 0 {
-		err = e.st.Release(ctx, h.tok, keyNames(keys))
+		err = e.st.Release(ctx, h.tok, keyNames(keys), fences)
 	}
 	e.forget(h)
 	if err != nil {

@@ -80,8 +80,9 @@ type Store interface {
 	// place among the waiters of every Engine.
 	Queue(ctx context.Context, r Request) error
 	// Release gives keys back if tok holds them (compare-and-release).
-	// Idempotent.
-	Release(ctx context.Context, tok string, keys []string) error
+	// fences[i] was granted with keys[i] (a Store may use them to keep
+	// its counters from falling behind). Idempotent.
+	Release(ctx context.Context, tok string, keys []string, fences []uint64) error
 	// Leave ends a wait that failed or was granted too late: it drops
 	// r.Tok's ticket for r.Key and releases r.Key if r.Tok holds it.
 	// Idempotent.

@@ -1,0 +1,157 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+	"github.com/lockproxy/lockproxy/lockmgr/redlock"
+)
+
+// shared are the three servers of this test binary, started by TestMain.
+var shared []*server
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "redlock-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared, err = startServers(dir, 3)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redlock tests:", err)
+		if os.Getenv("CI") == "true" {
+			os.Exit(1)
+		}
+		shared = nil // tests that need them skip
+	}
+	code := m.Run()
+	stopServers(shared)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testTTL is short so expiry and renewal tests run in seconds.
+const testTTL = 2 * time.Second
+
+func sharedAddrs(t testing.TB) []string {
+	t.Helper()
+	if shared == nil {
+		t.Skip("no redis-server")
+	}
+	return addrs(shared)
+}
+
+var prefixSeq int
+
+func dial(t testing.TB, as []string, pfx string, ttl time.Duration) *redlock.Locker {
+	t.Helper()
+	o := &redlock.Options{TTL: ttl, Prefix: pfx, OpTimeout: 3 * time.Second}
+	if tt, ok := t.(*testing.T); ok {
+		o.Logger = zaptest.NewLogger(tt)
+	}
+	l, err := redlock.Dial(as, "", "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func prefix() string {
+	prefixSeq++
+	return fmt.Sprintf("rltest-%d-%d", time.Now().UnixNano(), prefixSeq)
+}
+
+func TestConformance(t *testing.T) {
+	as := sharedAddrs(t)
+	pfx := prefix()
+	locktest.Run(t, locktest.Backend{
+		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
+			out := make([]lockmgr.Locker, n)
+			for i := range out {
+				out[i] = dial(t, as, pfx, testTTL)
+			}
+			return out
+		},
+		TTL:     testTTL,
+		Abandon: func(l lockmgr.Locker) { l.(*redlock.Locker).Abandon() },
+	})
+}
+
+func TestTooFewServers(t *testing.T) {
+	for _, n := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			as := make([]string, n)
+			for i := range as {
+				as[i] = "127.0.0.1:1"
+			}
+			if _, err := redlock.Dial(as, "", "", nil); !errors.Is(err, redlock.ErrTooFewServers) {
+				t.Errorf("Dial with %d servers: %v; want ErrTooFewServers", n, err)
+			}
+		})
+	}
+}
+
+func owner(name string) lockmgr.Owner {
+	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
+}
+
+// TestServersKilled: with one of three servers killed during a hold the
+// lease survives on the majority and nobody else gets the key; with a
+// second one killed renewal fails, the lease is reported lost, and the key
+// is never granted to anyone else (no majority is left to grant it).
+func TestServersKilled(t *testing.T) {
+	ss := servers(t, 3)
+	pfx := prefix()
+	a, b := dial(t, addrs(ss), pfx, testTTL), dial(t, addrs(ss), pfx, testTTL)
+	defer a.Close()
+	defer b.Close()
+	key := []lockmgr.Key{{Name: "sku:1", Rule: "sku"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lease, err := a.Acquire(ctx, owner("a"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss[0].kill(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 2*testTTL)
+	_, err = b.Acquire(wctx, owner("b"), key)
+	wcancel()
+	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Fatalf("Acquire of a key held on the surviving majority: %v; want ErrWaitTimeout", err)
+	}
+	if !lease.Valid() || lease.Err() != nil {
+		t.Fatalf("lease lost with a majority up: %v", lease.Err())
+	}
+
+	if err := ss[1].kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Done():
+	case <-ctx.Done():
+		t.Fatal("lease still held with one server of three left")
+	}
+	if !errors.Is(lease.Err(), lockmgr.ErrLeaseLost) || lease.Valid() {
+		t.Errorf("after losing the majority: Err %v, Valid %v; want ErrLeaseLost", lease.Err(), lease.Valid())
+	}
+	wctx, wcancel = context.WithTimeout(ctx, testTTL)
+	next, err := b.Acquire(wctx, owner("c"), key)
+	wcancel()
+	if err == nil {
+		_ = next.Release(ctx)
+		t.Fatal("key granted with one server of three: no majority can grant it")
+	}
+	if !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Errorf("Acquire with one server of three: %v; want ErrUnavailable", err)
+	}
+}

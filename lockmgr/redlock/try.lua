@@ -1,0 +1,61 @@
+-- Grant one lock key on this server, queue a waiter, or wound a younger
+-- holder. KEYS[1] lock hash {tok, own, prio, f, wounded}; KEYS[2] wait
+-- queue (ZSET tok -> owner priority; ties by tok bytes); KEYS[3] ticket
+-- expiry (ZSET tok -> ms); KEYS[4] fence counter.
+-- ARGV: 1 tok, 2 owner id, 3 owner priority (µs), 4 ttl ms, 5 ticket ttl
+-- ms, 6 fence counter ttl ms.
+-- Returns {1, fence, 0} granted (also when already ours), {0, 0, pttl,
+-- holder owner} held by another, {2, 0, 0} free but an older waiter goes
+-- first.
+local lock, q, qx, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tok, own, prio = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+-- bytewise (owner priority, id) order, the same as lockmgr.Owner.Older
+local function older(p1, s1, p2, s2)
+  if p1 ~= p2 then return p1 < p2 end
+  for i = 1, math.min(#s1, #s2) do
+    local a, b = string.byte(s1, i), string.byte(s2, i)
+    if a ~= b then return a < b end
+  end
+  return #s1 < #s2
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local stale = redis.call('ZRANGEBYSCORE', qx, '-inf', now, 'LIMIT', 0, 64)
+if #stale > 0 then
+  redis.call('ZREM', q, unpack(stale))
+  redis.call('ZREM', qx, unpack(stale))
+end
+
+local function queue()
+  redis.call('ZADD', q, prio, tok)
+  redis.call('ZADD', qx, now + tonumber(ARGV[5]), tok)
+end
+
+local h = redis.call('HMGET', lock, 'tok', 'own', 'prio', 'f')
+if h[1] == tok then
+  return {1, tonumber(h[4]), 0}
+end
+if not h[1] then
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  if head[1] == nil or head[1] == tok or not older(tonumber(head[2]), head[1], prio, tok) then
+    redis.call('ZREM', q, tok)
+    redis.call('ZREM', qx, tok)
+    local f = tonumber(redis.call('GET', fence) or '0') + 1
+    local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if f < us then f = us end
+    local fs = string.format('%.0f', f)
+    redis.call('SET', fence, fs, 'PX', ARGV[6])
+    redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'f', fs)
+    redis.call('PEXPIRE', lock, ARGV[4])
+    return {1, f, 0}
+  end
+  queue()
+  return {2, 0, 0}
+end
+queue()
+if h[2] ~= own and older(prio, own, tonumber(h[3]), h[2]) then
+  redis.call('HSET', lock, 'wounded', '1')
+end
+return {0, 0, redis.call('PTTL', lock), h[2]}
