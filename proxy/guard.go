@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -112,9 +113,14 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	if s.locks != nil && s.locks.Len() > 0 {
 		if lerr := s.locks.Err(); lerr != nil || !s.locks.Valid() {
 			if lerr == nil {
-				lerr = lockmgr.ErrLeaseLost
+				lerr = fmt.Errorf("%w: lease expired", lockmgr.ErrLeaseLost)
 			}
-			return false, s.abortTxn(lerr, g.rule)
+			held := s.locks.Keys()
+			rule, key := g.rule, ""
+			if len(held) > 0 {
+				rule, key = held[0].Rule, held[0].Name
+			}
+			return false, s.abortTxn(fmt.Errorf("rule %q key %q: %w", rule, key, lerr), rule)
 		}
 	}
 	if g.reject != nil {
