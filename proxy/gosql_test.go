@@ -530,8 +530,10 @@ func TestGoSQLLargeValues(t *testing.T) {
 		name, params string
 		sizes        []size
 	}{
-		{"prepared", "", []size{{"5MB", 5 << 20}, {"execute_packet_exactly_16MB", maxPayload - 18},
+		{"prepared", "", []size{{"execute_packet_exactly_16MB", maxPayload - 18},
 			{"binary_row_exactly_16MB", maxPayload - 6}, {"17MB", 17 << 20}}},
+		// A value over maxAllowedPacket/2 goes by COM_STMT_SEND_LONG_DATA.
+		{"prepared_long_data", "maxAllowedPacket=4194304", []size{{"5MB", 5 << 20}}},
 		{"text", "interpolateParams=true", []size{{"text_row_exactly_16MB", maxPayload - 4}, {"17MB", 17 << 20}}},
 	}
 	for _, m := range modes {
