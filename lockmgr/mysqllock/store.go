@@ -193,9 +193,27 @@ func (s *store) Leave(ctx context.Context, r pollwait.Request) error {
 	return s.Release(ctx, r.Tok, []string{r.Key}, nil)
 }
 
-// Renew implements pollwait.Store: one UPDATE for every held row, then
-// one SELECT counting the rows still ours and their wounded flags.
+// renewChunk bounds the tokens of one renewal statement (placeholders).
+const renewChunk = 500
+
+// Renew implements pollwait.Store: per chunk of tokens, one UPDATE for
+// every held row, then one SELECT counting the rows still ours and their
+// wounded flags.
 func (s *store) Renew(ctx context.Context, held []pollwait.Held) ([]pollwait.RenewResult, error) {
+	out := make([]pollwait.RenewResult, 0, len(held))
+	for len(held) > 0 {
+		n := min(len(held), renewChunk)
+		res, err := s.renew(ctx, held[:n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+		held = held[n:]
+	}
+	return out, nil
+}
+
+func (s *store) renew(ctx context.Context, held []pollwait.Held) ([]pollwait.RenewResult, error) {
 	toks := make([]any, len(held))
 	for i, h := range held {
 		toks[i] = h.Tok

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -18,7 +19,13 @@ import (
 // shared are the three servers of this test binary, started by TestMain.
 var shared []*server
 
+// quiet drops go-redis's own log lines (dial failures of killed servers).
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
 	dir, err := os.MkdirTemp("", "redlock-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
