@@ -1,0 +1,64 @@
+package hotkey
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+)
+
+func TestTargets(t *testing.T) {
+	tests := []struct {
+		name         string
+		ratio, vsApp float64
+		p50, p99     float64
+		lost         int64
+		met          []bool
+	}{
+		{"all met", 1.2, 3.5, 10, 30, 0, []bool{true, true, true, true}},
+		{"slow, long tail, lost", 0.3, 0.9, 10, 41, 2, []bool{false, false, false, false}},
+		{"exactly on the lines", 1.0, 3.0, 10, 40, 0, []bool{true, true, true, true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Data{VsAppLock: tt.vsApp, Main: []contend.Result{
+				{Name: ForUpdate}, {Name: Proxy, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.ratio, P50Ms: tt.p50, P99Ms: tt.p99, LostMax: tt.lost},
+			}}
+			for i, tg := range targets(d) {
+				if tg.Met != tt.met[i] {
+					t.Errorf("%s: met %v, want %v (got %s)", tg.Name, tg.Met, tt.met[i], tg.Got)
+				}
+			}
+		})
+	}
+}
+
+func TestReport(t *testing.T) {
+	run := contend.Run{Clients: 8, Done: 80}
+	d := Data{Clients: 64, Rounds: 1, Seconds: 3, VsAppLock: 2, Waiters: []int{8},
+		Main: []contend.Result{{Name: ForUpdate, DonePerSec: 100}, {Name: Proxy, Baseline: ForUpdate, Instances: 2, DonePerSec: 50, DoneRatio: 0.5}},
+		Fairness: []contend.Result{
+			{Name: FairName(8, 0), Samples: []contend.Sample{{Run: run}}, Jain: 0.99, MaxOverMin: 1.1},
+			{Name: FairName(8, 2), Baseline: FairName(8, 0), Instances: 2, Samples: []contend.Sample{{Run: run}}, Jain: 0.5},
+		}}
+	r := &results.Result{Scenario: "hotkey"}
+	if err := r.SetData(d); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md, err := New().Report(r, dir, "results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**2.00×**", "| 8 | 2× lockproxy |", "∞ (a client starved)", "0.990", "hotkey-throughput.png"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hotkey-throughput.png")); err != nil {
+		t.Error(err)
+	}
+}
