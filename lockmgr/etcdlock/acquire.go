@@ -1,0 +1,104 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Acquire implements lockmgr.Locker.
+func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (lease *lockmgr.Lease, err error) {
+	start := time.Now()
+	defer func() { l.ledger.Metrics().ObserveAcquire(keys, start, err) }()
+	if l.closed() {
+		return nil, lockmgr.ErrClosed
+	}
+	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
+		return nil, err
+	}
+	s, err := l.session(ctx)
+	if err != nil {
+		if errors.Is(err, errClosedNow) {
+			return nil, lockmgr.ErrClosed
+		}
+		return nil, classify(ctx, keys[0], err)
+	}
+	h, st := l.begin(owner, s)
+	fences := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		f, err := l.acquireKey(ctx, h, st, k)
+		if err != nil {
+			l.release(h)
+			return nil, err
+		}
+		fences = append(fences, f)
+	}
+	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
+		Owner: owner, Keys: keys, Fences: fences, ValidUntil: l.sessionValidUntil(s),
+		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
+		Ledger:  l.ledger,
+	})
+	// From here on the session talks to the keeper; a loss before that is
+	// reported as the error of this Acquire.
+	l.mu.Lock()
+	lostErr := h.lost
+	if lostErr == nil {
+		h.keeper = keeper
+		keeper.Extend(s.validUntil)
+	}
+	l.mu.Unlock()
+	if lostErr != nil {
+		ctx, cancel := l.freshCtx()
+		defer cancel()
+		_ = lease.Release(ctx)
+		if errors.Is(lostErr, lockmgr.ErrClosed) {
+			return nil, lockmgr.ErrClosed
+		}
+		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
+	}
+	return lease, nil
+}
+
+// releaseCtx is the lease's release: one transaction deleting the own
+// entries (compare-free: they are unique to this lease), idempotent.
+func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
+	l.mu.Lock()
+	paths := h.paths
+	l.mu.Unlock()
+	ctx, cancel := l.opCtx(ctx)
+	defer cancel()
+	ops := make([]clientv3.Op, 0, len(paths)+1)
+	for _, p := range paths {
+		ops = append(ops, clientv3.OpDelete(p))
+	}
+	if l.forget(h) {
+		ops = append(ops, clientv3.OpDelete(l.woundKey(l.id, h.owner.ID())))
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := l.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		if unavailable(err) {
+			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
+		}
+		return fmt.Errorf("etcdlock: release: %w", err)
+	}
+	return nil
+}
+
+// release gives back what h holds or queued for, on a fresh bounded
+// context, after a failed acquire.
+func (l *Locker) release(h *held) {
+	ctx, cancel := l.freshCtx()
+	defer cancel()
+	if err := l.releaseCtx(ctx, h); err != nil {
+		l.opt.Logger.Warn("lock release failed; the entries go with the session lease",
+			zap.String("owner", h.owner.ID()), zap.Error(err))
+	}
+}

@@ -1,0 +1,57 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+var (
+	errLeaseGone = errors.New("etcdlock: the session lease expired or was revoked")
+	errRunOut    = errors.New("etcdlock: lease validity ran out before a keep-alive succeeded")
+	errEntryGone = errors.New("etcdlock: own lock entry vanished while waiting")
+)
+
+// classify turns an etcd error on a call made for key k under the caller's
+// ctx into the error Acquire returns.
+func classify(ctx context.Context, k lockmgr.Key, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return lockmgr.WaitError(ctx, k)
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, k.Rule, k.Name, err)
+	case unavailable(err):
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrUnavailable, k.Rule, k.Name, err)
+	}
+	return fmt.Errorf("etcdlock: rule %q key %q: %w", k.Rule, k.Name, err)
+}
+
+// unavailable reports whether err means etcd could not answer in time.
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	for _, e := range []error{rpctypes.ErrNoLeader, rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail,
+		rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTooManyRequests, rpctypes.ErrLeaderChanged,
+		rpctypes.ErrNotCapable, rpctypes.ErrStopped, rpctypes.ErrUnhealthy} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+func deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
+	return fmt.Errorf("%w: owner %s was wounded by an older transaction, waiting for rule %q key %q",
+		lockmgr.ErrDeadlock, o, k.Rule, k.Name)
+}

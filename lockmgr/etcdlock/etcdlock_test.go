@@ -1,0 +1,87 @@
+package etcdlock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/etcdlock"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+)
+
+// testTTL is etcd's minimum lease (whole seconds, at least about 2s) plus
+// room for keep-alives on a loaded machine under -race.
+const testTTL = 3 * time.Second
+
+// restartTTL outlasts an etcd restart.
+const restartTTL = 5 * time.Second
+
+func prefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "lptest-" + hex.EncodeToString(b[:])
+}
+
+// newLockers makes n Lockers, each with its own client, as n proxy
+// instances sharing one etcd.
+func newLockers(t *testing.T, s *server, pfx string, ttl time.Duration, n int) []lockmgr.Locker {
+	out := make([]lockmgr.Locker, n)
+	for i := range out {
+		out[i] = etcdlock.New(s.newClient(t), &etcdlock.Options{TTL: ttl, Prefix: pfx, Logger: zaptest.NewLogger(t)})
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	s := getServer(t)
+	pfx := prefix()
+	locktest.Run(t, locktest.Backend{
+		Lockers: func(t *testing.T, n int) []lockmgr.Locker { return newLockers(t, s, pfx, testTTL, n) },
+		TTL:     testTTL,
+		Abandon: func(l lockmgr.Locker) { l.(*etcdlock.Locker).Abandon() },
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
+			dir, err := os.MkdirTemp(tmpRoot(), "etcdlock-restart-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := startServer(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { own.stop(); _ = os.RemoveAll(dir) })
+			return newLockers(t, own, pfx, restartTTL, 2), restartTTL, func() {
+				if err := own.restart(); err != nil {
+					t.Fatalf("restart etcd: %v", err)
+				}
+			}
+		},
+	})
+}
+
+// TestUnavailable: with no etcd at the endpoint, Acquire fails with
+// ErrUnavailable (after OpTimeout), not with the caller's wait timeout.
+func TestUnavailable(t *testing.T) {
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{client: addr}
+	l := etcdlock.New(s.newClient(t), &etcdlock.Options{TTL: testTTL, OpTimeout: 300 * time.Millisecond})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = l.Acquire(ctx, lockmgr.Owner{Instance: "u", Start: time.Now()}, []lockmgr.Key{{Name: "k", Rule: "r"}})
+	if !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Fatalf("Acquire without etcd: %v; want ErrUnavailable", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Acquire without etcd used up the caller's whole wait")
+	}
+}

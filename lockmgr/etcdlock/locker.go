@@ -1,0 +1,182 @@
+package etcdlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Options configure a Locker. The zero value (or nil) works.
+type Options struct {
+	// TTL is the session lease: how long locks outlive the last successful
+	// keep-alive. etcd counts it in whole seconds (rounded up) and may
+	// raise it to its minimum (about 2s). Default 30s.
+	TTL time.Duration
+	// Prefix starts every etcd key. Default "lockproxy".
+	Prefix string
+	// OpTimeout bounds each etcd call. Default 1s.
+	OpTimeout time.Duration
+	// WaitSlice is the longest a waiter waits between re-reads of its
+	// key's queue (a lost watch event costs at most this much). Default 1s.
+	WaitSlice time.Duration
+	// Logger gets warnings (keep-alive failures, lost leases). Default no-op.
+	Logger *zap.Logger
+	// Metrics, if not nil, records the lock metrics.
+	Metrics *lockmgr.Metrics
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.TTL <= 0 {
+		v.TTL = 30 * time.Second
+	}
+	if v.Prefix == "" {
+		v.Prefix = "lockproxy"
+	}
+	if v.OpTimeout <= 0 {
+		v.OpTimeout = time.Second
+	}
+	if v.WaitSlice <= 0 {
+		v.WaitSlice = time.Second
+	}
+	if v.Logger == nil {
+		v.Logger = zap.NewNop()
+	}
+	return v
+}
+
+// ClientConfig is the etcd client configuration lockproxy uses for
+// endpoints: a short dial timeout, keep-alive pings so a dead connection is
+// noticed, and a silent gRPC logger.
+func ClientConfig(endpoints []string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          2 * time.Second,
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               zap.NewNop(),
+	}
+}
+
+// Locker is the etcd lockmgr.Locker. Safe for concurrent use. The client
+// stays the caller's: Close does not close it.
+type Locker struct {
+	cli    *clientv3.Client
+	opt    Options
+	id     string // unique per Locker: in entries and its wound prefix
+	ledger *lockmgr.Ledger
+
+	seq    atomic.Uint64
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	sessMu sync.Mutex // serialises session grants
+
+	mu     sync.Mutex
+	sess   *session               // current session, nil until granted or after loss
+	owners map[string]*ownerState // by owner id
+}
+
+var _ lockmgr.Locker = (*Locker)(nil)
+
+// ownerState is wound-wait bookkeeping for one transaction on this Locker.
+type ownerState struct {
+	refs    int           // acquires in progress plus leases held
+	wounded chan struct{} // closed when an older transaction wounds it
+	lease   clientv3.LeaseID
+}
+
+// held is a lease being acquired or held. Fields other than owner and
+// sess are guarded by Locker.mu.
+type held struct {
+	owner    lockmgr.Owner
+	sess     *session
+	keys     []lockmgr.Key // granted so far
+	paths    []string      // own etcd entries, granted or not yet deleted
+	keeper   *lockmgr.Keeper
+	lost     error
+	released bool
+}
+
+// New makes a Locker on cli and starts watching its wound prefix. It does
+// not talk to etcd otherwise: the session lease is granted by the first
+// Acquire, which reports lockmgr.ErrUnavailable while etcd is down.
+func New(cli *clientv3.Client, o *Options) *Locker {
+	opt := o.withDefaults()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Locker{cli: cli, opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
+		ctx: ctx, cancel: cancel, owners: map[string]*ownerState{}}
+	l.wg.Add(1)
+	go l.watchWounds()
+	return l
+}
+
+// Snapshot implements lockmgr.Locker.
+func (l *Locker) Snapshot() []lockmgr.Entry { return l.ledger.Snapshot() }
+
+// Close implements lockmgr.Locker: it releases every held lease, revokes
+// the session lease (which deletes whatever entries are left), each bounded
+// by OpTimeout, and stops the keep-alive and watch. Waits fail with
+// lockmgr.ErrClosed. It is idempotent.
+func (l *Locker) Close() error {
+	l.stop(true)
+	return nil
+}
+
+// Abandon stops the Locker as if its process died: no keep-alives, no
+// releases; its locks go when its session lease expires. For tests.
+func (l *Locker) Abandon() { l.stop(false) }
+
+func (l *Locker) stop(release bool) {
+	l.once.Do(func() {
+		if release {
+			for _, lease := range l.ledger.Held() {
+				ctx, cancel := l.freshCtx()
+				_ = lease.Release(ctx)
+				cancel()
+			}
+		}
+		l.mu.Lock() // with session(): no keep-alive starts after this
+		l.cancel()
+		s := l.sess
+		l.mu.Unlock()
+		if release && s != nil {
+			ctx, cancel := l.freshCtx()
+			if _, err := l.cli.Revoke(ctx, s.id); err != nil {
+				l.opt.Logger.Warn("session lease revoke failed; it expires with its ttl", zap.Error(err))
+			}
+			cancel()
+		}
+		l.wg.Wait()
+		if s != nil {
+			l.loseSession(s, lockmgr.ErrClosed)
+		}
+	})
+}
+
+func (l *Locker) closed() bool { return l.ctx.Err() != nil }
+
+// opCtx bounds one etcd call by OpTimeout within ctx.
+func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.opt.OpTimeout)
+}
+
+// freshCtx is for cleanup: bounded, independent of the caller's dead ctx.
+func (l *Locker) freshCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), l.opt.OpTimeout)
+}

@@ -1,0 +1,210 @@
+package etcdlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// attempt is the state of one Acquire's wait for one key.
+type attempt struct {
+	l        *Locker
+	h        *held
+	st       *ownerState
+	k        lockmgr.Key
+	dir      string
+	path     string
+	rev      int64                      // create revision of the own entry: the fence
+	wounds   map[string]bool            // wound keys written
+	seen     map[clientv3.LeaseID]int64 // leases of entries seen ahead -> their ttl (ms)
+	waitDone func()
+}
+
+// queue is one read of a key's entries.
+type queue struct {
+	ahead   []*mvccpb.KeyValue // entries before the own one, oldest first
+	mine    bool               // the own entry exists
+	wounded bool               // the owner's wound key exists
+	rev     int64              // revision of the read
+}
+
+// acquireKey takes key k for h, waiting as long as ctx allows. Its entry
+// is recorded in h before it is written, so a failed acquire deletes it.
+func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lockmgr.Key) (uint64, error) {
+	a := &attempt{l: l, h: h, st: st, k: k, dir: l.dir(k.Name),
+		wounds: map[string]bool{}, seen: map[clientv3.LeaseID]int64{}}
+	a.path = a.dir + fmt.Sprintf("%x-%d", int64(h.sess.id), l.seq.Add(1))
+	l.mu.Lock()
+	h.paths = append(h.paths, a.path)
+	l.mu.Unlock()
+	defer func() {
+		if a.waitDone != nil {
+			a.waitDone()
+		}
+	}()
+	q, err := a.enqueue(ctx)
+	for ; err == nil; q, err = a.read(ctx) {
+		if !q.mine {
+			return 0, fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, k.Rule, k.Name, errEntryGone)
+		}
+		if len(q.ahead) == 0 {
+			if err := a.settle(ctx); err != nil {
+				return 0, err
+			}
+			l.mu.Lock()
+			h.keys = append(h.keys, k)
+			l.mu.Unlock()
+			return uint64(a.rev), nil
+		}
+		if q.wounded || st.isWounded() {
+			return 0, deadlockErr(h.owner, k)
+		}
+		a.woundHolder(ctx, q.ahead[0])
+		if err := a.wait(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	return 0, classify(ctx, k, err)
+}
+
+// enqueue puts the own entry and reads the queue in one transaction.
+func (a *attempt) enqueue(ctx context.Context) (queue, error) {
+	l := a.l
+	octx, cancel := l.opCtx(ctx)
+	defer cancel()
+	val := newEntry(a.h.owner, l.id, a.h.sess.ttl.Milliseconds())
+	resp, err := l.cli.Txn(octx).Then(
+		clientv3.OpPut(a.path, val, clientv3.WithLease(a.h.sess.id)),
+		clientv3.OpGet(a.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+		clientv3.OpGet(l.woundKey(l.id, a.h.owner.ID())),
+	).Commit()
+	if err != nil {
+		return queue{}, err
+	}
+	a.rev = resp.Header.Revision
+	return a.parse(resp.Header.Revision, resp.Responses[1].GetResponseRange().Kvs,
+		len(resp.Responses[2].GetResponseRange().Kvs) > 0), nil
+}
+
+// read reads the queue again.
+func (a *attempt) read(ctx context.Context) (queue, error) {
+	l := a.l
+	octx, cancel := l.opCtx(ctx)
+	defer cancel()
+	resp, err := l.cli.Txn(octx).Then(
+		clientv3.OpGet(a.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
+		clientv3.OpGet(l.woundKey(l.id, a.h.owner.ID())),
+	).Commit()
+	if err != nil {
+		return queue{}, err
+	}
+	return a.parse(resp.Header.Revision, resp.Responses[0].GetResponseRange().Kvs,
+		len(resp.Responses[1].GetResponseRange().Kvs) > 0), nil
+}
+
+func (a *attempt) parse(rev int64, kvs []*mvccpb.KeyValue, wounded bool) queue {
+	q := queue{rev: rev, wounded: wounded}
+	for _, kv := range kvs {
+		switch {
+		case kv.CreateRevision < a.rev:
+			q.ahead = append(q.ahead, kv)
+			if e, err := parseEntry(kv.Value); err == nil {
+				a.seen[clientv3.LeaseID(kv.Lease)] = e.TTLms
+			}
+		case kv.CreateRevision == a.rev && string(kv.Key) == a.path:
+			q.mine = true
+		}
+	}
+	return q
+}
+
+// wait sleeps until the entry just ahead is deleted (or, when a younger
+// waiter is ahead, the holder: it may become a younger holder to wound),
+// the owner is wounded, WaitSlice passes, or ctx, the session or the
+// Locker ends.
+func (a *attempt) wait(ctx context.Context, q queue) error {
+	l := a.l
+	if a.waitDone == nil {
+		a.waitDone = l.ledger.Wait(a.h.owner, a.k)
+	}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	pred := q.ahead[len(q.ahead)-1]
+	predC := l.cli.Watch(wctx, string(pred.Key), clientv3.WithRev(q.rev+1), clientv3.WithFilterPut())
+	var headC clientv3.WatchChan
+	if len(q.ahead) > 1 && a.youngerWaiterAhead(q) {
+		headC = l.cli.Watch(wctx, string(q.ahead[0].Key), clientv3.WithRev(q.rev+1), clientv3.WithFilterPut())
+	}
+	t := time.NewTimer(l.opt.WaitSlice)
+	defer t.Stop()
+	select {
+	case <-predC:
+	case <-headC:
+	case <-t.C:
+	case <-a.st.wounded: // fail only if a re-read shows we must still wait
+	case <-ctx.Done():
+		return lockmgr.WaitError(ctx, a.k)
+	case <-l.ctx.Done():
+		return lockmgr.ErrClosed
+	case <-a.h.sess.done:
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
+	}
+	return nil
+}
+
+// youngerWaiterAhead reports whether a waiter (not the holder) ahead is a
+// younger transaction.
+func (a *attempt) youngerWaiterAhead(q queue) bool {
+	for _, kv := range q.ahead[1:] {
+		if e, err := parseEntry(kv.Value); err == nil && !e.olderThan(a.h.owner.Priority(), a.h.owner.ID()) {
+			return true
+		}
+	}
+	return false
+}
+
+// settle runs when the own entry became first. If entries that were ahead
+// vanished with their lease (expired or revoked, not released), their
+// holder may still believe its lease valid for up to its ttl: wait that
+// long before taking the lock, so there are never two valid holders.
+func (a *attempt) settle(ctx context.Context) error {
+	var wait time.Duration
+	for id, ttlMs := range a.seen {
+		if id == a.h.sess.id {
+			continue
+		}
+		alive, err := a.l.leaseAlive(ctx, id)
+		if err != nil {
+			return classify(ctx, a.k, err)
+		}
+		if d := time.Duration(ttlMs) * time.Millisecond; !alive && d > wait {
+			wait = d
+		}
+	}
+	if wait == 0 {
+		return nil
+	}
+	a.l.opt.Logger.Info("lock holder's session vanished; waiting out its ttl before taking the lock",
+		zap.String("key", a.k.Name), zap.Duration("wait", wait))
+	if a.waitDone == nil {
+		a.waitDone = a.l.ledger.Wait(a.h.owner, a.k)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return lockmgr.WaitError(ctx, a.k)
+	case <-a.l.ctx.Done():
+		return lockmgr.ErrClosed
+	case <-a.h.sess.done:
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
+	}
+}

@@ -1,0 +1,119 @@
+package etcdlock
+
+import (
+	"context"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// watchWounds follows this Locker's wound prefix for its lifetime and
+// wounds the local owners named there.
+func (l *Locker) watchWounds() {
+	defer l.wg.Done()
+	for l.ctx.Err() == nil {
+		wch := l.cli.Watch(clientv3.WithRequireLeader(l.ctx), l.woundDir(l.id),
+			clientv3.WithPrefix(), clientv3.WithFilterDelete())
+		for resp := range wch {
+			for _, ev := range resp.Events {
+				l.woundLocal(woundedOwner(string(ev.Kv.Key)))
+			}
+		}
+		select { // the watch ended (no leader, etcd down): start it again
+		case <-l.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// woundLocal marks the local owner with id wounded, failing its wait.
+func (l *Locker) woundLocal(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.owners[id]; st != nil {
+		st.wound()
+	}
+}
+
+func (st *ownerState) wound() {
+	select {
+	case <-st.wounded:
+	default:
+		close(st.wounded)
+	}
+}
+
+func (st *ownerState) isWounded() bool {
+	select {
+	case <-st.wounded:
+		return true
+	default:
+		return false
+	}
+}
+
+// woundHolder wounds the holder kv of the key a waits for if it is a
+// younger transaction. The wound key is attached to the holder's own lease,
+// so it never outlives that holder's Locker.
+func (a *attempt) woundHolder(ctx context.Context, kv *mvccpb.KeyValue) {
+	e, err := parseEntry(kv.Value)
+	if err != nil || e.Owner == a.h.owner.ID() || e.olderThan(a.h.owner.Priority(), a.h.owner.ID()) {
+		return
+	}
+	wk := a.l.woundKey(e.Locker, e.Owner)
+	if a.wounds[wk] {
+		return
+	}
+	a.wounds[wk] = true
+	octx, cancel := a.l.opCtx(ctx)
+	defer cancel()
+	if _, err := a.l.cli.Put(octx, wk, a.h.owner.ID(), clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil {
+		a.l.opt.Logger.Debug("wound not written (the holder's session may be gone)",
+			zap.String("holder", e.Owner), zap.Error(err))
+	}
+}
+
+// begin registers an acquire in progress for owner on session s.
+func (l *Locker) begin(owner lockmgr.Owner, s *session) (*held, *ownerState) {
+	h := &held{owner: owner, sess: s}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.owners[owner.ID()]
+	if st == nil {
+		st = &ownerState{wounded: make(chan struct{})}
+		l.owners[owner.ID()] = st
+	}
+	st.refs++
+	if s.lost != nil {
+		h.lost = s.lost
+	} else {
+		s.members[h] = struct{}{}
+	}
+	return h, st
+}
+
+// forget drops h from its session and its owner's bookkeeping (once). It
+// reports whether the owner's last reference went and it had been wounded:
+// then the wound key should be deleted.
+func (l *Locker) forget(h *held) (dropWound bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h.released {
+		return false
+	}
+	h.released = true
+	delete(h.sess.members, h)
+	id := h.owner.ID()
+	if st := l.owners[id]; st != nil {
+		st.refs--
+		if st.refs == 0 {
+			delete(l.owners, id)
+			return st.isWounded()
+		}
+	}
+	return false
+}
