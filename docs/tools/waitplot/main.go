@@ -29,7 +29,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 16, "concurrent sessions")
 	flag.IntVar(&o.keys, "keys", 100, "rows in the table; the calm phases spread over all of them")
 	flag.DurationVar(&o.phase, "phase", 10*time.Second, "length of each of the three phases: calm, one hot row, calm")
-	flag.DurationVar(&o.hold, "hold", 2*time.Millisecond, "time a transaction holds its row (the application's work)")
+	flag.DurationVar(&o.hold, "hold", 20*time.Millisecond, "time a transaction holds its row (the application's work)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "waitplot:", err)

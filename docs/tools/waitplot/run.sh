@@ -83,4 +83,8 @@ go run ./docs/tools/waitplot -dsn "$(dsn "$LISTEN")" -primary "$(dsn "$LOCKPROXY
 # A few audit lines of the run (slow waits over slow_wait: 100ms), as the
 # JSON log writes them.
 grep '"logger":"audit"' "$WORK/lockproxy.log" | head -n 3 >docs/examples/audit.log || true
+# The lock backend's own line for waits of 1s and more: it names the
+# holder (owner instance/session/transaction) the waiter last saw.
+grep '"msg":"slow lock wait".*"holder"' "$WORK/lockproxy.log" | head -n 3 >docs/examples/lock-backend-slow-wait.log || true
+[[ -s docs/examples/lock-backend-slow-wait.log ]] || rm -f docs/examples/lock-backend-slow-wait.log
 echo "wrote docs/img/lock-wait-quantiles.png, docs/img/lock-wait-quantiles.csv and docs/examples/"
