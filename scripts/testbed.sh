@@ -65,6 +65,9 @@ missing_packages() {
 	redis_bin >/dev/null && redis_cli_bin >/dev/null || echo redis-server
 	first_cmd sysbench >/dev/null || echo sysbench
 	first_cmd promtool >/dev/null || echo prometheus # promtool checks the /metrics exposition in e2e
+	first_cmd etcd >/dev/null || echo etcd-server # lockmgr/etcdlock tests start their own etcd
+	[[ -x /usr/share/zookeeper/bin/zkServer.sh ]] || echo zookeeper # lockmgr/zklock tests start their own
+	first_cmd java >/dev/null || echo default-jre-headless # ZooKeeper runs on it
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pymysql' 2>/dev/null || echo python3-pymysql
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
