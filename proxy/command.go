@@ -23,8 +23,14 @@ func (s *session) commandLoop(ctx context.Context) error {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		s.idle.Store(true)
+		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && ctx.Err() == nil {
+			_ = s.conn.SetReadDeadline(time.Now().Add(it))
+		}
 		_, p, err := s.cr.readLogical(limit)
 		s.idle.Store(false)
+		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
+			_ = s.conn.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			if err == errPacketTooLarge {
 				_ = s.writeErrAt(1, toSQLError(err))

@@ -43,6 +43,7 @@ type Server struct {
 	audit      *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
 	metrics    *metrics
 	pool       *pool
+	logins     *loginThrottle
 	tlsConfig  *tls.Config
 	authPlugin string
 	version    atomic.Value // string
@@ -84,6 +85,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		audit:      log.Named("audit"),
 		metrics:    newMetrics(opts.Registry),
 		pool:       newPool(),
+		logins:     newLoginThrottle(),
 		authPlugin: plugin,
 		sessions:   make(map[uint32]*session),
 		locker:     opts.Locker,
@@ -177,7 +179,7 @@ func (s *Server) needsFacts() bool {
 
 func (s *Server) config() *rules.Config { return s.cfg.Load() }
 
-func (s *Server) requireTLS() bool { return false }
+func (s *Server) requireTLS() bool { return s.config().Proxy.RequireTLS }
 
 func (s *Server) lookupUser(name string) (rules.User, bool) {
 	for _, u := range s.config().Users {

@@ -193,6 +193,11 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	if plugin == "" {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
+	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
+	who := s.user + "@" + host // failures count per account and address, as MySQL's connection_control does
+	if d := s.srv.logins.delay(who); d > 0 {
+		time.Sleep(d)
+	}
 	u, known := s.srv.lookupUser(s.user)
 	if !supportedPlugin(plugin) {
 		if _, err := s.cw.writePacket(seq, authSwitchRequest(want, s.salt)); err != nil {
@@ -211,16 +216,17 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	}
 	if !known || !checkAuth(plugin, s.salt, auth, u.Password) {
 		s.srv.metrics.authFailures.Inc()
+		s.srv.logins.failed(who)
 		usingPw := "YES"
 		if len(auth) == 0 {
 			usingPw = "NO"
 		}
-		host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
 		e := newSQLError(erAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
 	s.password = u.Password
+	s.srv.logins.succeeded(who)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
 		if _, err := s.cw.writePacket(seq, []byte{0x01, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err

@@ -39,6 +39,11 @@ type ProxyConfig struct {
 	ShutdownGrace Duration `yaml:"shutdown_grace"` // default 30s
 	// MaxAllowedPacket is the largest client packet accepted (bytes).
 	MaxAllowedPacket int `yaml:"max_allowed_packet"` // default 64 MiB
+	// RequireTLS refuses clients that do not switch to TLS (needs tls).
+	RequireTLS bool `yaml:"require_tls"`
+	// IdleTimeout closes a client connection idle between commands for
+	// longer than this; 0 (default) leaves it to the backend's wait_timeout.
+	IdleTimeout Duration `yaml:"idle_timeout"`
 }
 
 // TLSConfig names a PEM certificate and key for client TLS.
@@ -50,6 +55,9 @@ type TLSConfig struct {
 // AdminConfig is the admin HTTP listener (/metrics, /healthz, /readyz, /debug/locks).
 type AdminConfig struct {
 	Listen string `yaml:"listen"` // default 127.0.0.1:9307
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every admin endpoint except /healthz.
+	Token string `yaml:"token"`
 }
 
 // User is a client credential; the same credentials open backend connections.

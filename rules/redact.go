@@ -20,6 +20,9 @@ func (c *Config) Redacted() *Config {
 	for i, u := range c.Users {
 		out.Users[i] = User{User: u.User, Password: hide(u.Password)}
 	}
+	if out.Admin.Token != "" {
+		out.Admin.Token = hide(out.Admin.Token)
+	}
 	if c.Locks.Redis != nil {
 		r := *c.Locks.Redis
 		r.Password = hide(r.Password)

@@ -47,6 +47,11 @@ func (v *validator) proxy(p *ProxyConfig) {
 	}
 	if p.TLS != nil {
 		v.tls(p.TLS)
+	} else if p.RequireTLS {
+		v.add("proxy.require_tls", "needs proxy.tls (a certificate and key to offer)")
+	}
+	if p.IdleTimeout < 0 {
+		v.add("proxy.idle_timeout", "must not be negative")
 	}
 }
 

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -65,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	warnIfReadable(*configPath, cfg, log)
 	if err := serve(cfg, *configPath, *authPlugin, log); err != nil {
 		log.Error("lockproxy stopped", zap.Error(err))
 		return 1
@@ -108,7 +110,7 @@ func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	admin, err := startAdmin(cfg.Admin.Listen, srv, locks.ping, reg, log)
+	admin, err := startAdmin(cfg.Admin.Listen, cfg.Admin.Token, srv, locks.ping, reg, log)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -137,4 +139,33 @@ func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	_ = admin.Close()
 	log.Info("stopped")
 	return nil
+}
+
+// warnIfReadable warns when a config holding secrets can be read by users
+// other than its owner.
+func warnIfReadable(path string, cfg *rules.Config, log *zap.Logger) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	// Secrets that come from ${VAR} are not in the file.
+	secrets := []string{cfg.Admin.Token}
+	if cfg.Locks.Redis != nil {
+		secrets = append(secrets, cfg.Locks.Redis.Password)
+	}
+	for _, u := range cfg.Users {
+		secrets = append(secrets, u.Password)
+	}
+	inFile := false
+	for _, s := range secrets {
+		inFile = inFile || (s != "" && bytes.Contains(raw, []byte(s)))
+	}
+	if inFile {
+		log.Warn("the config file holds passwords and can be read by other users; chmod 600 it",
+			zap.String("path", path), zap.String("mode", st.Mode().Perm().String()))
+	}
 }
