@@ -6,10 +6,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,4 +169,99 @@ func TestMetricsExposition(t *testing.T) {
 			t.Fatalf("promtool check metrics: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestDashboardAndDocs keeps docs/grafana/lockproxy-dashboard.json and
+// docs/metrics.md in step with the metrics lockproxy registers: every
+// registered name is documented, the dashboard and the docs name no metric
+// that does not exist, and every dashboard query parses (promtool checks
+// them as recording rules, template variables filled in).
+func TestDashboardAndDocs(t *testing.T) {
+	tool := promtool(t)
+	root := testbed.RepoRoot()
+	registered := registeredMetrics(t, root)
+	dash, err := os.ReadFile(filepath.Join(root, "docs", "grafana", "lockproxy-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range registered {
+		if !bytes.Contains(doc, []byte("`"+name+"`")) {
+			t.Errorf("docs/metrics.md does not document %s", name)
+		}
+	}
+	for file, text := range map[string][]byte{"dashboard": dash, "docs/metrics.md": doc} {
+		for _, m := range metricName.FindAllString(string(text), -1) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+			if !registered[base] {
+				t.Errorf("%s names %s, which lockproxy does not register", file, m)
+			}
+		}
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	fill := strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*", "$rule", ".*")
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	n := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			n++
+			expr, _ := json.Marshal(fill.Replace(tg.Expr))
+			fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", n, expr)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d dashboard queries", n)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
+	if err := os.WriteFile(path, []byte(rules.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(tool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("dashboard queries do not parse: %v\n%s\n%s", err, out, rules.String())
+	}
+}
+
+var (
+	metricName     = regexp.MustCompile(`lockproxy_[a-z_]+[a-z]`)
+	registeredName = regexp.MustCompile(`Name:\s+"(lockproxy_[a-z_]+)"`)
+)
+
+// registeredMetrics finds the metric names lockproxy's non-test Go code
+// registers (Name: "lockproxy_..." in collector options).
+func registeredMetrics(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, dir := range []string{"proxy", "lockmgr", "router", "cmd/lockproxy"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			src, err := os.ReadFile(path)
+			for _, m := range registeredName.FindAllSubmatch(src, -1) {
+				names[string(m[1])] = true
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !names["lockproxy_lock_wait_seconds"] || !names["lockproxy_queries_total"] {
+		t.Fatalf("registered metrics not found in the source: %v", names)
+	}
+	return names
 }
