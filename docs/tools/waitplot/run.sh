@@ -80,6 +80,21 @@ dsn() { echo "$LOCKPROXY_DB_USER:$LOCKPROXY_DB_PASSWORD@tcp($1)/$DB"; }
 go run ./docs/tools/waitplot -dsn "$(dsn "$LISTEN")" -primary "$(dsn "$LOCKPROXY_PRIMARY")" \
 	-admin "http://$ADMIN" -out docs/img -examples docs/examples
 
+# One wait of 1.5s with a known holder, from the mariadb client: the audit
+# line (session, user, client, waited) and the lock backend's line (waiter
+# and holder owner ids) it produces.
+sql() { "$CLIENT" --protocol=tcp -h 127.0.0.1 -P "${LISTEN##*:}" -u "$LOCKPROXY_DB_USER" -p"$LOCKPROXY_DB_PASSWORD" "$DB" -e "$1"; }
+sql "BEGIN; UPDATE sku SET stock = stock - 1 WHERE sku_id = 5; SELECT SLEEP(1.5) INTO @done; COMMIT" &
+holder=$!
+for _ in $(seq 50); do
+	curl -fsS "http://$ADMIN/debug/locks" | grep -q '"key": "docs_waitplot.sku/5"' && break
+	sleep 0.05
+done
+sql "UPDATE sku SET stock = stock - 1 WHERE sku_id = 5"
+wait "$holder"
+sleep 0.2
+grep '"msg":"slow lock wait".*docs_waitplot.sku/5"' "$WORK/lockproxy.log" >docs/examples/slow-wait-pair.log || true
+
 # A few audit lines of the run (slow waits over slow_wait: 100ms), as the
 # JSON log writes them.
 grep '"logger":"audit"' "$WORK/lockproxy.log" | head -n 3 >docs/examples/audit.log || true
