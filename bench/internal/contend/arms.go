@@ -178,7 +178,7 @@ func Via(instances int) string {
 // latency with their ratios against each arm's baseline.
 func Table(rs []Result, doneName string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| arm | via | %s/s | ratio | tx/s | ratio | p50 ms | ratio | p99 ms | ratio | max ms | retries/run | errors |\n", doneName)
+	fmt.Fprintf(&b, "| arm | via | %s/s | ratio | attempts/s | ratio | p50 ms | ratio | p99 ms | ratio | max ms | retries/run | errors |\n", doneName)
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | **%s** | %.0f | %s | %.2f | %s | %.2f | %s | %.1f | %.0f | %d |\n",

@@ -47,7 +47,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		"or gives up on seeing stock 0. Every arm ran once per round, %d interleaved round(s) (order reversed every other round); "+
 		"figures are medians over rounds and **ratios are medians of per-round ratios against the arm's direct baseline** "+
 		"(FOR UPDATE directly on MariaDB, same protocol). *orders/s* = orders taken / time from the first buyer's start to the last buyer's end; "+
-		"*tx/s* = attempts (transactions or read-then-write pairs, retried ones included, sold-out ones too) per second; "+
+		"*attempts/s* = transactions (or read-then-write pairs, retried ones included, sold-out ones too) per second; "+
 		"*p50/p99* per successful buy, from its first attempt to its commit. lockproxy instances: %v, Redis lock backend, ttl and wait_timeout 10 s.\n\n",
 		d.Buyers, d.Stock, d.Rounds, d.Instances)
 	b.WriteString(contend.Table(d.Arms, "orders"))
@@ -74,7 +74,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 // every arm that has a baseline.
 func chartRatios(path string, arms []contend.Result) error {
 	var labels []string
-	done, att := chart.Series{Name: "orders/s ratio"}, chart.Series{Name: "tx/s ratio"}
+	done, att := chart.Series{Name: "orders/s ratio"}, chart.Series{Name: "attempts/s ratio"}
 	for _, a := range arms {
 		if a.Baseline == "" {
 			continue
