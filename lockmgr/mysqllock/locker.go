@@ -194,3 +194,12 @@ func (c rcConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	return conn, nil
 }
+
+// Ping reports whether the lock database answers (for readiness checks),
+// as an error wrapping lockmgr.ErrUnavailable if it does not.
+func (l *Locker) Ping(ctx context.Context) error {
+	if err := l.st.db.PingContext(ctx); err != nil {
+		return l.st.wrap("ping", err)
+	}
+	return nil
+}

@@ -101,6 +101,9 @@ func TestUnavailable(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("Acquire with the database down waited for the whole deadline")
 	}
+	if err := l.Ping(ctx); !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Errorf("Ping with the database down: %v; want ErrUnavailable", err)
+	}
 }
 
 // TestLeaseLostWhenTakenOver: a row that someone else holds now is

@@ -62,6 +62,7 @@ func (o *Options) withDefaults() Options {
 // Locker is the Redlock lockmgr.Locker. Safe for concurrent use.
 type Locker struct {
 	e     *pollwait.Engine
+	st    *store
 	owned []redis.UniversalClient // closed by Close when Dial made them
 }
 
@@ -80,7 +81,7 @@ func New(clients []redis.UniversalClient, o *Options) (*Locker, error) {
 		Logger: opt.Logger, Metrics: opt.Metrics,
 	}
 	st := newStore(clients, opt, cfg.TicketTTL())
-	return &Locker{e: pollwait.New(st, cfg)}, nil
+	return &Locker{e: pollwait.New(st, cfg), st: st}, nil
 }
 
 // Dial makes a Locker with one client per address (ClientOptions plus
@@ -143,3 +144,10 @@ func (l *Locker) Close() error {
 // Abandon stops the Locker as if its process died: no renewals, no
 // releases; its locks expire with their leases. For tests.
 func (l *Locker) Abandon() { l.e.Abandon() }
+
+// Ping reports whether a majority of the servers answer (for readiness
+// checks), as an error wrapping lockmgr.ErrUnavailable if not.
+func (l *Locker) Ping(ctx context.Context) error {
+	errs := l.st.each(func(_ int, c redis.UniversalClient) error { return c.Ping(ctx).Err() })
+	return l.st.enough("ping", errs)
+}

@@ -140,6 +140,9 @@ func TestServersKilled(t *testing.T) {
 		t.Fatalf("lease lost with a majority up: %v", lease.Err())
 	}
 
+	if err := a.Ping(ctx); err != nil {
+		t.Errorf("Ping with two servers of three: %v", err)
+	}
 	if err := ss[1].kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +163,8 @@ func TestServersKilled(t *testing.T) {
 	}
 	if !errors.Is(err, lockmgr.ErrUnavailable) {
 		t.Errorf("Acquire with one server of three: %v; want ErrUnavailable", err)
+	}
+	if err := a.Ping(ctx); !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Errorf("Ping with one server of three: %v; want ErrUnavailable", err)
 	}
 }
