@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -182,7 +184,14 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 	if cfg == nil {
 		return newSQLError(erHandshake, "08S01", "TLS is not configured on this proxy")
 	}
-	tc := tls.Server(s.conn, cfg)
+	// The client starts its TLS handshake right after the SSLRequest; bytes
+	// of it the packet reader has already buffered must reach TLS first.
+	raw := s.conn
+	if n := s.cr.buffered(); n > 0 {
+		early, _ := s.cr.r.Peek(n)
+		raw = &prefixConn{Conn: s.conn, r: io.MultiReader(bytes.NewReader(append([]byte(nil), early...)), s.conn)}
+	}
+	tc := tls.Server(raw, cfg)
 	if err := tc.Handshake(); err != nil {
 		return err
 	}
@@ -192,3 +201,12 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 	s.tls = true
 	return nil
 }
+
+// prefixConn is a net.Conn whose reads first return bytes already taken
+// off the socket.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) { return c.r.Read(b) }
