@@ -194,6 +194,9 @@ func (v *validator) redis(r *RedisConfig) {
 	v.hostList("locks.redis.addrs", "redis", r.Addrs)
 	switch r.Mode {
 	case "":
+		if distinct(r.Addrs) > 1 && r.MasterName == "" && !r.Cluster {
+			v.add("locks.redis.addrs", "several addresses need cluster: true, master_name (Sentinel) or mode: redlock")
+		}
 	case RedisModeRedlock:
 		if distinct(r.Addrs) < 3 {
 			v.add("locks.redis.addrs", "mode redlock needs at least 3 independent servers, got %d", distinct(r.Addrs))
