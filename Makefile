@@ -5,7 +5,7 @@ PKGS          ?= ./...
 ARGS          ?=
 BENCH_ARGS    ?=
 
-.PHONY: all build test run down status bench bench-quick fmt vet lint check-config clean
+.PHONY: all build test test-faults run down status bench bench-quick fmt vet lint check-config clean
 
 all: build
 
@@ -17,6 +17,11 @@ build:
 ## Go test against it with the race detector, take the bed down
 test:
 	scripts/test.sh $(GO_TEST_FLAGS) $(PKGS)
+
+## test-faults: the fault harness (e2e TestFault*) with the long workload:
+## Redis, a proxy, the primary and the replica fail under a flash sale
+test-faults:
+	LOCKPROXY_FAULTS_LONG=1 $(GO) test -race -count=1 -timeout 40m -v -run 'TestFault' ./e2e/
 
 ## run: the demo: a persistent bed in .testbed/, the shop schema, lockproxy on 127.0.0.1:3307
 run: build
