@@ -85,7 +85,8 @@ func TestAuditSlowWait(t *testing.T) {
 // TestAuditNoPasswords runs a whole session's life with a user whose
 // password is known, logs at every level, and checks no line holds the
 // password: not its login, not a refused login, not the audit lines of its
-// waits and rejections, not the statements with literal values.
+// waits and rejections, not statements carrying it as a parameter or a
+// literal value.
 func TestAuditNoPasswords(t *testing.T) {
 	for _, plugin := range []string{mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD} {
 		t.Run(plugin, func(t *testing.T) { testNoPasswords(t, plugin) })
@@ -124,6 +125,13 @@ func testNoPasswords(t *testing.T, plugin string) {
 		"UPDATE sku SET stock = 7 WHERE sku_id = 1",
 		"INSERT INTO hot (id, v) VALUES (2, 42) ON DUPLICATE KEY UPDATE v = 42")
 	if _, err := app.Exec("UPDATE sku SET stock = ? WHERE sku_id = ?", 6, 2); err != nil {
+		t.Fatal(err)
+	}
+	// A parameter and a literal that must not reach the log either.
+	if _, err := app.Exec("UPDATE sku SET stock = stock WHERE sku_id = ? AND ? <> ''", 1, secret+"-param"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1 AND '" + secret + "-literal' <> ''"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Exec("UPDATE sku SET stock = 0"); err == nil { // rejected: audited
