@@ -45,8 +45,11 @@ type backendConn struct {
 	version  string
 	threadID uint32
 	dbDirty  bool // the session may have changed the current database
-	idleAt   time.Time
-	broken   bool
+	// optionSet: a session sent COM_SET_OPTION, which COM_RESET_CONNECTION
+	// does not undo, so the connection no longer matches its key.
+	optionSet bool
+	idleAt    time.Time
+	broken    bool
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps
@@ -204,6 +207,9 @@ func (p *pool) putSync(b *backendConn) {
 
 // reset returns b to the state of a fresh connection for its key.
 func (p *pool) reset(b *backendConn) bool {
+	if b.optionSet {
+		return false
+	}
 	_ = b.nc.SetDeadline(time.Now().Add(dialTimeout))
 	defer func() { _ = b.nc.SetDeadline(time.Time{}) }()
 	if err := b.simpleCommand([]byte{mysql.COM_RESET_CONNECTION}); err != nil {

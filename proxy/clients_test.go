@@ -678,3 +678,46 @@ func rawWorkload(t *testing.T, r *rawConn, p *testProxy, db, other string, viaPr
 	err = r.changeUser(p.bed.User, "wrong-password", db)
 	wantError(t, "COM_CHANGE_USER with a wrong password", err, mysql.ER_ACCESS_DENIED_ERROR, viaProxy)
 }
+
+// TestSetOptionStaysWithItsSession: COM_SET_OPTION changes the backend
+// connection, which lockproxy pools. The next client served by that
+// connection must still have only what it negotiated: a client that did
+// not ask for multi-statements must not be able to stack statements.
+func TestSetOptionStaysWithItsSession(t *testing.T) {
+	p := startProxy(t, nil)
+	db := freshNamedDB(t, p, dbName(t, "a"))
+	for i := range 3 {
+		a := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+		a.send(mysql.COM_SET_OPTION, 0, 0) // MYSQL_OPTION_MULTI_STATEMENTS_ON
+		if pk := a.read(); !a.isEnd(pk) {
+			t.Fatalf("COM_SET_OPTION: got % x, want EOF", pk)
+		}
+		a.send(mysql.COM_QUIT)
+		_ = a.c.Close()
+		settlePool(t, p)
+		b := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+		_, err := b.query("SELECT 1; SELECT 2")
+		wantError(t, fmt.Sprintf("round %d: stacked statements without CLIENT_MULTI_STATEMENTS", i), err, 1064, false)
+		b.send(mysql.COM_QUIT)
+		_ = b.c.Close()
+	}
+}
+
+// settlePool waits until the proxy has no session left and every backend
+// connection they released has been reset, so that the next client is
+// served from the pool if the pool kept anything.
+func settlePool(t *testing.T, p *testProxy) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p.srv.mu.Lock()
+		n := len(p.srv.sessions)
+		p.srv.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still open", n)
+		}
+	}
+	p.srv.pool.wg.Wait()
+}

@@ -68,7 +68,10 @@ func (s *session) dispatch(p []byte) error {
 			s.db = string(p[1:])
 		}
 		return nil
-	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_PROCESS_KILL, mysql.COM_SET_OPTION, mysql.COM_DEBUG:
+	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_PROCESS_KILL, mysql.COM_DEBUG:
+		return s.forward(p, relaySingle, false)
+	case mysql.COM_SET_OPTION:
+		s.be.optionSet = true // never pooled again: see backendConn.optionSet
 		return s.forward(p, relaySingle, false)
 	case mysql.COM_FIELD_LIST:
 		return s.forward(p, relayFieldList, false)
