@@ -171,11 +171,12 @@ func TestMetricsExposition(t *testing.T) {
 	})
 }
 
-// TestDashboardAndDocs keeps docs/grafana/lockproxy-dashboard.json and
-// docs/metrics.md in step with the metrics lockproxy registers: every
-// registered name is documented, the dashboard and the docs name no metric
-// that does not exist, and every dashboard query parses (promtool checks
-// them as recording rules, template variables filled in).
+// TestDashboardAndDocs keeps docs/grafana/lockproxy-dashboard.json,
+// docs/prometheus/alerts.yml and docs/metrics.md in step with the metrics
+// lockproxy registers: every registered name is documented, none of them
+// names a metric that does not exist, every dashboard query parses
+// (promtool checks them as recording rules, template variables filled
+// in), and the alerting rules pass their promtool unit tests.
 func TestDashboardAndDocs(t *testing.T) {
 	tool := promtool(t)
 	root := testbed.RepoRoot()
@@ -193,7 +194,11 @@ func TestDashboardAndDocs(t *testing.T) {
 			t.Errorf("docs/metrics.md does not document %s", name)
 		}
 	}
-	for file, text := range map[string][]byte{"dashboard": dash, "docs/metrics.md": doc} {
+	alerts, err := os.ReadFile(filepath.Join(root, "docs", "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, text := range map[string][]byte{"dashboard": dash, "docs/metrics.md": doc, "alerts.yml": alerts} {
 		for _, m := range metricName.FindAllString(string(text), -1) {
 			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
 			if !registered[base] {
@@ -233,6 +238,16 @@ func TestDashboardAndDocs(t *testing.T) {
 	if out, err := exec.Command(tool, "check", "rules", path).CombinedOutput(); err != nil {
 		t.Fatalf("dashboard queries do not parse: %v\n%s\n%s", err, out, rules.String())
 	}
+	t.Run("alerting rules check and pass their unit tests", func(t *testing.T) {
+		dir := filepath.Join(root, "docs", "prometheus")
+		for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+			cmd := exec.Command(tool, args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+	})
 }
 
 var (
