@@ -1,0 +1,138 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Acquire implements lockmgr.Locker.
+func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (lease *lockmgr.Lease, err error) {
+	start := time.Now()
+	defer func() { l.ledger.Metrics().ObserveAcquire(keys, start, err) }()
+	if l.closed() {
+		return nil, lockmgr.ErrClosed
+	}
+	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
+		return nil, err
+	}
+	if err := l.ensureSetup(ctx); err != nil {
+		return nil, classify(ctx, keys[0], err)
+	}
+	h, st := l.begin(owner)
+	fences := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		f, err := l.acquireKey(ctx, h, st, k)
+		if err != nil {
+			l.release(h)
+			if l.closed() {
+				return nil, lockmgr.ErrClosed
+			}
+			return nil, err
+		}
+		fences = append(fences, f)
+	}
+	l.mu.Lock()
+	validUntil := h.sess.validUntil
+	l.mu.Unlock()
+	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
+		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
+		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
+		Ledger:  l.ledger,
+	})
+	// From here on the session talks to the keeper; a loss before that is
+	// reported as the error of this Acquire.
+	l.mu.Lock()
+	lostErr := h.lost
+	if lostErr == nil {
+		h.keeper = keeper
+		keeper.Extend(h.sess.validUntil)
+	}
+	l.mu.Unlock()
+	if lostErr != nil {
+		ctx, cancel := l.freshCtx()
+		defer cancel()
+		_ = lease.Release(ctx)
+		if errors.Is(lostErr, lockmgr.ErrClosed) {
+			return nil, lockmgr.ErrClosed
+		}
+		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
+	}
+	return lease, nil
+}
+
+// releaseCtx is the lease's release: delete the own znodes (in parallel),
+// idempotent. A znode whose create was never answered is looked up by its
+// unique name prefix.
+func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
+	l.mu.Lock()
+	nodes := h.nodes
+	l.mu.Unlock()
+	l.forget(h)
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.deleteNode(ctx, n)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		if unavailable(err) {
+			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
+		}
+		return fmt.Errorf("zklock: release: %w", err)
+	}
+	return nil
+}
+
+// deleteNode deletes an own znode; one already gone is fine.
+func (l *Locker) deleteNode(ctx context.Context, n ownNode) error {
+	paths := []string{n.path}
+	if n.path == "" {
+		names, err := call(ctx, l, func() ([]string, error) {
+			c, _, err := l.conn.Children(n.dir)
+			return c, err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		paths = paths[:0]
+		for _, name := range names {
+			if strings.HasPrefix(name, n.prefix) {
+				paths = append(paths, n.dir+"/"+name)
+			}
+		}
+	}
+	for _, p := range paths {
+		_, err := call(ctx, l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(p, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
+
+// release gives back what h holds or queued for, on a fresh bounded
+// context, after a failed acquire.
+func (l *Locker) release(h *held) {
+	ctx, cancel := l.freshCtx()
+	defer cancel()
+	if err := l.releaseCtx(ctx, h); err != nil {
+		l.opt.Logger.Warn("lock release failed; the znodes go with the session",
+			zap.String("owner", h.owner.ID()), zap.Error(err))
+	}
+}

@@ -1,0 +1,96 @@
+package zklock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+	"github.com/lockproxy/lockproxy/lockmgr/zklock"
+)
+
+// testTTL is the session timeout: long enough for a loaded machine under
+// -race, short enough for the expiry tests to run in seconds.
+const testTTL = 3 * time.Second
+
+// restartTTL outlasts a ZooKeeper restart (a JVM start).
+const restartTTL = 8 * time.Second
+
+func root() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "/lptest-" + hex.EncodeToString(b[:])
+}
+
+func newLocker(t testing.TB, addr, root string, ttl time.Duration) *zklock.Locker {
+	t.Helper()
+	l, err := zklock.New([]string{addr}, &zklock.Options{TTL: ttl, Root: root, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func newLockers(t *testing.T, addr, root string, ttl time.Duration, n int) []lockmgr.Locker {
+	out := make([]lockmgr.Locker, n)
+	for i := range out {
+		out[i] = newLocker(t, addr, root, ttl)
+	}
+	return out
+}
+
+func TestConformance(t *testing.T) {
+	s := getServer(t)
+	r := root()
+	locktest.Run(t, locktest.Backend{
+		Lockers: func(t *testing.T, n int) []lockmgr.Locker { return newLockers(t, s.addr, r, testTTL, n) },
+		TTL:     testTTL,
+		Abandon: func(l lockmgr.Locker) { l.(*zklock.Locker).Abandon() },
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
+			dir, err := os.MkdirTemp(tmpRoot(), "zklock-restart-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := startServer(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { own.stop(); _ = os.RemoveAll(dir) })
+			return newLockers(t, own.addr, r, restartTTL, 2), restartTTL, func() {
+				if err := own.restart(); err != nil {
+					t.Fatalf("restart ZooKeeper: %v", err)
+				}
+			}
+		},
+	})
+}
+
+// TestUnavailable: with no ZooKeeper at the address, Acquire fails with
+// ErrUnavailable (after OpTimeout), not with the caller's wait timeout.
+func TestUnavailable(t *testing.T) {
+	addr, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := zklock.New([]string{addr}, &zklock.Options{TTL: testTTL, OpTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = l.Acquire(ctx, lockmgr.Owner{Instance: "u", Start: time.Now()}, []lockmgr.Key{{Name: "k", Rule: "r"}})
+	if !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Fatalf("Acquire without ZooKeeper: %v; want ErrUnavailable", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Acquire without ZooKeeper used up the caller's whole wait")
+	}
+}
