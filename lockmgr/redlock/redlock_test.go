@@ -64,7 +64,17 @@ func dial(t testing.TB, as []string, pfx string, ttl time.Duration) *redlock.Loc
 	if tt, ok := t.(*testing.T); ok {
 		o.Logger = zaptest.NewLogger(tt)
 	}
-	l, err := redlock.Dial(as, "", "", o)
+	cs := make([]redis.UniversalClient, len(as))
+	for i, a := range as {
+		// Generous timeouts: the test machine is shared and slow;
+		// production keeps ClientOptions' 500ms.
+		co := redlock.ClientOptions(a)
+		co.DialTimeout, co.PoolTimeout = 3*time.Second, 3*time.Second
+		co.ReadTimeout, co.WriteTimeout = 2*time.Second, 2*time.Second
+		cs[i] = redis.NewClient(co)
+		t.Cleanup(func() { _ = cs[i].Close() })
+	}
+	l, err := redlock.New(cs, o)
 	if err != nil {
 		t.Fatal(err)
 	}

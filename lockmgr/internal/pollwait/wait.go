@@ -34,9 +34,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64
 	defer func() { a.end(err) }()
 	for {
 		if !e.isHead(k.Name, a.w) {
-			if err = a.queue(ctx); err != nil {
-				return 0, err
-			}
+			a.queue(ctx)
 			if err = a.sleep(ctx, e.cfg.TicketTTL()/4); err != nil {
 				return 0, err
 			}
@@ -66,19 +64,21 @@ func (e *Engine) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64
 }
 
 // queue queues or refreshes the ticket of a waiter that is not the local
-// head, at most every TicketTTL/4.
-func (a *attempt) queue(ctx context.Context) error {
+// head, at most every TicketTTL/4. The ticket only keeps the waiter's place
+// among other Engines' waiters, so a failure is not fatal: the head's own
+// tries report an unreachable service.
+func (a *attempt) queue(ctx context.Context) {
 	if time.Since(a.ticketed) < a.e.cfg.TicketTTL()/4 {
-		return nil
+		return
 	}
 	octx, cancel := a.e.opCtx(ctx)
 	defer cancel()
 	a.queued, a.tried = true, true
-	if err := a.e.st.Queue(octx, a.req()); err != nil {
-		return a.fail(a.e.classify(ctx, a.k, err))
-	}
 	a.ticketed = time.Now()
-	return nil
+	if err := a.e.st.Queue(octx, a.req()); err != nil && ctx.Err() == nil {
+		a.e.cfg.Logger.Debug("queueing a waiter's ticket failed; it keeps its local place",
+			zap.String("key", a.k.Name), zap.Error(err))
+	}
 }
 
 // try runs one Store.Try bounded by OpTimeout and classifies its error.
