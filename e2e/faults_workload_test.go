@@ -99,6 +99,9 @@ func startNode(t *testing.T, bed *testbed.Bed, conns int) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if n.cmd == nil || n.cmd.Process == nil {
+			return
+		}
 		_ = n.cmd.Process.Signal(syscall.SIGCONT)
 		n.stop()
 		_ = n.logf.Close()
@@ -167,6 +170,32 @@ func (n *node) awaitHeld(t *testing.T, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// replicaReads sums lockproxy_queries_total{route="replica"} of the node.
+func (n *node) replicaReads(t *testing.T) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + n.admin + "/metrics")
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "lockproxy_queries_total{") && strings.Contains(line, `route="replica"`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("/metrics line %q: %v", line, err)
+			}
+			sum += v
+		}
+	}
+	return sum
 }
 
 // rig is the bed, its two proxies and a direct handle on the primary.
