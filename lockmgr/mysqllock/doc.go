@@ -24,8 +24,10 @@
 // Acquire is a conditional UPDATE that takes a free or expired row when no
 // older live ticket is queued (affected rows say whether it won; the fence
 // comes back through LAST_INSERT_ID(expr)), or, for a key never seen, an
-// INSERT ... SELECT with the same guard (error 1062: the row exists). An
-// uncontended acquire plus release is two statements. A waiter queues a
+// INSERT ... SELECT with the same guard (error 1062: the row exists). A row
+// already ours (a grant whose reply was lost to a timeout) is taken again.
+// An uncontended acquire plus release is two statements once the key's row
+// exists (three the first time). A waiter queues a
 // ticket and polls with jittered backoff (the database cannot notify),
 // never sleeping past the holder's remaining lease, the context's deadline,
 // or 100ms (MaxPoll); within one Locker only the oldest local waiter of a

@@ -44,7 +44,7 @@ func newStore(db *sql.DB, tn tableName, ttl, ticketTTL time.Duration) *store {
 			take: "UPDATE " + t + " SET owner = ?, own = ?, prio = ?, wounded = 0," +
 				" fence = LAST_INSERT_ID(GREATEST(fence + 1, " + fenceNow + "))," +
 				" expires_at = NOW(6) + INTERVAL ? MICROSECOND" +
-				" WHERE kh = ? AND (owner IS NULL OR expires_at < NOW(6)) AND " + olderWaiter,
+				" WHERE kh = ? AND (owner = ? OR ((owner IS NULL OR expires_at < NOW(6)) AND " + olderWaiter + "))",
 			insert: "INSERT INTO " + t + " (kh, lock_key, owner, own, prio, wounded, fence, expires_at)" +
 				" SELECT ?, ?, ?, ?, ?, 0, LAST_INSERT_ID(" + fenceNow + "), NOW(6) + INTERVAL ? MICROSECOND" +
 				" FROM DUAL WHERE " + olderWaiter,
@@ -82,7 +82,8 @@ func (s *store) Try(ctx context.Context, r pollwait.Request) (pollwait.Result, e
 	}
 	kh, prio, own := keyHash(r.Key), r.Owner.Priority(), r.Owner.ID()
 	older := []any{kh, prio, prio, r.Tok}
-	res, err := s.db.ExecContext(ctx, s.q.take, append([]any{r.Tok, own, prio, s.ttl, kh}, older...)...)
+	// owner = tok: a grant whose reply was lost is ours again.
+	res, err := s.db.ExecContext(ctx, s.q.take, append([]any{r.Tok, own, prio, s.ttl, kh, r.Tok}, older...)...)
 	if err == nil {
 		if n, _ := res.RowsAffected(); n == 1 {
 			return s.granted(ctx, r, res)
