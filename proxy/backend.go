@@ -205,6 +205,9 @@ func (p *pool) putSync(b *backendConn) {
 	p.idle[b.key] = append(p.idle[b.key], b)
 }
 
+// restoreIgnoreSpace puts back what CLIENT_IGNORE_SPACE sets at login.
+const restoreIgnoreSpace = "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@session.sql_mode, ''), 'IGNORE_SPACE')"
+
 // reset returns b to the state of a fresh connection for its key.
 func (p *pool) reset(b *backendConn) bool {
 	if b.optionSet {
@@ -214,6 +217,13 @@ func (p *pool) reset(b *backendConn) bool {
 	defer func() { _ = b.nc.SetDeadline(time.Time{}) }()
 	if err := b.simpleCommand([]byte{mysql.COM_RESET_CONNECTION}); err != nil {
 		return false
+	}
+	if b.key.caps&mysql.CLIENT_IGNORE_SPACE != 0 {
+		// The reset took sql_mode back to the global value, dropping the
+		// IGNORE_SPACE that the capability added at login.
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreIgnoreSpace...)); err != nil {
+			return false
+		}
 	}
 	if b.dbDirty {
 		if b.key.db == "" {

@@ -143,6 +143,10 @@ func TestMariaDBCLI(t *testing.T) {
 			[]string{"3\tgam\\tma\t-0.25\n", "4\tété\t100.00\n"}, []string{"no_such_file.tsv"}, 1},
 		{"compression_requested", []string{"--batch", "--compress", "-e", "SELECT REPEAT('z', 5000) = REPEAT('z', 5000)"}, "",
 			[]string{"1\n"}, nil, 0},
+		{"ignore_spaces", []string{"--batch", "--skip-column-names", "--ignore-spaces", "-e",
+			"SELECT @@sql_mode LIKE '%IGNORE_SPACE%', COUNT (*)"}, "", []string{"1\t1\n"}, nil, 0},
+		{"no_ignore_spaces", []string{"--batch", "--skip-column-names", "-e",
+			"SELECT @@sql_mode LIKE '%IGNORE_SPACE%'"}, "", []string{"0\n"}, nil, 0},
 		{"error_stops_without_force", []string{"--batch", "-e", "SELECT 1; SELECT * FROM nowhere; SELECT 2"}, "",
 			[]string{"1\n1\n"}, []string{"ERROR 1146 (42S02) at line 1: Table '<db>.nowhere' doesn't exist"}, 1},
 	}
@@ -293,7 +297,7 @@ func (g *greetingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func dialRaw(t *testing.T, addr, user, password, db string, deprecateEOF bool) *rawConn {
+func dialRaw(t *testing.T, addr, user, password, db string, deprecateEOF bool, caps ...uint32) *rawConn {
 	t.Helper()
 	var gc *greetingConn
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -308,6 +312,11 @@ func dialRaw(t *testing.T, addr, user, password, db string, deprecateEOF bool) *
 		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
 		if !deprecateEOF {
 			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		}
+		for _, f := range caps {
+			if err := c.SetCapability(f); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -679,27 +688,50 @@ func rawWorkload(t *testing.T, r *rawConn, p *testProxy, db, other string, viaPr
 	wantError(t, "COM_CHANGE_USER with a wrong password", err, mysql.ER_ACCESS_DENIED_ERROR, viaProxy)
 }
 
-// TestSetOptionStaysWithItsSession: COM_SET_OPTION changes the backend
-// connection, which lockproxy pools. The next client served by that
-// connection must still have only what it negotiated: a client that did
-// not ask for multi-statements must not be able to stack statements.
-func TestSetOptionStaysWithItsSession(t *testing.T) {
+// TestPooledBackendMatchesClient: lockproxy pools backend connections and
+// resets them with COM_RESET_CONNECTION between clients. Whatever a
+// session did, the next client served by the same backend connection must
+// find it as a fresh direct connection would be for its own handshake.
+func TestPooledBackendMatchesClient(t *testing.T) {
 	p := startProxy(t, nil)
 	db := freshNamedDB(t, p, dbName(t, "a"))
-	for i := range 3 {
-		a := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
-		a.send(mysql.COM_SET_OPTION, 0, 0) // MYSQL_OPTION_MULTI_STATEMENTS_ON
-		if pk := a.read(); !a.isEnd(pk) {
-			t.Fatalf("COM_SET_OPTION: got % x, want EOF", pk)
-		}
-		a.send(mysql.COM_QUIT)
-		_ = a.c.Close()
-		settlePool(t, p)
-		b := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
-		_, err := b.query("SELECT 1; SELECT 2")
-		wantError(t, fmt.Sprintf("round %d: stacked statements without CLIENT_MULTI_STATEMENTS", i), err, 1064, false)
-		b.send(mysql.COM_QUIT)
-		_ = b.c.Close()
+	cases := []struct {
+		name  string
+		caps  []uint32
+		dirty func(t *testing.T, r *rawConn)
+		check func(t *testing.T, r *rawConn)
+	}{
+		{"set_option_multi_statements", nil, func(t *testing.T, r *rawConn) {
+			r.send(mysql.COM_SET_OPTION, 0, 0) // MYSQL_OPTION_MULTI_STATEMENTS_ON
+			if pk := r.read(); !r.isEnd(pk) {
+				t.Fatalf("COM_SET_OPTION: got % x, want EOF", pk)
+			}
+		}, func(t *testing.T, r *rawConn) {
+			// Not negotiated, so statements must not stack.
+			_, err := r.query("SELECT 1; SELECT 2")
+			wantError(t, "stacked statements without CLIENT_MULTI_STATEMENTS", err, 1064, false)
+		}},
+		{"ignore_space", []uint32{mysql.CLIENT_IGNORE_SPACE}, nil, func(t *testing.T, r *rawConn) {
+			rows, err := r.query("SELECT @@sql_mode LIKE '%IGNORE_SPACE%', COUNT (*)")
+			wantRows(t, "sql_mode of a CLIENT_IGNORE_SPACE session", rows, err, "1 1")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for round := range 3 {
+				r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false, c.caps...)
+				c.check(t, r)
+				if c.dirty != nil {
+					c.dirty(t, r)
+				}
+				r.send(mysql.COM_QUIT)
+				_ = r.c.Close()
+				if t.Failed() {
+					t.Fatalf("round %d failed", round)
+				}
+				settlePool(t, p)
+			}
+		})
 	}
 }
 
