@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,18 +26,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// promtool finds Prometheus' promtool: under CI=true a missing one fails
-// the test (scripts/testbed.sh install provides it), elsewhere it skips.
-func promtool(t *testing.T) string {
+// promTool finds a program of the prometheus package (promtool,
+// prometheus): under CI=true a missing one fails the test
+// (scripts/testbed.sh install provides it), elsewhere it skips.
+func promTool(t *testing.T, name string) string {
 	t.Helper()
-	path, err := exec.LookPath("promtool")
+	path, err := exec.LookPath(name)
 	if err == nil {
 		return path
 	}
 	if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-		t.Fatalf("promtool not found (CI=true: run scripts/testbed.sh install, which installs the prometheus package): %v", err)
+		t.Fatalf("%s not found (CI=true: run scripts/testbed.sh install, which installs the prometheus package): %v", name, err)
 	}
-	t.Skipf("promtool not found (scripts/testbed.sh install installs it): %v", err)
+	t.Skipf("%s not found (scripts/testbed.sh install installs it): %v", name, err)
 	return ""
 }
 
@@ -90,7 +93,7 @@ func get(t *testing.T, url string) []byte {
 // and the /metrics exposition: every series DESIGN.md §6 names is there,
 // and promtool accepts it.
 func TestMetricsExposition(t *testing.T) {
-	tool := promtool(t)
+	tool := promTool(t, "promtool")
 	bed := testbed.Get(t)
 	const dbName = "e2e_metrics"
 	keyedTable(t, bed, dbName)
@@ -178,7 +181,7 @@ func TestMetricsExposition(t *testing.T) {
 // (promtool checks them as recording rules, template variables filled
 // in), and the alerting rules pass their promtool unit tests.
 func TestDashboardAndDocs(t *testing.T) {
-	tool := promtool(t)
+	tool := promTool(t, "promtool")
 	root := testbed.RepoRoot()
 	registered := registeredMetrics(t, root)
 	dash, err := os.ReadFile(filepath.Join(root, "docs", "grafana", "lockproxy-dashboard.json"))
@@ -206,30 +209,12 @@ func TestDashboardAndDocs(t *testing.T) {
 			}
 		}
 	}
-	var d struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(dash, &d); err != nil {
-		t.Fatalf("dashboard JSON: %v", err)
-	}
-	fill := strings.NewReplacer("$__rate_interval", "1m", "$instance", ".*", "$rule", ".*")
+	queries := dashboardQueries(t, dash, "1m")
 	var rules strings.Builder
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
-	n := 0
-	for _, p := range d.Panels {
-		for _, tg := range p.Targets {
-			n++
-			expr, _ := json.Marshal(fill.Replace(tg.Expr))
-			fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", n, expr)
-		}
-	}
-	if n < 10 {
-		t.Fatalf("only %d dashboard queries", n)
+	for i, q := range queries {
+		expr, _ := json.Marshal(q.expr)
+		fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", i, expr)
 	}
 	path := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
 	if err := os.WriteFile(path, []byte(rules.String()), 0o600); err != nil {
@@ -248,6 +233,35 @@ func TestDashboardAndDocs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// dashQuery is one query of the dashboard, template variables filled in.
+type dashQuery struct{ panel, expr string }
+
+func dashboardQueries(t *testing.T, dash []byte, rateInterval string) []dashQuery {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil {
+		t.Fatalf("dashboard JSON: %v", err)
+	}
+	fill := strings.NewReplacer("$__rate_interval", rateInterval, "$instance", ".*", "$rule", ".*")
+	var out []dashQuery
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out = append(out, dashQuery{p.Title, fill.Replace(tg.Expr)})
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d dashboard queries", len(out))
+	}
+	return out
 }
 
 var (
@@ -279,4 +293,136 @@ func registeredMetrics(t *testing.T, root string) map[string]bool {
 		t.Fatalf("registered metrics not found in the source: %v", names)
 	}
 	return names
+}
+
+// TestDashboardOnPrometheus runs a real Prometheus scraping a built
+// lockproxy every second while sessions contend for a row, then asks it
+// every dashboard query: all must evaluate, and the panels the traffic
+// feeds must have data.
+func TestDashboardOnPrometheus(t *testing.T) {
+	server := promTool(t, "prometheus")
+	bed := testbed.Get(t)
+	const dbName = "e2e_dashboard"
+	keyedTable(t, bed, dbName)
+	in := start(t, bed, redisLocks(bed, "5s", "200ms"), saleRule(dbName))
+	prom := startPrometheus(t, server, in.admin)
+
+	h := open(t, bed, in.addr, dbName, "", 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				tx, err := h.BeginTx(ctx, nil)
+				if err != nil {
+					return
+				}
+				_, _ = tx.ExecContext(ctx, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = ?", 1+i%2)
+				time.Sleep(30 * time.Millisecond) // the application's work, while holding the row
+				_ = tx.Commit()
+			}
+		}()
+	}
+	wg.Wait()
+	// Let a few scrapes see the end state.
+	waitQuery(t, prom, `count_over_time(lockproxy_lock_waiters[1m]) >= 5`)
+
+	dash, err := os.ReadFile(filepath.Join(testbed.RepoRoot(), "docs", "grafana", "lockproxy-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fed := map[string]bool{ // panels this traffic must fill
+		"Lock wait p50 / p99 by rule": true, "Lock acquire results /s": true, "Locks held / waiters": true,
+		"Lock hold p99 by rule": true, "Leases lost (last 1h)": true, "Statements by route": true,
+		"Statements by route and kind": true, "Client connections": true,
+	}
+	for _, q := range dashboardQueries(t, dash, "10s") {
+		n, err := promQuery(prom, q.expr)
+		switch {
+		case err != nil:
+			t.Errorf("panel %q: %s: %v", q.panel, q.expr, err)
+		case n == 0 && fed[q.panel]:
+			t.Errorf("panel %q has no data: %s", q.panel, q.expr)
+		}
+	}
+	if n, err := promQuery(prom, `sum(lockproxy_lock_acquire_total{result="timeout"}) > 0`); err != nil || n == 0 {
+		t.Errorf("the contention produced no timeouts Prometheus saw (%d series, %v)", n, err)
+	}
+}
+
+// startPrometheus runs prometheus on a free loopback port, scraping
+// target every second, and returns its base URL once it is ready.
+func startPrometheus(t *testing.T, bin, target string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	yml := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lockproxy\n    static_configs:\n      - targets: [%q]\n", target)
+	if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("prometheus log:\n%s", tail(string(b), 40))
+		}
+	})
+	base := "http://" + addr
+	waitQuery(t, base, `up{job="lockproxy"} == 1`)
+	return base
+}
+
+// waitQuery waits until expr returns at least one series.
+func waitQuery(t *testing.T, prom, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := promQuery(prom, expr)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus: %s: no result within 30s (%v)", expr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// promQuery evaluates an instant query and returns how many series it gave.
+func promQuery(prom, expr string) (int, error) {
+	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(expr))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return 0, err
+	}
+	if r.Status != "success" {
+		return 0, fmt.Errorf("%s: %s", r.Status, r.Error)
+	}
+	return len(r.Data.Result), nil
 }
