@@ -82,6 +82,9 @@ type Locker struct {
 	cut     bool // Abandon: no more connections
 	netConn map[net.Conn]struct{}
 
+	logMu  sync.RWMutex
+	logOff bool // set at Close: the client's goroutines outlive Close
+
 	setupMu sync.Mutex
 	setup   bool // Root, locks, wound and the own wound directory exist
 
@@ -174,6 +177,9 @@ func (l *Locker) stop(release bool) {
 		s := l.sess
 		l.mu.Unlock()
 		l.conn.Close()
+		l.logMu.Lock()
+		l.logOff = true
+		l.logMu.Unlock()
 		l.wg.Wait()
 		if s != nil {
 			l.loseSession(s, lockmgr.ErrClosed)
@@ -237,7 +243,11 @@ func (z zkLogger) Printf(format string, args ...interface{}) {
 			z.l.negotiated.Store(int64(ms))
 		}
 	}
-	z.l.opt.Logger.Debug(fmt.Sprintf(format, args...))
+	z.l.logMu.RLock()
+	defer z.l.logMu.RUnlock()
+	if !z.l.logOff {
+		z.l.opt.Logger.Debug(fmt.Sprintf(format, args...))
+	}
 }
 
 // opCtx bounds one ZooKeeper call by OpTimeout within ctx.

@@ -21,7 +21,7 @@ import (
 const testTTL = 3 * time.Second
 
 // restartTTL outlasts a ZooKeeper restart (a JVM start).
-const restartTTL = 8 * time.Second
+const restartTTL = 5 * time.Second
 
 func root() string {
 	var b [4]byte
