@@ -32,17 +32,9 @@ func (s *session) changeUser(p []byte) error {
 	if collation != 0 {
 		s.collation = collation
 	}
-	be, err := s.srv.pool.get(context.Background(), s.backendKey())
-	if err != nil {
-		_ = s.writeErrAt(seq, backendDialError(err))
-		return err
-	}
-	s.be = be
-	s.status = be.status
-	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
-		return err
-	}
-	return s.cw.flush()
+	ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+	defer cancel()
+	return s.pinBackend(ctx, seq)
 }
 
 // parseChangeUser decodes a COM_CHANGE_USER payload.

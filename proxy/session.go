@@ -173,6 +173,14 @@ func (s *session) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.pinBackend(ctx, seq)
+}
+
+// pinBackend takes a primary connection for the session's user, database
+// and capabilities, and answers the login (or COM_CHANGE_USER) with OK —
+// or with the backend's error (unknown database, access denied) when the
+// connection cannot be opened.
+func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	be, err := s.srv.pool.get(ctx, s.backendKey())
 	if err != nil {
 		s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
