@@ -534,7 +534,8 @@ func TestGoSQLLargeValues(t *testing.T) {
 			{"binary_row_exactly_16MB", maxPayload - 6}, {"17MB", 17 << 20}}},
 		// A value over maxAllowedPacket/2 goes by COM_STMT_SEND_LONG_DATA.
 		{"prepared_long_data", "maxAllowedPacket=4194304", []size{{"5MB", 5 << 20}}},
-		{"text", "interpolateParams=true", []size{{"text_row_exactly_16MB", maxPayload - 4}, {"17MB", 17 << 20}}},
+		// The interpolated INSERT is itself a COM_QUERY of over 16 MB.
+		{"text", "interpolateParams=true", []size{{"text_row_exactly_16MB", maxPayload - 4}}},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
