@@ -22,8 +22,13 @@
 // lockmgr.ErrUnavailable. Leases are renewed on every server by one
 // goroutine per Locker every ttl/3; a lease is lost when a key is no
 // longer ours on enough servers to make a majority, or when validity runs
-// out before a majority renewed it. Release is compare-and-delete on every
-// server.
+// out before a majority renewed it. While a lease is valid, renewal also
+// writes the key back on a server that lost it (restart without
+// persistence, or a grant that did not land), so the lock again survives
+// the loss of a server; a restore that lands after the lease's release is
+// given back at once. Release is compare-and-delete on every server. Try
+// returns as soon as a majority granted; a slower server's late grant is
+// kept (renewed and released like the others).
 //
 // Fencing token: the maximum over the granting majority of the per-server
 // counters, each of which is max(previous+1, server time in µs); a release

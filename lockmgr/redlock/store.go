@@ -103,38 +103,60 @@ type vote struct {
 	holder string
 }
 
-// Try implements pollwait.Store.
+// answer is one server's reply to the try script.
+type answer struct {
+	i   int
+	v   vote
+	err error
+}
+
+// Try implements pollwait.Store. It returns as soon as a majority granted
+// (a slow or hung server does not delay a grant); otherwise it waits for
+// every server, bounded by ctx.
 func (s *store) Try(ctx context.Context, r pollwait.Request) (pollwait.Result, error) {
 	n := s.names(r.Key)
-	votes := make([]vote, len(s.srv))
-	errs := s.each(func(i int, c redis.UniversalClient) error {
-		v, err := tryScript.Run(ctx, c, n, r.Tok, r.Owner.ID(), r.Owner.Priority(), s.ttl, s.tkt, s.fence).Slice()
-		if err != nil {
-			return err
-		}
-		votes[i], err = parseVote(v)
-		return err
-	})
+	// Calls still running after an early grant must land (a late grant
+	// makes the lock survive one more server failure): they run on a
+	// context that ctx's cancellation does not end, only its deadline.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	if d, ok := ctx.Deadline(); ok {
+		cctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
+	ch := make(chan answer, len(s.srv))
+	for i, c := range s.srv {
+		go func() {
+			raw, err := tryScript.Run(cctx, c, n, r.Tok, r.Owner.ID(), r.Owner.Priority(), s.ttl, s.tkt, s.fence).Slice()
+			var v vote
+			if err == nil {
+				v, err = parseVote(raw)
+			}
+			ch <- answer{i: i, v: v, err: err}
+		}()
+	}
 	var granted []int
+	errs := make([]error, len(s.srv))
 	out := pollwait.Result{Status: pollwait.Queued}
-	for i, v := range votes {
-		if errs[i] != nil {
+	for got := 1; got <= len(s.srv); got++ {
+		a := <-ch
+		if errs[a.i] = a.err; a.err != nil {
 			continue
 		}
-		switch v.status {
+		switch a.v.status {
 		case 1:
-			granted = append(granted, i)
-			out.Fence = max(out.Fence, v.fence)
+			granted = append(granted, a.i)
+			out.Fence = max(out.Fence, a.v.fence)
 		case 0:
-			out.Status, out.Holder = pollwait.Busy, v.holder
-			if d := time.Duration(v.pttl) * time.Millisecond; d > 0 && (out.Remaining == 0 || d < out.Remaining) {
+			out.Status, out.Holder = pollwait.Busy, a.v.holder
+			if d := time.Duration(a.v.pttl) * time.Millisecond; d > 0 && (out.Remaining == 0 || d < out.Remaining) {
 				out.Remaining = d
 			}
 		}
+		if len(granted) >= s.quorum {
+			go s.drain(r, n, ch, len(s.srv)-got, cancel)
+			return pollwait.Result{Status: pollwait.Granted, Fence: out.Fence}, nil
+		}
 	}
-	if len(granted) >= s.quorum {
-		return pollwait.Result{Status: pollwait.Granted, Fence: out.Fence}, nil
-	}
+	cancel()
 	if len(granted) > 0 { // a minority: give it back, keep our place in the queues
 		s.undo(r, n, granted)
 	}
@@ -143,6 +165,21 @@ func (s *store) Try(ctx context.Context, r pollwait.Request) (pollwait.Result, e
 	}
 	out.Fence = 0
 	return out, nil
+}
+
+// drain reads the answers that arrive after a majority granted. A late
+// grant is ours like the others (renewal and release go to every server);
+// a late ticket is dropped.
+func (s *store) drain(r pollwait.Request, n []string, ch <-chan answer, left int, cancel context.CancelFunc) {
+	defer cancel()
+	for range left {
+		a := <-ch
+		if a.err == nil && a.v.status != 1 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = releaseScript.Run(ctx, s.srv[a.i], n, r.Tok, 0, s.fence, "0").Err()
+			cancel()
+		}
+	}
 }
 
 func parseVote(v []any) (vote, error) {
@@ -226,8 +263,17 @@ func (s *store) Renew(ctx context.Context, held []pollwait.Held) ([]pollwait.Ren
 			cmds = make([][]*redis.Cmd, len(held))
 			var all []*redis.Cmd
 			for j, h := range held {
-				for _, k := range h.Keys {
-					cmd := renewScript.EvalSha(ctx, p, s.names(k)[:1], h.Tok, s.ttl)
+				restore := "0"
+				if h.Valid {
+					restore = "1"
+				}
+				for x, k := range h.Keys {
+					var f uint64
+					if x < len(h.Fences) {
+						f = h.Fences[x]
+					}
+					cmd := renewScript.EvalSha(ctx, p, s.names(k)[:1], h.Tok, s.ttl,
+						restore, h.Owner.ID(), h.Owner.Priority(), f)
 					cmds[j] = append(cmds[j], cmd)
 					all = append(all, cmd)
 				}
@@ -269,6 +315,9 @@ func (s *store) tally(replies [][][]int64, errs []error, j, nkeys int) pollwait.
 				continue
 			}
 			switch replies[i][j][k] {
+			case 3:
+				renewed++
+				res.Restored = true
 			case 1:
 				renewed++
 			case 2:

@@ -92,8 +92,12 @@ func TestFenceRaisedOnRelease(t *testing.T) {
 	if err := cs[0].Set(ctx, lock+":fence", high, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
+	occupy(t, ctx, cs[2], lock) // the first grant must come from servers 0 and 1
 	first, err := l.Acquire(ctx, owner("a"), key)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs[2].Del(ctx, lock).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if f := first.Fence("k"); f <= high {
@@ -102,7 +106,7 @@ func TestFenceRaisedOnRelease(t *testing.T) {
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	occupy(t, ctx, cs[0], lock) // the next grant cannot use server 0
+	occupy(t, ctx, cs[0], lock) // the next grant comes from servers 1 and 2
 	next, err := l.Acquire(ctx, owner("b"), key)
 	if err != nil {
 		t.Fatal(err)
@@ -110,5 +114,47 @@ func TestFenceRaisedOnRelease(t *testing.T) {
 	defer next.Release(ctx)
 	if next.Fence("k") <= first.Fence("k") {
 		t.Errorf("fence %d after %d; want growing", next.Fence("k"), first.Fence("k"))
+	}
+}
+
+// TestRenewalRestoresLostKey: a server that lost a held key (as after a
+// restart without persistence) gets it back from the next renewal while
+// the lease is valid, so the lock again survives one more failure.
+func TestRenewalRestoresLostKey(t *testing.T) {
+	as := sharedAddrs(t)
+	cs := clients(t, as)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pfx := prefix()
+	l := dial(t, as, pfx, testTTL)
+	defer l.Close()
+	lock := pfx + ":{k}"
+	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "k", Rule: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := cs[1].HGet(ctx, lock, "tok").Val()
+	if tok == "" {
+		t.Fatal("no lock on server 1")
+	}
+	if err := cs[0].Del(ctx, lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for cs[0].HGet(ctx, lock, "tok").Val() != tok {
+		if ctx.Err() != nil {
+			t.Fatal("lost key never restored")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !lease.Valid() {
+		t.Errorf("lease not valid after the restore: %v", lease.Err())
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cs {
+		if c.Exists(ctx, lock).Val() != 0 {
+			t.Errorf("server %d still holds the lock after release", i)
+		}
 	}
 }

@@ -90,6 +90,7 @@ func (e *Engine) granted(h *held, k lockmgr.Key, fence uint64, sent time.Time) b
 func (e *Engine) releaseCtx(ctx context.Context, h *held) error {
 	e.mu.Lock()
 	keys, fences := h.keys, h.fences
+	h.releasing = true
 	e.mu.Unlock()
 	ctx, cancel := e.opCtx(ctx)
 	defer cancel()

@@ -113,6 +113,7 @@ type held struct {
 	validUntil time.Time
 	lost       error
 	keeper     *lockmgr.Keeper
+	releasing  bool // a release was sent: a renewal's restore must be undone
 	released   bool
 }
 

@@ -39,6 +39,7 @@ func (e *Engine) renewLoop() {
 
 // renewAll renews every held key; false if the Store call failed.
 func (e *Engine) renewAll() bool {
+	now := time.Now()
 	var hs []*held
 	var items []Held
 	var counts []int
@@ -48,7 +49,8 @@ func (e *Engine) renewAll() bool {
 			continue
 		}
 		hs = append(hs, h)
-		items = append(items, Held{Tok: h.tok, Keys: keyNames(slices.Clone(h.keys))})
+		items = append(items, Held{Tok: h.tok, Keys: keyNames(h.keys), Fences: slices.Clone(h.fences),
+			Owner: h.owner, Valid: now.Before(h.validUntil)})
 		counts = append(counts, len(h.keys))
 	}
 	e.mu.Unlock()
@@ -78,6 +80,9 @@ func (e *Engine) renewAll() bool {
 // renewed applies one renewal result for the first n keys of h. Validity
 // is extended only if no key was granted since (those were not renewed).
 func (e *Engine) renewed(h *held, n int, r RenewResult, until time.Time) {
+	if r.Restored && e.restoredAfterRelease(h) {
+		return
+	}
 	if r.Wounded {
 		e.markWounded(h.owner)
 	}
@@ -136,4 +141,22 @@ func (e *Engine) expireOverdue() time.Duration {
 		e.lose(h, errRunOut)
 	}
 	return next
+}
+
+// restoredAfterRelease gives back keys a renewal restored if h was
+// released meanwhile (the restore may have landed after the release), so
+// no lock is left behind. It reports whether h was being released.
+func (e *Engine) restoredAfterRelease(h *held) bool {
+	e.mu.Lock()
+	releasing, keys, fences := h.releasing, h.keys, h.fences
+	e.mu.Unlock()
+	if !releasing {
+		return false
+	}
+	ctx, cancel := e.freshCtx()
+	defer cancel()
+	if err := e.st.Release(ctx, h.tok, keyNames(keys), fences); err != nil {
+		e.cfg.Logger.Warn("could not give back a lock restored after its release; it expires with its ttl", zap.Error(err))
+	}
+	return true
 }

@@ -45,6 +45,13 @@ type Result struct {
 type Held struct {
 	Tok  string
 	Keys []string
+	// Fences[i] was granted with Keys[i]; Owner is the holder. For Renew
+	// only.
+	Fences []uint64
+	Owner  lockmgr.Owner
+	// Valid: the lease is still valid on this process's clock, so a
+	// Store may restore a key one of its servers lost (Renew only).
+	Valid bool
 }
 
 // RenewState is the outcome of renewing one token's keys.
@@ -64,6 +71,8 @@ type RenewResult struct {
 	State RenewState
 	// Wounded: an older transaction waits for one of the keys.
 	Wounded bool
+	// Restored: a key was written back where the service had lost it.
+	Restored bool
 }
 
 // Store is one lock service. Every method is a bounded number of round
