@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -24,21 +25,9 @@ func TestAuditSlowWait(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	p := observedProxy(t, observed{log: zap.New(core), edit: lockRules(db, 50*time.Millisecond), locker: memLocker})
 	a, b := p.db(t, db, ""), p.db(t, db, "")
-	tx, err := a.BeginTx(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() {
-		_, err := b.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
-		waited <- err
-	}()
 	// The waiter is released only once it has waited twice slow_wait.
 	var waiter LockInfo
-	eventually(t, 10*time.Second, "the second session waits for 100ms", func() bool {
+	err := contend(t, a, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1", func() bool {
 		for _, l := range p.srv.Locks() {
 			if l.State == "waiting" && l.AgeSec >= 0.1 {
 				waiter = l
@@ -47,10 +36,7 @@ func TestAuditSlowWait(t *testing.T) {
 		}
 		return false
 	})
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-waited; err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,13 +81,7 @@ func TestAuditNoPasswords(t *testing.T) {
 
 func testNoPasswords(t *testing.T, plugin string) {
 	base, db := lockSchema(t)
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	user, secret := "obs_"+hex.EncodeToString(rnd[:4]), "Pw-"+hex.EncodeToString(rnd[:])
-	root := base.direct(t, "", "")
-	mustExec(t, root, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
-		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() { _, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'") })
+	user, secret := secretUser(t, base, db)
 
 	core, logs := observer.New(zapcore.DebugLevel)
 	t.Cleanup(func() { checkNoSecret(t, logs, secret, user) }) // after the proxy has shut down
@@ -158,6 +138,20 @@ func testNoPasswords(t *testing.T, plugin string) {
 	}
 }
 
+// secretUser creates a MariaDB user with a random password and every
+// privilege on db, dropped when the test ends.
+func secretUser(t *testing.T, base *testProxy, db string) (user, secret string) {
+	t.Helper()
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	user, secret = "obs_"+hex.EncodeToString(rnd[:4]), "Pw-"+hex.EncodeToString(rnd[:])
+	root := base.direct(t, "", "")
+	mustExec(t, root, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
+		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() { _, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'") })
+	return user, secret
+}
+
 // checkNoSecret fails when any logged line, rendered as the JSON the
 // production log writes, contains secret. It also insists the run logged
 // lines naming user, so a silent logger cannot pass.
@@ -182,4 +176,54 @@ func checkNoSecret(t *testing.T, logs *observer.ObservedLogs, secret, user strin
 	if mentions == 0 {
 		t.Errorf("no line of %d names user %s: the audit lines are missing", logs.Len(), user)
 	}
+}
+
+// TestConnectionMetrics checks the client connection gauge follows the
+// open connections and that a refused login is counted.
+func TestConnectionMetrics(t *testing.T) {
+	p := startProxy(t, nil)
+	h := p.db(t, "", "")
+	h.SetMaxIdleConns(3)
+	conns := make([]*sql.Conn, 0, 3)
+	for range 3 {
+		c, err := h.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PingContext(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if n := value(t, p.reg, "lockproxy_client_connections", ""); n != 3 {
+		t.Errorf("lockproxy_client_connections = %v with 3 open, want 3", n)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	_ = h.Close()
+	eventually(t, 10*time.Second, "lockproxy_client_connections back to 0", func() bool {
+		return value(t, p.reg, "lockproxy_client_connections", "") == 0
+	})
+	bad := strings.Replace(p.bed.DSN(p.addr, "", ""), ":"+p.bed.Password+"@", ":not-"+p.bed.Password+"@", 1)
+	if db, err := openDBErr(bad); err == nil {
+		_ = db.Close()
+		t.Fatal("a wrong password logged in")
+	}
+	if n := value(t, p.reg, "lockproxy_auth_failures_total", ""); n != 1 {
+		t.Errorf("lockproxy_auth_failures_total = %v after one refused login, want 1", n)
+	}
+}
+
+// openDBErr opens dsn and pings it, returning the login error.
+func openDBErr(dsn string) (*sql.DB, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Ping(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
 }

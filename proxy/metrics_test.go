@@ -179,57 +179,57 @@ func waitReleased(t *testing.T, p *testProxy) {
 	})
 }
 
+// contend has a take the row stmt writes, in a transaction, and b run
+// stmt meanwhile; once ready says b is waiting as the test wants, a
+// commits. It returns b's result.
+func contend(t *testing.T, a, b *sql.DB, stmt string, ready func() bool) error {
+	t.Helper()
+	tx, err := a.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.Exec(stmt)
+		waited <- err
+	}()
+	eventually(t, 10*time.Second, "the second session waits", ready)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return <-waited
+}
+
 // TestLockMetrics drives contention through lockproxy and checks that the
 // lock series count exactly the guarded statements sent.
 func TestLockMetrics(t *testing.T) {
 	_, db := lockSchema(t)
 	p := observedProxy(t, observed{edit: lockRules(db, 0), locker: memLocker})
 	a, b := p.db(t, db, ""), p.db(t, db, "")
-	ctx := context.Background()
 
 	// sku-stock: a holds row 1, b waits for it and gets it; b takes row 2
 	// uncontended. Three acquisitions, one of them after a wait.
-	tx, err := a.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan error, 1)
-	go func() {
-		_, err := b.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
-		waited <- err
-	}()
-	eventually(t, 10*time.Second, "the second session waits", func() bool {
-		return value(t, p.reg, "lockproxy_lock_waiters", "") == 1
+	heldWhileWaiting := -1.0
+	err := contend(t, a, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1", func() bool {
+		if value(t, p.reg, "lockproxy_lock_waiters", "") != 1 {
+			return false
+		}
+		heldWhileWaiting = value(t, p.reg, "lockproxy_locks_held", "")
+		return true
 	})
-	if held := value(t, p.reg, "lockproxy_locks_held", ""); held != 1 {
-		t.Errorf("lockproxy_locks_held = %v while one row is held, want 1", held)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-waited; err != nil {
+	if err != nil {
 		t.Fatalf("the waiter did not get the lock after the commit: %v", err)
+	}
+	if heldWhileWaiting != 1 {
+		t.Errorf("lockproxy_locks_held = %v while one row is held, want 1", heldWhileWaiting)
 	}
 	mustExec(t, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 2")
 
 	// hot-row: a holds row 1, b gives up with 1205 after 200ms.
-	tx, err = a.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE hot SET v = v + 1 WHERE id = 1"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Exec("UPDATE hot SET v = v + 1 WHERE id = 1")
-	if me := mysqlErr(t, err); me.Number != 1205 {
-		t.Fatalf("want 1205 while the row is held, got %v", me)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	timeoutOnHeldRow(t, a, b, "UPDATE hot SET v = v + 1 WHERE id = 1")
 
 	// An unkeyed write is refused before any lock is asked for.
 	_, err = b.Exec("UPDATE sku SET stock = 0")
@@ -255,24 +255,42 @@ func TestLockMetrics(t *testing.T) {
 		// with the uncontended grants.
 		h := families(t, p.reg)["lockproxy_lock_wait_seconds"]
 		for _, m := range h.GetMetric() {
-			if labelKey(m) != "rule=sku-stock" {
-				continue
-			}
-			first := m.GetHistogram().GetBucket()[0].GetCumulativeCount()
-			if first > 2 {
-				t.Errorf("all %d sku-stock waits in the first bucket (le=%g)", first, m.GetHistogram().GetBucket()[0].GetUpperBound())
+			if first := m.GetHistogram().GetBucket()[0]; labelKey(m) == "rule=sku-stock" && first.GetCumulativeCount() > 2 {
+				t.Errorf("all %d sku-stock waits in the first bucket (le=%g)", first.GetCumulativeCount(), first.GetUpperBound())
 			}
 		}
 	})
-	t.Run("lint", func(t *testing.T) {
-		problems, err := testutil.GatherAndLint(p.reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, pr := range problems {
-			t.Errorf("%s: %s", pr.Metric, pr.Text)
-		}
-	})
+	t.Run("lint", func(t *testing.T) { lint(t, p.reg) })
+}
+
+// timeoutOnHeldRow has a hold the row stmt writes while b runs stmt,
+// which must give up with 1205.
+func timeoutOnHeldRow(t *testing.T, a, b *sql.DB, stmt string) {
+	t.Helper()
+	tx, err := a.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Exec(stmt)
+	if me := mysqlErr(t, err); me.Number != 1205 {
+		t.Fatalf("want 1205 while the row is held, got %v", me)
+	}
+}
+
+// lint fails on every promlint problem of the registry's series.
+func lint(t *testing.T, g prometheus.Gatherer) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("%s: %s", pr.Metric, pr.Text)
+	}
 }
 
 // TestLeaseLostMetric takes a row lock through lockproxy on Redis, has the
@@ -449,54 +467,5 @@ func TestRewriteMetrics(t *testing.T) {
 		"mode=cas,result=conflicted,rule=stock-cas": 1,
 		"mode=cas,result=skipped,rule=stock-cas":    1,
 	})
-}
-
-// TestConnectionMetrics checks the client connection gauge follows the
-// open connections and that a refused login is counted.
-func TestConnectionMetrics(t *testing.T) {
-	p := startProxy(t, nil)
-	h := p.db(t, "", "")
-	h.SetMaxIdleConns(3)
-	conns := make([]*sql.Conn, 0, 3)
-	for range 3 {
-		c, err := h.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.PingContext(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	if n := value(t, p.reg, "lockproxy_client_connections", ""); n != 3 {
-		t.Errorf("lockproxy_client_connections = %v with 3 open, want 3", n)
-	}
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	_ = h.Close()
-	eventually(t, 10*time.Second, "lockproxy_client_connections back to 0", func() bool {
-		return value(t, p.reg, "lockproxy_client_connections", "") == 0
-	})
-	bad := strings.Replace(p.bed.DSN(p.addr, "", ""), ":"+p.bed.Password+"@", ":not-"+p.bed.Password+"@", 1)
-	if db, err := openDBErr(bad); err == nil {
-		_ = db.Close()
-		t.Fatal("a wrong password logged in")
-	}
-	if n := value(t, p.reg, "lockproxy_auth_failures_total", ""); n != 1 {
-		t.Errorf("lockproxy_auth_failures_total = %v after one refused login, want 1", n)
-	}
-}
-
-// openDBErr opens dsn and pings it, returning the login error.
-func openDBErr(dsn string) (*sql.DB, error) {
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, err
-	}
-	if err := db.Ping(); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return db, nil
+	lint(t, p.reg)
 }
