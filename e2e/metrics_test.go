@@ -42,6 +42,42 @@ func promTool(t *testing.T, name string) string {
 	return ""
 }
 
+// checkDebugLocks wants /debug/locks to list exactly the one held row 1
+// of sku-stock, with its user and statement.
+func checkDebugLocks(t *testing.T, bed *testbed.Bed, in *instance) {
+	t.Helper()
+	var body struct {
+		Instance string `json:"instance"`
+		Locks    []struct {
+			Key, Rule, State, User, Statement string
+		} `json:"locks"`
+	}
+	raw := get(t, "http://"+in.admin+"/debug/locks")
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("%v\n%s", err, raw)
+	}
+	if len(body.Locks) != 1 || body.Locks[0].Rule != "sku-stock" || body.Locks[0].State != "held" ||
+		!strings.HasSuffix(body.Locks[0].Key, "/1") || body.Locks[0].User != bed.User ||
+		!strings.Contains(body.Locks[0].Statement, "sku_id = 1") || body.Instance == "" {
+		t.Fatalf("want the one held row of sku-stock:\n%s", raw)
+	}
+}
+
+// scrapeSettled scrapes /metrics once the reload and the release after
+// the refused COMMIT, both asynchronous, show (or after 10s).
+func scrapeSettled(t *testing.T, in *instance) []byte {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		metrics := get(t, "http://"+in.admin+"/metrics")
+		if bytes.Contains(metrics, []byte(`lockproxy_config_reloads_total{result="success"} 1`)) &&
+			bytes.Contains(metrics, []byte("lockproxy_locks_held 0")) || time.Now().After(deadline) {
+			return metrics
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // loseLease has c take row 1 in a transaction, hands its Redis lock to
 // someone else behind lockproxy's back, waits for the renewal to count the
 // loss, and checks the COMMIT is then refused with 1213.
@@ -112,40 +148,13 @@ func TestMetricsExposition(t *testing.T) {
 		t.Fatalf("update of the held row: want 1205, got %v", err)
 	}
 
-	t.Run("/debug/locks shows the held row", func(t *testing.T) {
-		var body struct {
-			Instance string `json:"instance"`
-			Locks    []struct {
-				Key, Rule, State, User, Statement string
-			} `json:"locks"`
-		}
-		raw := get(t, "http://"+in.admin+"/debug/locks")
-		if err := json.Unmarshal(raw, &body); err != nil {
-			t.Fatalf("%v\n%s", err, raw)
-		}
-		if len(body.Locks) != 1 || body.Locks[0].Rule != "sku-stock" || body.Locks[0].State != "held" ||
-			!strings.HasSuffix(body.Locks[0].Key, "/1") || body.Locks[0].User != bed.User ||
-			!strings.Contains(body.Locks[0].Statement, "sku_id = 1") || body.Instance == "" {
-			t.Fatalf("want the one held row of sku-stock:\n%s", raw)
-		}
-	})
+	t.Run("/debug/locks shows the held row", func(t *testing.T) { checkDebugLocks(t, bed, in) })
 	execOn(t, holder, "COMMIT")
 	loseLease(t, bed, in, holder)
 	if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	// The reload and the release after the refused COMMIT are both
-	// asynchronous: scrape until they show.
-	var metrics []byte
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		metrics = get(t, "http://"+in.admin+"/metrics")
-		if bytes.Contains(metrics, []byte(`lockproxy_config_reloads_total{result="success"} 1`)) &&
-			bytes.Contains(metrics, []byte("lockproxy_locks_held 0")) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	metrics := scrapeSettled(t, in)
 	t.Run("DESIGN.md series present", func(t *testing.T) {
 		for _, want := range []string{
 			`lockproxy_lock_wait_seconds_bucket{rule="sku-stock",le="+Inf"} 6`,
