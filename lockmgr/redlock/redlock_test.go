@@ -99,8 +99,26 @@ func TestConformance(t *testing.T) {
 		},
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*redlock.Locker).Abandon() },
+		// One server of three restarts empty: the lock lives on in the
+		// majority and renewal writes it back on the restarted one.
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
+			ss := servers(t, 3)
+			pfx := prefix()
+			ls := []lockmgr.Locker{dial(t, addrs(ss), pfx, restartTTL), dial(t, addrs(ss), pfx, restartTTL)}
+			return ls, restartTTL, func() {
+				if err := ss[0].kill(); err != nil {
+					t.Fatal(err)
+				}
+				if err := ss[0].start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
 	})
 }
+
+// restartTTL outlasts a server restart.
+const restartTTL = 3 * time.Second
 
 func TestTooFewServers(t *testing.T) {
 	for _, n := range []int{0, 1, 2} {

@@ -21,6 +21,9 @@ import (
 type server struct {
 	addr    string
 	pidfile string
+	bin     string
+	dir     string
+	port    int
 }
 
 // startServers starts n independent redis-servers in dir. A missing
@@ -31,27 +34,33 @@ func startServers(dir string, n int) ([]*server, error) {
 		return nil, fmt.Errorf("redis-server not installed: %w", err)
 	}
 	var out []*server
-	for i := range n {
+	for range n {
 		port, err := freePort()
 		if err != nil {
 			stopServers(out)
 			return nil, err
 		}
-		s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), pidfile: filepath.Join(dir, fmt.Sprintf("redis-%d.pid", port))}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--daemonize", "yes", "--pidfile", s.pidfile, "--dir", dir,
-			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", i)))
-		if b, err := cmd.CombinedOutput(); err != nil {
-			stopServers(out)
-			return nil, fmt.Errorf("start redis-server: %v: %s", err, b)
-		}
+		s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), bin: bin, dir: dir, port: port,
+			pidfile: filepath.Join(dir, fmt.Sprintf("redis-%d.pid", port))}
 		out = append(out, s)
-		if err := s.waitUp(); err != nil {
+		if err := s.start(); err != nil {
 			stopServers(out)
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// start runs the server (again, empty) and waits until it answers.
+func (s *server) start() error {
+	p := strconv.Itoa(s.port)
+	cmd := exec.Command(s.bin, "--port", p, "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--daemonize", "yes", "--pidfile", s.pidfile, "--dir", s.dir,
+		"--logfile", filepath.Join(s.dir, "redis-"+p+".log"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("start redis-server: %v: %s", err, b)
+	}
+	return s.waitUp()
 }
 
 func freePort() (int, error) {

@@ -174,12 +174,13 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// undo gives back a grant that came too late, keeping nothing.
+// undo drops the ticket and gives back any grant (too late, or made in a
+// reply never read), keeping nothing.
 func (a *attempt) undo() {
 	ctx, cancel := a.e.freshCtx()
 	defer cancel()
 	if err := a.e.st.Leave(ctx, a.req()); err != nil {
-		a.e.cfg.Logger.Warn("giving back a late grant failed; it expires with its ttl",
+		a.e.cfg.Logger.Warn("cleanup after a failed or late try failed; the ticket or lock expires on its own",
 			zap.String("key", a.k.Name), zap.Error(err))
 	}
 	a.queued = false
