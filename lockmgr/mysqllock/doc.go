@@ -44,6 +44,14 @@
 // lockmgr.ErrUnavailable; lock-wait timeouts and InnoDB deadlocks between
 // lock statements are retried.
 //
+// Connections made by Open (or Connector) run READ COMMITTED, so the
+// guards' reads of the waiter table take no gap locks; this needs a binlog
+// format of ROW or MIXED (the defaults of MySQL 8 and MariaDB), not
+// STATEMENT. A pool passed to New should come from Connector. Lock rows go
+// to the binlog like any write and so reach the replicas; a failover to a
+// replica that has them keeps the locks, one that lacks the latest grants
+// can grant them again (the same window as a Redis failover).
+//
 // The package imports only lockmgr (and its internal engine) among
 // lockproxy packages and must never import another.
 package mysqllock
