@@ -18,7 +18,12 @@ type Sample struct {
 	ProxyCPUUs  float64 `json:"proxy_cpu_us,omitempty"`
 	MysqldCPUUs float64 `json:"mysqld_cpu_us,omitempty"`
 	RedisCPUUs  float64 `json:"redis_cpu_us,omitempty"`
-	HostBusy    float64 `json:"host_busy,omitempty"`
+	// From lockproxy's own histograms during a timed run: mean wait for
+	// and hold of one lock, and the share of the run a lock was held.
+	LockWaitMs float64 `json:"lock_wait_ms,omitempty"`
+	LockHoldMs float64 `json:"lock_hold_ms,omitempty"`
+	LockBusy   float64 `json:"lock_busy,omitempty"`
+	HostBusy   float64 `json:"host_busy,omitempty"`
 }
 
 // Arm is one side of a comparison: how to run it, and the arm (by name) its
@@ -54,6 +59,9 @@ type Result struct {
 	ProxyCPUUs     float64 `json:"proxy_cpu_us"`
 	MysqldCPUUs    float64 `json:"mysqld_cpu_us"`
 	RedisCPUUs     float64 `json:"redis_cpu_us"`
+	LockWaitMs     float64 `json:"lock_wait_ms"`
+	LockHoldMs     float64 `json:"lock_hold_ms"`
+	LockBusy       float64 `json:"lock_busy"`
 	HostBusy       float64 `json:"host_busy"`
 
 	DoneRatio     float64 `json:"done_ratio"`
@@ -99,7 +107,7 @@ func Summarise(rs []Result) {
 	}
 	for i := range rs {
 		r := &rs[i]
-		var done, att, p50, p99, mx, jain, mom, retr, pcpu, mcpu, rcpu, busy []float64
+		var done, att, p50, p99, mx, jain, mom, retr, pcpu, mcpu, rcpu, busy, lw, lh, lb []float64
 		for _, s := range r.Samples {
 			done = append(done, s.Run.DonePerSec())
 			att = append(att, s.Run.AttemptsPerSec())
@@ -111,6 +119,7 @@ func Summarise(rs []Result) {
 			retr = append(retr, float64(s.Run.Retries))
 			pcpu, mcpu, busy = append(pcpu, s.ProxyCPUUs), append(mcpu, s.MysqldCPUUs), append(busy, s.HostBusy)
 			rcpu = append(rcpu, s.RedisCPUUs)
+			lw, lh, lb = append(lw, s.LockWaitMs), append(lh, s.LockHoldMs), append(lb, s.LockBusy)
 			r.OversoldMax = max(r.OversoldMax, s.Oversold)
 			r.LostMax = max(r.LostMax, s.Lost)
 			r.Errors += s.Run.Errors
@@ -123,6 +132,7 @@ func Summarise(rs []Result) {
 		r.Jain, r.MaxOverMin, r.Retries = Median(jain), Median(mom), Median(retr)
 		r.ProxyCPUUs, r.MysqldCPUUs, r.HostBusy = Median(pcpu), Median(mcpu), Median(busy)
 		r.RedisCPUUs = Median(rcpu)
+		r.LockWaitMs, r.LockHoldMs, r.LockBusy = Median(lw), Median(lh), Median(lb)
 		if b, ok := byName[r.Baseline]; ok && r.Baseline != "" {
 			r.DoneRatio = pairedRatio(r.Samples, b.Samples, Run.DonePerSec)
 			r.AttemptsRatio = pairedRatio(r.Samples, b.Samples, Run.AttemptsPerSec)

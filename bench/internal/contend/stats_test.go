@@ -110,3 +110,33 @@ func TestMedianRatio(t *testing.T) {
 		t.Errorf("X: %q %q", X(0), X(1.234))
 	}
 }
+
+func TestParseLockMetrics(t *testing.T) {
+	text := `# HELP lockproxy_lock_hold_seconds x
+# TYPE lockproxy_lock_hold_seconds histogram
+lockproxy_lock_hold_seconds_bucket{rule="a",le="0.001"} 3
+lockproxy_lock_hold_seconds_sum{rule="a"} 1.5
+lockproxy_lock_hold_seconds_count{rule="a"} 10
+lockproxy_lock_hold_seconds_sum{rule="b"} 0.5
+lockproxy_lock_hold_seconds_count{rule="b"} 10
+lockproxy_lock_wait_seconds_sum{rule="a"} 2
+lockproxy_lock_wait_seconds_count{rule="a"} 4
+lockproxy_lock_waiters 3
+`
+	m, err := ParseLockMetrics(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := LockMetrics{WaitSum: 2, WaitCount: 4, HoldSum: 2, HoldCount: 20}
+	if m != want {
+		t.Fatalf("ParseLockMetrics = %+v, want %+v", m, want)
+	}
+	d := m.Sub(LockMetrics{HoldSum: 1, HoldCount: 10})
+	wait, hold, busy := LockFigures(d, 4)
+	if wait != 500 || hold != 100 || busy != 0.25 {
+		t.Errorf("LockFigures = %v ms wait, %v ms hold, %v busy; want 500, 100, 0.25", wait, hold, busy)
+	}
+	if _, err := ParseLockMetrics("lockproxy_lock_hold_seconds_sum{rule=\"a\"} x\n"); err == nil {
+		t.Error("a bad value parsed")
+	}
+}

@@ -50,10 +50,23 @@ func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) 
 			return Sample{}, err
 		}
 		defer closeAll()
+		var m0 LockMetrics
+		if len(ps) > 0 {
+			if m0, err = ScrapeLocks(ctx, ps); err != nil {
+				return Sample{}, err
+			}
+		}
 		cpu := startCPU(t.Env, ps)
 		run := Timed(ctx, t.Clients, t.Duration, mk(pools))
 		s := Sample{Run: run}
 		cpu.stop(&s)
+		if len(ps) > 0 {
+			m1, err := ScrapeLocks(ctx, ps)
+			if err != nil {
+				return Sample{}, err
+			}
+			s.LockWaitMs, s.LockHoldMs, s.LockBusy = LockFigures(m1.Sub(m0), run.Seconds)
+		}
 		st, err := ReadState(ctx, t.Admin)
 		if err != nil {
 			return Sample{}, err

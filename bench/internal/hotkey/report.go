@@ -42,16 +42,20 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		d.Clients, d.Seconds, d.Rounds, contend.X(d.VsAppLock))
 	b.WriteString(contend.Table(d.Main, "tx"))
 	b.WriteString(contend.Errors(d.Main))
+	b.WriteString("Fairness and the lock as lockproxy saw it (medians over rounds): Jain's index over the committed transactions of the 64 clients, " +
+		"the busiest client's count over the least busy one's, and from lockproxy's `lockproxy_lock_wait_seconds` / `lockproxy_lock_hold_seconds` histograms the mean wait for the lock, " +
+		"the mean time it was held, and *lock busy* = total hold time / run time: with one hot row, 1 − busy is the share of the run the row's lock was held by nobody, i.e. in handoff.\n\n")
+	b.WriteString(lockTable(d.Main))
 	b.WriteString("CPU per committed transaction (median over rounds):\n\n")
 	b.WriteString(contend.CPUTable(d.Main, "tx"))
 	fmt.Fprintf(&b, "**Handoff fairness** (%.0f s per run, one run each, same transaction): committed transactions per client, "+
 		"Jain's index (1 = all clients served equally, 1/n = one client served), max/min transactions of one client, and the wait tail. "+
 		"Ratios against FOR UPDATE direct with the same number of waiters.\n\n", d.FairSeconds)
-	b.WriteString("| waiters | via | tx/s | ratio | p50 ms | p99 ms | p99/p50 | max ms | Jain | max/min per client | lost |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| waiters | via | tx/s | ratio | p50 ms | p99 ms | p99/p50 | max ms | Jain | max/min per client | lock hold ms | lock busy | lost |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, a := range d.Fairness {
-		fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %.2f | %.2f | %.1f | %.1f | %.3f | %s | %d |\n",
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %.2f | %.2f | %.1f | %.1f | %.3f | %s | %s | %s | %d |\n",
 			clientsOf(a), contend.Via(a.Instances), a.DonePerSec, contend.X(a.DoneRatio), a.P50Ms, a.P99Ms,
-			contend.Ratio(a.P99Ms, a.P50Ms), a.MaxMs, a.Jain, mom(a.MaxOverMin), a.LostMax)
+			contend.Ratio(a.P99Ms, a.P50Ms), a.MaxMs, a.Jain, mom(a.MaxOverMin), opt(a.Instances, "%.2f", a.LockHoldMs), opt(a.Instances, "%.0f%%", a.LockBusy*100), a.LostMax)
 	}
 	b.WriteString("\n")
 	b.WriteString(contend.Errors(d.Fairness))
@@ -85,4 +89,24 @@ func drawMain(path string, arms []contend.Result) error {
 		tps.Values = append(tps.Values, a.DonePerSec)
 	}
 	return chart.Bars(path, chart.Labels{Title: "one hot row, 64 clients: committed transactions per second", Y: "tx/s"}, labels, []chart.Series{tps})
+}
+
+// lockTable is fairness and lockproxy's own lock figures per arm.
+func lockTable(arms []contend.Result) string {
+	var b strings.Builder
+	b.WriteString("| arm | Jain | max/min per client | lock wait ms | lock hold ms | lock busy |\n|---|--:|--:|--:|--:|--:|\n")
+	for _, a := range arms {
+		fmt.Fprintf(&b, "| %s | %.3f | %s | %s | %s | %s |\n", a.Name, a.Jain, mom(a.MaxOverMin),
+			opt(a.Instances, "%.2f", a.LockWaitMs), opt(a.Instances, "%.2f", a.LockHoldMs), opt(a.Instances, "%.0f%%", a.LockBusy*100))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// opt formats v for arms through lockproxy and "–" for direct ones.
+func opt(instances int, format string, v float64) string {
+	if instances == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
 }
