@@ -68,7 +68,9 @@ func (s *session) dispatch(p []byte) error {
 			s.db = string(p[1:])
 		}
 		return nil
-	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_PROCESS_KILL, mysql.COM_DEBUG:
+	case mysql.COM_PROCESS_KILL:
+		return s.processKill(p)
+	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_DEBUG:
 		return s.forward(p, relaySingle, false)
 	case mysql.COM_SET_OPTION:
 		s.be.optionSet = true // never pooled again: see backendConn.optionSet
@@ -156,6 +158,11 @@ func (s *session) resetConnection(p []byte) error {
 func (s *session) query(p []byte) error {
 	if isShow(p[1:]) {
 		if done, err := s.showLockproxy(p[1:]); done {
+			return err
+		}
+	}
+	if isKill(p[1:]) {
+		if done, err := s.killStatement(p[1:]); done {
 			return err
 		}
 	}

@@ -66,6 +66,10 @@ type session struct {
 	lastAffected  uint64
 	unsafeCharset bool
 
+	// thread is the backend thread id of the pinned primary connection,
+	// for KILL from other sessions.
+	thread atomic.Uint32
+
 	// current is the text of the statement being served (when analysed),
 	// for /debug/locks.
 	current atomic.Pointer[string]
@@ -188,6 +192,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 		return err
 	}
 	s.be = be
+	s.thread.Store(be.threadID)
 	s.status = be.status
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
 		return err

@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Clients cancel with KILL QUERY <id>, where id is the connection id of
+// lockproxy's greeting — not the backend's thread id. lockproxy translates
+// the id of one of its sessions into that session's backend thread and
+// sends the KILL on the asking session's own connection, so the backend
+// still decides whether this user may kill that thread.
+
+// isKill is a cheap test for a statement starting with KILL.
+func isKill(q []byte) bool {
+	t := strings.TrimLeft(string(q[:min(len(q), 32)]), " \t\r\n")
+	return len(t) > 5 && strings.EqualFold(t[:4], "kill") && (t[4] == ' ' || t[4] == '\t' || t[4] == '\n')
+}
+
+// killStatement serves KILL [QUERY | CONNECTION] id when q is one; it
+// reports false for anything else (an expression id, other text), which
+// then runs as sent.
+func (s *session) killStatement(q []byte) (bool, error) {
+	stmts, err := parser.Parse(string(q))
+	if err != nil || len(stmts) != 1 {
+		return false, nil
+	}
+	k, ok := stmts[0].(*ast.KillStmt)
+	if !ok || k.Expr != nil || k.TiDBExtension {
+		return false, nil
+	}
+	return true, s.kill(k.Query, k.ConnectionID)
+}
+
+// processKill serves COM_PROCESS_KILL (a connection kill by id).
+func (s *session) processKill(p []byte) error {
+	if len(p) < 5 {
+		return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "malformed COM_PROCESS_KILL"))
+	}
+	return s.kill(false, uint64(binary.LittleEndian.Uint32(p[1:])))
+}
+
+// kill ends the query or the backend connection of the session with
+// lockproxy connection id id.
+func (s *session) kill(query bool, id uint64) error {
+	thread, ok := s.srv.backendThread(id)
+	if !ok {
+		return s.writeErrAt(1, &sqlError{Code: 1094, State: "HY000", Msg: fmt.Sprintf("lockproxy: Unknown thread id: %d", id)})
+	}
+	verb := "KILL CONNECTION "
+	if query {
+		verb = "KILL QUERY "
+	}
+	return s.forward(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...), relayResults, false)
+}
+
+// backendThread is the backend thread id of session id's primary
+// connection.
+func (s *Server) backendThread(id uint64) (uint32, bool) {
+	if id > uint64(^uint32(0)) {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[uint32(id)]
+	if sess == nil {
+		return 0, false
+	}
+	t := sess.thread.Load()
+	return t, t != 0
+}
