@@ -135,11 +135,15 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	pred := q.ahead[len(q.ahead)-1]
-	predC := l.cli.Watch(wctx, string(pred.Key), clientv3.WithRev(q.rev+1), clientv3.WithFilterPut())
+	predC, err := a.watch(ctx, wctx, q.ahead[len(q.ahead)-1])
+	if err != nil || predC == nil {
+		return err
+	}
 	var headC clientv3.WatchChan
 	if len(q.ahead) > 1 && a.youngerWaiterAhead(q) {
-		headC = l.cli.Watch(wctx, string(q.ahead[0].Key), clientv3.WithRev(q.rev+1), clientv3.WithFilterPut())
+		if headC, err = a.watch(ctx, wctx, q.ahead[0]); err != nil || headC == nil {
+			return err
+		}
 	}
 	t := time.NewTimer(l.opt.WaitSlice)
 	defer t.Stop()
@@ -156,6 +160,41 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
 	}
 	return nil
+}
+
+// watch watches kv's key for its deletion and returns the watch once etcd
+// confirmed it and kv was seen to exist after that; nil (read again) if kv
+// is gone or the watch failed. The watch starts at the current revision:
+// one that starts at an older revision is served by etcd's catch-up loop,
+// up to 100ms late.
+func (a *attempt) watch(ctx, wctx context.Context, kv *mvccpb.KeyValue) (clientv3.WatchChan, error) {
+	l := a.l
+	key := string(kv.Key)
+	wc := l.cli.Watch(wctx, key, clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	t := time.NewTimer(l.opt.OpTimeout)
+	defer t.Stop()
+	select {
+	case resp, ok := <-wc:
+		if !ok || resp.Err() != nil || !resp.Created {
+			return nil, nil
+		}
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, lockmgr.WaitError(ctx, a.k)
+	case <-l.ctx.Done():
+		return nil, lockmgr.ErrClosed
+	}
+	octx, cancel := l.opCtx(ctx)
+	defer cancel()
+	resp, err := l.cli.Get(octx, key, clientv3.WithCountOnly())
+	if err != nil {
+		return nil, classify(ctx, a.k, err)
+	}
+	if resp.Count == 0 {
+		return nil, nil
+	}
+	return wc, nil
 }
 
 // youngerWaiterAhead reports whether a waiter (not the holder) ahead is a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -31,7 +32,11 @@ func root() string {
 
 func newLocker(t testing.TB, addr, root string, ttl time.Duration) *zklock.Locker {
 	t.Helper()
-	l, err := zklock.New([]string{addr}, &zklock.Options{TTL: ttl, Root: root, Logger: zaptest.NewLogger(t)})
+	log := zap.NewNop()
+	if _, ok := t.(*testing.T); ok {
+		log = zaptest.NewLogger(t)
+	}
+	l, err := zklock.New([]string{addr}, &zklock.Options{TTL: ttl, Root: root, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
