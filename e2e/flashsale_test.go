@@ -151,6 +151,17 @@ func runSale(t *testing.T, direct *sql.DB, handles []*sql.DB, buyers, stock int,
 
 func TestFlashSaleTwoProxies(t *testing.T) {
 	bed := testbed.Get(t)
+	for _, backend := range []struct{ name, locks string }{
+		{"redis", redisLocks(bed, "10s", "10s")},
+		{"mysql", "locks:\n  backend: mysql\n  mysql: {table: e2e_flashsale_locks.locks}\n  ttl: 10s\n  wait_timeout: 10s\n"},
+	} {
+		t.Run(backend.name, func(t *testing.T) { flashSale(t, bed, backend.locks) })
+	}
+}
+
+// flashSale runs the sale through two lockproxy instances on one lock
+// backend, in text and prepared form, next to the same code run directly.
+func flashSale(t *testing.T, bed *testbed.Bed, locks string) {
 	const dbName, buyers, stock = "e2e_flashsale", 400, 100
 	direct := freshDB(t, bed, dbName)
 	for _, s := range []string{saleSchema, ordersSchema} {
@@ -158,7 +169,6 @@ func TestFlashSaleTwoProxies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	locks := redisLocks(bed, "10s", "10s")
 	a := start(t, bed, locks, saleRule(dbName))
 	b := start(t, bed, locks, saleRule(dbName))
 	for _, mode := range []struct {

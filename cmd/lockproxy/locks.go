@@ -2,15 +2,22 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/etcdlock"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/lockmgr/mysqllock"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/lockproxy/lockproxy/lockmgr/redlock"
+	"github.com/lockproxy/lockproxy/lockmgr/zklock"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
@@ -22,39 +29,114 @@ type lockBackend struct {
 	ping func(ctx context.Context) error
 }
 
+const lockOpTimeout = time.Second
+
 // newLocker builds the lock backend rules.yaml names.
-func newLocker(cfg rules.LockConfig, reg prometheus.Registerer, log *zap.Logger) (*lockBackend, error) {
+func newLocker(cfg *rules.Config, reg prometheus.Registerer, log *zap.Logger) (*lockBackend, error) {
 	m, err := lockmgr.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
-	switch cfg.Backend {
+	lc := cfg.Locks
+	log = log.Named("locks")
+	switch lc.Backend {
 	case "", "memory":
 		l := memlock.New(log, m)
 		return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
 	case "redis":
-		rc := cfg.Redis
-		if rc == nil || len(rc.Addrs) == 0 {
-			return nil, fmt.Errorf("lockproxy: locks.redis.addrs is required for the redis backend")
+		if lc.Redis != nil && lc.Redis.Mode == "redlock" {
+			return newRedlock(lc, m, log)
 		}
-		if rc.Mode == "redlock" {
-			return nil, fmt.Errorf("lockproxy: locks.redis.mode redlock is not available in this build")
-		}
-		rdb := redis.NewUniversalClient(&redis.UniversalOptions{
-			Addrs:         rc.Addrs,
-			MasterName:    rc.MasterName,
-			IsClusterMode: rc.Cluster,
-			Username:      rc.Username,
-			Password:      rc.Password,
-			DB:            rc.DB,
-			DialTimeout:   time.Second,
-			ReadTimeout:   time.Second,
-			WriteTimeout:  time.Second,
-		})
-		l := redislock.New(rdb, &redislock.Options{TTL: cfg.TTL.D(), Logger: log, Metrics: m})
-		return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
-			ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
+		return newRedisLocker(lc, m, log)
+	case "mysql":
+		return newMySQLLocker(cfg, m, log)
+	case "etcd":
+		return newEtcdLocker(lc, m, log)
+	case "zookeeper":
+		return newZKLocker(lc, m, log)
 	default:
-		return nil, fmt.Errorf("lockproxy: lock backend %q is not available in this build", cfg.Backend)
+		return nil, fmt.Errorf("lockproxy: unknown lock backend %q", lc.Backend)
 	}
+}
+
+func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	rc := lc.Redis
+	if rc == nil || len(rc.Addrs) == 0 {
+		return nil, fmt.Errorf("lockproxy: locks.redis.addrs is required for the redis backend")
+	}
+	opts := redislock.ClientOptions(rc.Addrs, rc.MasterName, rc.Cluster)
+	opts.Username, opts.Password, opts.DB = rc.Username, rc.Password, rc.DB
+	rdb := redis.NewUniversalClient(opts)
+	l := redislock.New(rdb, &redislock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m})
+	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
+		ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
+}
+
+func newRedlock(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	rc := lc.Redis
+	l, err := redlock.Dial(rc.Addrs, rc.Username, rc.Password,
+		&redlock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m})
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: redlock: %w", err)
+	}
+	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: l.Ping}, nil
+}
+
+// newMySQLLocker keeps locks as rows on the primary (or locks.mysql.addr),
+// with the first user's credentials.
+func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	lc := cfg.Locks
+	addr, table := cfg.Backends.Primary, "lockproxy.lockproxy_locks"
+	if lc.MySQL != nil {
+		if lc.MySQL.Addr != "" {
+			addr = lc.MySQL.Addr
+		}
+		if lc.MySQL.Table != "" {
+			table = lc.MySQL.Table
+			if !strings.Contains(table, ".") {
+				table = "lockproxy." + table // the lock connections have no default database
+			}
+		}
+	}
+	if len(cfg.Users) == 0 {
+		return nil, fmt.Errorf("lockproxy: the mysql lock backend needs a user")
+	}
+	conn, err := mysqllock.Connector(mysqllock.DriverConfig(addr, cfg.Users[0].User, cfg.Users[0].Password, lockOpTimeout))
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	l, err := mysqllock.New(db, table, &mysqllock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = db.Close() }, ping: l.Ping}, nil
+}
+
+func newEtcdLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	if lc.Etcd == nil || len(lc.Etcd.Endpoints) == 0 {
+		return nil, fmt.Errorf("lockproxy: locks.etcd.endpoints is required for the etcd backend")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: lc.Etcd.Endpoints, DialTimeout: 2 * time.Second, Logger: log.Named("etcd")})
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: etcd: %w", err)
+	}
+	l := etcdlock.New(cli, &etcdlock.Options{TTL: lc.TTL.D(), Logger: log, Metrics: m})
+	ping := func(ctx context.Context) error {
+		_, err := cli.Status(ctx, lc.Etcd.Endpoints[0])
+		return err
+	}
+	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = cli.Close() }, ping: ping}, nil
+}
+
+func newZKLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	if lc.ZooKeeper == nil || len(lc.ZooKeeper.Servers) == 0 {
+		return nil, fmt.Errorf("lockproxy: locks.zookeeper.servers is required for the zookeeper backend")
+	}
+	l, err := zklock.New(lc.ZooKeeper.Servers, &zklock.Options{TTL: lc.TTL.D(), Logger: log, Metrics: m})
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: zookeeper: %w", err)
+	}
+	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
 }

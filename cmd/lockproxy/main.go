@@ -97,7 +97,7 @@ func newLogger(format, level string) (*zap.Logger, error) {
 func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	locks, err := newLocker(cfg.Locks, reg, log)
+	locks, err := newLocker(cfg, reg, log)
 	if err != nil {
 		return err
 	}
