@@ -19,8 +19,11 @@
 // package's knowledge: Predicate.Keys projects the predicate on them.
 //
 // Analyses are immutable and may be shared; Cache memoises them by
-// (current database, SQL). Restore turns a (modified) AST back into SQL for
-// the rewrite stage; Parse gives a private AST to modify.
+// (current database, SQL). Restore turns a (modified) AST back into SQL;
+// Parse gives a private AST to modify. RewriteUpdate (the delta and cas
+// forms of a read-then-write UPDATE) and FenceUpdate (an UPDATE made
+// conditional on a fencing token) build their statements that way, with
+// placeholders bound as AST literals, never by pasting text.
 //
 // This package must import nothing of lockproxy's own: rules and proxy
 // import it, never the other way round.
