@@ -86,7 +86,8 @@ type Locker struct {
 	logOff bool // set at Close: the client's goroutines outlive Close
 
 	setupMu sync.Mutex
-	setup   bool // Root, locks, wound and the own wound directory exist
+	setup   bool          // Root, locks, wound and the own wound directory exist
+	setupC  chan struct{} // closed when setup becomes true
 
 	mu     sync.Mutex
 	sess   *session // current session, nil until used or after loss
@@ -127,7 +128,8 @@ func New(servers []string, o *Options) (*Locker, error) {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
-		ctx: ctx, cancel: cancel, netConn: map[net.Conn]struct{}{}, owners: map[string]*ownerState{}}
+		ctx: ctx, cancel: cancel, netConn: map[net.Conn]struct{}{}, owners: map[string]*ownerState{},
+		setupC: make(chan struct{})}
 	conn, _, err := zk.Connect(servers, opt.TTL, zk.WithLogger(zkLogger{l}), zk.WithDialer(l.dial),
 		zk.WithEventCallback(l.onEvent))
 	if err != nil {

@@ -29,6 +29,7 @@ func (l *Locker) ensureSetup(ctx context.Context) error {
 		}
 	}
 	l.setup = true
+	close(l.setupC)
 	return nil
 }
 
@@ -36,6 +37,11 @@ func (l *Locker) ensureSetup(ctx context.Context) error {
 // wounds a local owner and is deleted.
 func (l *Locker) watchWounds() {
 	defer l.wg.Done()
+	select { // the directory is made by the first Acquire
+	case <-l.setupC:
+	case <-l.ctx.Done():
+		return
+	}
 	for !l.closed() {
 		type children struct {
 			names []string
@@ -45,7 +51,7 @@ func (l *Locker) watchWounds() {
 			names, _, ch, err := l.conn.ChildrenW(l.woundDir(l.id))
 			return children{names, ch}, err
 		})
-		if err != nil { // not set up yet, or ZooKeeper away
+		if err != nil { // ZooKeeper away
 			select {
 			case <-l.ctx.Done():
 			case <-time.After(200 * time.Millisecond):
