@@ -39,7 +39,10 @@
 // with their lease (expired or revoked, not released) waits one more ttl
 // before it takes the lock, so that the vanished holder's own validity
 // deadline has surely passed: never two valid holders, even when an operator
-// revokes a lease.
+// revokes a lease. The price: the keys of a crashed instance are free about
+// two ttls after its last keep-alive, not one (etcd reports an expired and
+// a revoked lease alike). Close therefore lets its lease expire instead of
+// revoking it, after releasing what it holds.
 //
 // Cancellation and failed waits delete the own entry on a fresh bounded
 // context. An unreachable etcd fails Acquire with lockmgr.ErrUnavailable

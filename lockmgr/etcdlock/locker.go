@@ -129,10 +129,12 @@ func New(cli *clientv3.Client, o *Options) *Locker {
 // Snapshot implements lockmgr.Locker.
 func (l *Locker) Snapshot() []lockmgr.Entry { return l.ledger.Snapshot() }
 
-// Close implements lockmgr.Locker: it releases every held lease, revokes
-// the session lease (which deletes whatever entries are left), each bounded
-// by OpTimeout, and stops the keep-alive and watch. Waits fail with
-// lockmgr.ErrClosed. It is idempotent.
+// Close implements lockmgr.Locker: it releases every held lease (bounded
+// by OpTimeout each) and stops the keep-alive and watch; waits fail with
+// lockmgr.ErrClosed and delete their entries. The session lease is not
+// revoked but left to expire with its ttl: waiters elsewhere that saw
+// entries of a revoked lease vanish would wait out a ttl (see the package
+// doc), while an unused lease costs nothing. It is idempotent.
 func (l *Locker) Close() error {
 	l.stop(true)
 	return nil
@@ -155,13 +157,6 @@ func (l *Locker) stop(release bool) {
 		l.cancel()
 		s := l.sess
 		l.mu.Unlock()
-		if release && s != nil {
-			ctx, cancel := l.freshCtx()
-			if _, err := l.cli.Revoke(ctx, s.id); err != nil {
-				l.opt.Logger.Warn("session lease revoke failed; it expires with its ttl", zap.Error(err))
-			}
-			cancel()
-		}
 		l.wg.Wait()
 		if s != nil {
 			l.loseSession(s, lockmgr.ErrClosed)

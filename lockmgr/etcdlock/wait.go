@@ -2,10 +2,12 @@ package etcdlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -49,6 +51,9 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lock
 		}
 	}()
 	q, err := a.enqueue(ctx)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) { // before the keep-alive noticed
+		l.loseSession(h.sess, errLeaseGone)
+	}
 	for ; err == nil; q, err = a.read(ctx) {
 		if !q.mine {
 			return 0, fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, k.Rule, k.Name, errEntryGone)
