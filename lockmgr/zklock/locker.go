@@ -285,3 +285,17 @@ func call[T any](ctx context.Context, l *Locker, f func() (T, error)) (T, error)
 		return zero, ctx.Err()
 	}
 }
+
+// Ping reads the root znode, bounded by ctx and OpTimeout: nil when
+// ZooKeeper answers, else an error wrapping lockmgr.ErrUnavailable. For
+// health checks; safe for concurrent use.
+func (l *Locker) Ping(ctx context.Context) error {
+	_, err := call(ctx, l, func() (bool, error) {
+		ok, _, err := l.conn.Exists("/")
+		return ok, err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: zookeeper ping: %w", lockmgr.ErrUnavailable, err)
+	}
+	return nil
+}

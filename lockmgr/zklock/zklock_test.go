@@ -98,4 +98,18 @@ func TestUnavailable(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("Acquire without ZooKeeper used up the caller's whole wait")
 	}
+	if err := l.Ping(ctx); !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Errorf("Ping without ZooKeeper: %v; want ErrUnavailable", err)
+	}
+}
+
+func TestPing(t *testing.T) {
+	s := getServer(t)
+	l := newLocker(t, s.addr, root(), testTTL)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := l.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
 }
