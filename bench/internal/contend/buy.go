@@ -37,6 +37,7 @@ func HotKey(int) int64 { return 1 }
 func OwnKey(client int) int64 { return int64(client) + 1 }
 
 // Pools spreads clients over handles: client i uses pools[i%len(pools)].
+// Like *sql.DB it is safe for concurrent use.
 type Pools []*sql.DB
 
 func (p Pools) of(client int) *sql.DB { return p[client%len(p)] }

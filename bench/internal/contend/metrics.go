@@ -14,6 +14,7 @@ import (
 
 // LockMetrics are the sums of lockproxy's lock histograms over all rules
 // (DESIGN §6: lockproxy_lock_wait_seconds, lockproxy_lock_hold_seconds).
+// Plain data.
 type LockMetrics struct {
 	WaitSum, WaitCount float64
 	HoldSum, HoldCount float64

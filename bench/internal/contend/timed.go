@@ -18,7 +18,8 @@ import (
 // run can sell, so stock never runs out and every operation writes.
 const BigStock = int64(1_000_000_000_000)
 
-// Timing is what a timed arm needs besides its Op.
+// Timing is what a timed arm needs besides its Op. It is a read-only
+// value; the arms it makes run one at a time.
 type Timing struct {
 	Env      *env.Env
 	Admin    *sql.DB // direct pool on the scenario's database

@@ -56,11 +56,15 @@ func planFor(opts scenario.Options) plan {
 	return plan{rounds: 3, seconds: 8 * time.Second, protos: []bool{false, true}}
 }
 
-// Arm names for a protocol.
+// AtomicName is the baseline arm for a protocol.
 func AtomicName(prepared bool) string { return "atomic UPDATE, direct, " + proto(prepared) }
+
+// RewriteName is the arm through lockproxy for a protocol.
 func RewriteName(prepared bool) string {
 	return "read-then-write, rewrite rule, 1 instance, " + proto(prepared)
 }
+
+// UnsafeName is the unsafe code sent directly, for a protocol.
 func UnsafeName(prepared bool) string { return "read-then-write, direct (unsafe), " + proto(prepared) }
 
 func proto(prepared bool) string {
