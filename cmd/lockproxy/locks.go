@@ -118,7 +118,7 @@ func newEtcdLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*l
 	if lc.Etcd == nil || len(lc.Etcd.Endpoints) == 0 {
 		return nil, fmt.Errorf("lockproxy: locks.etcd.endpoints is required for the etcd backend")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: lc.Etcd.Endpoints, DialTimeout: 2 * time.Second, Logger: log.Named("etcd")})
+	cli, err := clientv3.New(etcdlock.ClientConfig(lc.Etcd.Endpoints))
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: etcd: %w", err)
 	}
@@ -138,5 +138,5 @@ func newZKLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*loc
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: zookeeper: %w", err)
 	}
-	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
+	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: l.Ping}, nil
 }
