@@ -250,7 +250,12 @@ func (d *decoder) decodeSlice(n ast.Node, path string, v reflect.Value) {
 
 func (d *decoder) decodeScalar(n ast.Node, path string, v reflect.Value) {
 	if !isScalar(n) {
-		d.ps.add(lineOf(n), path, "must be a %s, not %s", kindName(v.Kind()), describe(n))
+		hint := ""
+		if v.Kind() == reflect.String && (n.Type() == ast.MappingType || n.Type() == ast.MappingValueType) {
+			// Inside {...} the YAML parser reads host:port as key: value.
+			hint = " (quote a host:port written inside {...}: \"127.0.0.1:6379\")"
+		}
+		d.ps.add(lineOf(n), path, "must be a %s, not %s%s", kindName(v.Kind()), describe(n), hint)
 		return
 	}
 	text, ok := d.expand(n, path)
