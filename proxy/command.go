@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
 	"go.uber.org/zap"
-
-	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // commandLoop reads one command at a time and serves it. It returns when the
