@@ -9,6 +9,11 @@
 // wound-wait bookkeeping, lease validity from the monotonic clock, batched
 // renewal every ttl/3 and lease loss.
 //
-// It imports only lockmgr among lockproxy packages and must never import a
-// backend or another lockproxy package.
+// The local queues, wound-wait state, lease bookkeeping and renewal loop
+// are leasebook's (shared with redislock); pollwait adds the polling wait
+// and the Store protocol.
+//
+// It imports only lockmgr and the leaf lockmgr/internal/leasebook among
+// lockproxy packages and must never import a backend or another lockproxy
+// package.
 package pollwait

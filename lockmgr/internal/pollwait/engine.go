@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Config configures an Engine. Zero fields take the defaults shown.
@@ -73,9 +73,7 @@ func (c Config) TicketTTL() time.Duration {
 // Validity is how long after sending a grant or renewal the lock is known
 // held on this process's monotonic clock: the ttl less a drift margin of
 // 1% of the ttl plus 2ms.
-func Validity(ttl time.Duration) time.Duration {
-	return ttl - ttl/100 - 2*time.Millisecond
-}
+func Validity(ttl time.Duration) time.Duration { return leasebook.Validity(ttl) }
 
 // Engine implements lockmgr.Locker on a Store. Safe for concurrent use.
 type Engine struct {
@@ -83,38 +81,13 @@ type Engine struct {
 	cfg    Config
 	id     string
 	ledger *lockmgr.Ledger
+	book   *leasebook.Book // wait queues, wound-wait state, leases
 	seq    atomic.Uint64
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
-
-	mu     sync.Mutex
-	gates  map[string]*gate
-	owners map[lockmgr.Owner]*ownerState
-	held   map[*held]struct{}
-}
-
-// ownerState is wound-wait bookkeeping for one transaction on this Engine.
-type ownerState struct {
-	refs    int
-	wounded bool
-	waiting *waiter
-}
-
-// held is a lease being acquired or held. Fields other than tok and owner
-// are guarded by Engine.mu.
-type held struct {
-	tok        string
-	owner      lockmgr.Owner
-	keys       []lockmgr.Key
-	fences     []uint64
-	validUntil time.Time
-	lost       error
-	keeper     *lockmgr.Keeper
-	releasing  bool // a release was sent: a renewal's restore must be undone
-	released   bool
 }
 
 // New starts an Engine on st: its renewal goroutine runs until Close.
@@ -125,8 +98,7 @@ func New(st Store, cfg Config) *Engine {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		st: st, cfg: cfg, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(cfg.Metrics),
-		ctx: ctx, cancel: cancel,
-		gates: map[string]*gate{}, owners: map[lockmgr.Owner]*ownerState{}, held: map[*held]struct{}{},
+		book: leasebook.New(cfg.Logger), ctx: ctx, cancel: cancel,
 	}
 	e.wg.Add(1)
 	go e.renewLoop()
@@ -158,14 +130,8 @@ func (e *Engine) stop(release bool) {
 		}
 		e.cancel()
 		e.wg.Wait()
-		e.mu.Lock()
-		var left []*held
-		for h := range e.held {
-			left = append(left, h)
-		}
-		e.mu.Unlock()
-		for _, h := range left {
-			e.lose(h, lockmgr.ErrClosed)
+		for _, h := range e.book.All() {
+			e.book.Lose(h, lockmgr.ErrClosed)
 		}
 	})
 }
@@ -184,11 +150,6 @@ func (e *Engine) opCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 func (e *Engine) freshCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.cfg.OpTimeout)
-}
-
-func (e *Engine) deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
-	return fmt.Errorf("%w: owner %s was wounded by an older transaction, waiting for rule %q key %q",
-		lockmgr.ErrDeadlock, o, k.Rule, k.Name)
 }
 
 func keyNames(keys []lockmgr.Key) []string {

@@ -2,10 +2,11 @@ package pollwait
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 var (
@@ -17,45 +18,18 @@ var (
 // ttl/3, sooner after a failure, and loses leases whose validity runs out.
 func (e *Engine) renewLoop() {
 	defer e.wg.Done()
-	interval := e.cfg.TTL / 3
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.ctx.Done():
-			return
-		case <-t.C:
-		}
-		next := interval
-		if !e.renewAll() {
-			next = interval / 4
-		}
-		if d := e.expireOverdue(); d > 0 && d < next {
-			next = d
-		}
-		t.Reset(next)
-	}
+	e.book.Loop(e.ctx, e.cfg.TTL/3, e.renewAll, errRunOut, nil)
 }
 
 // renewAll renews every held key; false if the Store call failed.
 func (e *Engine) renewAll() bool {
-	now := time.Now()
-	var hs []*held
-	var items []Held
-	var counts []int
-	e.mu.Lock()
-	for h := range e.held {
-		if len(h.keys) == 0 || h.lost != nil {
-			continue
-		}
-		hs = append(hs, h)
-		items = append(items, Held{Tok: h.tok, Keys: keyNames(h.keys), Fences: slices.Clone(h.fences),
-			Owner: h.owner, Valid: now.Before(h.validUntil)})
-		counts = append(counts, len(h.keys))
-	}
-	e.mu.Unlock()
-	if len(items) == 0 {
+	rs := e.book.Renewals()
+	if len(rs) == 0 {
 		return true
+	}
+	items := make([]Held, len(rs))
+	for i, r := range rs {
+		items[i] = Held{Tok: r.H.Tok, Keys: keyNames(r.Keys), Fences: r.Fences, Owner: r.H.Owner, Valid: r.Valid}
 	}
 	ctx, cancel := e.opCtx(e.ctx)
 	defer cancel()
@@ -68,94 +42,45 @@ func (e *Engine) renewAll() bool {
 		return false
 	}
 	until := sent.Add(Validity(e.cfg.TTL))
-	for i, h := range hs {
+	for i, r := range rs {
 		if i >= len(res) {
 			break
 		}
-		e.renewed(h, counts[i], res[i], until)
+		e.renewed(r.H, len(r.Keys), res[i], until)
 	}
 	return true
 }
 
 // renewed applies one renewal result for the first n keys of h. Validity
 // is extended only if no key was granted since (those were not renewed).
-func (e *Engine) renewed(h *held, n int, r RenewResult, until time.Time) {
+func (e *Engine) renewed(h *leasebook.Held, n int, r RenewResult, until time.Time) {
 	if r.Restored && e.restoredAfterRelease(h) {
 		return
 	}
 	if r.Wounded {
-		e.markWounded(h.owner)
+		e.book.MarkWounded(h.Owner)
 	}
 	switch r.State {
 	case Lost:
-		e.lose(h, errNotOurs)
+		e.book.Lose(h, errNotOurs)
 		return
 	case Unknown:
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if h.lost == nil && !h.released && len(h.keys) == n {
-		h.validUntil = until
-		if h.keeper != nil {
-			h.keeper.Extend(until)
-		}
-	}
-}
-
-// lose marks h lost: no more renewals; its lease (if granted) ends with
-// ErrLeaseLost. Its keys are released when the lease is.
-func (e *Engine) lose(h *held, cause error) {
-	e.mu.Lock()
-	if h.lost != nil || h.released {
-		e.mu.Unlock()
-		return
-	}
-	h.lost = cause
-	keeper := h.keeper
-	e.mu.Unlock()
-	if keeper != nil && keeper.Lose(cause) {
-		e.cfg.Logger.Warn("lock lease lost", zap.String("owner", h.owner.ID()), zap.Error(cause))
-	}
-}
-
-// expireOverdue loses leases whose validity has run out and returns the
-// time until the next one runs out (0 if none).
-func (e *Engine) expireOverdue() time.Duration {
-	now := time.Now()
-	var overdue []*held
-	var next time.Duration
-	e.mu.Lock()
-	for h := range e.held {
-		if h.validUntil.IsZero() || h.lost != nil {
-			continue
-		}
-		if d := h.validUntil.Sub(now); d <= 0 {
-			overdue = append(overdue, h)
-		} else if next == 0 || d < next {
-			next = d
-		}
-	}
-	e.mu.Unlock()
-	for _, h := range overdue {
-		e.lose(h, errRunOut)
-	}
-	return next
+	e.book.Renewed(h, n, until)
 }
 
 // restoredAfterRelease gives back keys a renewal restored if h was
 // released meanwhile (the restore may have landed after the release), so
 // no lock is left behind. It reports whether h was being released.
-func (e *Engine) restoredAfterRelease(h *held) bool {
-	e.mu.Lock()
-	releasing, keys, fences := h.releasing, h.keys, h.fences
-	e.mu.Unlock()
+func (e *Engine) restoredAfterRelease(h *leasebook.Held) bool {
+	releasing, keys, fences := e.book.Releasing(h)
 	if !releasing {
 		return false
 	}
 	ctx, cancel := e.freshCtx()
 	defer cancel()
-	if err := e.st.Release(ctx, h.tok, keyNames(keys), fences); err != nil {
+	if err := e.st.Release(ctx, h.Tok, keyNames(keys), fences); err != nil {
 		e.cfg.Logger.Warn("could not give back a lock restored after its release; it expires with its ttl", zap.Error(err))
 	}
 	return true

@@ -9,14 +9,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // attempt is one Acquire's wait for one key.
 type attempt struct {
 	e        *Engine
-	h        *held
+	h        *leasebook.Held
 	k        lockmgr.Key
-	w        *waiter
+	w        *leasebook.Waiter
 	queued   bool      // a ticket or an unseen grant may be in the Store
 	tried    bool      // a Try missed, so a ticket may be queued
 	ticketed time.Time // last Queue of a waiter behind the local head
@@ -28,12 +29,12 @@ type attempt struct {
 
 // acquireKey takes k for h, waiting as long as ctx allows. On error
 // nothing of k is left in the Store.
-func (e *Engine) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{e: e, h: h, k: k, w: e.join(k.Name, h.owner), start: time.Now(), backoff: e.cfg.MinPoll}
+func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
+	a := &attempt{e: e, h: h, k: k, w: e.book.Join(k.Name, h.Owner), start: time.Now(), backoff: e.cfg.MinPoll}
 	var err error
 	defer func() { a.end(err) }()
 	for {
-		if !e.isHead(k.Name, a.w) {
+		if !e.book.IsHead(k.Name, a.w) {
 			a.queue(ctx)
 			if err = a.sleep(ctx, e.cfg.TicketTTL()/4); err != nil {
 				return 0, err
@@ -95,7 +96,7 @@ func (a *attempt) try(ctx context.Context) (Result, error) {
 }
 
 func (a *attempt) req() Request {
-	return Request{Key: a.k.Name, Tok: a.h.tok, Owner: a.h.owner, Ticketed: a.tried}
+	return Request{Key: a.k.Name, Tok: a.h.Tok, Owner: a.h.Owner, Ticketed: a.tried}
 }
 
 // classify turns a Store error on a call made under ctx into the error
@@ -129,7 +130,7 @@ func (a *attempt) afterMiss(ctx context.Context, r Result) error {
 // wounded this owner (wound-wait): known locally, or marked on a key it
 // holds on this Engine. An owner that holds nothing here cannot be wounded.
 func (a *attempt) checkWounded(ctx context.Context) error {
-	held, wounded := a.e.ownerHeld(a.h.owner)
+	held, wounded := a.e.ownerHeld(a.h.Owner)
 	if !wounded && len(held) > 0 {
 		octx, cancel := a.e.opCtx(ctx)
 		var err error
@@ -139,11 +140,11 @@ func (a *attempt) checkWounded(ctx context.Context) error {
 			a.e.cfg.Logger.Debug("wounded check failed; trying again at the next poll", zap.Error(err))
 		}
 		if wounded {
-			a.e.markWounded(a.h.owner)
+			a.e.book.MarkWounded(a.h.Owner)
 		}
 	}
 	if wounded {
-		return a.fail(a.e.deadlockErr(a.h.owner, a.k))
+		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	return nil
 }
@@ -151,7 +152,7 @@ func (a *attempt) checkWounded(ctx context.Context) error {
 // sleep waits for a poke, d (d < 0: no timer), the end of ctx, or Close.
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
-		a.waitDone = a.e.ledger.Wait(a.h.owner, a.k)
+		a.waitDone = a.e.ledger.Wait(a.h.Owner, a.k)
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
@@ -160,7 +161,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		timer = t.C
 	}
 	select {
-	case <-a.w.wake:
+	case <-a.w.Wake():
 		a.backoff = a.e.cfg.MinPoll
 	case <-timer:
 	case <-ctx.Done():
@@ -168,8 +169,8 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	case <-a.e.ctx.Done():
 		return a.fail(lockmgr.ErrClosed)
 	}
-	if _, wounded := a.e.ownerHeld(a.h.owner); wounded {
-		return a.fail(a.e.deadlockErr(a.h.owner, a.k))
+	if _, wounded := a.e.ownerHeld(a.h.Owner); wounded {
+		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	return nil
 }
@@ -200,10 +201,10 @@ func (a *attempt) fail(err error) error {
 func (a *attempt) end(err error) {
 	if waited := time.Since(a.start); a.waitDone != nil && waited >= a.e.cfg.SlowWait {
 		a.e.cfg.Logger.Info("slow lock wait", zap.String("rule", a.k.Rule), zap.String("key", a.k.Name),
-			zap.String("waiter", a.h.owner.ID()), zap.String("holder", a.holder),
+			zap.String("waiter", a.h.Owner.ID()), zap.String("holder", a.holder),
 			zap.Duration("waited", waited), zap.Error(err))
 	}
-	a.e.leave(a.k.Name, a.w)
+	a.e.book.Leave(a.k.Name, a.w)
 	if a.waitDone != nil {
 		a.waitDone()
 	}

@@ -1,0 +1,125 @@
+package leasebook
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Validity is how long after sending a grant or renewal a lock of lease
+// ttl is known held on this process's monotonic clock: the ttl less a drift
+// margin of 1% of the ttl plus 2ms.
+func Validity(ttl time.Duration) time.Duration {
+	return ttl - ttl/100 - 2*time.Millisecond
+}
+
+// Loop runs a renewal loop until ctx ends: about every interval it calls
+// round (which renews every lease; false when its call failed, then the
+// next round comes after interval/4), loses the leases whose validity ran
+// out with cause runOut (the next round comes no later than the next
+// deadline) and calls after, if not nil.
+func (b *Book) Loop(ctx context.Context, interval time.Duration, round func() bool, runOut error, after func()) {
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		next := interval
+		if !round() {
+			next = interval / 4
+		}
+		if d := b.ExpireOverdue(runOut); d > 0 && d < next {
+			next = d
+		}
+		if after != nil {
+			after()
+		}
+		t.Reset(next)
+	}
+}
+
+// Renewal is one lease to renew in a round: a snapshot of its keys.
+type Renewal struct {
+	H      *Held
+	Keys   []lockmgr.Key
+	Fences []uint64
+	// Valid: the lease is still within its validity, so the service may
+	// restore keys it lost (restart, failover).
+	Valid bool
+}
+
+// Renewals snapshots every lease with granted keys that is not lost.
+func (b *Book) Renewals() []Renewal {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]Renewal, 0, len(b.held))
+	for h := range b.held {
+		if len(h.keys) == 0 || h.lost != nil {
+			continue
+		}
+		out = append(out, Renewal{H: h, Keys: h.keys, Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)})
+	}
+	return out
+}
+
+// Renewed extends the validity of h to until after a renewal of its first
+// n keys succeeded, unless a key was granted since (that one was not
+// renewed) or h is lost or released.
+func (b *Book) Renewed(h *Held, n int, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.lost == nil && !h.released && len(h.keys) == n {
+		h.validUntil = until
+		if h.keeper != nil {
+			h.keeper.Extend(until)
+		}
+	}
+}
+
+// Lose marks h lost: no more renewals; its lease (if granted) ends with
+// ErrLeaseLost. Its keys are released when the lease is.
+func (b *Book) Lose(h *Held, cause error) {
+	b.mu.Lock()
+	if h.lost != nil || h.released {
+		b.mu.Unlock()
+		return
+	}
+	h.lost = cause
+	keeper := h.keeper
+	b.mu.Unlock()
+	if keeper != nil && keeper.Lose(cause) {
+		b.log.Warn("lock lease lost", zap.String("owner", h.Owner.ID()), zap.Error(cause))
+	}
+}
+
+// ExpireOverdue loses, with cause, leases whose validity has run out and
+// returns the time until the next one runs out (0 if none).
+func (b *Book) ExpireOverdue(cause error) time.Duration {
+	now := time.Now()
+	var overdue []*Held
+	var next time.Duration
+	b.mu.Lock()
+	for h := range b.held {
+		if h.validUntil.IsZero() || h.lost != nil {
+			continue
+		}
+		if d := h.validUntil.Sub(now); d <= 0 {
+			overdue = append(overdue, h)
+		} else if next == 0 || d < next {
+			next = d
+		}
+	}
+	b.mu.Unlock()
+	for _, h := range overdue {
+		b.Lose(h, cause)
+	}
+	return next
+}
