@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/bench/internal/disjoint"
 	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
+	"github.com/lockproxy/lockproxy/bench/internal/gobench"
 	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
 	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
@@ -43,6 +44,7 @@ func registry() *scenario.Registry {
 		rewrite.New(),
 		disjoint.New(),
 		redisrtt.New(),
+		gobench.New(),
 	)
 }
 
