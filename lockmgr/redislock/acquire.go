@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Acquire implements lockmgr.Locker.
@@ -21,7 +22,7 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
 		return nil, err
 	}
-	h := l.begin(owner)
+	h := l.book.Begin(l.token(owner), owner)
 	fences := make([]uint64, 0, len(keys))
 	for _, k := range keys {
 		f, err := l.acquireKey(ctx, h, k)
@@ -31,105 +32,17 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		}
 		fences = append(fences, f)
 	}
-	l.mu.Lock()
-	validUntil := h.validUntil
-	l.mu.Unlock()
-	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
-		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
-		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
-		Ledger:  l.ledger,
-	})
-	// From here on renewal talks to the keeper; a loss before that is
-	// reported as the error of this Acquire.
-	l.mu.Lock()
-	lostErr := h.lost
-	if lostErr == nil {
-		h.keeper = keeper
-		keeper.Extend(h.validUntil)
-	}
-	l.mu.Unlock()
-	if lostErr != nil {
-		ctx, cancel := l.freshCtx()
-		defer cancel()
-		_ = lease.Release(ctx)
-		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
-	}
-	return lease, nil
-}
-
-// begin registers an acquire in progress for owner with a fresh token.
-func (l *Locker) begin(owner lockmgr.Owner) *held {
-	h := &held{tok: l.token(owner), owner: owner}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.owners[owner]
-	if st == nil {
-		st = &ownerState{}
-		l.owners[owner] = st
-	}
-	st.refs++
-	l.held[h] = struct{}{}
-	l.toks[h.tok] = h
-	return h
-}
-
-// granted records that key k of h was granted by a request sent at sent.
-func (l *Locker) granted(h *held, k lockmgr.Key, fence uint64, sent time.Time) {
-	until := sent.Add(l.validity())
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h.keys = append(h.keys, k)
-	h.fences = append(h.fences, fence)
-	if h.validUntil.IsZero() || until.Before(h.validUntil) {
-		h.validUntil = until
-	}
-}
-
-// validity is how long after sending a grant or renewal the lock is known
-// held: the ttl less a margin for clock drift between us and the server.
-func (l *Locker) validity() time.Duration {
-	return l.opt.TTL - l.opt.TTL/100 - 2*time.Millisecond
-}
-
-func (l *Locker) wounded(o lockmgr.Owner) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.owners[o]
-	return st != nil && st.wounded
-}
-
-// wound marks the owner of token tok as a wound-wait victim and wakes its
-// wait, if any. Unknown tokens (already released) are ignored.
-func (l *Locker) wound(tok string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.toks[tok]
-	if h == nil {
-		return
-	}
-	if st := l.owners[h.owner]; st != nil {
-		st.wounded = true
-		if st.waiting != nil {
-			st.waiting.poke()
-		}
-	}
-}
-
-func deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
-	return fmt.Errorf("%w: owner %s was wounded by an older transaction, waiting for rule %q key %q",
-		lockmgr.ErrDeadlock, o, k.Rule, k.Name)
+	return l.book.Attach(h, keys, fences, l.ledger,
+		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
 }
 
 // releaseCtx is the lease's release: one pipelined round trip.
-func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
-	l.mu.Lock()
-	keys := h.keys
-	h.releasing = true
-	l.mu.Unlock()
+func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
+	keys, _ := l.book.StartRelease(h)
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
-	err := l.releaseKeys(ctx, h.tok, keys)
-	l.forget(h)
+	err := l.releaseKeys(ctx, h.Tok, keys)
+	l.book.Forget(h)
 	if err != nil {
 		if unavailable(err) {
 			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
@@ -141,36 +54,12 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 
 // release gives back what h holds, on a fresh bounded context, after a
 // failed or abandoned acquire.
-func (l *Locker) release(h *held) {
+func (l *Locker) release(h *leasebook.Held) {
 	ctx, cancel := l.freshCtx()
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
 		l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
-			zap.String("owner", h.owner.ID()), zap.Error(err))
-	}
-}
-
-// forget drops h from renewal and owner bookkeeping (once) and wakes the
-// local waiters of its keys.
-func (l *Locker) forget(h *held) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h.released {
-		return
-	}
-	h.released = true
-	delete(l.held, h)
-	delete(l.toks, h.tok)
-	if st := l.owners[h.owner]; st != nil {
-		st.refs--
-		if st.refs == 0 {
-			delete(l.owners, h.owner)
-		}
-	}
-	for _, k := range h.keys {
-		if g := l.gates[k.Name]; g != nil && len(g.queue) > 0 {
-			g.queue[0].poke()
-		}
+			zap.String("owner", h.Owner.ID()), zap.Error(err))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Options configure a Locker. The zero value (or nil) works.
@@ -95,35 +96,10 @@ type Locker struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	mu     sync.Mutex
-	gates  map[string]*gate // key name -> local wait queue
-	owners map[lockmgr.Owner]*ownerState
-	held   map[*held]struct{} // leases (also half-acquired) to renew
-	toks   map[string]*held
+	book *leasebook.Book // wait queues, wound-wait state, leases
 }
 
 var _ lockmgr.Locker = (*Locker)(nil)
-
-// ownerState is wound-wait bookkeeping for one transaction on this Locker.
-type ownerState struct {
-	refs    int     // acquires in progress plus leases held
-	wounded bool    // an older transaction waits for a key it holds
-	waiting *waiter // its wait in progress, if any
-}
-
-// held is a lease being acquired or held, which the renewal loop keeps.
-// Fields other than tok and owner are guarded by Locker.mu.
-type held struct {
-	tok        string
-	owner      lockmgr.Owner
-	keys       []lockmgr.Key // granted so far
-	fences     []uint64      // fences[i] was granted with keys[i]
-	validUntil time.Time     // monotonic; zero until the first grant
-	lost       error         // set when renewal found it lost
-	keeper     *lockmgr.Keeper
-	releasing  bool // a release was sent: renewal must not restore keys
-	released   bool
-}
 
 // New makes a Locker on rdb. It adds a hook to rdb (to notice reconnects
 // after a server restart), preloads the scripts and subscribes to its wound
@@ -137,8 +113,7 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 	l := &Locker{
 		rdb: rdb, opt: opt, id: hex.EncodeToString(b[:]), sc: newScripts(),
 		ledger: lockmgr.NewLedger(opt.Metrics), ctx: ctx, cancel: cancel,
-		gates: map[string]*gate{}, owners: map[lockmgr.Owner]*ownerState{},
-		held: map[*held]struct{}{}, toks: map[string]*held{},
+		book: leasebook.New(opt.Logger),
 	}
 	rdb.AddHook(&l.restart)
 	l.notify = newNotifier(l)
@@ -186,14 +161,8 @@ func (l *Locker) stop(release bool) {
 		l.notify.close()
 		l.wg.Wait()
 		// Nothing renews any more: whatever is still held is lost.
-		l.mu.Lock()
-		var left []*held
-		for h := range l.held {
-			left = append(left, h)
-		}
-		l.mu.Unlock()
-		for _, h := range left {
-			l.lose(h, lockmgr.ErrClosed)
+		for _, h := range l.book.All() {
+			l.book.Lose(h, lockmgr.ErrClosed)
 		}
 	})
 }

@@ -49,9 +49,9 @@ func (n *notifier) dispatch(ch <-chan interface{}) {
 			}
 		case *redis.Message:
 			if m.Channel == wound {
-				n.l.wound(m.Payload)
+				n.l.book.WoundToken(m.Payload)
 			} else if key, ok := n.keyOf(m.Channel); ok {
-				n.l.wakeHead(key)
+				n.l.book.WakeHead(key)
 			}
 		}
 	}

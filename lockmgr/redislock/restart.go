@@ -91,7 +91,7 @@ func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err 
 	}
 	uctx, cancel := l.freshCtx()
 	defer cancel()
-	if uerr := l.releaseKeys(uctx, a.h.tok, []lockmgr.Key{a.k}); uerr != nil && err == nil {
+	if uerr := l.releaseKeys(uctx, a.h.Tok, []lockmgr.Key{a.k}); uerr != nil && err == nil {
 		err = uerr
 	}
 	if err != nil {

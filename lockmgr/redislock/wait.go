@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // try is one run of the acquire script.
@@ -22,10 +23,10 @@ type try struct {
 // attempt is the state of one Acquire's wait for one key.
 type attempt struct {
 	l        *Locker
-	h        *held
+	h        *leasebook.Held
 	k        lockmgr.Key
 	n        names
-	w        *waiter
+	w        *leasebook.Waiter
 	queued   bool // a ticket (or an unseen grant) may be in Redis
 	sub      bool // subscribed to the key's wake-up channel
 	waitDone func()
@@ -35,12 +36,12 @@ type attempt struct {
 
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
 // nothing of k is left in Redis.
-func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.join(k.Name, h.owner), start: time.Now()}
+func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now()}
 	var err error
 	defer func() { a.end(err) }()
 	for {
-		if !l.isHead(k.Name, a.w) {
+		if !l.book.IsHead(k.Name, a.w) {
 			if err = a.sleep(ctx, -1); err != nil {
 				return 0, err
 			}
@@ -69,7 +70,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64
 				continue
 			}
 			a.queued = false
-			l.granted(h, k, r.fence, sent)
+			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
 			return r.fence, nil
 		}
 		if r.holder != "" {
@@ -84,8 +85,8 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, k lockmgr.Key) (uint64
 // afterMiss decides what to do when the key was not granted: fail a
 // wounded owner, subscribe and retry at once, or sleep until woken.
 func (a *attempt) afterMiss(ctx context.Context, r try) error {
-	if a.l.wounded(a.h.owner) {
-		return a.fail(deadlockErr(a.h.owner, a.k))
+	if a.l.book.Wounded(a.h.Owner) {
+		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	if !a.sub {
 		a.sub = true
@@ -108,10 +109,10 @@ func (a *attempt) afterMiss(ctx context.Context, r try) error {
 // sleep waits for a wake-up, d (d < 0: no timer), the end of ctx, or Close.
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
-		a.waitDone = a.l.ledger.Wait(a.h.owner, a.k)
+		a.waitDone = a.l.ledger.Wait(a.h.Owner, a.k)
 	}
-	if a.l.wounded(a.h.owner) {
-		return a.fail(deadlockErr(a.h.owner, a.k))
+	if a.l.book.Wounded(a.h.Owner) {
+		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
@@ -120,15 +121,15 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		timer = t.C
 	}
 	select {
-	case <-a.w.wake:
+	case <-a.w.Wake():
 	case <-timer:
 	case <-ctx.Done():
 		return a.fail(lockmgr.WaitError(ctx, a.k))
 	case <-a.l.ctx.Done():
 		return a.fail(lockmgr.ErrClosed)
 	}
-	if a.l.wounded(a.h.owner) {
-		return a.fail(deadlockErr(a.h.owner, a.k))
+	if a.l.book.Wounded(a.h.Owner) {
+		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	return nil
 }
@@ -153,7 +154,7 @@ func (a *attempt) eval(ctx context.Context) ([]interface{}, error) {
 	defer cancel()
 	a.queued = true
 	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
-		a.h.tok, a.h.owner.ID(), a.h.owner.Priority(), l.opt.TTL.Milliseconds(),
+		a.h.Tok, a.h.Owner.ID(), a.h.Owner.Priority(), l.opt.TTL.Milliseconds(),
 		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
 		l.opt.FenceTTL.Milliseconds()).Slice()
 }
@@ -188,7 +189,7 @@ func (a *attempt) fail(err error) error {
 		a.queued = false
 		ctx, cancel := a.l.freshCtx()
 		defer cancel()
-		if cerr := a.l.releaseKeys(ctx, a.h.tok, []lockmgr.Key{a.k}); cerr != nil {
+		if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}); cerr != nil {
 			a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
 				zap.String("key", a.k.Name), zap.Error(cerr))
 		}
@@ -205,10 +206,10 @@ func (a *attempt) end(err error) {
 			holder = holder[:i]
 		}
 		a.l.opt.Logger.Info("slow lock wait", zap.String("rule", a.k.Rule), zap.String("key", a.k.Name),
-			zap.String("waiter", a.h.owner.ID()), zap.String("holder", holder),
+			zap.String("waiter", a.h.Owner.ID()), zap.String("holder", holder),
 			zap.Duration("waited", waited), zap.Error(err))
 	}
-	a.l.leave(a.k.Name, a.w)
+	a.l.book.Leave(a.k.Name, a.w)
 	if a.sub {
 		a.l.notify.unsubscribe(a.n.channel)
 	}
