@@ -35,8 +35,8 @@ func drawLocks(path string, bs []Bench) error {
 	}
 	base := math.Floor(math.Log10(lo))
 	p := plot.New()
-	p.Title.Text = "lock backends: acquire+release and hot-key handoff (median, log scale)"
-	p.Y.Label.Text = "µs per operation"
+	p.Title.Text = "lock backends: median time per operation"
+	p.Y.Label.Text = "time per operation (log scale)"
 	p.Add(plotter.NewGrid())
 	w := vg.Points(22)
 	top := 1.0
@@ -58,10 +58,12 @@ func drawLocks(path string, bs []Bench) error {
 		p.Add(bar)
 		p.Legend.Add(label, bar)
 	}
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(8)
 	p.Y.Min, p.Y.Max = 0, math.Ceil(top)+0.6 // room for the legend
 	p.Y.Tick.Marker = decades{base: base}
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // whole bars at both ends
 	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
 		return fmt.Errorf("gobench: chart: save %s: %w", path, err)
 	}
