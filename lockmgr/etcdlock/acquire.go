@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Acquire implements lockmgr.Locker.
@@ -39,30 +40,8 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		}
 		fences = append(fences, f)
 	}
-	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
-		Owner: owner, Keys: keys, Fences: fences, ValidUntil: l.sessionValidUntil(s),
-		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
-		Ledger:  l.ledger,
-	})
-	// From here on the session talks to the keeper; a loss before that is
-	// reported as the error of this Acquire.
-	l.mu.Lock()
-	lostErr := h.lost
-	if lostErr == nil {
-		h.keeper = keeper
-		keeper.Extend(s.validUntil)
-	}
-	l.mu.Unlock()
-	if lostErr != nil {
-		ctx, cancel := l.freshCtx()
-		defer cancel()
-		_ = lease.Release(ctx)
-		if errors.Is(lostErr, lockmgr.ErrClosed) {
-			return nil, lockmgr.ErrClosed
-		}
-		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
-	}
-	return lease, nil
+	return leasebook.AttachSession(&l.mu, &h.Member, s.Session, keys, fences, l.ledger,
+		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
 }
 
 // releaseCtx is the lease's release: one transaction deleting the own
@@ -78,7 +57,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 		ops = append(ops, clientv3.OpDelete(p))
 	}
 	if l.forget(h) {
-		ops = append(ops, clientv3.OpDelete(l.woundKey(l.id, h.owner.ID())))
+		ops = append(ops, clientv3.OpDelete(l.woundKey(l.id, h.Owner.ID())))
 	}
 	if len(ops) == 0 {
 		return nil
@@ -99,6 +78,6 @@ func (l *Locker) release(h *held) {
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
 		l.opt.Logger.Warn("lock release failed; the entries go with the session lease",
-			zap.String("owner", h.owner.ID()), zap.Error(err))
+			zap.String("owner", h.Owner.ID()), zap.Error(err))
 	}
 }

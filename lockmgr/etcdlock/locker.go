@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Options configure a Locker. The zero value (or nil) works.
@@ -86,29 +87,19 @@ type Locker struct {
 	sessMu sync.Mutex // serialises session grants
 
 	mu     sync.Mutex
-	sess   *session               // current session, nil until granted or after loss
-	owners map[string]*ownerState // by owner id
+	sess   *session         // current session, nil until granted or after loss
+	owners leasebook.Owners // wound-wait state by owner id
 }
 
 var _ lockmgr.Locker = (*Locker)(nil)
 
-// ownerState is wound-wait bookkeeping for one transaction on this Locker.
-type ownerState struct {
-	refs    int           // acquires in progress plus leases held
-	wounded chan struct{} // closed when an older transaction wounds it
-	lease   clientv3.LeaseID
-}
-
-// held is a lease being acquired or held. Fields other than owner and
+// held is a lease being acquired or held. Fields other than Owner and
 // sess are guarded by Locker.mu.
 type held struct {
-	owner    lockmgr.Owner
-	sess     *session
-	keys     []lockmgr.Key // granted so far
-	paths    []string      // own etcd entries, granted or not yet deleted
-	keeper   *lockmgr.Keeper
-	lost     error
-	released bool
+	leasebook.Member
+	sess  *session
+	keys  []lockmgr.Key // granted so far
+	paths []string      // own etcd entries, granted or not yet deleted
 }
 
 // New makes a Locker on cli and starts watching its wound prefix. It does
@@ -120,7 +111,7 @@ func New(cli *clientv3.Client, o *Options) *Locker {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{cli: cli, opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
-		ctx: ctx, cancel: cancel, owners: map[string]*ownerState{}}
+		ctx: ctx, cancel: cancel, owners: leasebook.NewOwners()}
 	l.wg.Add(1)
 	go l.watchWounds()
 	return l

@@ -8,23 +8,21 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // session is one etcd lease of a Locker and the leases (lockmgr) it
-// carries. Fields below done are guarded by Locker.mu.
+// carries; the Session is guarded by Locker.mu.
 type session struct {
-	id   clientv3.LeaseID
-	ttl  time.Duration // as granted by etcd
-	done chan struct{} // closed when lost
-
-	validUntil time.Time // monotonic
-	lost       error
-	members    map[*held]struct{}
+	id  clientv3.LeaseID
+	ttl time.Duration // as granted by etcd
+	*leasebook.Session
 }
 
 // validity is how long after sending a grant or keep-alive the lease is
 // known alive: its ttl less a margin for clock drift.
-func validity(ttl time.Duration) time.Duration { return ttl - ttl/100 - 2*time.Millisecond }
+func validity(ttl time.Duration) time.Duration { return leasebook.Validity(ttl) }
 
 // session returns the live session, granting one if there is none.
 func (l *Locker) session(ctx context.Context) (*session, error) {
@@ -45,8 +43,7 @@ func (l *Locker) session(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	ttl := time.Duration(resp.TTL) * time.Second
-	s = &session{id: resp.ID, ttl: ttl, done: make(chan struct{}),
-		validUntil: sent.Add(validity(ttl)), members: map[*held]struct{}{}}
+	s = &session{id: resp.ID, ttl: ttl, Session: leasebook.NewSession(sent.Add(validity(ttl)))}
 	l.mu.Lock()
 	if l.closed() {
 		l.mu.Unlock()
@@ -75,7 +72,7 @@ func (l *Locker) keepAlive(s *session) {
 		select {
 		case <-l.ctx.Done():
 			return
-		case <-s.done:
+		case <-s.Done():
 			return
 		case <-t.C:
 		}
@@ -97,7 +94,7 @@ func (l *Locker) keepAlive(s *session) {
 			l.extendSession(s, sent.Add(validity(time.Duration(resp.TTL)*time.Second)))
 		}
 		l.mu.Lock()
-		left := time.Until(s.validUntil)
+		left := time.Until(s.ValidUntil())
 		l.mu.Unlock()
 		if left <= 0 {
 			l.loseSession(s, errRunOut)
@@ -111,60 +108,21 @@ func (l *Locker) keepAlive(s *session) {
 func (l *Locker) extendSession(s *session, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s.lost != nil || !until.After(s.validUntil) {
-		return
-	}
-	s.validUntil = until
-	for h := range s.members {
-		if h.keeper != nil {
-			h.keeper.Extend(until)
-		}
-	}
+	s.Extend(until)
 }
 
 // loseSession ends s: every lease it carries is lost with cause, and the
 // next Acquire grants a new session.
 func (l *Locker) loseSession(s *session, cause error) {
 	l.mu.Lock()
-	if s.lost != nil {
-		l.mu.Unlock()
-		return
-	}
-	s.lost = cause
-	close(s.done)
-	if l.sess == s {
+	members, ok := s.End(cause)
+	if ok && l.sess == s {
 		l.sess = nil
 	}
-	var members []*held
-	for h := range s.members {
-		members = append(members, h)
-	}
 	l.mu.Unlock()
-	for _, h := range members {
-		l.lose(h, cause)
+	for _, m := range members {
+		m.Lose(&l.mu, cause, l.opt.Logger)
 	}
-}
-
-// lose marks h lost; its lease (if granted) ends with ErrLeaseLost.
-func (l *Locker) lose(h *held, cause error) {
-	l.mu.Lock()
-	if h.lost != nil || h.released {
-		l.mu.Unlock()
-		return
-	}
-	h.lost = cause
-	keeper := h.keeper
-	l.mu.Unlock()
-	if keeper != nil && keeper.Lose(cause) {
-		l.opt.Logger.Warn("lock lease lost", zap.String("owner", h.owner.ID()), zap.Error(cause))
-	}
-}
-
-// sessionValidUntil is s's validity deadline.
-func (l *Locker) sessionValidUntil(s *session) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return s.validUntil
 }
 
 // leaseAlive asks etcd whether lease id still exists.

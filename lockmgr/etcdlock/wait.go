@@ -12,13 +12,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // attempt is the state of one Acquire's wait for one key.
 type attempt struct {
 	l        *Locker
 	h        *held
-	st       *ownerState
+	st       *leasebook.OwnerState
 	k        lockmgr.Key
 	dir      string
 	path     string
@@ -38,7 +39,7 @@ type queue struct {
 
 // acquireKey takes key k for h, waiting as long as ctx allows. Its entry
 // is recorded in h before it is written, so a failed acquire deletes it.
-func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lockmgr.Key) (uint64, error) {
+func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerState, k lockmgr.Key) (uint64, error) {
 	a := &attempt{l: l, h: h, st: st, k: k, dir: l.dir(k.Name),
 		wounds: map[string]bool{}, seen: map[clientv3.LeaseID]int64{}}
 	a.path = a.dir + fmt.Sprintf("%x-%d", int64(h.sess.id), l.seq.Add(1))
@@ -67,8 +68,8 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lock
 			l.mu.Unlock()
 			return uint64(a.rev), nil
 		}
-		if q.wounded || st.isWounded() {
-			return 0, deadlockErr(h.owner, k)
+		if q.wounded || st.IsWounded() {
+			return 0, deadlockErr(h.Owner, k)
 		}
 		a.woundHolder(ctx, q.ahead[0])
 		if err := a.wait(ctx, q); err != nil {
@@ -83,11 +84,11 @@ func (a *attempt) enqueue(ctx context.Context) (queue, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
-	val := newEntry(a.h.owner, l.id, a.h.sess.ttl.Milliseconds())
+	val := newEntry(a.h.Owner, l.id, a.h.sess.ttl.Milliseconds())
 	resp, err := l.cli.Txn(octx).Then(
 		clientv3.OpPut(a.path, val, clientv3.WithLease(a.h.sess.id)),
 		clientv3.OpGet(a.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-		clientv3.OpGet(l.woundKey(l.id, a.h.owner.ID())),
+		clientv3.OpGet(l.woundKey(l.id, a.h.Owner.ID())),
 	).Commit()
 	if err != nil {
 		return queue{}, err
@@ -104,7 +105,7 @@ func (a *attempt) read(ctx context.Context) (queue, error) {
 	defer cancel()
 	resp, err := l.cli.Txn(octx).Then(
 		clientv3.OpGet(a.dir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend)),
-		clientv3.OpGet(l.woundKey(l.id, a.h.owner.ID())),
+		clientv3.OpGet(l.woundKey(l.id, a.h.Owner.ID())),
 	).Commit()
 	if err != nil {
 		return queue{}, err
@@ -136,7 +137,7 @@ func (a *attempt) parse(rev int64, kvs []*mvccpb.KeyValue, wounded bool) queue {
 func (a *attempt) wait(ctx context.Context, q queue) error {
 	l := a.l
 	if a.waitDone == nil {
-		a.waitDone = l.ledger.Wait(a.h.owner, a.k)
+		a.waitDone = l.ledger.Wait(a.h.Owner, a.k)
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -156,12 +157,12 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 	case <-predC:
 	case <-headC:
 	case <-t.C:
-	case <-a.st.wounded: // fail only if a re-read shows we must still wait
+	case <-a.st.Wounded(): // fail only if a re-read shows we must still wait
 	case <-ctx.Done():
 		return lockmgr.WaitError(ctx, a.k)
 	case <-l.ctx.Done():
 		return lockmgr.ErrClosed
-	case <-a.h.sess.done:
+	case <-a.h.sess.Done():
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
 	}
 	return nil
@@ -206,7 +207,7 @@ func (a *attempt) watch(ctx, wctx context.Context, kv *mvccpb.KeyValue) (clientv
 // younger transaction.
 func (a *attempt) youngerWaiterAhead(q queue) bool {
 	for _, kv := range q.ahead[1:] {
-		if e, err := parseEntry(kv.Value); err == nil && !e.olderThan(a.h.owner.Priority(), a.h.owner.ID()) {
+		if e, err := parseEntry(kv.Value); err == nil && !e.olderThan(a.h.Owner.Priority(), a.h.Owner.ID()) {
 			return true
 		}
 	}
@@ -237,7 +238,7 @@ func (a *attempt) settle(ctx context.Context) error {
 	a.l.opt.Logger.Info("lock holder's session vanished; waiting out its ttl before taking the lock",
 		zap.String("key", a.k.Name), zap.Duration("wait", wait))
 	if a.waitDone == nil {
-		a.waitDone = a.l.ledger.Wait(a.h.owner, a.k)
+		a.waitDone = a.l.ledger.Wait(a.h.Owner, a.k)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -248,7 +249,7 @@ func (a *attempt) settle(ctx context.Context) error {
 		return lockmgr.WaitError(ctx, a.k)
 	case <-a.l.ctx.Done():
 		return lockmgr.ErrClosed
-	case <-a.h.sess.done:
+	case <-a.h.sess.Done():
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
 	}
 }

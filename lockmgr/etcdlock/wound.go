@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // watchWounds follows this Locker's wound prefix for its lifetime and
@@ -34,26 +35,7 @@ func (l *Locker) watchWounds() {
 func (l *Locker) woundLocal(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st := l.owners[id]; st != nil {
-		st.wound()
-	}
-}
-
-func (st *ownerState) wound() {
-	select {
-	case <-st.wounded:
-	default:
-		close(st.wounded)
-	}
-}
-
-func (st *ownerState) isWounded() bool {
-	select {
-	case <-st.wounded:
-		return true
-	default:
-		return false
-	}
+	l.owners.Wound(id)
 }
 
 // woundHolder wounds the holder kv of the key a waits for if it is a
@@ -61,7 +43,7 @@ func (st *ownerState) isWounded() bool {
 // so it never outlives that holder's Locker.
 func (a *attempt) woundHolder(ctx context.Context, kv *mvccpb.KeyValue) {
 	e, err := parseEntry(kv.Value)
-	if err != nil || e.Owner == a.h.owner.ID() || e.olderThan(a.h.owner.Priority(), a.h.owner.ID()) {
+	if err != nil || e.Owner == a.h.Owner.ID() || e.olderThan(a.h.Owner.Priority(), a.h.Owner.ID()) {
 		return
 	}
 	wk := a.l.woundKey(e.Locker, e.Owner)
@@ -71,28 +53,19 @@ func (a *attempt) woundHolder(ctx context.Context, kv *mvccpb.KeyValue) {
 	a.wounds[wk] = true
 	octx, cancel := a.l.opCtx(ctx)
 	defer cancel()
-	if _, err := a.l.cli.Put(octx, wk, a.h.owner.ID(), clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil {
+	if _, err := a.l.cli.Put(octx, wk, a.h.Owner.ID(), clientv3.WithLease(clientv3.LeaseID(kv.Lease))); err != nil {
 		a.l.opt.Logger.Debug("wound not written (the holder's session may be gone)",
 			zap.String("holder", e.Owner), zap.Error(err))
 	}
 }
 
 // begin registers an acquire in progress for owner on session s.
-func (l *Locker) begin(owner lockmgr.Owner, s *session) (*held, *ownerState) {
-	h := &held{owner: owner, sess: s}
+func (l *Locker) begin(owner lockmgr.Owner, s *session) (*held, *leasebook.OwnerState) {
+	h := &held{Member: leasebook.Member{Owner: owner}, sess: s}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.owners[owner.ID()]
-	if st == nil {
-		st = &ownerState{wounded: make(chan struct{})}
-		l.owners[owner.ID()] = st
-	}
-	st.refs++
-	if s.lost != nil {
-		h.lost = s.lost
-	} else {
-		s.members[h] = struct{}{}
-	}
+	st := l.owners.Ref(owner.ID())
+	s.Join(&h.Member)
 	return h, st
 }
 
@@ -102,18 +75,8 @@ func (l *Locker) begin(owner lockmgr.Owner, s *session) (*held, *ownerState) {
 func (l *Locker) forget(h *held) (dropWound bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h.released {
+	if !h.Release(h.sess.Session) {
 		return false
 	}
-	h.released = true
-	delete(h.sess.members, h)
-	id := h.owner.ID()
-	if st := l.owners[id]; st != nil {
-		st.refs--
-		if st.refs == 0 {
-			delete(l.owners, id)
-			return st.isWounded()
-		}
-	}
-	return false
+	return l.owners.Unref(h.Owner.ID())
 }

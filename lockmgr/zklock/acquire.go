@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Acquire implements lockmgr.Locker.
@@ -40,33 +41,8 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		}
 		fences = append(fences, f)
 	}
-	l.mu.Lock()
-	validUntil := h.sess.validUntil
-	l.mu.Unlock()
-	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
-		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
-		Release: func(ctx context.Context) error { return l.releaseCtx(ctx, h) },
-		Ledger:  l.ledger,
-	})
-	// From here on the session talks to the keeper; a loss before that is
-	// reported as the error of this Acquire.
-	l.mu.Lock()
-	lostErr := h.lost
-	if lostErr == nil {
-		h.keeper = keeper
-		keeper.Extend(h.sess.validUntil)
-	}
-	l.mu.Unlock()
-	if lostErr != nil {
-		ctx, cancel := l.freshCtx()
-		defer cancel()
-		_ = lease.Release(ctx)
-		if errors.Is(lostErr, lockmgr.ErrClosed) {
-			return nil, lockmgr.ErrClosed
-		}
-		return nil, fmt.Errorf("%w: while acquiring: %w", lockmgr.ErrLeaseLost, lostErr)
-	}
-	return lease, nil
+	return leasebook.AttachSession(&l.mu, &h.Member, h.sess.Session, keys, fences, l.ledger,
+		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
 }
 
 // releaseCtx is the lease's release: delete the own znodes (in parallel),
@@ -133,6 +109,6 @@ func (l *Locker) release(h *held) {
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
 		l.opt.Logger.Warn("lock release failed; the znodes go with the session",
-			zap.String("owner", h.owner.ID()), zap.Error(err))
+			zap.String("owner", h.Owner.ID()), zap.Error(err))
 	}
 }

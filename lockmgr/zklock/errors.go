@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 var (
@@ -42,7 +43,5 @@ func unavailable(err error) bool {
 	return false
 }
 
-func deadlockErr(o lockmgr.Owner, k lockmgr.Key) error {
-	return fmt.Errorf("%w: owner %s was wounded by an older transaction, waiting for rule %q key %q",
-		lockmgr.ErrDeadlock, o, k.Rule, k.Name)
-}
+// deadlockErr is the error of a wait of o for k that a wound ended.
+var deadlockErr = leasebook.DeadlockErr

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // Options configure a Locker. The zero value (or nil) works.
@@ -90,28 +91,19 @@ type Locker struct {
 	setupC  chan struct{} // closed when setup becomes true
 
 	mu     sync.Mutex
-	sess   *session // current session, nil until used or after loss
-	owners map[string]*ownerState
+	sess   *session         // current session, nil until used or after loss
+	owners leasebook.Owners // wound-wait state by owner id
 }
 
 var _ lockmgr.Locker = (*Locker)(nil)
 
-// ownerState is wound-wait bookkeeping for one transaction on this Locker.
-type ownerState struct {
-	refs    int           // acquires in progress plus leases held
-	wounded chan struct{} // closed when an older transaction wounds it
-}
-
-// held is a lease being acquired or held. Fields other than owner are
+// held is a lease being acquired or held. Fields other than Owner are
 // guarded by Locker.mu.
 type held struct {
-	owner    lockmgr.Owner
-	sess     *session
-	keys     []lockmgr.Key
-	nodes    []ownNode // own znodes, granted or not yet deleted
-	keeper   *lockmgr.Keeper
-	lost     error
-	released bool
+	leasebook.Member
+	sess  *session
+	keys  []lockmgr.Key
+	nodes []ownNode // own znodes, granted or not yet deleted
 }
 
 // ownNode is an own lock znode: its full path once the create answered,
@@ -128,7 +120,7 @@ func New(servers []string, o *Options) (*Locker, error) {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
-		ctx: ctx, cancel: cancel, netConn: map[net.Conn]struct{}{}, owners: map[string]*ownerState{},
+		ctx: ctx, cancel: cancel, netConn: map[net.Conn]struct{}{}, owners: leasebook.NewOwners(),
 		setupC: make(chan struct{})}
 	conn, _, err := zk.Connect(servers, opt.TTL, zk.WithLogger(zkLogger{l}), zk.WithDialer(l.dial),
 		zk.WithEventCallback(l.onEvent))

@@ -6,17 +6,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // session is one ZooKeeper session of the Locker's connection and the
-// leases (lockmgr) it carries. Fields below done are guarded by Locker.mu.
+// leases (lockmgr) it carries; the Session is guarded by Locker.mu.
 type session struct {
-	id   int64
-	done chan struct{} // closed when lost
-
-	validUntil time.Time // monotonic
-	lost       error
-	members    map[*held]struct{}
+	id int64
+	*leasebook.Session
 }
 
 // timeout is the session timeout validity is measured with: the one asked
@@ -32,8 +30,7 @@ func (l *Locker) timeout() time.Duration {
 // validity is how long after sending a request the server answered the
 // session is known alive: the timeout less a margin for clock drift.
 func (l *Locker) validity() time.Duration {
-	t := l.timeout()
-	return t - t/100 - 2*time.Millisecond
+	return leasebook.Validity(l.timeout())
 }
 
 // tracked runs a request like call and then notes that the server heard
@@ -60,18 +57,11 @@ func (l *Locker) touch(sid int64, sent time.Time) *session {
 	l.mu.Lock()
 	old := l.sess
 	if old != nil && old.id == sid {
-		if old.lost == nil && until.After(old.validUntil) {
-			old.validUntil = until
-			for h := range old.members {
-				if h.keeper != nil {
-					h.keeper.Extend(until)
-				}
-			}
-		}
+		old.Extend(until)
 		l.mu.Unlock()
 		return old
 	}
-	s := &session{id: sid, done: make(chan struct{}), validUntil: until, members: map[*held]struct{}{}}
+	s := &session{id: sid, Session: leasebook.NewSession(until)}
 	l.sess = s
 	l.mu.Unlock()
 	if old != nil { // a new session id: the old session expired
@@ -109,7 +99,7 @@ func (l *Locker) heartbeat() {
 		next := l.timeout() / 3
 		l.mu.Lock()
 		s := l.sess
-		busy := s != nil && s.lost == nil && len(s.members) > 0
+		busy := s != nil && s.Busy()
 		l.mu.Unlock()
 		if !busy {
 			t.Reset(next)
@@ -124,7 +114,7 @@ func (l *Locker) heartbeat() {
 			next /= 4
 		}
 		l.mu.Lock()
-		left := time.Until(s.validUntil)
+		left := time.Until(s.ValidUntil())
 		l.mu.Unlock()
 		if left <= 0 {
 			l.loseSession(s, errRunOut)
@@ -138,36 +128,12 @@ func (l *Locker) heartbeat() {
 // loseSession ends s: every lease it carries is lost with cause.
 func (l *Locker) loseSession(s *session, cause error) {
 	l.mu.Lock()
-	if s.lost != nil {
-		l.mu.Unlock()
-		return
-	}
-	s.lost = cause
-	close(s.done)
-	if l.sess == s {
+	members, ok := s.End(cause)
+	if ok && l.sess == s {
 		l.sess = nil
 	}
-	var members []*held
-	for h := range s.members {
-		members = append(members, h)
-	}
 	l.mu.Unlock()
-	for _, h := range members {
-		l.lose(h, cause)
-	}
-}
-
-// lose marks h lost; its lease (if granted) ends with ErrLeaseLost.
-func (l *Locker) lose(h *held, cause error) {
-	l.mu.Lock()
-	if h.lost != nil || h.released {
-		l.mu.Unlock()
-		return
-	}
-	h.lost = cause
-	keeper := h.keeper
-	l.mu.Unlock()
-	if keeper != nil && keeper.Lose(cause) {
-		l.opt.Logger.Warn("lock lease lost", zap.String("owner", h.owner.ID()), zap.Error(cause))
+	for _, m := range members {
+		m.Lose(&l.mu, cause, l.opt.Logger)
 	}
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // attempt is the state of one Acquire's wait for one key.
 type attempt struct {
 	l        *Locker
 	h        *held
-	st       *ownerState
+	st       *leasebook.OwnerState
 	k        lockmgr.Key
 	dir      string
 	me       node
@@ -33,7 +34,7 @@ type queue struct {
 
 // acquireKey takes key k for h, waiting as long as ctx allows. Its znode is
 // recorded in h before it is created, so a failed acquire deletes it.
-func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lockmgr.Key) (uint64, error) {
+func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerState, k lockmgr.Key) (uint64, error) {
 	a := &attempt{l: l, h: h, st: st, k: k, dir: l.keyDir(k.Name), wounds: map[string]bool{}}
 	defer func() {
 		if a.waitDone != nil {
@@ -55,8 +56,8 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lock
 		if len(q.ahead) == 0 {
 			return a.granted(ctx, czxid)
 		}
-		if st.isWounded() {
-			return 0, deadlockErr(h.owner, k)
+		if st.IsWounded() {
+			return 0, deadlockErr(h.Owner, k)
 		}
 		a.woundHolder(ctx, q.ahead[0])
 		if err := a.wait(ctx, q); err != nil {
@@ -69,12 +70,12 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *ownerState, k lock
 // container first if it is missing.
 func (a *attempt) create(ctx context.Context) error {
 	l := a.l
-	prefix := nodePrefix(a.h.owner.Priority(), l.id, l.seq.Add(1))
+	prefix := nodePrefix(a.h.Owner.Priority(), l.id, l.seq.Add(1))
 	l.mu.Lock()
 	idx := len(a.h.nodes)
 	a.h.nodes = append(a.h.nodes, ownNode{dir: a.dir, prefix: prefix})
 	l.mu.Unlock()
-	data := newEntry(a.h.owner, l.id)
+	data := newEntry(a.h.Owner, l.id)
 	for try := 0; ; try++ {
 		p, s, err := tracked(ctx, l, func() (string, error) {
 			return l.conn.Create(a.dir+"/"+prefix, data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
@@ -184,7 +185,7 @@ func (a *attempt) read(ctx context.Context) (queue, error) {
 // Locker ends.
 func (a *attempt) wait(ctx context.Context, q queue) error {
 	if a.waitDone == nil {
-		a.waitDone = a.l.ledger.Wait(a.h.owner, a.k)
+		a.waitDone = a.l.ledger.Wait(a.h.Owner, a.k)
 	}
 	predC, err := a.watch(ctx, q.ahead[len(q.ahead)-1])
 	if err != nil || predC == nil {
@@ -202,12 +203,12 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 	case <-predC:
 	case <-headC:
 	case <-t.C:
-	case <-a.st.wounded: // fail only if a re-read shows we must still wait
+	case <-a.st.Wounded(): // fail only if a re-read shows we must still wait
 	case <-ctx.Done():
 		return lockmgr.WaitError(ctx, a.k)
 	case <-a.l.ctx.Done():
 		return lockmgr.ErrClosed
-	case <-a.h.sess.done:
+	case <-a.h.sess.Done():
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errExpired)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // ensureSetup creates Root, its locks and wound directories and this
@@ -78,32 +79,13 @@ func (l *Locker) watchWounds() {
 func (l *Locker) woundLocal(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if st := l.owners[id]; st != nil {
-		st.wound()
-	}
-}
-
-func (st *ownerState) wound() {
-	select {
-	case <-st.wounded:
-	default:
-		close(st.wounded)
-	}
-}
-
-func (st *ownerState) isWounded() bool {
-	select {
-	case <-st.wounded:
-		return true
-	default:
-		return false
-	}
+	l.owners.Wound(id)
 }
 
 // woundHolder wounds the holder n of the key a waits for if it is a
 // younger transaction.
 func (a *attempt) woundHolder(ctx context.Context, n node) {
-	me := a.h.owner
+	me := a.h.Owner
 	if n.prio < me.Priority() || a.wounds[n.name] {
 		return
 	}
@@ -128,17 +110,11 @@ func (a *attempt) woundHolder(ctx context.Context, n node) {
 }
 
 // begin registers an acquire in progress for owner.
-func (l *Locker) begin(owner lockmgr.Owner) (*held, *ownerState) {
-	h := &held{owner: owner}
+func (l *Locker) begin(owner lockmgr.Owner) (*held, *leasebook.OwnerState) {
+	h := &held{Member: leasebook.Member{Owner: owner}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.owners[owner.ID()]
-	if st == nil {
-		st = &ownerState{wounded: make(chan struct{})}
-		l.owners[owner.ID()] = st
-	}
-	st.refs++
-	return h, st
+	return h, l.owners.Ref(owner.ID())
 }
 
 // join makes s the session of h (at its first znode); false if h already
@@ -148,11 +124,7 @@ func (l *Locker) join(h *held, s *session) bool {
 	defer l.mu.Unlock()
 	if h.sess == nil {
 		h.sess = s
-		if s.lost != nil {
-			h.lost = s.lost
-		} else {
-			s.members[h] = struct{}{}
-		}
+		s.Join(&h.Member)
 	}
 	return h.sess == s
 }
@@ -161,18 +133,11 @@ func (l *Locker) join(h *held, s *session) bool {
 func (l *Locker) forget(h *held) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h.released {
-		return
-	}
-	h.released = true
+	var s *leasebook.Session
 	if h.sess != nil {
-		delete(h.sess.members, h)
+		s = h.sess.Session
 	}
-	id := h.owner.ID()
-	if st := l.owners[id]; st != nil {
-		st.refs--
-		if st.refs == 0 {
-			delete(l.owners, id)
-		}
+	if h.Release(s) {
+		l.owners.Unref(h.Owner.ID())
 	}
 }
