@@ -36,16 +36,16 @@ type fault struct {
 func faults() []fault {
 	return []fault{
 		{name: "redis-restart", inject: func(t *testing.T, r *rig) time.Time {
-			mustBed(t, r.bed.Stop(t.Context(), testbed.Redis))
 			began := time.Now()
+			mustBed(t, r.bed.Stop(t.Context(), testbed.Redis))
 			time.Sleep(r.plan.hold)
 			mustBed(t, r.bed.Start(t.Context(), testbed.Redis))
 			return began
 		}},
 		{name: "proxy-sigkill", extra: []string{"2013", "2003"}, inject: func(t *testing.T, r *rig) time.Time {
 			r.nodes[0].awaitHeld(t, 5*time.Second) // kill it mid-transaction
-			r.nodes[0].kill()
 			began := time.Now()
+			r.nodes[0].kill()
 			time.Sleep(r.plan.hold / 3)
 			r.nodes[0].launch(t)
 			return began
@@ -72,8 +72,8 @@ func faults() []fault {
 			if before == 0 {
 				t.Errorf("no read went to the replica before it stopped: the fault would test nothing")
 			}
-			mustBed(t, r.bed.Stop(t.Context(), testbed.Replica))
 			began := time.Now()
+			mustBed(t, r.bed.Stop(t.Context(), testbed.Replica))
 			stopped := r.nodes[0].replicaReads(t)
 			time.Sleep(r.plan.hold)
 			during := r.nodes[0].replicaReads(t) - stopped
