@@ -1,7 +1,6 @@
 package etcdlock_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,7 +15,7 @@ func BenchmarkUncontended(b *testing.B) {
 	s := getServer(b)
 	l := etcdlock.New(s.newClient(b), &etcdlock.Options{TTL: 10 * time.Second, Prefix: prefix()})
 	defer l.Close()
-	warmUp(b, l)
+	locktest.WarmUp(b, l)
 	locktest.BenchUncontended(b, l)
 }
 
@@ -29,19 +28,8 @@ func BenchmarkHotKeyHandoff(b *testing.B) {
 	for range 2 {
 		l := etcdlock.New(s.newClient(b), &etcdlock.Options{TTL: 10 * time.Second, Prefix: pfx})
 		defer l.Close()
-		warmUp(b, l)
+		locktest.WarmUp(b, l)
 		ls = append(ls, l)
 	}
 	locktest.BenchHotKey(b, ls, 8)
-}
-
-// warmUp grants the session and takes one key, so they are not measured.
-func warmUp(b *testing.B, l lockmgr.Locker) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Start: time.Now()}, []lockmgr.Key{{Name: "warm-up", Rule: "bench"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = lease.Release(ctx)
 }

@@ -2,10 +2,6 @@ package etcdlock_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +9,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/etcdlock"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
 	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 )
 
@@ -23,11 +20,7 @@ const testTTL = 3 * time.Second
 // restartTTL outlasts an etcd restart.
 const restartTTL = 5 * time.Second
 
-func prefix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "lptest-" + hex.EncodeToString(b[:])
-}
+func prefix() string { return servertest.Unique("lptest-") }
 
 // newLockers makes n Lockers, each with its own client, as n proxy
 // instances sharing one etcd.
@@ -47,15 +40,7 @@ func TestConformance(t *testing.T) {
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*etcdlock.Locker).Abandon() },
 		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
-			dir, err := os.MkdirTemp(tmpRoot(), "etcdlock-restart-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			own, err := startServer(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { own.stop(); _ = os.RemoveAll(dir) })
+			own := servertest.Own(t, "etcdlock-restart-", startServer, (*server).stop)
 			return newLockers(t, own, pfx, restartTTL, 2), restartTTL, func() {
 				if err := own.restart(); err != nil {
 					t.Fatalf("restart etcd: %v", err)
@@ -77,11 +62,5 @@ func TestUnavailable(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = l.Acquire(ctx, lockmgr.Owner{Instance: "u", Start: time.Now()}, []lockmgr.Key{{Name: "k", Rule: "r"}})
-	if !errors.Is(err, lockmgr.ErrUnavailable) {
-		t.Fatalf("Acquire without etcd: %v; want ErrUnavailable", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("Acquire without etcd used up the caller's whole wait")
-	}
+	locktest.Unavailable(t, ctx, l, "etcd")
 }

@@ -2,7 +2,6 @@ package etcdlock_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 )
 
 // TestRevokedSession: an operator revokes the holder's session lease. The
@@ -26,42 +26,8 @@ func TestRevokedSession(t *testing.T) {
 	k := lockmgr.Key{Name: "revoked/" + pfx, Rule: "r"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := ls[0].Acquire(ctx, owner("a"), []lockmgr.Key{k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type grant struct {
-		lease      *lockmgr.Lease
-		err        error
-		firstValid bool // the first lease was valid when the second was granted
-	}
-	got := make(chan grant, 1)
-	go func() {
-		b, err := ls[1].Acquire(ctx, owner("b"), []lockmgr.Key{k})
-		got <- grant{b, err, a.Valid()}
-	}()
-	revokeHolder(t, s.newClient(t), pfx, k.Name)
-	select {
-	case <-a.Done():
-	case <-time.After(5 * testTTL):
-		t.Fatal("holder's lease did not end after its session was revoked")
-	}
-	if !errors.Is(a.Err(), lockmgr.ErrLeaseLost) || a.Valid() {
-		t.Errorf("holder after revoke: Err %v, Valid %v; want ErrLeaseLost, not valid", a.Err(), a.Valid())
-	}
-	g := <-got
-	if g.err != nil {
-		t.Fatalf("waiter: %v", g.err)
-	}
-	if g.firstValid {
-		t.Errorf("double grant: the waiter got the key while the revoked holder's lease was still valid")
-	}
-	if g.lease.Fence(k.Name) <= a.Fence(k.Name) {
-		t.Errorf("fence %d after %d; want growing", g.lease.Fence(k.Name), a.Fence(k.Name))
-	}
-	if err := g.lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a := locktest.LoseHolder(t, ctx, ls[0], ls[1], k, 5*testTTL,
+		func() { revokeHolder(t, s.newClient(t), pfx, k.Name) }, "its session was revoked")
 	if err := a.Release(ctx); err != nil {
 		t.Errorf("release of a lost lease: %v", err)
 	}

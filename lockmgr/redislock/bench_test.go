@@ -1,7 +1,6 @@
 package redislock_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ func BenchmarkUncontended(b *testing.B) {
 	rdb.AddHook(rt)
 	l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
 	defer l.Close()
-	warmUp(b, l)
+	locktest.WarmUp(b, l)
 	start := rt.n.Load()
 	locktest.BenchUncontended(b, l)
 	b.StopTimer()
@@ -39,7 +38,7 @@ func BenchmarkHotKeyHandoff(b *testing.B) {
 		ls = append(ls, l)
 	}
 	for _, l := range ls {
-		warmUp(b, l)
+		locktest.WarmUp(b, l)
 	}
 	locktest.BenchHotKey(b, ls, 8)
 }
@@ -50,18 +49,6 @@ func BenchmarkHotKeyOneLocker(b *testing.B) {
 	bed := testbed.Get(b)
 	l := redislock.New(newClient(b, bed.RedisAddr), &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
 	defer l.Close()
-	warmUp(b, l)
+	locktest.WarmUp(b, l)
 	locktest.BenchHotKey(b, []lockmgr.Locker{l}, 8)
-}
-
-// warmUp takes and releases one key, so dials and the restart check of a
-// fresh Locker (and a freshly started server) are not measured.
-func warmUp(b *testing.B, l lockmgr.Locker) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Start: time.Now()}, []lockmgr.Key{{Name: "warm-up", Rule: "bench"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = lease.Release(ctx)
 }

@@ -1,7 +1,6 @@
 package zklock_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ func BenchmarkUncontended(b *testing.B) {
 	s := getServer(b)
 	l := newLocker(b, s.addr, root(), 10*time.Second)
 	defer l.Close()
-	warmUp(b, l)
+	locktest.WarmUp(b, l)
 	locktest.BenchUncontended(b, l)
 }
 
@@ -28,20 +27,8 @@ func BenchmarkHotKeyHandoff(b *testing.B) {
 	for range 2 {
 		l := newLocker(b, s.addr, r, 10*time.Second)
 		defer l.Close()
-		warmUp(b, l)
+		locktest.WarmUp(b, l)
 		ls = append(ls, l)
 	}
 	locktest.BenchHotKey(b, ls, 8)
-}
-
-// warmUp creates the Locker's znodes and takes one key, so they are not
-// measured.
-func warmUp(b *testing.B, l lockmgr.Locker) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Start: time.Now()}, []lockmgr.Key{{Name: "warm-up", Rule: "bench"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	_ = lease.Release(ctx)
 }

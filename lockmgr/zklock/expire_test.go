@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 )
 
 // TestSessionExpired: the holder's Locker is cut off from ZooKeeper (a
@@ -29,47 +30,15 @@ func TestSessionExpired(t *testing.T) {
 	k := lockmgr.Key{Name: "expired", Rule: "r"}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	a, err := holder.Acquire(ctx, owner("a"), []lockmgr.Key{k})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type grant struct {
-		lease      *lockmgr.Lease
-		err        error
-		firstValid bool // the first lease was valid when the second was granted
-	}
-	got := make(chan grant, 1)
-	go func() {
-		b, err := waiter.Acquire(ctx, owner("b"), []lockmgr.Key{k})
-		got <- grant{b, err, a.Valid()}
-	}()
-	for len(waiter.Snapshot()) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	p.cut()
-	select {
-	case <-a.Done():
-	case <-time.After(5 * testTTL):
-		t.Fatal("holder's lease did not end while cut off from ZooKeeper")
-	}
-	if !errors.Is(a.Err(), lockmgr.ErrLeaseLost) || a.Valid() {
-		t.Errorf("holder after the partition: Err %v, Valid %v; want ErrLeaseLost, not valid", a.Err(), a.Valid())
-	}
-	g := <-got
-	if g.err != nil {
-		t.Fatalf("waiter: %v", g.err)
-	}
-	if g.firstValid {
-		t.Errorf("double grant: the waiter got the key while the cut-off holder's lease was still valid")
-	}
-	if g.lease.Fence(k.Name) <= a.Fence(k.Name) {
-		t.Errorf("fence %d after %d; want growing", g.lease.Fence(k.Name), a.Fence(k.Name))
-	}
-	if err := g.lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a := locktest.LoseHolder(t, ctx, holder, waiter, k, 5*testTTL, func() {
+		for len(waiter.Snapshot()) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		p.cut()
+	}, "it was cut off from ZooKeeper")
 	p.restore(t)
 	var again *lockmgr.Lease
+	var err error
 	for again == nil {
 		again, err = holder.Acquire(ctx, owner("c"), []lockmgr.Key{k})
 		if err != nil && (!errors.Is(err, lockmgr.ErrUnavailable) && !errors.Is(err, lockmgr.ErrLeaseLost) || ctx.Err() != nil) {

@@ -2,10 +2,7 @@ package zklock_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
 	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/zklock"
 )
@@ -24,11 +22,7 @@ const testTTL = 3 * time.Second
 // restartTTL outlasts a ZooKeeper restart (a JVM start).
 const restartTTL = 5 * time.Second
 
-func root() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "/lptest-" + hex.EncodeToString(b[:])
-}
+func root() string { return servertest.Unique("/lptest-") }
 
 func newLocker(t testing.TB, addr, root string, ttl time.Duration) *zklock.Locker {
 	t.Helper()
@@ -59,15 +53,7 @@ func TestConformance(t *testing.T) {
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*zklock.Locker).Abandon() },
 		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
-			dir, err := os.MkdirTemp(tmpRoot(), "zklock-restart-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			own, err := startServer(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { own.stop(); _ = os.RemoveAll(dir) })
+			own := servertest.Own(t, "zklock-restart-", startServer, (*server).stop)
 			return newLockers(t, own.addr, r, restartTTL, 2), restartTTL, func() {
 				if err := own.restart(); err != nil {
 					t.Fatalf("restart ZooKeeper: %v", err)
@@ -91,13 +77,7 @@ func TestUnavailable(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = l.Acquire(ctx, lockmgr.Owner{Instance: "u", Start: time.Now()}, []lockmgr.Key{{Name: "k", Rule: "r"}})
-	if !errors.Is(err, lockmgr.ErrUnavailable) {
-		t.Fatalf("Acquire without ZooKeeper: %v; want ErrUnavailable", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("Acquire without ZooKeeper used up the caller's whole wait")
-	}
+	locktest.Unavailable(t, ctx, l, "ZooKeeper")
 	if err := l.Ping(ctx); !errors.Is(err, lockmgr.ErrUnavailable) {
 		t.Errorf("Ping without ZooKeeper: %v; want ErrUnavailable", err)
 	}

@@ -1,6 +1,8 @@
 package servertest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"testing"
@@ -67,4 +69,30 @@ func (sh *Shared[S]) Get(t testing.TB) S {
 		t.Skip(sh.skip)
 	}
 	return sh.srv
+}
+
+// Own starts a server for t alone, with its data in a fresh directory
+// named after dirPrefix; it is stopped and the directory removed when t
+// ends. It fails t if the server does not start.
+func Own[S any](t testing.TB, dirPrefix string, start func(dir string) (S, error), stop func(S)) S {
+	t.Helper()
+	dir, err := os.MkdirTemp(TmpRoot(), dirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := start(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(s); _ = os.RemoveAll(dir) })
+	return s
+}
+
+// Unique is prefix followed by 8 random hex digits: a name (key prefix,
+// root znode) no other test uses.
+func Unique(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
