@@ -114,15 +114,11 @@ func (l *Locker) extendSession(s *session, until time.Time) {
 // loseSession ends s: every lease it carries is lost with cause, and the
 // next Acquire grants a new session.
 func (l *Locker) loseSession(s *session, cause error) {
-	l.mu.Lock()
-	members, ok := s.End(cause)
-	if ok && l.sess == s {
-		l.sess = nil
-	}
-	l.mu.Unlock()
-	for _, m := range members {
-		m.Lose(&l.mu, cause, l.opt.Logger)
-	}
+	s.Lose(&l.mu, cause, l.opt.Logger, func() {
+		if l.sess == s {
+			l.sess = nil
+		}
+	})
 }
 
 // leaseAlive asks etcd whether lease id still exists.

@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -13,27 +12,17 @@ import (
 )
 
 // Acquire implements lockmgr.Locker.
-func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (lease *lockmgr.Lease, err error) {
-	start := time.Now()
-	defer func() { l.ledger.Metrics().ObserveAcquire(keys, start, err) }()
-	if l.closed() {
-		return nil, lockmgr.ErrClosed
-	}
-	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
-		return nil, err
-	}
-	h := l.book.Begin(l.token(owner), owner)
-	fences := make([]uint64, 0, len(keys))
-	for _, k := range keys {
-		f, err := l.acquireKey(ctx, h, k)
+func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	return leasebook.Acquire(l.ledger, l.closed(), keys, func(keys []lockmgr.Key) (*lockmgr.Lease, error) {
+		h := l.book.Begin(l.token(owner), owner)
+		fences, err := leasebook.TakeAll(keys,
+			func(k lockmgr.Key) (uint64, error) { return l.acquireKey(ctx, h, k) }, func() { l.release(h) })
 		if err != nil {
-			l.release(h)
 			return nil, err
 		}
-		fences = append(fences, f)
-	}
-	return l.book.Attach(h, keys, fences, l.ledger,
-		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
+		return l.book.Attach(h, keys, fences, l.ledger,
+			func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
+	})
 }
 
 // releaseCtx is the lease's release: one pipelined round trip.

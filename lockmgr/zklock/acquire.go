@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -16,33 +15,23 @@ import (
 )
 
 // Acquire implements lockmgr.Locker.
-func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (lease *lockmgr.Lease, err error) {
-	start := time.Now()
-	defer func() { l.ledger.Metrics().ObserveAcquire(keys, start, err) }()
-	if l.closed() {
-		return nil, lockmgr.ErrClosed
-	}
-	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
-		return nil, err
-	}
-	if err := l.ensureSetup(ctx); err != nil {
-		return nil, classify(ctx, keys[0], err)
-	}
-	h, st := l.begin(owner)
-	fences := make([]uint64, 0, len(keys))
-	for _, k := range keys {
-		f, err := l.acquireKey(ctx, h, st, k)
+func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	return leasebook.Acquire(l.ledger, l.closed(), keys, func(keys []lockmgr.Key) (*lockmgr.Lease, error) {
+		if err := l.ensureSetup(ctx); err != nil {
+			return nil, classify(ctx, keys[0], err)
+		}
+		h, st := l.begin(owner)
+		fences, err := leasebook.TakeAll(keys,
+			func(k lockmgr.Key) (uint64, error) { return l.acquireKey(ctx, h, st, k) }, func() { l.release(h) })
 		if err != nil {
-			l.release(h)
 			if l.closed() {
 				return nil, lockmgr.ErrClosed
 			}
 			return nil, err
 		}
-		fences = append(fences, f)
-	}
-	return leasebook.AttachSession(&l.mu, &h.Member, h.sess.Session, keys, fences, l.ledger,
-		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
+		return leasebook.AttachSession(&l.mu, &h.Member, h.sess.Session, keys, fences, l.ledger,
+			func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
+	})
 }
 
 // releaseCtx is the lease's release: delete the own znodes (in parallel),

@@ -127,13 +127,9 @@ func (l *Locker) heartbeat() {
 
 // loseSession ends s: every lease it carries is lost with cause.
 func (l *Locker) loseSession(s *session, cause error) {
-	l.mu.Lock()
-	members, ok := s.End(cause)
-	if ok && l.sess == s {
-		l.sess = nil
-	}
-	l.mu.Unlock()
-	for _, m := range members {
-		m.Lose(&l.mu, cause, l.opt.Logger)
-	}
+	s.Lose(&l.mu, cause, l.opt.Logger, func() {
+		if l.sess == s {
+			l.sess = nil
+		}
+	})
 }

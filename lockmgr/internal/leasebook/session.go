@@ -94,6 +94,21 @@ func (s *Session) End(cause error) ([]*Member, bool) {
 	return members, true
 }
 
+// Lose ends s with cause, runs forget under mu if it ended now (so the
+// backend stops using it as its current session), then loses every lease
+// it carried (Member.Lose). It takes mu.
+func (s *Session) Lose(mu *sync.Mutex, cause error, log *zap.Logger, forget func()) {
+	mu.Lock()
+	members, ok := s.End(cause)
+	if ok {
+		forget()
+	}
+	mu.Unlock()
+	for _, m := range members {
+		m.Lose(mu, cause, log)
+	}
+}
+
 // Release marks m released and takes it off s (nil: not on a session yet);
 // false if it was released already. Caller holds mu.
 func (m *Member) Release(s *Session) bool {

@@ -12,27 +12,17 @@ import (
 )
 
 // Acquire implements lockmgr.Locker.Acquire.
-func (e *Engine) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (lease *lockmgr.Lease, err error) {
-	start := time.Now()
-	defer func() { e.ledger.Metrics().ObserveAcquire(keys, start, err) }()
-	if e.closed() {
-		return nil, lockmgr.ErrClosed
-	}
-	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
-		return nil, err
-	}
-	h := e.book.Begin(e.token(owner), owner)
-	fences := make([]uint64, 0, len(keys))
-	for _, k := range keys {
-		f, err := e.acquireKey(ctx, h, k)
+func (e *Engine) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	return leasebook.Acquire(e.ledger, e.closed(), keys, func(keys []lockmgr.Key) (*lockmgr.Lease, error) {
+		h := e.book.Begin(e.token(owner), owner)
+		fences, err := leasebook.TakeAll(keys,
+			func(k lockmgr.Key) (uint64, error) { return e.acquireKey(ctx, h, k) }, func() { e.release(h) })
 		if err != nil {
-			e.release(h)
 			return nil, err
 		}
-		fences = append(fences, f)
-	}
-	return e.book.Attach(h, keys, fences, e.ledger,
-		func(ctx context.Context) error { return e.releaseCtx(ctx, h) }, e.freshCtx)
+		return e.book.Attach(h, keys, fences, e.ledger,
+			func(ctx context.Context) error { return e.releaseCtx(ctx, h) }, e.freshCtx)
+	})
 }
 
 // granted records that k was granted to h by a request sent at sent; it

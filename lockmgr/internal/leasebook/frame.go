@@ -1,0 +1,60 @@
+package leasebook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// NewID is a random 16-hex-digit id for a Locker: in its tokens, entries
+// and wound addresses, so that no two Lockers anywhere share one.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Acquire is the frame every backend's Locker.Acquire shares: it records
+// the acquire in ledger's metrics (with the normalized keys), fails with
+// lockmgr.ErrClosed when closed, normalizes keys and hands them to take.
+func Acquire(ledger *lockmgr.Ledger, closed bool, keys []lockmgr.Key,
+	take func([]lockmgr.Key) (*lockmgr.Lease, error)) (lease *lockmgr.Lease, err error) {
+	start := time.Now()
+	defer func() { ledger.Metrics().ObserveAcquire(keys, start, err) }()
+	if closed {
+		return nil, lockmgr.ErrClosed
+	}
+	if keys, err = lockmgr.NormalizeKeys(keys); err != nil {
+		return nil, err
+	}
+	return take(keys)
+}
+
+// TakeAll takes keys one by one in order with take and returns their
+// fences. On the first error it calls undo (which gives back what was
+// taken) and returns that error.
+func TakeAll(keys []lockmgr.Key, take func(lockmgr.Key) (uint64, error), undo func()) ([]uint64, error) {
+	fences := make([]uint64, 0, len(keys))
+	for _, k := range keys {
+		f, err := take(k)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		fences = append(fences, f)
+	}
+	return fences, nil
+}
+
+// ReleaseHeld releases every lease ledger lists as held, each on its own
+// context from fresh, ignoring errors: what a Locker does when it closes.
+func ReleaseHeld(ledger *lockmgr.Ledger, fresh func() (context.Context, context.CancelFunc)) {
+	for _, lease := range ledger.Held() {
+		ctx, cancel := fresh()
+		_ = lease.Release(ctx)
+		cancel()
+	}
+}
