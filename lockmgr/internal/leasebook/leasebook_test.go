@@ -1,0 +1,148 @@
+package leasebook
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+var errTest = errors.New("leasebook test: lost")
+
+func owner(name string, start time.Time) lockmgr.Owner {
+	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: start}
+}
+
+func woken(w *Waiter) bool {
+	select {
+	case <-w.Wake():
+		return true
+	default:
+		return false
+	}
+}
+
+// TestGateOrder: the head of a key's queue is the oldest owner, then the
+// first to arrive; leaving hands the turn to the next and wakes it.
+func TestGateOrder(t *testing.T) {
+	now := time.Now()
+	old, young := owner("old", now.Add(-time.Minute)), owner("young", now)
+	tests := []struct {
+		name     string
+		arrivals []lockmgr.Owner
+		head     int // index into arrivals
+	}{
+		{"older first", []lockmgr.Owner{old, young}, 0},
+		{"older later", []lockmgr.Owner{young, old}, 1},
+		{"same age: first come", []lockmgr.Owner{young, young}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(nil)
+			var ws []*Waiter
+			for _, o := range tc.arrivals {
+				ws = append(ws, b.Join("k", o))
+			}
+			for i, w := range ws {
+				if got := b.IsHead("k", w); got != (i == tc.head) {
+					t.Fatalf("waiter %d head %v; want %v", i, got, i == tc.head)
+				}
+			}
+			next := ws[1-tc.head]
+			b.Leave("k", ws[tc.head])
+			if !b.IsHead("k", next) || !woken(next) {
+				t.Fatalf("after the head left, the other is not a woken head")
+			}
+			b.Leave("k", next)
+			if b.IsHead("k", next) {
+				t.Fatalf("a waiter that left is still head")
+			}
+		})
+	}
+}
+
+// TestBookLeases: validity is the earliest grant's, renewal extends it
+// only while no key was granted since, a wound wakes the owner's wait, and
+// overdue leases are lost.
+func TestBookLeases(t *testing.T) {
+	b := New(nil)
+	o := owner("a", time.Now())
+	h := b.Begin("tok", o)
+	w := b.Join("k2", o)
+	t0 := time.Now()
+	b.Granted(h, lockmgr.Key{Name: "k1"}, 7, t0.Add(time.Hour))
+	b.Granted(h, lockmgr.Key{Name: "k2"}, 8, t0.Add(time.Minute))
+	rs := b.Renewals()
+	if len(rs) != 1 || len(rs[0].Keys) != 2 || rs[0].Fences[1] != 8 || !rs[0].Valid {
+		t.Fatalf("Renewals = %+v; want one valid lease of 2 keys", rs)
+	}
+	b.Renewed(h, 1, t0.Add(2*time.Hour)) // renewed fewer keys than held: no extension
+	if _, _, fences := b.Releasing(h); len(fences) != 2 {
+		t.Fatalf("fences %v", fences)
+	}
+	if d := b.ExpireOverdue(errTest); d <= 0 || d > time.Minute {
+		t.Fatalf("next deadline in %v; want within the earliest grant's minute", d)
+	}
+	b.WoundToken("tok")
+	if !b.Wounded(o) || !woken(w) {
+		t.Fatalf("wound did not mark the owner or wake its wait")
+	}
+	if held, wounded := b.OwnerHeld(o); held != nil || !wounded {
+		t.Fatalf("OwnerHeld = %v, %v; want nil, wounded", held, wounded)
+	}
+	b.Renewed(h, 2, t0.Add(-time.Second)) // validity already over
+	b.ExpireOverdue(errTest)
+	if len(b.Renewals()) != 0 {
+		t.Fatalf("a lost lease is still renewed")
+	}
+	b.Leave("k2", w)
+	b.Forget(h)
+	if len(b.All()) != 0 || b.Wounded(o) {
+		t.Fatalf("forgotten lease or owner state left behind")
+	}
+}
+
+// TestSession: members of a lost session are lost, a member joining a lost
+// session is lost at once, and owners' wounds outlive only their last use.
+func TestSession(t *testing.T) {
+	var mu sync.Mutex
+	s := NewSession(time.Now().Add(time.Minute))
+	m := &Member{Owner: owner("a", time.Now())}
+	mu.Lock()
+	s.Join(m)
+	busy := s.Busy()
+	s.Extend(time.Now().Add(time.Hour))
+	mu.Unlock()
+	if !busy || time.Until(s.ValidUntil()) < 30*time.Minute {
+		t.Fatalf("busy %v, valid until %v", busy, s.ValidUntil())
+	}
+	forgot := 0
+	s.Lose(&mu, errTest, zap.NewNop(), func() { forgot++ })
+	s.Lose(&mu, errTest, zap.NewNop(), func() { forgot++ })
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done not closed")
+	}
+	if forgot != 1 || !errors.Is(m.lost, errTest) {
+		t.Fatalf("forget ran %d times, member lost %v", forgot, m.lost)
+	}
+	late := &Member{Owner: m.Owner}
+	s.Join(late)
+	if !errors.Is(late.lost, errTest) || !late.Release(s) || late.Release(s) {
+		t.Fatalf("late member: lost %v", late.lost)
+	}
+
+	own := NewOwners()
+	st := own.Ref("a")
+	own.Ref("a")
+	own.Wound("a")
+	own.Wound("a") // twice is fine
+	if !st.IsWounded() || own.Unref("a") || !own.Unref("a") {
+		t.Fatalf("wound or reference counting wrong")
+	}
+}
