@@ -2,8 +2,6 @@ package etcdlock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,10 +105,8 @@ type held struct {
 // Acquire, which reports lockmgr.ErrUnavailable while etcd is down.
 func New(cli *clientv3.Client, o *Options) *Locker {
 	opt := o.withDefaults()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Locker{cli: cli, opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
+	l := &Locker{cli: cli, opt: opt, id: leasebook.NewID(), ledger: lockmgr.NewLedger(opt.Metrics),
 		ctx: ctx, cancel: cancel, owners: leasebook.NewOwners()}
 	l.wg.Add(1)
 	go l.watchWounds()
@@ -138,11 +134,7 @@ func (l *Locker) Abandon() { l.stop(false) }
 func (l *Locker) stop(release bool) {
 	l.once.Do(func() {
 		if release {
-			for _, lease := range l.ledger.Held() {
-				ctx, cancel := l.freshCtx()
-				_ = lease.Release(ctx)
-				cancel()
-			}
+			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
 		}
 		l.mu.Lock() // with session(): no keep-alive starts after this
 		l.cancel()

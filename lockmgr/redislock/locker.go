@@ -2,8 +2,6 @@ package redislock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,11 +105,9 @@ var _ lockmgr.Locker = (*Locker)(nil)
 // lockmgr.ErrUnavailable until it is back.
 func New(rdb redis.UniversalClient, o *Options) *Locker {
 	opt := o.withDefaults()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{
-		rdb: rdb, opt: opt, id: hex.EncodeToString(b[:]), sc: newScripts(),
+		rdb: rdb, opt: opt, id: leasebook.NewID(), sc: newScripts(),
 		ledger: lockmgr.NewLedger(opt.Metrics), ctx: ctx, cancel: cancel,
 		book: leasebook.New(opt.Logger),
 	}
@@ -151,11 +147,7 @@ func (l *Locker) Abandon() { l.stop(false) }
 func (l *Locker) stop(release bool) {
 	l.once.Do(func() {
 		if release {
-			for _, lease := range l.ledger.Held() {
-				ctx, cancel := context.WithTimeout(context.Background(), l.opt.OpTimeout)
-				_ = lease.Release(ctx)
-				cancel()
-			}
+			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
 		}
 		l.cancel()
 		l.notify.close()

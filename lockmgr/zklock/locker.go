@@ -2,8 +2,6 @@ package zklock
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"strings"
@@ -116,10 +114,8 @@ type ownNode struct {
 // for ZooKeeper: Acquire reports lockmgr.ErrUnavailable while it is down.
 func New(servers []string, o *Options) (*Locker, error) {
 	opt := o.withDefaults()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Locker{opt: opt, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(opt.Metrics),
+	l := &Locker{opt: opt, id: leasebook.NewID(), ledger: lockmgr.NewLedger(opt.Metrics),
 		ctx: ctx, cancel: cancel, netConn: map[net.Conn]struct{}{}, owners: leasebook.NewOwners(),
 		setupC: make(chan struct{})}
 	conn, _, err := zk.Connect(servers, opt.TTL, zk.WithLogger(zkLogger{l}), zk.WithDialer(l.dial),
@@ -155,11 +151,7 @@ func (l *Locker) Abandon() { l.stop(false) }
 func (l *Locker) stop(release bool) {
 	l.once.Do(func() {
 		if release {
-			for _, lease := range l.ledger.Held() {
-				ctx, cancel := l.freshCtx()
-				_ = lease.Release(ctx)
-				cancel()
-			}
+			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
 			ctx, cancel := l.freshCtx()
 			_, _ = call(ctx, l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(l.woundDir(l.id), -1) })
 			cancel()

@@ -2,8 +2,6 @@ package pollwait
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,11 +91,9 @@ type Engine struct {
 // New starts an Engine on st: its renewal goroutine runs until Close.
 func New(st Store, cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		st: st, cfg: cfg, id: hex.EncodeToString(b[:]), ledger: lockmgr.NewLedger(cfg.Metrics),
+		st: st, cfg: cfg, id: leasebook.NewID(), ledger: lockmgr.NewLedger(cfg.Metrics),
 		book: leasebook.New(cfg.Logger), ctx: ctx, cancel: cancel,
 	}
 	e.wg.Add(1)
@@ -122,11 +118,7 @@ func (e *Engine) Abandon() { e.stop(false) }
 func (e *Engine) stop(release bool) {
 	e.once.Do(func() {
 		if release {
-			for _, lease := range e.ledger.Held() {
-				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.OpTimeout)
-				_ = lease.Release(ctx)
-				cancel()
-			}
+			leasebook.ReleaseHeld(e.ledger, e.freshCtx)
 		}
 		e.cancel()
 		e.wg.Wait()
