@@ -155,14 +155,14 @@ func TestFlashSaleTwoProxies(t *testing.T) {
 		{"redis", redisLocks(bed, "10s", "10s")},
 		{"mysql", "locks:\n  backend: mysql\n  mysql: {table: e2e_flashsale_locks.locks}\n  ttl: 10s\n  wait_timeout: 10s\n"},
 	} {
-		t.Run(backend.name, func(t *testing.T) { flashSale(t, bed, backend.locks) })
+		t.Run(backend.name, func(t *testing.T) { flashSale(t, bed, backend.locks, 400) })
 	}
 }
 
 // flashSale runs the sale through two lockproxy instances on one lock
 // backend, in text and prepared form, next to the same code run directly.
-func flashSale(t *testing.T, bed *testbed.Bed, locks string) {
-	const dbName, buyers, stock = "e2e_flashsale", 400, 100
+func flashSale(t *testing.T, bed *testbed.Bed, locks string, buyers int) {
+	const dbName, stock = "e2e_flashsale", 100
 	direct := freshDB(t, bed, dbName)
 	for _, s := range []string{saleSchema, ordersSchema} {
 		if _, err := direct.Exec(s); err != nil {

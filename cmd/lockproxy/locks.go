@@ -122,7 +122,7 @@ func newEtcdLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*l
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: etcd: %w", err)
 	}
-	l := etcdlock.New(cli, &etcdlock.Options{TTL: lc.TTL.D(), Logger: log, Metrics: m})
+	l := etcdlock.New(cli, &etcdlock.Options{TTL: lc.TTL.D(), OpTimeout: queueOpTimeout(lc), Logger: log, Metrics: m})
 	ping := func(ctx context.Context) error {
 		_, err := cli.Status(ctx, lc.Etcd.Endpoints[0])
 		return err
@@ -134,9 +134,17 @@ func newZKLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*loc
 	if lc.ZooKeeper == nil || len(lc.ZooKeeper.Servers) == 0 {
 		return nil, fmt.Errorf("lockproxy: locks.zookeeper.servers is required for the zookeeper backend")
 	}
-	l, err := zklock.New(lc.ZooKeeper.Servers, &zklock.Options{TTL: lc.TTL.D(), Logger: log, Metrics: m})
+	l, err := zklock.New(lc.ZooKeeper.Servers, &zklock.Options{TTL: lc.TTL.D(), OpTimeout: queueOpTimeout(lc), Logger: log, Metrics: m})
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: zookeeper: %w", err)
 	}
 	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: l.Ping}, nil
+}
+
+// queueOpTimeout bounds one etcd or ZooKeeper call: a fifth of the lease,
+// between 1s and 5s. Their wait queues are read whole, which a long queue
+// on a busy server makes slow; a call that outlives this counts as the
+// lock service being unavailable.
+func queueOpTimeout(lc rules.LockConfig) time.Duration {
+	return min(max(lc.TTL.D()/5, time.Second), 5*time.Second)
 }
