@@ -92,3 +92,21 @@ func Unavailable(t *testing.T, ctx context.Context, l lockmgr.Locker, what strin
 		t.Fatalf("Acquire without %s used up the caller's whole wait", what)
 	}
 }
+
+// WaitLost waits (until ctx ends) for lease, which the service no longer
+// grants, to be found lost: Done closes, Err wraps lockmgr.ErrLeaseLost,
+// Valid is false, and releasing it is still not an error.
+func WaitLost(t *testing.T, ctx context.Context, lease *lockmgr.Lease) {
+	t.Helper()
+	select {
+	case <-lease.Done():
+	case <-ctx.Done():
+		t.Fatal("lease loss never noticed")
+	}
+	if !errors.Is(lease.Err(), lockmgr.ErrLeaseLost) || lease.Valid() {
+		t.Errorf("after loss: Err %v, Valid %v", lease.Err(), lease.Valid())
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("Release of a lost lease: %v", err)
+	}
+}

@@ -3,7 +3,6 @@ package mysqllock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
 	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/mysqllock"
 )
@@ -81,12 +81,10 @@ func owner(name string) lockmgr.Owner {
 // TestUnavailable: with nothing listening, Acquire fails with
 // ErrUnavailable, not a wait timeout.
 func TestUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := servertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	l, err := mysqllock.Open(mysqllock.Config{Addr: addr, User: "u"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +92,7 @@ func TestUnavailable(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = l.Acquire(ctx, owner("u"), []lockmgr.Key{{Name: "k", Rule: "r"}})
-	if !errors.Is(err, lockmgr.ErrUnavailable) {
-		t.Fatalf("Acquire with the database down: %v; want ErrUnavailable", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("Acquire with the database down waited for the whole deadline")
-	}
+	locktest.Unavailable(t, ctx, l, "the database")
 	if err := l.Ping(ctx); !errors.Is(err, lockmgr.ErrUnavailable) {
 		t.Errorf("Ping with the database down: %v; want ErrUnavailable", err)
 	}
@@ -123,17 +115,7 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "UPDATE locks SET owner = 'someone else'"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-lease.Done():
-	case <-ctx.Done():
-		t.Fatal("lease loss never noticed")
-	}
-	if !errors.Is(lease.Err(), lockmgr.ErrLeaseLost) || lease.Valid() {
-		t.Errorf("after loss: Err %v, Valid %v", lease.Err(), lease.Valid())
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Errorf("Release of a lost lease: %v", err)
-	}
+	locktest.WaitLost(t, ctx, lease)
 }
 
 // TestLongKeysAndBadTables: keys longer than any index prefix work (they

@@ -3,7 +3,6 @@ package redislock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 )
 
@@ -23,23 +24,15 @@ func owner(name string) lockmgr.Owner {
 // TestUnavailable: with nothing listening, Acquire fails with
 // ErrUnavailable (not a wait timeout, not a hang).
 func TestUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := servertest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	l := redislock.New(newClient(t, addr), nil)
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = l.Acquire(ctx, owner("u"), []lockmgr.Key{{Name: "k", Rule: "r"}})
-	if !errors.Is(err, lockmgr.ErrUnavailable) {
-		t.Fatalf("Acquire with Redis down: %v; want ErrUnavailable", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("Acquire with Redis down waited for the whole deadline")
-	}
+	locktest.Unavailable(t, ctx, l, "Redis")
 }
 
 // TestLeaseLostWhenTakenOver: a lock that someone else holds now (as after
@@ -65,19 +58,9 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	if err := rdb.HSet(ctx, pfx+":{stolen}", "tok", "someone else").Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-lease.Done():
-	case <-ctx.Done():
-		t.Fatal("lease loss never noticed")
-	}
-	if !errors.Is(lease.Err(), lockmgr.ErrLeaseLost) || lease.Valid() {
-		t.Errorf("after loss: Err %v, Valid %v", lease.Err(), lease.Valid())
-	}
+	locktest.WaitLost(t, ctx, lease)
 	if got := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_lease_lost_total")); got != 1 {
 		t.Errorf("lease_lost_total = %v; want 1", got)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Errorf("Release of a lost lease: %v", err)
 	}
 }
 
