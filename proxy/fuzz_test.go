@@ -27,8 +27,9 @@ import (
 // logged as "session panic", which fails the input) and the proxy still
 // serves a fresh client after every input.
 //
-// Inputs run against a real MariaDB: run the fuzzers on a private bed (leave
-// LOCKPROXY_TESTBED unset), never on one other test processes share.
+// Inputs run against a real MariaDB: run the fuzzers on a bed of their own
+// (docs/faults.md); inputs that could hurt the bed itself are skipped (see
+// harmsBed), so the seeds and kept corpus are safe on a shared bed.
 
 const (
 	fuzzDB       = "fuzz_session"
@@ -150,17 +151,36 @@ func FuzzSessionCommands(f *testing.F) {
 	}
 	p := startFuzzProxy(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if bytes.Contains(bytes.ToLower(data), []byte("shutdown")) {
-			t.Skip("would stop the test bed's server")
+		packets := splitPackets(data)
+		if harmsBed(data, packets) {
+			t.Skip("could stop the bed's server or end other tests' connections or databases")
 		}
 		c, err := client.ConnectWithTimeout(p.addr, p.bed.User, p.bed.Password, fuzzDB, 10*time.Second)
 		if err != nil {
 			t.Fatalf("login: %v", err)
 		}
-		exchange(c, splitPackets(data))
+		exchange(c, packets)
 		_ = c.Close()
 		p.check(t)
 	})
+}
+
+// harmsBed reports inputs that could hurt the (possibly shared) test bed
+// rather than the proxy: SHUTDOWN, KILL, DROP, and COM_PROCESS_KILL of an
+// arbitrary connection id. The proxy only relays these.
+func harmsBed(data []byte, packets [][]byte) bool {
+	low := bytes.ToLower(data)
+	for _, w := range []string{"shutdown", "kill", "drop"} {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	for _, p := range packets {
+		if len(p) > 0 && p[0] == mysql.COM_PROCESS_KILL {
+			return true
+		}
+	}
+	return false
 }
 
 // exchange writes each command packet and then the sentinel query, reading
