@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
 )
 
@@ -60,12 +61,7 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		v = *o
 	}
-	if v.TTL <= 0 {
-		v.TTL = 30 * time.Second
-	}
-	if v.OpTimeout <= 0 {
-		v.OpTimeout = time.Second
-	}
+	leasebook.Defaults(&v.TTL, &v.OpTimeout, nil)
 	if v.MaxConns <= 0 {
 		v.MaxConns = 16
 	}

@@ -50,14 +50,9 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		v = *o
 	}
-	if v.TTL <= 0 {
-		v.TTL = 30 * time.Second
-	}
+	leasebook.Defaults(&v.TTL, &v.OpTimeout, &v.Logger)
 	if v.Prefix == "" {
 		v.Prefix = "lockproxy"
-	}
-	if v.OpTimeout <= 0 {
-		v.OpTimeout = time.Second
 	}
 	if v.WaitSlice <= 0 {
 		v.WaitSlice = 500 * time.Millisecond
@@ -70,9 +65,6 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.SlowWait <= 0 {
 		v.SlowWait = time.Second
-	}
-	if v.Logger == nil {
-		v.Logger = zap.NewNop()
 	}
 	return v
 }

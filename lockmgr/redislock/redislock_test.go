@@ -2,8 +2,6 @@ package redislock_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
 	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 )
@@ -29,11 +28,7 @@ const testTTL = 3 * time.Second
 const restartTTL = 8 * time.Second
 
 // prefix keeps this run's keys apart from other users of a shared bed.
-func prefix(t testing.TB) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "lptest-" + hex.EncodeToString(b[:])
-}
+func prefix(t testing.TB) string { return servertest.Unique("lptest-") }
 
 func newClient(t testing.TB, addr string) redis.UniversalClient {
 	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))

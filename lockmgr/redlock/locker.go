@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
 )
 
@@ -44,14 +45,9 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		v = *o
 	}
-	if v.TTL <= 0 {
-		v.TTL = 30 * time.Second
-	}
+	leasebook.Defaults(&v.TTL, &v.OpTimeout, nil)
 	if v.Prefix == "" {
 		v.Prefix = "lockproxy"
-	}
-	if v.OpTimeout <= 0 {
-		v.OpTimeout = time.Second
 	}
 	if v.FenceTTL <= 0 {
 		v.FenceTTL = 24 * time.Hour

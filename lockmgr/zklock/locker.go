@@ -43,21 +43,13 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		v = *o
 	}
-	if v.TTL <= 0 {
-		v.TTL = 30 * time.Second
-	}
+	leasebook.Defaults(&v.TTL, &v.OpTimeout, &v.Logger)
 	if v.Root == "" {
 		v.Root = "/lockproxy"
 	}
 	v.Root = "/" + strings.Trim(v.Root, "/")
-	if v.OpTimeout <= 0 {
-		v.OpTimeout = time.Second
-	}
 	if v.WaitSlice <= 0 {
 		v.WaitSlice = time.Second
-	}
-	if v.Logger == nil {
-		v.Logger = zap.NewNop()
 	}
 	return v
 }

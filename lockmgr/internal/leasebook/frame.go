@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
 
@@ -56,5 +58,28 @@ func ReleaseHeld(ledger *lockmgr.Ledger, fresh func() (context.Context, context.
 		ctx, cancel := fresh()
 		_ = lease.Release(ctx)
 		cancel()
+	}
+}
+
+// Defaults of the options every backend has.
+const (
+	// DefaultTTL is the default lease (or session timeout).
+	DefaultTTL = 30 * time.Second
+	// DefaultOpTimeout is the default bound of one call to the service.
+	DefaultOpTimeout = time.Second
+)
+
+// Defaults fills in the options every backend has: a ttl or opTimeout
+// <= 0 becomes DefaultTTL or DefaultOpTimeout, and, when logger is not
+// nil, a nil *logger becomes a no-op logger.
+func Defaults(ttl, opTimeout *time.Duration, logger **zap.Logger) {
+	if *ttl <= 0 {
+		*ttl = DefaultTTL
+	}
+	if *opTimeout <= 0 {
+		*opTimeout = DefaultOpTimeout
+	}
+	if logger != nil && *logger == nil {
+		*logger = zap.NewNop()
 	}
 }

@@ -36,12 +36,7 @@ func (c Config) withDefaults() Config {
 	if c.Name == "" {
 		c.Name = "pollwait"
 	}
-	if c.TTL <= 0 {
-		c.TTL = 30 * time.Second
-	}
-	if c.OpTimeout <= 0 {
-		c.OpTimeout = time.Second
-	}
+	leasebook.Defaults(&c.TTL, &c.OpTimeout, &c.Logger)
 	if c.MinPoll <= 0 {
 		c.MinPoll = 2 * time.Millisecond
 	}
@@ -53,9 +48,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SlowWait <= 0 {
 		c.SlowWait = time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
 	}
 	return c
 }
