@@ -48,6 +48,7 @@
 // context. An unreachable etcd fails Acquire with lockmgr.ErrUnavailable
 // after OpTimeout.
 //
-// The package imports only lockmgr among lockproxy packages and must never
-// import another.
+// The package imports only lockmgr and lockmgr/internal/leasebook (the
+// bookkeeping it shares with the other backends) among lockproxy packages
+// and must never import another.
 package etcdlock

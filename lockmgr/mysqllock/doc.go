@@ -52,6 +52,7 @@
 // replica that has them keeps the locks, one that lacks the latest grants
 // can grant them again (the same window as a Redis failover).
 //
-// The package imports only lockmgr (and its internal engine) among
-// lockproxy packages and must never import another.
+// The package imports only lockmgr and its internal engine and bookkeeping
+// (lockmgr/internal/pollwait, lockmgr/internal/leasebook) among lockproxy
+// packages and must never import another.
 package mysqllock

@@ -55,6 +55,7 @@
 // lock, that window stays open; the fence token lets storage reject the
 // older holder's writes.
 //
-// The package imports only lockmgr among lockproxy packages and must never
-// import another.
+// The package imports only lockmgr and lockmgr/internal/leasebook (the
+// bookkeeping it shares with the other backends) among lockproxy packages
+// and must never import another.
 package redislock

@@ -50,6 +50,7 @@
 // marks a younger holder wounded; the holder's next wait checks its rows
 // and fails with lockmgr.ErrDeadlock; renewal reports the flag too.
 //
-// The package imports only lockmgr (and its internal engine) among
-// lockproxy packages and must never import another.
+// The package imports only lockmgr and its internal engine and bookkeeping
+// (lockmgr/internal/pollwait, lockmgr/internal/leasebook) among lockproxy
+// packages and must never import another.
 package redlock

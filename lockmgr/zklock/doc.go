@@ -49,6 +49,7 @@
 // bounded context, or every znode of the attempt's unique name prefix when
 // the create's reply was lost.
 //
-// The package imports only lockmgr among lockproxy packages and must never
-// import another.
+// The package imports only lockmgr and lockmgr/internal/leasebook (the
+// bookkeeping it shares with the other backends) among lockproxy packages
+// and must never import another.
 package zklock
