@@ -83,7 +83,7 @@ locks:
   wait_timeout: %s
   on_unavailable: reject
 %s`, listen, admin, bed.User, bed.Password, bed.PrimaryAddr, bed.ReplicaAddr, bed.RedisAddr,
-		faultTTL, faultWait, saleRule(faultDB))
+		faultTTL, faultWait, saleRule(faultDB)+"    fence: fence\n")
 }
 
 func startNode(t *testing.T, bed *testbed.Bed, conns int) *node {
@@ -211,7 +211,10 @@ func newRig(t *testing.T) *rig {
 	bed := testbed.Private(t)
 	r := &rig{bed: bed, plan: currentPlan()}
 	r.direct = freshDB(t, bed, faultDB)
-	for _, s := range []string{saleSchema, ordersSchema} {
+	// The stock row carries a fence column: a holder paused past its lease
+	// cannot write over the next holder (rules[].fence).
+	fenced := "CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)"
+	for _, s := range []string{fenced, ordersSchema} {
 		if _, err := r.direct.Exec(s); err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,7 @@ func retryable(err error) bool {
 func runSale(t *testing.T, direct *sql.DB, handles []*sql.DB, buyers, stock int, prepared bool) saleResult {
 	t.Helper()
 	for _, s := range []string{"DELETE FROM orders", "DELETE FROM sku_stock",
-		fmt.Sprintf("INSERT INTO sku_stock VALUES (1, %d)", stock)} {
+		fmt.Sprintf("INSERT INTO sku_stock (sku_id, stock) VALUES (1, %d)", stock)} {
 		if _, err := direct.Exec(s); err != nil {
 			t.Fatal(err)
 		}
