@@ -330,7 +330,10 @@ func TestDashboardOnPrometheus(t *testing.T) {
 					return
 				}
 				_, _ = tx.ExecContext(ctx, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = ?", 1+i%2)
-				time.Sleep(30 * time.Millisecond) // the application's work, while holding the row
+				// The application's work, while holding the row: longer than
+				// the 200ms wait_timeout, so with three sessions per row some
+				// waits time out whatever the machine's speed.
+				time.Sleep(250 * time.Millisecond)
 				_ = tx.Commit()
 			}
 		}()
