@@ -103,7 +103,10 @@ func (a *attempt) req() Request {
 // Acquire returns.
 func (e *Engine) classify(ctx context.Context, k lockmgr.Key, err error) error {
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || deadlinePassed(ctx):
+		// The servers' calls share ctx's deadline; their timers may fire
+		// an instant before ctx reports it. Either way the wait is over.
+		<-ctx.Done()
 		return lockmgr.WaitError(ctx, k)
 	case errors.Is(err, lockmgr.ErrUnavailable):
 		return err
@@ -208,4 +211,11 @@ func (a *attempt) end(err error) {
 	if a.waitDone != nil {
 		a.waitDone()
 	}
+}
+
+// deadlinePassed reports whether ctx's deadline is reached, even if its
+// own timer has not fired yet.
+func deadlinePassed(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
