@@ -24,6 +24,7 @@ type guard struct {
 	waitTimeout time.Duration
 	reject      *sqlError // answer this instead of running the command
 	commits     bool      // the text contains COMMIT (or an implicit commit)
+	rollsBack   bool      // the text is ROLLBACK: it may always run
 	rule        string    // first rule that matched, for messages
 	primary     bool      // a rule or a fact forces the primary
 }
@@ -54,6 +55,7 @@ func (s *session) guardFor(an *parser.Analysis, params []any) guard {
 			inTxn = true
 		case parser.KindCommit, parser.KindRollback:
 			g.commits = g.commits || f.Kind == parser.KindCommit
+			g.rollsBack = len(an.Stmts) == 1 && f.Kind == parser.KindRollback
 			inTxn = s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
 		}
 		if f.ImplicitCommit {
@@ -110,7 +112,7 @@ func (s *session) newOwner() lockmgr.Owner {
 // beforeCommand enforces the guard: it answers a rejection or a doomed
 // transaction itself (ran=false) or takes the locks the command needs.
 func (s *session) beforeCommand(g guard) (ok bool, err error) {
-	if s.locks != nil && s.locks.Len() > 0 {
+	if s.locks != nil && s.locks.Len() > 0 && !g.rollsBack {
 		if lerr := s.locks.Err(); lerr != nil || !s.locks.Valid() {
 			if lerr == nil {
 				lerr = fmt.Errorf("%w: lease expired", lockmgr.ErrLeaseLost)
