@@ -12,10 +12,8 @@ import (
 	"hash"
 	"io"
 	"math"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
@@ -663,23 +661,5 @@ func startProxyOpts(t testing.TB, opts Options) *testProxy {
 	}
 	reg := prometheus.NewRegistry()
 	opts.Logger, opts.Registry = zaptest.NewLogger(t), reg
-	srv, err := New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &testProxy{srv: srv, addr: ln.Addr().String(), bed: bed, reg: reg}
+	return serveProxy(t, bed, cfg, opts, reg)
 }

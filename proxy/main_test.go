@@ -64,7 +64,14 @@ locks:
 		edit(cfg)
 	}
 	reg := prometheus.NewRegistry()
-	srv, err := New(cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg, Locker: locker})
+	return serveProxy(t, bed, cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg, Locker: locker}, reg)
+}
+
+// serveProxy runs a Server for cfg on a free loopback port until the test
+// ends; reg is the registry opts.Registry names.
+func serveProxy(t testing.TB, bed *testbed.Bed, cfg *rules.Config, opts Options, reg *prometheus.Registry) *testProxy {
+	t.Helper()
+	srv, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -61,25 +60,7 @@ func observedProxy(t *testing.T, o observed) *testProxy {
 		locker = o.locker(t, m, o.log)
 		t.Cleanup(func() { _ = locker.Close() }) // after the Server's shutdown below
 	}
-	srv, err := New(cfg, Options{Logger: o.log, Registry: reg, Locker: locker, AuthPlugin: o.authPlugin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &testProxy{srv: srv, addr: ln.Addr().String(), bed: bed, reg: reg}
+	return serveProxy(t, bed, cfg, Options{Logger: o.log, Registry: reg, Locker: locker, AuthPlugin: o.authPlugin}, reg)
 }
 
 func memLocker(_ *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
