@@ -71,7 +71,13 @@ type BackendConfig struct {
 	Primary       string   `yaml:"primary"`
 	Replicas      []string `yaml:"replicas"`
 	MaxReplicaLag Duration `yaml:"max_replica_lag"` // default 2s
+	// ReadYourWrites (default true): after a session writes, a replica
+	// serves its reads only once it has applied the session's last GTID.
+	ReadYourWrites *bool `yaml:"read_your_writes"`
 }
+
+// RYW reports whether read-your-writes is on (the default).
+func (b BackendConfig) RYW() bool { return b.ReadYourWrites == nil || *b.ReadYourWrites }
 
 // LockConfig selects and tunes the distributed lock backend.
 type LockConfig struct {
