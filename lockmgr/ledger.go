@@ -26,6 +26,7 @@ type Ledger struct {
 	mu      sync.Mutex
 	held    map[*Lease]struct{}
 	waiting map[*waitEntry]struct{}
+	perKey  map[string]int // waiting entries by key name
 }
 
 type waitEntry struct {
@@ -36,7 +37,7 @@ type waitEntry struct {
 
 // NewLedger makes a Ledger that also updates m (which may be nil).
 func NewLedger(m *Metrics) *Ledger {
-	return &Ledger{metrics: m, held: map[*Lease]struct{}{}, waiting: map[*waitEntry]struct{}{}}
+	return &Ledger{metrics: m, held: map[*Lease]struct{}{}, waiting: map[*waitEntry]struct{}{}, perKey: map[string]int{}}
 }
 
 // Metrics is the Metrics the ledger updates (possibly nil).
@@ -48,23 +49,40 @@ func (g *Ledger) Metrics() *Metrics {
 }
 
 // Wait records that owner starts waiting for key; call the returned func
-// when the wait ends, however it ends.
+// when the wait ends, however it ends. It observes the waiters-per-key
+// histogram with the ledger's own waiters for key, this one included.
 func (g *Ledger) Wait(owner Owner, key Key) (done func()) {
+	return g.WaitQueued(owner, key, 0)
+}
+
+// WaitQueued is Wait for a backend that knows how many requests wait for
+// key across every instance, this one included (depth); depth <= 0 counts
+// the ledger's own waiters, as Wait does.
+func (g *Ledger) WaitQueued(owner Owner, key Key, depth int) (done func()) {
 	if g == nil {
 		return func() {}
 	}
 	e := &waitEntry{owner: owner, key: key, since: time.Now()}
 	g.mu.Lock()
 	g.waiting[e] = struct{}{}
+	g.perKey[key.Name]++
+	if local := g.perKey[key.Name]; depth < local {
+		depth = local
+	}
 	g.mu.Unlock()
 	g.metrics.addWaiters(1)
+	g.metrics.observeQueue(key.Rule, depth)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			g.mu.Lock()
 			delete(g.waiting, e)
+			if g.perKey[key.Name]--; g.perKey[key.Name] <= 0 {
+				delete(g.perKey, key.Name)
+			}
 			g.mu.Unlock()
 			g.metrics.addWaiters(-1)
+			g.metrics.observeWaited(key, time.Since(e.since))
 		})
 	}
 }

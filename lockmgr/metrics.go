@@ -16,6 +16,10 @@ type Metrics struct {
 	held     prometheus.Gauge
 	waiters  prometheus.Gauge
 	lost     *prometheus.CounterVec
+	handoff  *prometheus.HistogramVec
+	queue    *prometheus.HistogramVec
+	renewals *prometheus.CounterVec
+	hot      *hotKeys
 }
 
 // NewMetrics creates the lock metrics and registers them on reg (never the
@@ -45,8 +49,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "lockproxy_lock_lease_lost_total",
 			Help: "Leases lost while held (renewal failed or lock taken over).",
 		}, []string{"rule"}),
+		handoff: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "lockproxy_lock_handoff_seconds", Buckets: buckets,
+			Help: "Time from the release that freed a key to its grant to a waiter of this instance.",
+		}, []string{"rule"}),
+		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockproxy_lock_waiters_per_key",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+			Help:    "Requests waiting for a key (this one included) when a lock request starts to wait.",
+		}, []string{"rule"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_lock_renewals_total",
+			Help: "Lease renewals by result: ok, error (call failed, validity runs down), lost.",
+		}, []string{"result"}),
+		hot: newHotKeys(),
 	}
-	for _, c := range []prometheus.Collector{m.wait, m.acquires, m.hold, m.held, m.waiters, m.lost} {
+	for _, c := range []prometheus.Collector{m.wait, m.acquires, m.hold, m.held, m.waiters, m.lost,
+		m.handoff, m.queue, m.renewals, m.hot} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -65,6 +84,44 @@ func (m *Metrics) ObserveAcquire(keys []Key, start time.Time, err error) {
 		m.wait.WithLabelValues(rule).Observe(secs)
 		m.acquires.WithLabelValues(rule, result).Inc()
 	})
+}
+
+// ObserveHandoff records a hand-off of a key of rule: d from the moment
+// this instance learned the key was released (its own release, or the lock
+// service's notification) to the grant to the waiter it woke.
+func (m *Metrics) ObserveHandoff(rule string, d time.Duration) {
+	if m != nil {
+		m.handoff.WithLabelValues(rule).Observe(d.Seconds())
+	}
+}
+
+// Renewal results for ObserveRenewals.
+const (
+	RenewOK    = "ok"    // the lock service extended the lease
+	RenewError = "error" // the call failed; the lease's validity runs down
+	RenewLost  = "lost"  // the lock service no longer had the lease as ours
+)
+
+// ObserveRenewals counts n lease renewals with result (RenewOK, RenewError
+// or RenewLost). A backend that renews a session carrying several leases
+// (etcd, ZooKeeper) counts one per session renewal.
+func (m *Metrics) ObserveRenewals(result string, n int) {
+	if m != nil && n > 0 {
+		m.renewals.WithLabelValues(result).Add(float64(n))
+	}
+}
+
+func (m *Metrics) observeQueue(rule string, n int) {
+	if m != nil {
+		m.queue.WithLabelValues(rule).Observe(float64(n))
+	}
+}
+
+// observeWaited adds a finished wait for k to the hot-key top list.
+func (m *Metrics) observeWaited(k Key, d time.Duration) {
+	if m != nil {
+		m.hot.add(k, d)
+	}
 }
 
 func (m *Metrics) addWaiters(n int) {

@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
@@ -85,12 +86,15 @@ func (l *Locker) keepAlive(s *session) {
 		case l.closed():
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			l.ledger.Metrics().ObserveRenewals(lockmgr.RenewLost, 1)
 			l.loseSession(s, errLeaseGone)
 			return
 		case err != nil:
+			l.ledger.Metrics().ObserveRenewals(lockmgr.RenewError, 1)
 			l.opt.Logger.Warn("etcd lease keep-alive failed; leases stay valid until their deadline", zap.Error(err))
 			next = interval / 4
 		default:
+			l.ledger.Metrics().ObserveRenewals(lockmgr.RenewOK, 1)
 			l.extendSession(s, sent.Add(validity(time.Duration(resp.TTL)*time.Second)))
 		}
 		l.mu.Lock()

@@ -27,6 +27,7 @@ type attempt struct {
 	wounds   map[string]bool            // wound keys written
 	seen     map[clientv3.LeaseID]int64 // leases of entries seen ahead -> their ttl (ms)
 	waitDone func()
+	freed    time.Time // when the entry ahead went away (hand-off clock)
 }
 
 // queue is one read of a key's entries.
@@ -66,7 +67,12 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			l.mu.Lock()
 			h.keys = append(h.keys, k)
 			l.mu.Unlock()
+			a.observeHandoff()
 			return uint64(a.rev), nil
+		}
+		a.freed = time.Time{}
+		if e, err := parseEntry(q.ahead[0].Value); err == nil {
+			lockmgr.TraceHolder(ctx, e.Owner)
 		}
 		if q.wounded || st.IsWounded() {
 			return 0, deadlockErr(h.Owner, k)
@@ -137,7 +143,9 @@ func (a *attempt) parse(rev int64, kvs []*mvccpb.KeyValue, wounded bool) queue {
 func (a *attempt) wait(ctx context.Context, q queue) error {
 	l := a.l
 	if a.waitDone == nil {
-		a.waitDone = l.ledger.Wait(a.h.Owner, a.k)
+		// etcd queues every waiter of every instance: the entries ahead
+		// less the holder, and this one.
+		a.waitDone = l.ledger.WaitQueued(a.h.Owner, a.k, len(q.ahead))
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
@@ -155,7 +163,9 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 	defer t.Stop()
 	select {
 	case <-predC:
+		a.freed = time.Now()
 	case <-headC:
+		a.freed = time.Now()
 	case <-t.C:
 	case <-a.st.Wounded(): // fail only if a re-read shows we must still wait
 	case <-ctx.Done():
@@ -251,5 +261,13 @@ func (a *attempt) settle(ctx context.Context) error {
 		return lockmgr.ErrClosed
 	case <-a.h.sess.Done():
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
+	}
+}
+
+// observeHandoff records the hand-off latency of a grant that followed the
+// deletion of the entry ahead: from the watch event to the grant.
+func (a *attempt) observeHandoff() {
+	if a.waitDone != nil && !a.freed.IsZero() {
+		a.l.ledger.Metrics().ObserveHandoff(a.k.Rule, time.Since(a.freed))
 	}
 }

@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -142,4 +143,33 @@ func testWoundedHolder(t *testing.T, b Backend) {
 		t.Errorf("older waiter: %v", err)
 	}
 	release(t, blocker)
+}
+
+// testTraceHolder: a request that waits for a key held through another
+// Locker names that holder to the WaitTrace of its context (the audit
+// log's "holders").
+func testTraceHolder(t *testing.T, b Backend) {
+	ls := lockers(t, b, 2)
+	k := keys(t, 1)[0]
+	ho := newOwner("h")
+	holder := acquire(t, ls[0], ho, long, k)
+	var trace lockmgr.WaitTrace
+	ctx, cancel := context.WithTimeout(lockmgr.WithWaitTrace(context.Background(), &trace), long)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		lease, err := ls[1].Acquire(ctx, newOwner("w"), []lockmgr.Key{k})
+		if err == nil {
+			release(t, lease)
+		}
+		got <- err
+	}()
+	waitFor(t, func() bool { return countWaiting(ls) == 1 })
+	release(t, holder)
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	if hs := trace.Holders(); len(hs) != 1 || hs[0] != ho.ID() {
+		t.Fatalf("trace holders = %q, want [%q]", hs, ho.ID())
+	}
 }

@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 		{"CancelLeavesNothing", testCancel},
 		{"FIFO", testFIFO},
 		{"Deadlock", testDeadlock},
+		{"TraceHolder", testTraceHolder},
 		{"WoundedHolder", testWoundedHolder},
 		{"Snapshot", testSnapshot},
 		{"CloseReleases", testCloseReleases},

@@ -94,6 +94,7 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 	}
 	defer l.ledger.Wait(o, k)()
 	start, holder := time.Now(), l.holder(k.Name)
+	lockmgr.TraceHolder(ctx, holder)
 	defer func() {
 		if waited := time.Since(start); waited >= slowWait {
 			l.log.Info("slow lock wait", zap.String("rule", k.Rule), zap.String("key", k.Name),
@@ -110,7 +111,9 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 		switch {
 		case w.granted && ctx.Err() == nil:
 			l.t.owner(o).waiting = nil
+			freed := w.freed
 			l.t.mu.Unlock()
+			l.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
 			return w.fence, nil
 		case w.err != nil:
 			l.t.leaveLocked(w, k.Name)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
@@ -35,6 +36,7 @@ type waiter struct {
 	seq     uint64
 	signal  chan struct{} // buffered 1: state changed
 	granted bool
+	freed   time.Time // when the release that granted it ran
 	fence   uint64
 	err     error // ErrDeadlock once wounded while waiting
 }
@@ -121,7 +123,7 @@ func (t *table) releaseLocked(o lockmgr.Owner, key string) {
 			continue
 		}
 		ks.holder = w.owner
-		w.granted, w.fence = true, t.grantLocked(w.owner)
+		w.granted, w.fence, w.freed = true, t.grantLocked(w.owner), time.Now()
 		notify(w)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
@@ -78,11 +79,13 @@ func (l *Locker) renewAll() bool {
 // h. Validity is extended only if no key was granted since (those were not
 // renewed by this round).
 func (l *Locker) renewed(h *leasebook.Held, n int, cmds []*redis.Cmd, until time.Time) {
+	m := l.ledger.Metrics()
 	lost, wounded, restored := false, false, false
 	for _, c := range cmds {
 		v, err := c.Int64()
 		switch {
 		case err != nil:
+			m.ObserveRenewals(lockmgr.RenewError, 1)
 			return // unknown: validity keeps running down
 		case v == 0:
 			lost = true
@@ -91,9 +94,15 @@ func (l *Locker) renewed(h *leasebook.Held, n int, cmds []*redis.Cmd, until time
 		case v == 3:
 			restored = true
 		case v != 1:
+			m.ObserveRenewals(lockmgr.RenewError, 1)
 			l.opt.Logger.Warn("renew", zap.Error(errRenewBad))
 			return
 		}
+	}
+	if lost {
+		m.ObserveRenewals(lockmgr.RenewLost, 1)
+	} else {
+		m.ObserveRenewals(lockmgr.RenewOK, 1)
 	}
 	if restored && l.restoredAfterRelease(h) {
 		return

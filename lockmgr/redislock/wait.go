@@ -18,6 +18,7 @@ type try struct {
 	fence  uint64
 	pttl   time.Duration // holder's remaining lease when held
 	holder string        // holder's owner id when held
+	queued int           // length of the key's wait queue in Redis when not granted
 }
 
 // attempt is the state of one Acquire's wait for one key.
@@ -32,6 +33,7 @@ type attempt struct {
 	waitDone func()
 	start    time.Time
 	holder   string // last holder seen, for the slow-wait log
+	inQueue  int    // the key's queue in Redis at the last miss (0: unknown)
 }
 
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
@@ -54,6 +56,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			continue
 		}
 		dials := l.restart.dials.Load()
+		freed := l.book.TakeFreed(a.w)
 		sent := time.Now()
 		var r try
 		if r, err = a.run(ctx); err != nil {
@@ -71,11 +74,16 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			}
 			a.queued = false
 			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
+			if freed = leasebook.Earliest(freed, l.book.TakeFreed(a.w)); a.waitDone != nil && !freed.IsZero() {
+				l.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
+			}
 			return r.fence, nil
 		}
 		if r.holder != "" {
-			a.holder = r.holder
+			a.holder = ownerOf(r.holder)
+			lockmgr.TraceHolder(ctx, a.holder)
 		}
+		a.inQueue = r.queued
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
@@ -109,7 +117,10 @@ func (a *attempt) afterMiss(ctx context.Context, r try) error {
 // sleep waits for a wake-up, d (d < 0: no timer), the end of ctx, or Close.
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
-		a.waitDone = a.l.ledger.Wait(a.h.Owner, a.k)
+		// Redis queues one head per instance: ours, and the others'
+		// (each with its own local queue, which this count cannot see).
+		depth := a.l.book.Waiting(a.k.Name) + max(a.inQueue-1, 0)
+		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, depth)
 	}
 	if a.l.book.Wounded(a.h.Owner) {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
@@ -175,10 +186,21 @@ func parseTry(v []interface{}) (try, error) {
 		return try{}, fmt.Errorf("redislock: acquire script returned %v", v)
 	}
 	r.pttl = time.Duration(pttl) * time.Millisecond
-	if len(v) == 4 {
+	if len(v) >= 5 {
 		r.holder, _ = v[3].(string)
+		q, _ := v[4].(int64)
+		r.queued = int(q)
 	}
 	return r, nil
+}
+
+// ownerOf is the owner id in a lock hash's own field (which may carry
+// more after a NUL byte).
+func ownerOf(own string) string {
+	if i := strings.IndexByte(own, 0); i >= 0 {
+		return own[:i]
+	}
+	return own
 }
 
 // fail cleans up after a failed wait: compare-and-delete the key (the
@@ -201,12 +223,8 @@ func (a *attempt) fail(err error) error {
 // wait longer than SlowWait with the holder last seen.
 func (a *attempt) end(err error) {
 	if waited := time.Since(a.start); a.waitDone != nil && waited >= a.l.opt.SlowWait {
-		holder := a.holder
-		if i := strings.IndexByte(holder, 0); i >= 0 {
-			holder = holder[:i]
-		}
 		a.l.opt.Logger.Info("slow lock wait", zap.String("rule", a.k.Rule), zap.String("key", a.k.Name),
-			zap.String("waiter", a.h.Owner.ID()), zap.String("holder", holder),
+			zap.String("waiter", a.h.Owner.ID()), zap.String("holder", a.holder),
 			zap.Duration("waited", waited), zap.Error(err))
 	}
 	a.l.book.Leave(a.k.Name, a.w)

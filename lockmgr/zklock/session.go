@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
@@ -109,9 +110,13 @@ func (l *Locker) heartbeat() {
 			ok, _, err := l.conn.Exists("/")
 			return ok, err
 		})
-		if err != nil && !l.closed() {
+		switch {
+		case err != nil && !l.closed():
+			l.ledger.Metrics().ObserveRenewals(lockmgr.RenewError, 1)
 			l.opt.Logger.Warn("ZooKeeper heartbeat failed; leases stay valid until their deadline", zap.Error(err))
 			next /= 4
+		case err == nil:
+			l.ledger.Metrics().ObserveRenewals(lockmgr.RenewOK, 1)
 		}
 		l.mu.Lock()
 		left := time.Until(s.ValidUntil())

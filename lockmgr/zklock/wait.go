@@ -24,6 +24,8 @@ type attempt struct {
 	me       node
 	wounds   map[string]bool // holder znodes wounded
 	waitDone func()
+	freed    time.Time // when the entry ahead went away (hand-off clock)
+	traced   bool      // the holder was reported to the wait trace
 }
 
 // queue is one read of a key's znodes.
@@ -54,12 +56,18 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			return 0, fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, k.Rule, k.Name, errNodeGone)
 		}
 		if len(q.ahead) == 0 {
+			a.observeHandoff()
 			return a.granted(ctx, czxid)
 		}
+		a.freed = time.Time{}
 		if st.IsWounded() {
 			return 0, deadlockErr(h.Owner, k)
 		}
 		a.woundHolder(ctx, q.ahead[0])
+		if !a.traced && lockmgr.Traced(ctx) {
+			a.traced = true
+			a.traceHolder(ctx, q.ahead[0])
+		}
 		if err := a.wait(ctx, q); err != nil {
 			return 0, err
 		}
@@ -185,7 +193,9 @@ func (a *attempt) read(ctx context.Context) (queue, error) {
 // Locker ends.
 func (a *attempt) wait(ctx context.Context, q queue) error {
 	if a.waitDone == nil {
-		a.waitDone = a.l.ledger.Wait(a.h.Owner, a.k)
+		// ZooKeeper queues every waiter of every instance: the znodes
+		// ahead less the holder's, and this one.
+		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, len(q.ahead))
 	}
 	predC, err := a.watch(ctx, q.ahead[len(q.ahead)-1])
 	if err != nil || predC == nil {
@@ -201,7 +211,9 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 	defer t.Stop()
 	select {
 	case <-predC:
+		a.freed = time.Now()
 	case <-headC:
+		a.freed = time.Now()
 	case <-t.C:
 	case <-a.st.Wounded(): // fail only if a re-read shows we must still wait
 	case <-ctx.Done():
@@ -243,4 +255,27 @@ func (a *attempt) youngerWaiterAhead(q queue) bool {
 		}
 	}
 	return false
+}
+
+// observeHandoff records the hand-off latency of a grant that followed the
+// deletion of the entry ahead: from the watch event to the grant.
+func (a *attempt) observeHandoff() {
+	if a.waitDone != nil && !a.freed.IsZero() {
+		a.l.ledger.Metrics().ObserveHandoff(a.k.Rule, time.Since(a.freed))
+	}
+}
+
+// traceHolder reports the owner of znode n (the holder when the wait
+// began) to ctx's wait trace: one read, once per wait.
+func (a *attempt) traceHolder(ctx context.Context, n node) {
+	data, _, err := tracked(ctx, a.l, func() ([]byte, error) {
+		d, _, err := a.l.conn.Get(a.dir + "/" + n.name)
+		return d, err
+	})
+	if err != nil {
+		return // gone already: it no longer matters who it was
+	}
+	if e, err := parseEntry(data); err == nil {
+		lockmgr.TraceHolder(ctx, e.Owner)
+	}
 }

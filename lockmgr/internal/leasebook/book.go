@@ -153,8 +153,9 @@ func (b *Book) Forget(h *Held) {
 			delete(b.owners, h.Owner)
 		}
 	}
+	now := time.Now()
 	for _, k := range h.keys {
-		b.wakeHeadLocked(k.Name)
+		b.freeHeadLocked(k.Name, now)
 	}
 }
 

@@ -2,6 +2,7 @@ package leasebook
 
 import (
 	"slices"
+	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
@@ -13,11 +14,13 @@ type gate struct {
 	queue []*Waiter
 }
 
-// Waiter is one Acquire waiting for one key. Its fields are fixed at Join.
+// Waiter is one Acquire waiting for one key. Its fields but freed are
+// fixed at Join.
 type Waiter struct {
 	owner lockmgr.Owner
 	seq   uint64
 	wake  chan struct{} // buffered 1: something changed, look again
+	freed time.Time     // when a release of the key woke it; guarded by Book.mu
 }
 
 // Wake is signalled (at most one pending signal) when the waiter should
@@ -83,6 +86,16 @@ func (b *Book) Leave(key string, w *Waiter) {
 	g.queue[0].poke()
 }
 
+// Waiting is the number of local waiters for key.
+func (b *Book) Waiting(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if g := b.gates[key]; g != nil {
+		return len(g.queue)
+	}
+	return 0
+}
+
 // IsHead reports whether w may talk to the service for key.
 func (b *Book) IsHead(key string, w *Waiter) bool {
 	b.mu.Lock()
@@ -91,15 +104,40 @@ func (b *Book) IsHead(key string, w *Waiter) bool {
 	return g != nil && len(g.queue) > 0 && g.queue[0] == w
 }
 
-// WakeHead pokes the local head waiter of key, if any.
+// WakeHead pokes the local head waiter of key, if any, because the lock
+// service said key was released: the hand-off clock of that waiter starts
+// (see TakeFreed).
 func (b *Book) WakeHead(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.wakeHeadLocked(key)
+	b.freeHeadLocked(key, time.Now())
 }
 
-func (b *Book) wakeHeadLocked(key string) {
+func (b *Book) freeHeadLocked(key string, now time.Time) {
 	if g := b.gates[key]; g != nil && len(g.queue) > 0 {
-		g.queue[0].poke()
+		w := g.queue[0]
+		if w.freed.IsZero() {
+			w.freed = now
+		}
+		w.poke()
 	}
+}
+
+// TakeFreed returns and clears when a release of its key last woke w (zero
+// if none did since the last call). A backend takes it before each try:
+// if the try wins the key, the time since is the hand-off latency.
+func (b *Book) TakeFreed(w *Waiter) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := w.freed
+	w.freed = time.Time{}
+	return t
+}
+
+// Earliest is the earlier of two times, a zero time counting as none.
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }

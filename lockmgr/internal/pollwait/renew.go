@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
@@ -36,6 +37,7 @@ func (e *Engine) renewAll() bool {
 	sent := time.Now()
 	res, err := e.st.Renew(ctx, items)
 	if err != nil {
+		e.ledger.Metrics().ObserveRenewals(lockmgr.RenewError, len(items))
 		if e.ctx.Err() == nil {
 			e.cfg.Logger.Warn("lease renewal failed; leases stay valid until their deadline", zap.Error(err))
 		}
@@ -54,6 +56,14 @@ func (e *Engine) renewAll() bool {
 // renewed applies one renewal result for the first n keys of h. Validity
 // is extended only if no key was granted since (those were not renewed).
 func (e *Engine) renewed(h *leasebook.Held, n int, r RenewResult, until time.Time) {
+	switch r.State {
+	case Lost:
+		e.ledger.Metrics().ObserveRenewals(lockmgr.RenewLost, 1)
+	case Unknown:
+		e.ledger.Metrics().ObserveRenewals(lockmgr.RenewError, 1)
+	default:
+		e.ledger.Metrics().ObserveRenewals(lockmgr.RenewOK, 1)
+	}
 	if r.Restored && e.restoredAfterRelease(h) {
 		return
 	}

@@ -41,6 +41,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			}
 			continue
 		}
+		freed := e.book.TakeFreed(a.w)
 		sent := time.Now()
 		var r Result
 		if r, err = a.try(ctx); err != nil {
@@ -50,6 +51,9 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		if r.Status == Granted {
 			if e.granted(h, k, r.Fence, sent) {
 				a.queued = false
+				if freed = leasebook.Earliest(freed, e.book.TakeFreed(a.w)); a.waitDone != nil && !freed.IsZero() {
+					e.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
+				}
 				return r.Fence, nil
 			}
 			a.undo() // granted too late to be of use: give it back, try again
@@ -57,6 +61,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		}
 		if r.Holder != "" {
 			a.holder = r.Holder
+			lockmgr.TraceHolder(ctx, r.Holder)
 		}
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
@@ -82,8 +87,19 @@ func (a *attempt) queue(ctx context.Context) {
 	}
 }
 
-// try runs one Store.Try bounded by OpTimeout and classifies its error.
+// try runs Store.Try bounded by OpTimeout and classifies its error. A
+// call that failed for want of the service is tried once more while ctx
+// allows (a slow connect under load is not an outage); Try is idempotent
+// for one token.
 func (a *attempt) try(ctx context.Context) (Result, error) {
+	r, err := a.tryOnce(ctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, lockmgr.ErrUnavailable) {
+		r, err = a.tryOnce(ctx)
+	}
+	return r, err
+}
+
+func (a *attempt) tryOnce(ctx context.Context) (Result, error) {
 	octx, cancel := a.e.opCtx(ctx)
 	defer cancel()
 	a.queued = true
