@@ -275,11 +275,12 @@ func dashboardQueries(t *testing.T, dash []byte, rateInterval string) []dashQuer
 
 var (
 	metricName     = regexp.MustCompile(`lockproxy_[a-z_]+[a-z]`)
-	registeredName = regexp.MustCompile(`Name:\s+"(lockproxy_[a-z_]+)"`)
+	registeredName = regexp.MustCompile(`(?:Name:\s+|NewDesc\()"(lockproxy_[a-z_]+)"`)
 )
 
 // registeredMetrics finds the metric names lockproxy's non-test Go code
-// registers (Name: "lockproxy_..." in collector options).
+// registers (Name: "lockproxy_..." in collector options, or
+// prometheus.NewDesc("lockproxy_..." in a custom collector).
 func registeredMetrics(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
@@ -350,6 +351,8 @@ func TestDashboardOnPrometheus(t *testing.T) {
 		"Lock wait p50 / p99 by rule": true, "Lock acquire results /s": true, "Locks held / waiters": true,
 		"Lock hold p99 by rule": true, "Leases lost (last 1h)": true, "Statements by route": true,
 		"Statements by route and kind": true, "Client connections": true,
+		"Lock hand-off p50 / p99 by rule": true, "Waiters per key p50 / p99 by rule": true,
+		"Lease renewals /s by result": true, "Hot keys: wait in the last 1-2 min (top 10 per instance)": true,
 	}
 	for _, q := range dashboardQueries(t, dash, "10s") {
 		n, err := promQuery(prom, q.expr)

@@ -135,10 +135,11 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, g.waitTimeout)
 	defer cancel()
+	var trace lockmgr.WaitTrace
 	begin := time.Now()
-	lerr := s.lockSet().Acquire(ctx, g.keys)
+	lerr := s.lockSet().Acquire(lockmgr.WithWaitTrace(ctx, &trace), g.keys)
 	if waited := time.Since(begin); waited > s.srv.config().Locks.SlowWait.D() {
-		s.audit("slow lock wait", g, zap.Duration("waited", waited), zap.Error(lerr))
+		s.audit("slow lock wait", g, zap.Duration("waited", waited), zap.Strings("holders", trace.Holders()), zap.Error(lerr))
 	}
 	switch {
 	case lerr == nil:
@@ -179,7 +180,8 @@ func (s *session) abortTxn(cause error, rule string) error {
 }
 
 // audit writes one line of the audit log: the event, the rule and keys,
-// the session (waiter) and its user and client. Statement parameters are
+// the session (waiter) and its user and client; a slow wait adds the
+// holders the lock backend saw (owner ids: instance/session/transaction). Statement parameters are
 // never logged.
 func (s *session) audit(event string, g guard, fields ...zap.Field) {
 	keys := make([]string, 0, len(g.keys))

@@ -279,14 +279,13 @@ func lint(t *testing.T, g prometheus.Gatherer) {
 // transaction refused.
 func TestLeaseLostMetric(t *testing.T) {
 	_, db := lockSchema(t)
-	bed := testbed.Get(t)
-	rdb := redis.NewClient(&redis.Options{Addr: bed.RedisAddr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	prefix := testbed.UniqueName(t)
-	t.Cleanup(func() { deleteRedisKeys(rdb, prefix+":*") })
+	rdb, prefix := testRedis(t)
 	p := observedProxy(t, observed{edit: lockRules(db, 0), locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
 		return redislock.New(rdb, &redislock.Options{TTL: 900 * time.Millisecond, Prefix: prefix, Logger: log, Metrics: m})
 	}})
+	renewals := func(result string) float64 {
+		return value(t, p.reg, "lockproxy_lock_renewals_total", "result="+result)
+	}
 	a := p.db(t, db, "")
 	ctx := context.Background()
 	tx, err := a.BeginTx(ctx, nil)
@@ -297,6 +296,10 @@ func TestLeaseLostMetric(t *testing.T) {
 	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
 		t.Fatal(err)
 	}
+	// Held across a few renewal rounds (every ttl/3): they succeed.
+	eventually(t, 10*time.Second, "two renewals succeed while the lock is held", func() bool {
+		return renewals(lockmgr.RenewOK) >= 2
+	})
 	lock := redisLockKey(t, rdb, prefix)
 	// Another holder's token: the next renewal finds the lock not ours.
 	if err := rdb.HSet(ctx, lock, "tok", "taken-over-by-the-test").Err(); err != nil {
@@ -313,6 +316,86 @@ func TestLeaseLostMetric(t *testing.T) {
 	wantValues(t, p.reg, "lockproxy_lock_lease_lost_total", map[string]float64{"rule=sku-stock": 1})
 	wantValues(t, p.reg, "lockproxy_lock_acquire_total", map[string]float64{"result=acquired,rule=sku-stock": 1})
 	wantValues(t, p.reg, "lockproxy_lock_hold_seconds", map[string]float64{"rule=sku-stock": 1})
+	if lost := renewals(lockmgr.RenewLost); lost != 1 {
+		t.Errorf("lockproxy_lock_renewals_total{result=lost} = %v, want 1", lost)
+	}
+}
+
+// redisLocker builds a redislock Locker on the test bed's Redis under a
+// prefix of its own, for observedProxy.
+func redisLocker(ttl time.Duration) func(*testing.T, *lockmgr.Metrics, *zap.Logger) lockmgr.Locker {
+	return func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+		rdb, prefix := testRedis(t)
+		return redislock.New(rdb, &redislock.Options{TTL: ttl, Prefix: prefix, Logger: log, Metrics: m})
+	}
+}
+
+// testRedis is a client of the test bed's Redis and a key prefix of the
+// test's own; the test's keys are deleted and the client closed at its end
+// (after a Locker built on them is closed, if registered later).
+func testRedis(t *testing.T) (*redis.Client, string) {
+	rdb := redis.NewClient(&redis.Options{Addr: testbed.Get(t).RedisAddr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	prefix := testbed.UniqueName(t)
+	t.Cleanup(func() { deleteRedisKeys(rdb, prefix+":*") })
+	return rdb, prefix
+}
+
+// TestWaitDistributionMetrics: two sessions queue behind a holder; each
+// gets the key in turn (two hand-offs), and they started waiting with one
+// and two waiters for the key. On the memory and the Redis backend.
+func TestWaitDistributionMetrics(t *testing.T) {
+	for name, locker := range map[string]func(*testing.T, *lockmgr.Metrics, *zap.Logger) lockmgr.Locker{
+		"memory": memLocker, "redis": redisLocker(time.Second),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, db := lockSchema(t)
+			p := observedProxy(t, observed{edit: lockRules(db, 0), locker: locker})
+			a, b, c := p.db(t, db, ""), p.db(t, db, ""), p.db(t, db, "")
+			stmt := "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"
+			tx, err := a.BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 2)
+			queue := func(db *sql.DB, n float64) {
+				go func() { _, err := db.Exec(stmt); waited <- err }()
+				eventually(t, 10*time.Second, "the waiter queues", func() bool {
+					return value(t, p.reg, "lockproxy_lock_waiters", "") == n
+				})
+			}
+			queue(b, 1)
+			queue(c, 2)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if err := <-waited; err != nil {
+					t.Fatalf("a waiter: %v", err)
+				}
+			}
+			waitReleased(t, p)
+			wantValues(t, p.reg, "lockproxy_lock_handoff_seconds", map[string]float64{"rule=sku-stock": 2})
+			wantValues(t, p.reg, "lockproxy_lock_waiters_per_key", map[string]float64{"rule=sku-stock": 2})
+			h := families(t, p.reg)["lockproxy_lock_waiters_per_key"].GetMetric()[0].GetHistogram()
+			if got := h.GetSampleSum(); got != 3 {
+				t.Errorf("waiters per key: sum of observations = %v, want 1 + 2", got)
+			}
+			hot := values(t, p.reg, "lockproxy_lock_hot_key_wait_seconds")
+			if len(hot) != 1 {
+				t.Fatalf("hot keys: %v, want the one row waited for", hot)
+			}
+			for labels, secs := range hot {
+				if !strings.HasPrefix(labels, "key="+db+".sku/1,") || !strings.HasSuffix(labels, "rule=sku-stock") || secs <= 0 {
+					t.Errorf("hot key %s = %v", labels, secs)
+				}
+			}
+			lint(t, p.reg)
+		})
+	}
 }
 
 // redisLockKey finds the one lock hash under prefix (its queue, fence and
