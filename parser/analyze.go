@@ -179,3 +179,10 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 	an.finish()
 	return f
 }
+
+// Redact returns sql with every literal replaced by "?" (and keywords
+// lowercased, whitespace collapsed), for showing a statement whose values
+// must not be seen.
+func Redact(sql string) string {
+	return tidb.Normalize(sql, "ON")
+}

@@ -5,12 +5,15 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	gosql "github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -21,20 +24,30 @@ import (
 // the audit log with the rule, the keys, the waiting session and how long
 // it waited.
 func TestAuditSlowWait(t *testing.T) {
+	for name, locker := range map[string]func(*testing.T, *lockmgr.Metrics, *zap.Logger) lockmgr.Locker{
+		"memory": memLocker, "redis": redisLocker(time.Second),
+	} {
+		t.Run(name, func(t *testing.T) { testAuditSlowWait(t, locker) })
+	}
+}
+
+func testAuditSlowWait(t *testing.T, locker func(*testing.T, *lockmgr.Metrics, *zap.Logger) lockmgr.Locker) {
 	_, db := lockSchema(t)
 	core, logs := observer.New(zapcore.DebugLevel)
-	p := observedProxy(t, observed{log: zap.New(core), edit: lockRules(db, 50*time.Millisecond), locker: memLocker})
+	p := observedProxy(t, observed{log: zap.New(core), edit: lockRules(db, 50*time.Millisecond), locker: locker})
 	a, b := p.db(t, db, ""), p.db(t, db, "")
 	// The waiter is released only once it has waited twice slow_wait.
-	var waiter LockInfo
+	var waiter, holder LockInfo
 	err := contend(t, a, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1", func() bool {
 		for _, l := range p.srv.Locks() {
 			if l.State == "waiting" && l.AgeSec >= 0.1 {
 				waiter = l
-				return true
+			}
+			if l.State == "held" {
+				holder = l
 			}
 		}
-		return false
+		return waiter.Owner != "" && holder.Owner != ""
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +72,9 @@ func TestAuditSlowWait(t *testing.T) {
 	}
 	if w, _ := f["waited"].(time.Duration); w < 100*time.Millisecond {
 		t.Errorf("waited = %v, but the session was seen waiting 100ms", f["waited"])
+	}
+	if hs, _ := f["holders"].([]any); len(hs) != 1 || hs[0] != holder.Owner {
+		t.Errorf("holders = %v, want [%s] (the session holding the row, session %d)", f["holders"], holder.Owner, holder.Session)
 	}
 	if _, ok := f["client"].(string); !ok {
 		t.Errorf("no client address: %v", f)
@@ -226,4 +242,95 @@ func openDBErr(dsn string) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// TestSensitiveColumnsHidden: a rule's sensitive key column never shows
+// its value: not in any log line (audit included, at every level), not in
+// /debug/locks or SHOW LOCKPROXY LOCKS (the key carries a hash, the
+// statement "?"), not in Redis, not in the 1205 message. The row is still
+// one lock: a second session waits for it.
+func TestSensitiveColumnsHidden(t *testing.T) {
+	const pan = "4111111111111111"
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""), "CREATE TABLE card (pan VARCHAR(32) PRIMARY KEY, bal INT NOT NULL)",
+		"INSERT INTO card VALUES ('"+pan+"', 100)")
+	core, logs := observer.New(zapcore.DebugLevel)
+	rdb, prefix := testRedis(t)
+	p := observedProxy(t, observed{log: zap.New(core), locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+		return redislock.New(rdb, &redislock.Options{TTL: time.Second, Prefix: prefix, Logger: log, Metrics: m})
+	}, edit: func(c *rules.Config) {
+		c.Locks.SlowWait = rules.Duration(20 * time.Millisecond)
+		c.Rules = []rules.Rule{{Name: "cards", Table: db + ".card", Key: []string{"pan"}, Sensitive: []string{"PAN"},
+			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)}}
+	}})
+	stmt := "UPDATE card SET bal = bal - 1 WHERE pan = '" + pan + "'"
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	tx, err := a.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+
+	locks := p.srv.Locks()
+	if len(locks) != 1 || !strings.Contains(locks[0].Key, "/sha256:") || strings.Contains(locks[0].Key, pan) {
+		t.Fatalf("/debug/locks shows %+v; want one key carrying the hash, not the value", locks)
+	}
+	if st := locks[0].Statement; strings.Contains(st, pan) || !strings.Contains(st, "?") {
+		t.Errorf("statement shown as %q; want its literals replaced by ?", st)
+	}
+	var shown strings.Builder
+	rows, err := b.Query("SHOW LOCKPROXY LOCKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, _ := rows.Columns()
+	for rows.Next() {
+		v := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range v {
+			ptrs[i] = &v[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range v {
+			shown.WriteString(s.String + "\t")
+		}
+	}
+	rows.Close()
+	if !strings.Contains(shown.String(), locks[0].Key) || strings.Contains(shown.String(), pan) {
+		t.Errorf("SHOW LOCKPROXY LOCKS: %q", shown.String())
+	}
+
+	// The row is one lock for everyone: b waits and gives up with 1205.
+	_, err = b.Exec(stmt)
+	if me := mysqlErr(t, err); me.Number != 1205 || strings.Contains(me.Message, pan) {
+		t.Fatalf("second writer: want 1205 without the value, got %v", me)
+	}
+	names, err := rdb.Keys(context.Background(), prefix+":*").Result()
+	if err != nil || len(names) == 0 {
+		t.Fatalf("redis keys under %s: %v %v", prefix, names, err)
+	}
+	for _, n := range names {
+		if strings.Contains(n, pan) {
+			t.Errorf("redis key %q carries the value", n)
+		}
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	waitReleased(t, p)
+	if len(logs.FilterLoggerName("audit").FilterMessage("slow lock wait").All()) == 0 {
+		t.Error("no slow-wait audit line was written: the check below would prove nothing")
+	}
+	for _, e := range logs.All() {
+		line := e.Message + fmt.Sprint(e.ContextMap())
+		if strings.Contains(line, pan) {
+			t.Errorf("log line carries the sensitive value: %s", line)
+		}
+	}
 }

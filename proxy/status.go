@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/router"
 )
 
@@ -32,6 +33,10 @@ func (s *Server) Locks() []LockInfo {
 		return nil
 	}
 	entries := s.locker.Snapshot()
+	hide := map[string]bool{} // rules with sensitive columns
+	for _, r := range s.config().Rules {
+		hide[r.Name] = len(r.Sensitive) > 0
+	}
 	now := time.Now()
 	out := make([]LockInfo, 0, len(entries))
 	s.mu.Lock()
@@ -41,7 +46,7 @@ func (s *Server) Locks() []LockInfo {
 		if sess := s.sessions[uint32(e.Session)]; sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
 			if q := sess.current.Load(); q != nil {
-				li.Statement = truncate(*q, 512)
+				li.Statement = shownStatement(*q, hide[e.Rule])
 			}
 		}
 		out = append(out, li)
@@ -49,6 +54,16 @@ func (s *Server) Locks() []LockInfo {
 	s.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
 	return out
+}
+
+// shownStatement is a statement as /debug/locks and SHOW LOCKPROXY LOCKS
+// show it: cut to 512 bytes, and with every literal replaced by "?" when
+// the lock's rule has sensitive columns.
+func shownStatement(q string, hide bool) string {
+	if hide {
+		q = parser.Redact(q)
+	}
+	return truncate(q, 512)
 }
 
 func truncate(s string, n int) string {

@@ -1,6 +1,9 @@
 package rules
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Config is the whole of rules.yaml after ${VAR} expansion, defaults and
 // validation. A *Config is immutable once Load returns it: a reload builds a
@@ -138,6 +141,23 @@ type Rule struct {
 	// then changes only rows whose fence is below the token: a holder
 	// whose lease passed to a newer holder cannot overwrite its writes.
 	Fence string `yaml:"fence"`
+	// Sensitive names columns of the guarded table whose values lockproxy
+	// never shows: a key column's value enters the lock key as its
+	// SHA-256 (so logs, /debug/locks, SHOW LOCKPROXY, Redis and error
+	// messages carry only the hash), and statements on the table are shown
+	// with every literal replaced by "?".
+	Sensitive []string `yaml:"sensitive"`
+}
+
+// IsSensitive reports whether col is one of the rule's sensitive columns
+// (case-insensitive).
+func (r *Rule) IsSensitive(col string) bool {
+	for _, c := range r.Sensitive {
+		if strings.EqualFold(c, col) {
+			return true
+		}
+	}
+	return false
 }
 
 // Rewrite turns absolute updates of Column into conditional ones.

@@ -114,9 +114,16 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 			v = bound
 		}
 		n, err := Normalize(t.info.Column(t.cols[i]), v, t.uses[i])
-		if err != nil {
+		sensitive := t.rule.IsSensitive(t.cols[i])
+		switch {
+		case err != nil && sensitive:
+			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: value cannot name a row (not shown: the column is sensitive)", t.cols[i]))
+			return
+		case err != nil:
 			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: %s", t.cols[i], strings.TrimPrefix(err.Error(), ErrUnkeyable.Error()+": ")))
 			return
+		case sensitive:
+			n = HideValue(n)
 		}
 		vals[i] = n
 	}

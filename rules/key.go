@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strings"
 )
@@ -110,4 +112,17 @@ func unescape(s string, ident bool) (string, error) {
 		i += 2
 	}
 	return b.String(), nil
+}
+
+// HideValue is what a normalised value of a sensitive column becomes in
+// a lock key: "sha256:" and the base64url (unpadded) SHA-256 of the value.
+// Every instance computes the same, so the row is still one lock; the
+// value itself appears nowhere lockproxy writes. A low-entropy value (a
+// phone number, a PIN) can be found again by hashing every candidate:
+// treat lock keys of such columns as pseudonymous, not secret.
+func HideValue(v []byte) []byte {
+	sum := sha256.Sum256(v)
+	out := make([]byte, 0, 7+base64.RawURLEncoding.EncodedLen(len(sum)))
+	out = append(out, "sha256:"...)
+	return base64.RawURLEncoding.AppendEncode(out, sum[:])
 }

@@ -54,6 +54,17 @@ func (v *validator) rule(p string, r *Rule) {
 			v.add(p+".fence", "must not be the rewrite column (%q)", r.Fence)
 		}
 	}
+	seen := map[string]bool{}
+	for j, c := range r.Sensitive {
+		lc := strings.ToLower(c)
+		switch {
+		case !plainIdentifier(c):
+			v.add(fmt.Sprintf("%s.sensitive[%d]", p, j), "must be a plain column name (letters, digits, _ or $), not %q", c)
+		case seen[lc]:
+			v.add(fmt.Sprintf("%s.sensitive[%d]", p, j), "column %q listed twice", c)
+		}
+		seen[lc] = true
+	}
 	if rw := r.Rewrite; rw != nil {
 		if strings.TrimSpace(rw.Column) == "" {
 			v.add(p+".rewrite.column", "missing: name the numeric column to guard")
@@ -119,6 +130,13 @@ func (v *validator) keyConflict(p string, rules []Rule, i int) {
 			v.add(p+".key", "rules[%d] (%s) guards table %s with key [%s]; one table needs one key, not [%s]",
 				j, rules[j].Name, rules[j].Table, strings.Join(rules[j].Key, ", "), strings.Join(rules[i].Key, ", "))
 			return
+		}
+		for _, k := range rules[i].Key {
+			if rules[i].IsSensitive(k) != rules[j].IsSensitive(k) {
+				v.add(p+".sensitive", "rules[%d] (%s) guards table %s too and differs on whether key column %q is sensitive; one row needs one lock key",
+					j, rules[j].Name, rules[j].Table, k)
+				return
+			}
 		}
 	}
 }
