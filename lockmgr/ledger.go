@@ -15,6 +15,11 @@ type Entry struct {
 	Session uint64    `json:"session"`
 	State   string    `json:"state"` // "held" or "waiting"
 	Since   time.Time `json:"since"`
+	// Holder and Position, for a waiting entry, are what the backend last
+	// saw: the holder's owner id (instance/session/transaction) and the
+	// place in the key's queue (1: next), empty or 0 when unknown.
+	Holder   string `json:"holder,omitempty"`
+	Position int    `json:"position,omitempty"`
 }
 
 // Ledger records what one Locker's callers hold and wait for, feeds the
@@ -30,9 +35,11 @@ type Ledger struct {
 }
 
 type waitEntry struct {
-	owner Owner
-	key   Key
-	since time.Time
+	owner    Owner
+	key      Key
+	since    time.Time
+	holder   string // guarded by Ledger.mu, as position
+	position int
 }
 
 // NewLedger makes a Ledger that also updates m (which may be nil).
@@ -48,19 +55,20 @@ func (g *Ledger) Metrics() *Metrics {
 	return g.metrics
 }
 
-// Wait records that owner starts waiting for key; call the returned func
-// when the wait ends, however it ends. It observes the waiters-per-key
-// histogram with the ledger's own waiters for key, this one included.
-func (g *Ledger) Wait(owner Owner, key Key) (done func()) {
+// Wait records that owner starts waiting for key; End the returned
+// Waiting when the wait ends, however it ends. It observes the
+// waiters-per-key histogram with the ledger's own waiters for key, this
+// one included.
+func (g *Ledger) Wait(owner Owner, key Key) *Waiting {
 	return g.WaitQueued(owner, key, 0)
 }
 
 // WaitQueued is Wait for a backend that knows how many requests wait for
 // key across every instance, this one included (depth); depth <= 0 counts
 // the ledger's own waiters, as Wait does.
-func (g *Ledger) WaitQueued(owner Owner, key Key, depth int) (done func()) {
+func (g *Ledger) WaitQueued(owner Owner, key Key, depth int) *Waiting {
 	if g == nil {
-		return func() {}
+		return nil
 	}
 	e := &waitEntry{owner: owner, key: key, since: time.Now()}
 	g.mu.Lock()
@@ -72,19 +80,52 @@ func (g *Ledger) WaitQueued(owner Owner, key Key, depth int) (done func()) {
 	g.mu.Unlock()
 	g.metrics.addWaiters(1)
 	g.metrics.observeQueue(key.Rule, depth)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			delete(g.waiting, e)
-			if g.perKey[key.Name]--; g.perKey[key.Name] <= 0 {
-				delete(g.perKey, key.Name)
-			}
-			g.mu.Unlock()
-			g.metrics.addWaiters(-1)
-			g.metrics.observeWaited(key, time.Since(e.since))
-		})
+	return &Waiting{g: g, e: e}
+}
+
+// Waiting is one wait recorded in a Ledger, for /debug/locks: what the
+// backend learns while it waits (holder, place in the queue) goes here. A
+// nil *Waiting does nothing. Safe for concurrent use.
+type Waiting struct {
+	g    *Ledger
+	e    *waitEntry
+	once sync.Once
+}
+
+// Saw records what the backend last learned of the wait: the holder's
+// owner id ("" if unknown) and the place in the key's queue (1: next to
+// get the key; 0 if unknown).
+func (w *Waiting) Saw(holder string, position int) {
+	if w == nil {
+		return
 	}
+	w.g.mu.Lock()
+	if holder != "" {
+		w.e.holder = holder
+	}
+	if position > 0 {
+		w.e.position = position
+	}
+	w.g.mu.Unlock()
+}
+
+// End removes the wait from the ledger (once) and counts its time toward
+// the hot-key list.
+func (w *Waiting) End() {
+	if w == nil {
+		return
+	}
+	w.once.Do(func() {
+		g, e := w.g, w.e
+		g.mu.Lock()
+		delete(g.waiting, e)
+		if g.perKey[e.key.Name]--; g.perKey[e.key.Name] <= 0 {
+			delete(g.perKey, e.key.Name)
+		}
+		g.mu.Unlock()
+		g.metrics.addWaiters(-1)
+		g.metrics.observeWaited(e.key, time.Since(e.since))
+	})
 }
 
 func (g *Ledger) hold(l *Lease) {
@@ -136,7 +177,7 @@ func (g *Ledger) Snapshot() []Entry {
 	}
 	for e := range g.waiting {
 		out = append(out, Entry{Key: e.key.Name, Rule: e.key.Rule, Owner: e.owner.ID(),
-			Session: e.owner.Session, State: "waiting", Since: e.since})
+			Session: e.owner.Session, State: "waiting", Since: e.since, Holder: e.holder, Position: e.position})
 	}
 	g.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int {

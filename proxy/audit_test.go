@@ -49,6 +49,10 @@ func testAuditSlowWait(t *testing.T, locker func(*testing.T, *lockmgr.Metrics, *
 		}
 		return waiter.Owner != "" && holder.Owner != ""
 	})
+	// What /debug/locks shows of the wait came from the lock backend.
+	if waiter.Holder != holder.Owner || waiter.Position != 1 {
+		t.Errorf("waiting entry: holder %q position %d, want %q and 1", waiter.Holder, waiter.Position, holder.Owner)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

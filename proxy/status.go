@@ -25,6 +25,11 @@ type LockInfo struct {
 	Since     time.Time `json:"since"`
 	AgeSec    float64   `json:"age_seconds"`
 	Statement string    `json:"statement,omitempty"`
+	// Holder and Position, for a waiting lock, are what the lock backend
+	// last saw: the holder's owner (instance/session/transaction, on any
+	// instance) and the place in the key's queue (1: next).
+	Holder   string `json:"holder,omitempty"`
+	Position int    `json:"position,omitempty"`
 }
 
 // Locks lists what this instance's sessions hold and wait for, oldest first.
@@ -42,7 +47,7 @@ func (s *Server) Locks() []LockInfo {
 	s.mu.Lock()
 	for _, e := range entries {
 		li := LockInfo{Key: e.Key, Rule: e.Rule, State: e.State, Session: e.Session, Owner: e.Owner,
-			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds()}
+			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds(), Holder: e.Holder, Position: e.Position}
 		if sess := s.sessions[uint32(e.Session)]; sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
 			if q := sess.current.Load(); q != nil {
@@ -133,10 +138,17 @@ func str(s string) *string { return &s }
 func (s *session) showLocks() error {
 	var rows [][]*string
 	for _, l := range s.srv.Locks() {
+		var holder, position *string // NULL for held locks and when unknown
+		if l.Holder != "" {
+			holder = str(l.Holder)
+		}
+		if l.Position > 0 {
+			position = str(fmt.Sprint(l.Position))
+		}
 		rows = append(rows, []*string{str(l.Key), str(l.Rule), str(l.State), str(fmt.Sprint(l.Session)),
-			str(l.User), str(l.Client), str(fmt.Sprintf("%.3f", l.AgeSec)), str(l.Statement), str(l.Owner)})
+			str(l.User), str(l.Client), str(fmt.Sprintf("%.3f", l.AgeSec)), str(l.Statement), str(l.Owner), holder, position})
 	}
-	return s.writeResult([]string{"key", "rule", "state", "session", "user", "client", "age_seconds", "statement", "owner"}, rows)
+	return s.writeResult([]string{"key", "rule", "state", "session", "user", "client", "age_seconds", "statement", "owner", "holder", "position"}, rows)
 }
 
 func (s *session) showStatus() error {

@@ -26,8 +26,9 @@ type attempt struct {
 	rev      int64                      // create revision of the own entry: the fence
 	wounds   map[string]bool            // wound keys written
 	seen     map[clientv3.LeaseID]int64 // leases of entries seen ahead -> their ttl (ms)
-	waitDone func()
+	waitDone *lockmgr.Waiting
 	freed    time.Time // when the entry ahead went away (hand-off clock)
+	holder   string    // owner of the first entry, last read
 }
 
 // queue is one read of a key's entries.
@@ -47,11 +48,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 	l.mu.Lock()
 	h.paths = append(h.paths, a.path)
 	l.mu.Unlock()
-	defer func() {
-		if a.waitDone != nil {
-			a.waitDone()
-		}
-	}()
+	defer func() { a.waitDone.End() }()
 	q, err := a.enqueue(ctx)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) { // before the keep-alive noticed
 		l.loseSession(h.sess, errLeaseGone)
@@ -72,6 +69,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 		}
 		a.freed = time.Time{}
 		if e, err := parseEntry(q.ahead[0].Value); err == nil {
+			a.holder = e.Owner
 			lockmgr.TraceHolder(ctx, e.Owner)
 		}
 		if q.wounded || st.IsWounded() {
@@ -147,6 +145,7 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 		// less the holder, and this one.
 		a.waitDone = l.ledger.WaitQueued(a.h.Owner, a.k, len(q.ahead))
 	}
+	a.waitDone.Saw(a.holder, len(q.ahead)) // the holder is ahead too
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	predC, err := a.watch(ctx, wctx, q.ahead[len(q.ahead)-1])

@@ -146,8 +146,8 @@ func testWoundedHolder(t *testing.T, b Backend) {
 }
 
 // testTraceHolder: a request that waits for a key held through another
-// Locker names that holder to the WaitTrace of its context (the audit
-// log's "holders").
+// Locker shows that holder and its place (first) in Snapshot, and names
+// the holder to the WaitTrace of its context (the audit log's "holders").
 func testTraceHolder(t *testing.T, b Backend) {
 	ls := lockers(t, b, 2)
 	k := keys(t, 1)[0]
@@ -165,6 +165,16 @@ func testTraceHolder(t *testing.T, b Backend) {
 		got <- err
 	}()
 	waitFor(t, func() bool { return countWaiting(ls) == 1 })
+	// Snapshot shows what the backend saw of the wait (it may learn it a
+	// moment after the wait is recorded).
+	waitFor(t, func() bool {
+		for _, e := range ls[1].Snapshot() {
+			if e.State == "waiting" && e.Holder == ho.ID() && e.Position == 1 {
+				return true
+			}
+		}
+		return false
+	})
 	release(t, holder)
 	if err := <-got; err != nil {
 		t.Fatalf("waiter: %v", err)

@@ -3,6 +3,7 @@ package memlock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,8 +93,10 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 	if w == nil {
 		return fence, nil
 	}
-	defer l.ledger.Wait(o, k)()
+	waiting := l.ledger.Wait(o, k)
+	defer waiting.End()
 	start, holder := time.Now(), l.holder(k.Name)
+	waiting.Saw(holder, l.position(w, k.Name))
 	lockmgr.TraceHolder(ctx, holder)
 	defer func() {
 		if waited := time.Since(start); waited >= slowWait {
@@ -174,4 +177,14 @@ func (l *Locker) Close() error {
 		_ = lease.Release(context.Background())
 	}
 	return nil
+}
+
+// position is w's place in key's queue (1: next), 0 if not queued.
+func (l *Locker) position(w *waiter, key string) int {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	if ks := l.t.keys[key]; ks != nil {
+		return slices.Index(ks.queue, w) + 1
+	}
+	return 0
 }

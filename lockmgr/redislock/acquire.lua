@@ -6,8 +6,9 @@
 -- 6 the requesting Locker's wound channel, 7 "1" to queue if not granted,
 -- 8 fence counter ttl ms.
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
--- holder's owner, queued} held by another, {2, 0, 0, '', queued} free but
--- an older waiter goes first; queued is the wait queue's length.
+-- holder's owner, queued, rank} held by another, {2, 0, 0, '', queued,
+-- rank} free but an older waiter goes first; queued is the wait queue's
+-- length and rank tok's 0-based place in it (nil if not queued).
 local lock, q, qx, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local tok, own, prio = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
@@ -53,7 +54,7 @@ if not h[1] then
     redis.call('ZADD', q, prio, tok)
     redis.call('ZADD', qx, now + tonumber(ARGV[5]), tok)
   end
-  return {2, 0, 0, '', redis.call('ZCARD', q)}
+  return {2, 0, 0, '', redis.call('ZCARD', q), redis.call('ZRANK', q, tok)}
 end
 
 if ARGV[7] == '1' then
@@ -64,4 +65,4 @@ if h[2] ~= own and older(prio, own, tonumber(h[3]), h[2]) then
   redis.call('HSET', lock, 'wounded', '1')
   redis.call('PUBLISH', h[4], h[1])
 end
-return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q)}
+return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q), redis.call('ZRANK', q, tok)}

@@ -19,6 +19,7 @@ type try struct {
 	pttl   time.Duration // holder's remaining lease when held
 	holder string        // holder's owner id when held
 	queued int           // length of the key's wait queue in Redis when not granted
+	rank   int           // our 0-based place in that queue, -1 if not in it
 }
 
 // attempt is the state of one Acquire's wait for one key.
@@ -30,16 +31,17 @@ type attempt struct {
 	w        *leasebook.Waiter
 	queued   bool // a ticket (or an unseen grant) may be in Redis
 	sub      bool // subscribed to the key's wake-up channel
-	waitDone func()
+	waitDone *lockmgr.Waiting
 	start    time.Time
 	holder   string // last holder seen, for the slow-wait log
 	inQueue  int    // the key's queue in Redis at the last miss (0: unknown)
+	rank     int    // our place in it at the last miss (-1: unknown)
 }
 
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
 // nothing of k is left in Redis.
 func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now()}
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now(), rank: -1}
 	var err error
 	defer func() { a.end(err) }()
 	for {
@@ -83,7 +85,8 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			a.holder = ownerOf(r.holder)
 			lockmgr.TraceHolder(ctx, a.holder)
 		}
-		a.inQueue = r.queued
+		a.inQueue, a.rank = r.queued, r.rank
+		a.waitDone.Saw(a.holder, a.position())
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
@@ -121,6 +124,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		// (each with its own local queue, which this count cannot see).
 		depth := a.l.book.Waiting(a.k.Name) + max(a.inQueue-1, 0)
 		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, depth)
+		a.waitDone.Saw(a.holder, a.position())
 	}
 	if a.l.book.Wounded(a.h.Owner) {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
@@ -186,10 +190,16 @@ func parseTry(v []interface{}) (try, error) {
 		return try{}, fmt.Errorf("redislock: acquire script returned %v", v)
 	}
 	r.pttl = time.Duration(pttl) * time.Millisecond
+	r.rank = -1
 	if len(v) >= 5 {
 		r.holder, _ = v[3].(string)
 		q, _ := v[4].(int64)
 		r.queued = int(q)
+	}
+	if len(v) >= 6 {
+		if rank, ok := v[5].(int64); ok {
+			r.rank = int(rank)
+		}
 	}
 	return r, nil
 }
@@ -231,7 +241,19 @@ func (a *attempt) end(err error) {
 	if a.sub {
 		a.l.notify.unsubscribe(a.n.channel)
 	}
-	if a.waitDone != nil {
-		a.waitDone()
+	a.waitDone.End()
+}
+
+// position is the attempt's place in the key's queue as far as this
+// instance knows (1: next): its place among the local waiters, and for
+// the local head its place among the instances' heads queued in Redis.
+func (a *attempt) position() int {
+	i := a.l.book.Index(a.k.Name, a.w)
+	switch {
+	case i < 0:
+		return 0
+	case i == 0 && a.rank >= 0:
+		return a.rank + 1
 	}
+	return i + 1
 }

@@ -23,9 +23,10 @@ type attempt struct {
 	dir      string
 	me       node
 	wounds   map[string]bool // holder znodes wounded
-	waitDone func()
+	waitDone *lockmgr.Waiting
 	freed    time.Time // when the entry ahead went away (hand-off clock)
-	traced   bool      // the holder was reported to the wait trace
+	traced   bool      // the holder was read (once per wait)
+	holder   string    // its owner id
 }
 
 // queue is one read of a key's znodes.
@@ -38,11 +39,7 @@ type queue struct {
 // recorded in h before it is created, so a failed acquire deletes it.
 func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerState, k lockmgr.Key) (uint64, error) {
 	a := &attempt{l: l, h: h, st: st, k: k, dir: l.keyDir(k.Name), wounds: map[string]bool{}}
-	defer func() {
-		if a.waitDone != nil {
-			a.waitDone()
-		}
-	}()
+	defer func() { a.waitDone.End() }()
 	if err := a.create(ctx); err != nil {
 		return 0, err
 	}
@@ -64,9 +61,9 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			return 0, deadlockErr(h.Owner, k)
 		}
 		a.woundHolder(ctx, q.ahead[0])
-		if !a.traced && lockmgr.Traced(ctx) {
+		if !a.traced {
 			a.traced = true
-			a.traceHolder(ctx, q.ahead[0])
+			a.readHolder(ctx, q.ahead[0])
 		}
 		if err := a.wait(ctx, q); err != nil {
 			return 0, err
@@ -197,6 +194,7 @@ func (a *attempt) wait(ctx context.Context, q queue) error {
 		// ahead less the holder's, and this one.
 		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, len(q.ahead))
 	}
+	a.waitDone.Saw(a.holder, len(q.ahead)) // the holder is ahead too
 	predC, err := a.watch(ctx, q.ahead[len(q.ahead)-1])
 	if err != nil || predC == nil {
 		return err
@@ -265,9 +263,9 @@ func (a *attempt) observeHandoff() {
 	}
 }
 
-// traceHolder reports the owner of znode n (the holder when the wait
-// began) to ctx's wait trace: one read, once per wait.
-func (a *attempt) traceHolder(ctx context.Context, n node) {
+// readHolder reads the owner of znode n (the holder when the wait began)
+// for /debug/locks and ctx's wait trace: one read, once per wait.
+func (a *attempt) readHolder(ctx context.Context, n node) {
 	data, _, err := tracked(ctx, a.l, func() ([]byte, error) {
 		d, _, err := a.l.conn.Get(a.dir + "/" + n.name)
 		return d, err
@@ -276,6 +274,7 @@ func (a *attempt) traceHolder(ctx context.Context, n node) {
 		return // gone already: it no longer matters who it was
 	}
 	if e, err := parseEntry(data); err == nil {
+		a.holder = e.Owner
 		lockmgr.TraceHolder(ctx, e.Owner)
 	}
 }

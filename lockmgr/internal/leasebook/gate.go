@@ -96,6 +96,16 @@ func (b *Book) Waiting(key string) int {
 	return 0
 }
 
+// Index is w's place in key's local queue: 0 for the head, -1 if absent.
+func (b *Book) Index(key string, w *Waiter) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if g := b.gates[key]; g != nil {
+		return slices.Index(g.queue, w)
+	}
+	return -1
+}
+
 // IsHead reports whether w may talk to the service for key.
 func (b *Book) IsHead(key string, w *Waiter) bool {
 	b.mu.Lock()

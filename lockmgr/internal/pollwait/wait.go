@@ -21,7 +21,7 @@ type attempt struct {
 	queued   bool      // a ticket or an unseen grant may be in the Store
 	tried    bool      // a Try missed, so a ticket may be queued
 	ticketed time.Time // last Queue of a waiter behind the local head
-	waitDone func()
+	waitDone *lockmgr.Waiting
 	start    time.Time
 	backoff  time.Duration
 	holder   string
@@ -63,6 +63,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			a.holder = r.Holder
 			lockmgr.TraceHolder(ctx, r.Holder)
 		}
+		a.waitDone.Saw(a.holder, a.e.book.Index(k.Name, a.w)+1)
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
@@ -172,6 +173,7 @@ func (a *attempt) checkWounded(ctx context.Context) error {
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
 		a.waitDone = a.e.ledger.Wait(a.h.Owner, a.k)
+		a.waitDone.Saw(a.holder, a.e.book.Index(a.k.Name, a.w)+1)
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
@@ -224,9 +226,7 @@ func (a *attempt) end(err error) {
 			zap.Duration("waited", waited), zap.Error(err))
 	}
 	a.e.book.Leave(a.k.Name, a.w)
-	if a.waitDone != nil {
-		a.waitDone()
-	}
+	a.waitDone.End()
 }
 
 // deadlinePassed reports whether ctx's deadline is reached, even if its
