@@ -5,7 +5,7 @@ PKGS          ?= ./...
 ARGS          ?=
 BENCH_ARGS    ?=
 
-.PHONY: all build test test-faults run down status bench bench-quick fmt vet lint check-config clean
+.PHONY: all build test test-faults run down status bench bench-quick soak fmt vet lint check-config clean
 
 all: build
 
@@ -42,6 +42,11 @@ bench:
 ## bench-quick: a short benchmark run
 bench-quick:
 	$(GO) run ./bench/cmd/bench -quick $(BENCH_ARGS)
+
+## soak: 30 minutes of mixed load through two instances; fails on growth of
+## goroutines, fds or memory, or on lost updates (see bench/SOAK.md)
+soak:
+	$(GO) run ./bench/cmd/soak
 
 ## check-config: validate rules.yaml (needs the bed's variables, as in make run)
 check-config: build
