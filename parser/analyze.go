@@ -62,6 +62,21 @@ func Parse(sql string) ([]ast.StmtNode, error) {
 	return parse(sql)
 }
 
+// parseAnalyzable parses sql as Analyze does: a text the parser rejects
+// only for a noise word it does not know (ROLLBACK WORK TO ...) is parsed
+// without it.
+func parseAnalyzable(sql string) ([]ast.StmtNode, error) {
+	stmts, err := parse(sql)
+	if err != nil {
+		if alt, ok := withoutWork(sql); ok {
+			if retry, err2 := parse(alt); err2 == nil {
+				return retry, nil
+			}
+		}
+	}
+	return stmts, err
+}
+
 // Analyze returns the facts of every statement of sql, qualifying
 // unqualified table names with currentDB. SQL the TiDB parser rejects gives
 // an Analysis with Unparsed set (and LexTables, LexKind), not an error; an
@@ -73,14 +88,7 @@ func Analyze(sql string, currentDB string) (a *Analysis, err error) {
 			a, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
 		}
 	}()
-	stmts, perr := parse(sql)
-	if perr != nil {
-		if alt, ok := withoutWork(sql); ok {
-			if retry, perr2 := parse(alt); perr2 == nil {
-				stmts, perr = retry, nil
-			}
-		}
-	}
+	stmts, perr := parseAnalyzable(sql)
 	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql)}
 	if perr != nil {
 		a.Unparsed = true
@@ -177,6 +185,12 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 	}
 	stmt.Accept(an)
 	an.finish()
+	if _, ok := stmt.(*ast.UpdateStmt); !ok {
+		// Only an UPDATE is ever rewritten from its tree; the others'
+		// trees would only pin memory in the cache (several hundred bytes
+		// per byte of text).
+		f.Node = nil
+	}
 	return f
 }
 

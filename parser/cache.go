@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"sync/atomic"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
@@ -16,29 +18,63 @@ type cacheKey struct {
 const MaxCachedSQL = 64 << 10
 
 // Cache memoises Analyze by (current database, SQL) in a bounded LRU of at
-// most size entries, each of at most MaxCachedSQL bytes of text. It is
-// safe for concurrent use. The *Analysis it returns is shared with every
-// other caller of the same key: callers must not modify it.
+// most size entries whose estimated memory stays within a byte budget
+// (see NewCache), each of at most MaxCachedSQL bytes of text. It is safe
+// for concurrent use. The *Analysis it returns is shared with every other
+// caller of the same key: callers must not modify it.
 type Cache struct {
-	lru *lru.Cache[cacheKey, *Analysis]
+	lru    *lru.Cache[cacheKey, *Analysis]
+	budget int64
+	weight atomic.Int64 // estimated bytes held, by Weight
 }
 
+// DefaultCacheBudget is the memory NewCache lets cached analyses take.
+const DefaultCacheBudget = 64 << 20
+
 // NewCache returns a cache that holds at most size analyses (size < 1 is
-// taken as 1).
+// taken as 1) and at most DefaultCacheBudget bytes of them as Weight
+// estimates them.
 func NewCache(size int) *Cache {
+	return NewCacheBudget(size, DefaultCacheBudget)
+}
+
+// NewCacheBudget is NewCache with a budget of its own (bytes).
+func NewCacheBudget(size int, budget int64) *Cache {
 	if size < 1 {
 		size = 1
 	}
-	c, err := lru.New[cacheKey, *Analysis](size)
+	c := &Cache{budget: budget}
+	l, err := lru.NewWithEvict[cacheKey, *Analysis](size, func(k cacheKey, a *Analysis) {
+		c.weight.Add(-Weight(a))
+	})
 	if err != nil { // only for size <= 0, excluded above
 		panic("parser: " + err.Error())
 	}
-	return &Cache{lru: c}
+	c.lru = l
+	return c
+}
+
+// Weight estimates the memory an Analysis holds, with a margin: its text
+// and facts (key tuples grow with the text: ~30 bytes per byte of a bulk
+// INSERT) and, for an UPDATE, the parse tree kept for rewriting (~85 bytes
+// per byte of text). Measured on the TiDB parser's trees
+// (TestWeightCoversMemory); they keep the cache's memory bounded, not
+// exact.
+func Weight(a *Analysis) int64 {
+	n := int64(len(a.SQL))
+	w := 512 + 48*n
+	for _, f := range a.Stmts {
+		if f.Node != nil {
+			w += 2560 + 96*int64(len(f.Text))
+		}
+	}
+	return w
 }
 
 // Analyze returns the cached analysis of sql under currentDB, analysing and
 // caching it on a miss. Unparsed analyses are cached too; errors and texts
-// longer than MaxCachedSQL are not.
+// longer than MaxCachedSQL are not. Analyses heavier than the whole budget
+// are not cached either.
 // Two goroutines missing on the same key at once both analyse it; either
 // result is correct.
 func (c *Cache) Analyze(sql, currentDB string) (*Analysis, error) {
@@ -53,9 +89,22 @@ func (c *Cache) Analyze(sql, currentDB string) (*Analysis, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.lru.Add(k, a)
+	w := Weight(a)
+	if w > c.budget {
+		return a, nil
+	}
+	if had, _ := c.lru.ContainsOrAdd(k, a); had { // cached meanwhile by another goroutine
+		return a, nil
+	}
+	c.weight.Add(w) // an entry evicted by the add was subtracted by the callback
+	for c.weight.Load() > c.budget && c.lru.Len() > 1 {
+		c.lru.RemoveOldest()
+	}
 	return a, nil
 }
 
 // Len returns the number of cached analyses.
 func (c *Cache) Len() int { return c.lru.Len() }
+
+// Bytes returns the estimated memory of the cached analyses (Weight).
+func (c *Cache) Bytes() int64 { return c.weight.Load() }

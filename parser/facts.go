@@ -80,8 +80,10 @@ const (
 type Facts struct {
 	// Kind is the class of the statement.
 	Kind Kind
-	// Node is the parsed statement. Shared: never modify it; to rewrite,
-	// parse again (Parse) and modify that copy.
+	// Node is the parsed statement, kept for UPDATEs only (the statements
+	// RewriteUpdate and FenceUpdate work on); nil for every other kind.
+	// Shared: never modify it; to rewrite, parse again (Parse) and modify
+	// that copy.
 	Node ast.StmtNode
 	// Text is this statement's own text (of a multi-statement string),
 	// without surrounding blanks and semicolons.

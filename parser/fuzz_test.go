@@ -45,9 +45,13 @@ func checkAnalysis(t *testing.T, a *Analysis) {
 		}
 		return
 	}
+	nodes, err := parseAnalyzable(a.SQL)
+	if err != nil || len(nodes) != len(a.Stmts) {
+		t.Fatalf("parsed again: %d statements (analysis has %d), %v", len(nodes), len(a.Stmts), err)
+	}
 	params := 0
-	for _, f := range a.Stmts {
-		if f == nil || f.Node == nil || f.Kind == "" {
+	for i, f := range a.Stmts {
+		if f == nil || f.Kind == "" || (f.Node == nil) == (f.Kind == KindUpdate) {
 			t.Fatalf("incomplete facts %+v", f)
 		}
 		if f.ParamBase != params {
@@ -60,7 +64,11 @@ func checkAnalysis(t *testing.T, a *Analysis) {
 			}
 			checkPredicate(t, ref.Where, a.Params)
 		}
-		if _, err := Restore(f.Node); errors.Is(err, ErrInternal) {
+		node := f.Node // kept for UPDATEs only: restore the others' trees too
+		if node == nil && i < len(nodes) {
+			node = nodes[i]
+		}
+		if _, err := Restore(node); errors.Is(err, ErrInternal) {
 			t.Fatalf("Restore: %v", err)
 		}
 	}
