@@ -46,10 +46,3 @@ func (t *WaitTrace) Holders() []string {
 	defer t.mu.Unlock()
 	return slices.Clone(t.holders)
 }
-
-// Traced reports whether ctx carries a WaitTrace: a backend for which
-// naming the holder costs a call asks first.
-func Traced(ctx context.Context) bool {
-	t, _ := ctx.Value(traceKey{}).(*WaitTrace)
-	return t != nil
-}
