@@ -38,8 +38,9 @@ type waitEntry struct {
 	owner    Owner
 	key      Key
 	since    time.Time
-	holder   string // guarded by Ledger.mu, as position
+	holder   string // guarded by Ledger.mu, as position and place
 	position int
+	place    func() int // the live position, if the backend has one
 }
 
 // NewLedger makes a Ledger that also updates m (which may be nil).
@@ -109,6 +110,19 @@ func (w *Waiting) Saw(holder string, position int) {
 	w.g.mu.Unlock()
 }
 
+// Place gives the ledger a way to read the waiter's place in the queue
+// (1: next; 0: unknown) when a snapshot is taken, for a backend whose
+// queue moves without the waiter calling Saw (a local queue ahead of the
+// lock service). f must not call the Ledger.
+func (w *Waiting) Place(f func() int) {
+	if w == nil {
+		return
+	}
+	w.g.mu.Lock()
+	w.e.place = f
+	w.g.mu.Unlock()
+}
+
 // End removes the wait from the ledger (once) and counts its time toward
 // the hot-key list.
 func (w *Waiting) End() {
@@ -175,11 +189,27 @@ func (g *Ledger) Snapshot() []Entry {
 				Session: l.owner.Session, State: "held", Since: l.granted})
 		}
 	}
+	var places []func() int // parallel to the waiting entries appended below
+	first := len(out)
+	holders := map[string]string{} // key -> a holder some waiter saw
 	for e := range g.waiting {
 		out = append(out, Entry{Key: e.key.Name, Rule: e.key.Rule, Owner: e.owner.ID(),
 			Session: e.owner.Session, State: "waiting", Since: e.since, Holder: e.holder, Position: e.position})
+		places = append(places, e.place)
+		if e.holder != "" {
+			holders[e.key.Name] = e.holder
+		}
 	}
 	g.mu.Unlock()
+	for i, f := range places {
+		e := &out[first+i]
+		if f != nil { // outside g.mu: f takes the backend's locks
+			e.Position = f()
+		}
+		if e.Holder == "" { // one key, one holder: waiters behind the one
+			e.Holder = holders[e.Key] // that asks the service see it too
+		}
+	}
 	slices.SortFunc(out, func(a, b Entry) int {
 		if c := strings.Compare(a.Key, b.Key); c != 0 {
 			return c

@@ -369,6 +369,23 @@ func TestWaitDistributionMetrics(t *testing.T) {
 			}
 			queue(b, 1)
 			queue(c, 2)
+			// Both waiters show the holder and their places, 1 and 2, as
+			// they are now (the second never asked the lock service).
+			eventually(t, 5*time.Second, "the waiters' holder and places", func() bool {
+				var holder string
+				places := map[int]bool{}
+				for _, l := range p.srv.Locks() {
+					if l.State == "held" {
+						holder = l.Owner
+					}
+				}
+				for _, l := range p.srv.Locks() {
+					if l.State == "waiting" && l.Holder == holder && holder != "" {
+						places[l.Position] = true
+					}
+				}
+				return places[1] && places[2]
+			})
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}

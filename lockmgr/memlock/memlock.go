@@ -96,7 +96,8 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 	waiting := l.ledger.Wait(o, k)
 	defer waiting.End()
 	start, holder := time.Now(), l.holder(k.Name)
-	waiting.Saw(holder, l.position(w, k.Name))
+	waiting.Saw(holder, 0)
+	waiting.Place(func() int { return l.position(w, k.Name) })
 	lockmgr.TraceHolder(ctx, holder)
 	defer func() {
 		if waited := time.Since(start); waited >= slowWait {

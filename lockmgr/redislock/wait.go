@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,15 +34,16 @@ type attempt struct {
 	sub      bool // subscribed to the key's wake-up channel
 	waitDone *lockmgr.Waiting
 	start    time.Time
-	holder   string // last holder seen, for the slow-wait log
-	inQueue  int    // the key's queue in Redis at the last miss (0: unknown)
-	rank     int    // our place in it at the last miss (-1: unknown)
+	holder   string       // last holder seen, for the slow-wait log
+	inQueue  int          // the key's queue in Redis at the last miss (0: unknown)
+	rank     atomic.Int64 // our place in it at the last miss (-1: unknown); read by Snapshot
 }
 
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
 // nothing of k is left in Redis.
 func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now(), rank: -1}
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now()}
+	a.rank.Store(-1)
 	var err error
 	defer func() { a.end(err) }()
 	for {
@@ -85,8 +87,9 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			a.holder = ownerOf(r.holder)
 			lockmgr.TraceHolder(ctx, a.holder)
 		}
-		a.inQueue, a.rank = r.queued, r.rank
-		a.waitDone.Saw(a.holder, a.position())
+		a.inQueue = r.queued
+		a.rank.Store(int64(r.rank))
+		a.waitDone.Saw(a.holder, 0)
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
@@ -124,7 +127,8 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		// (each with its own local queue, which this count cannot see).
 		depth := a.l.book.Waiting(a.k.Name) + max(a.inQueue-1, 0)
 		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, depth)
-		a.waitDone.Saw(a.holder, a.position())
+		a.waitDone.Saw(a.holder, 0)
+		a.waitDone.Place(a.position)
 	}
 	if a.l.book.Wounded(a.h.Owner) {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
@@ -252,8 +256,8 @@ func (a *attempt) position() int {
 	switch {
 	case i < 0:
 		return 0
-	case i == 0 && a.rank >= 0:
-		return a.rank + 1
+	case i == 0 && a.rank.Load() >= 0:
+		return int(a.rank.Load()) + 1
 	}
 	return i + 1
 }

@@ -63,7 +63,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			a.holder = r.Holder
 			lockmgr.TraceHolder(ctx, r.Holder)
 		}
-		a.waitDone.Saw(a.holder, a.e.book.Index(k.Name, a.w)+1)
+		a.waitDone.Saw(a.holder, 0)
 		if err = a.afterMiss(ctx, r); err != nil {
 			return 0, err
 		}
@@ -173,7 +173,8 @@ func (a *attempt) checkWounded(ctx context.Context) error {
 func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
 		a.waitDone = a.e.ledger.Wait(a.h.Owner, a.k)
-		a.waitDone.Saw(a.holder, a.e.book.Index(a.k.Name, a.w)+1)
+		a.waitDone.Saw(a.holder, 0)
+		a.waitDone.Place(func() int { return a.e.book.Index(a.k.Name, a.w) + 1 })
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
