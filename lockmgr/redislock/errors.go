@@ -18,9 +18,12 @@ import (
 var transientPrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "BUSY"}
 
 // classify turns a Redis error on a call made for key under the caller's
-// ctx into the error Acquire returns.
+// ctx into the error Acquire returns. A call that ran out of the caller's
+// time is a wait timeout, unless Redis itself was seen to be away (refused,
+// reset or closed the connection): then the client learns the lock service
+// is down (1105), not that it waited too long (1205).
 func classify(ctx context.Context, k lockmgr.Key, err error) error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !serverAway(err) {
 		return lockmgr.WaitError(ctx, k)
 	}
 	if unavailable(err) {
@@ -43,5 +46,18 @@ func unavailable(err error) bool {
 			return true
 		}
 	}
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset")
+}
+
+// serverAway reports errors that say Redis is not there, as opposed to
+// a call that was merely cut short by its context.
+func serverAway(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
 	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset")
 }
