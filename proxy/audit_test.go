@@ -258,7 +258,8 @@ func TestSensitiveColumnsHidden(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	mustExec(t, base.direct(t, db, ""), "CREATE TABLE card (pan VARCHAR(32) PRIMARY KEY, bal INT NOT NULL)",
-		"INSERT INTO card VALUES ('"+pan+"', 100)")
+		"INSERT INTO card VALUES ('"+pan+"', 100)", "CREATE TABLE note (id INT PRIMARY KEY, v INT NOT NULL)",
+		"INSERT INTO note VALUES (1, 0)")
 	core, logs := observer.New(zapcore.DebugLevel)
 	rdb, prefix := testRedis(t)
 	p := observedProxy(t, observed{log: zap.New(core), locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
@@ -266,7 +267,9 @@ func TestSensitiveColumnsHidden(t *testing.T) {
 	}, edit: func(c *rules.Config) {
 		c.Locks.SlowWait = rules.Duration(20 * time.Millisecond)
 		c.Rules = []rules.Rule{{Name: "cards", Table: db + ".card", Key: []string{"pan"}, Sensitive: []string{"PAN"},
-			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)}}
+			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)},
+			{Name: "notes", Table: db + ".note", Key: []string{"id"}, Lock: []string{rules.LockWrite},
+				OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(time.Second)}}
 	}})
 	stmt := "UPDATE card SET bal = bal - 1 WHERE pan = '" + pan + "'"
 	a, b := p.db(t, db, ""), p.db(t, db, "")
@@ -285,6 +288,35 @@ func TestSensitiveColumnsHidden(t *testing.T) {
 	}
 	if st := locks[0].Statement; strings.Contains(st, pan) || !strings.Contains(st, "?") {
 		t.Errorf("statement shown as %q; want its literals replaced by ?", st)
+	}
+	// A session holding another rule's lock, now reading a card by its
+	// number: its current statement is shown without the literal too.
+	other, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Rollback() }()
+	var bal int
+	if _, err := other.Exec("UPDATE note SET v = v + 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.QueryRow("SELECT bal FROM card WHERE pan = '" + pan + "'").Scan(&bal); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, l := range p.srv.Locks() {
+		if l.Rule == "notes" {
+			seen = true
+			if strings.Contains(l.Statement, pan) || !strings.Contains(l.Statement, "?") {
+				t.Errorf("the notes lock's session shows %q", l.Statement)
+			}
+		}
+	}
+	if !seen {
+		t.Error("the notes lock is not listed")
+	}
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
 	}
 	var shown strings.Builder
 	rows, err := b.Query("SHOW LOCKPROXY LOCKS")

@@ -38,9 +38,12 @@ func (s *Server) Locks() []LockInfo {
 		return nil
 	}
 	entries := s.locker.Snapshot()
-	hide := map[string]bool{} // rules with sensitive columns
+	// A session's current statement may touch a sensitive table while it
+	// holds or waits for another rule's lock: once any rule has sensitive
+	// columns, every statement is shown without its literals.
+	hide := false
 	for _, r := range s.config().Rules {
-		hide[r.Name] = len(r.Sensitive) > 0
+		hide = hide || len(r.Sensitive) > 0
 	}
 	now := time.Now()
 	out := make([]LockInfo, 0, len(entries))
@@ -51,7 +54,7 @@ func (s *Server) Locks() []LockInfo {
 		if sess := s.sessions[uint32(e.Session)]; sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
 			if q := sess.current.Load(); q != nil {
-				li.Statement = shownStatement(*q, hide[e.Rule])
+				li.Statement = shownStatement(*q, hide)
 			}
 		}
 		out = append(out, li)
@@ -63,7 +66,7 @@ func (s *Server) Locks() []LockInfo {
 
 // shownStatement is a statement as /debug/locks and SHOW LOCKPROXY LOCKS
 // show it: cut to 512 bytes, and with every literal replaced by "?" when
-// the lock's rule has sensitive columns.
+// hide (some rule has sensitive columns).
 func shownStatement(q string, hide bool) string {
 	if hide {
 		q = parser.Redact(q)

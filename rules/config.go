@@ -144,7 +144,8 @@ type Rule struct {
 	// Sensitive names columns of the guarded table whose values lockproxy
 	// never shows: a key column's value enters the lock key as its
 	// SHA-256 (so logs, /debug/locks, SHOW LOCKPROXY, Redis and error
-	// messages carry only the hash), and statements on the table are shown
+	// messages carry only the hash), and while any rule has sensitive
+	// columns, statements in /debug/locks and SHOW LOCKPROXY LOCKS are shown
 	// with every literal replaced by "?".
 	Sensitive []string `yaml:"sensitive"`
 }
