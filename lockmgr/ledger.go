@@ -40,7 +40,7 @@ type waitEntry struct {
 	since    time.Time
 	holder   string // guarded by Ledger.mu, as position and place
 	position int
-	place    func() int // the live position, if the backend has one
+	live     func() (holder string, position int) // live reading, if the backend has one
 }
 
 // NewLedger makes a Ledger that also updates m (which may be nil).
@@ -110,16 +110,16 @@ func (w *Waiting) Saw(holder string, position int) {
 	w.g.mu.Unlock()
 }
 
-// Place gives the ledger a way to read the waiter's place in the queue
-// (1: next; 0: unknown) when a snapshot is taken, for a backend whose
-// queue moves without the waiter calling Saw (a local queue ahead of the
-// lock service). f must not call the Ledger.
-func (w *Waiting) Place(f func() int) {
+// Live gives the ledger a way to read the waiter's holder ("" when
+// unknown) and place in the queue (1: next; 0: unknown) when a snapshot is
+// taken, for a backend whose queue moves without the waiter calling Saw
+// (a local queue ahead of the lock service). f must not call the Ledger.
+func (w *Waiting) Live(f func() (holder string, position int)) {
 	if w == nil {
 		return
 	}
 	w.g.mu.Lock()
-	w.e.place = f
+	w.e.live = f
 	w.g.mu.Unlock()
 }
 
@@ -189,22 +189,25 @@ func (g *Ledger) Snapshot() []Entry {
 				Session: l.owner.Session, State: "held", Since: l.granted})
 		}
 	}
-	var places []func() int // parallel to the waiting entries appended below
+	var lives []func() (string, int) // parallel to the waiting entries appended below
 	first := len(out)
 	holders := map[string]string{} // key -> a holder some waiter saw
 	for e := range g.waiting {
 		out = append(out, Entry{Key: e.key.Name, Rule: e.key.Rule, Owner: e.owner.ID(),
 			Session: e.owner.Session, State: "waiting", Since: e.since, Holder: e.holder, Position: e.position})
-		places = append(places, e.place)
+		lives = append(lives, e.live)
 		if e.holder != "" {
 			holders[e.key.Name] = e.holder
 		}
 	}
 	g.mu.Unlock()
-	for i, f := range places {
+	for i, f := range lives {
 		e := &out[first+i]
 		if f != nil { // outside g.mu: f takes the backend's locks
-			e.Position = f()
+			var holder string
+			if holder, e.Position = f(); holder != "" {
+				e.Holder = holder
+			}
 		}
 		if e.Holder == "" { // one key, one holder: waiters behind the one
 			e.Holder = holders[e.Key] // that asks the service see it too

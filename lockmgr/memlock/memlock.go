@@ -97,7 +97,7 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 	defer waiting.End()
 	start, holder := time.Now(), l.holder(k.Name)
 	waiting.Saw(holder, 0)
-	waiting.Place(func() int { return l.position(w, k.Name) })
+	waiting.Live(func() (string, int) { return l.holder(k.Name), l.position(w, k.Name) })
 	lockmgr.TraceHolder(ctx, holder)
 	defer func() {
 		if waited := time.Since(start); waited >= slowWait {

@@ -128,7 +128,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		depth := a.l.book.Waiting(a.k.Name) + max(a.inQueue-1, 0)
 		a.waitDone = a.l.ledger.WaitQueued(a.h.Owner, a.k, depth)
 		a.waitDone.Saw(a.holder, 0)
-		a.waitDone.Place(a.position)
+		a.waitDone.Live(func() (string, int) { return "", a.position() })
 	}
 	if a.l.book.Wounded(a.h.Owner) {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))

@@ -174,7 +174,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	if a.waitDone == nil {
 		a.waitDone = a.e.ledger.Wait(a.h.Owner, a.k)
 		a.waitDone.Saw(a.holder, 0)
-		a.waitDone.Place(func() int { return a.e.book.Index(a.k.Name, a.w) + 1 })
+		a.waitDone.Live(func() (string, int) { return "", a.e.book.Index(a.k.Name, a.w) + 1 })
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
