@@ -123,6 +123,15 @@ func (w *Waiting) Live(f func() (holder string, position int)) {
 	w.g.mu.Unlock()
 }
 
+// Granted records that the wait ended in a grant. freed is when this
+// instance learned of the release that made it possible (zero if it never
+// did: a poll found the key free); the time since is the hand-off latency.
+func (w *Waiting) Granted(freed time.Time) {
+	if w != nil && !freed.IsZero() {
+		w.g.metrics.observeHandoff(w.e.key.Rule, time.Since(freed))
+	}
+}
+
 // End removes the wait from the ledger (once) and counts its time toward
 // the hot-key list.
 func (w *Waiting) End() {

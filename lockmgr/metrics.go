@@ -86,10 +86,10 @@ func (m *Metrics) ObserveAcquire(keys []Key, start time.Time, err error) {
 	})
 }
 
-// ObserveHandoff records a hand-off of a key of rule: d from the moment
+// observeHandoff records a hand-off of a key of rule: d from the moment
 // this instance learned the key was released (its own release, or the lock
 // service's notification) to the grant to the waiter it woke.
-func (m *Metrics) ObserveHandoff(rule string, d time.Duration) {
+func (m *Metrics) observeHandoff(rule string, d time.Duration) {
 	if m != nil {
 		m.handoff.WithLabelValues(rule).Observe(d.Seconds())
 	}

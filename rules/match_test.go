@@ -275,7 +275,9 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	lit := func(s string) parser.Value { return parser.Value{Kind: parser.ValueString, Str: s, Text: "'" + s + "'"} }
+	lit := func(s string) parser.Value {
+		return parser.Value{Kind: parser.ValueString, Str: s, Text: "'" + s + "'"}
+	}
 	match := func(v parser.Value, params ...any) Decision {
 		f := &parser.Facts{Kind: parser.KindUpdate, Tables: []parser.TableRef{ref("pay", "card", true, or(parser.Conj{eq("pan", v)}))}}
 		d := rs.Match(f, "pay", false)

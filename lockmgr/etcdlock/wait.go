@@ -64,7 +64,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			l.mu.Lock()
 			h.keys = append(h.keys, k)
 			l.mu.Unlock()
-			a.observeHandoff()
+			a.waitDone.Granted(a.freed)
 			return uint64(a.rev), nil
 		}
 		a.freed = time.Time{}
@@ -260,13 +260,5 @@ func (a *attempt) settle(ctx context.Context) error {
 		return lockmgr.ErrClosed
 	case <-a.h.sess.Done():
 		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, a.k.Rule, a.k.Name, errLeaseGone)
-	}
-}
-
-// observeHandoff records the hand-off latency of a grant that followed the
-// deletion of the entry ahead: from the watch event to the grant.
-func (a *attempt) observeHandoff() {
-	if a.waitDone != nil && !a.freed.IsZero() {
-		a.l.ledger.Metrics().ObserveHandoff(a.k.Rule, time.Since(a.freed))
 	}
 }

@@ -117,7 +117,7 @@ func (l *Locker) acquireKey(ctx context.Context, o lockmgr.Owner, k lockmgr.Key)
 			l.t.owner(o).waiting = nil
 			freed := w.freed
 			l.t.mu.Unlock()
-			l.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
+			waiting.Granted(freed)
 			return w.fence, nil
 		case w.err != nil:
 			l.t.leaveLocked(w, k.Name)

@@ -78,9 +78,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			}
 			a.queued = false
 			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
-			if freed = leasebook.Earliest(freed, l.book.TakeFreed(a.w)); a.waitDone != nil && !freed.IsZero() {
-				l.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
-			}
+			a.waitDone.Granted(leasebook.Earliest(freed, l.book.TakeFreed(a.w)))
 			return r.fence, nil
 		}
 		if r.holder != "" {

@@ -53,7 +53,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			return 0, fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrLeaseLost, k.Rule, k.Name, errNodeGone)
 		}
 		if len(q.ahead) == 0 {
-			a.observeHandoff()
+			a.waitDone.Granted(a.freed)
 			return a.granted(ctx, czxid)
 		}
 		a.freed = time.Time{}
@@ -253,14 +253,6 @@ func (a *attempt) youngerWaiterAhead(q queue) bool {
 		}
 	}
 	return false
-}
-
-// observeHandoff records the hand-off latency of a grant that followed the
-// deletion of the entry ahead: from the watch event to the grant.
-func (a *attempt) observeHandoff() {
-	if a.waitDone != nil && !a.freed.IsZero() {
-		a.l.ledger.Metrics().ObserveHandoff(a.k.Rule, time.Since(a.freed))
-	}
 }
 
 // readHolder reads the owner of znode n (the holder when the wait began)

@@ -51,9 +51,7 @@ func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		if r.Status == Granted {
 			if e.granted(h, k, r.Fence, sent) {
 				a.queued = false
-				if freed = leasebook.Earliest(freed, e.book.TakeFreed(a.w)); a.waitDone != nil && !freed.IsZero() {
-					e.ledger.Metrics().ObserveHandoff(k.Rule, time.Since(freed))
-				}
+				a.waitDone.Granted(leasebook.Earliest(freed, e.book.TakeFreed(a.w)))
 				return r.Fence, nil
 			}
 			a.undo() // granted too late to be of use: give it back, try again
