@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -77,5 +82,56 @@ func TestWarnIfReadable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadyz: /readyz answers 200 while the primary accepts connections and
+// the lock service answers, and 503 naming the culprit when either does
+// not. (Readiness is reachability: a listener stands for the primary.)
+func TestReadyz(t *testing.T) {
+	primary, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer primary.Close()
+	go func() {
+		for {
+			c, err := primary.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	cfg, err := rules.LoadBytes("t.yaml", []byte("users: [{user: app, password: x}]\nbackends: {primary: "+primary.Addr().String()+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(cfg, proxy.Options{Logger: zap.NewNop(), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lockErr error
+	hs, err := startAdmin("127.0.0.1:0", "", srv, func(context.Context) error { return lockErr }, prometheus.NewRegistry(), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	ready := func() (int, string) {
+		rec := httptest.NewRecorder()
+		hs.Handler.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := ready(); code != http.StatusOK {
+		t.Fatalf("all reachable: %d %s", code, body)
+	}
+	lockErr = errors.New("redis: connection refused")
+	if code, body := ready(); code != http.StatusServiceUnavailable || !strings.Contains(body, "lock service") {
+		t.Errorf("lock service down: %d %s", code, body)
+	}
+	lockErr = nil
+	_ = primary.Close()
+	if code, body := ready(); code != http.StatusServiceUnavailable || !strings.Contains(body, "primary") {
+		t.Errorf("primary down: %d %s", code, body)
 	}
 }
