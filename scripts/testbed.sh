@@ -69,6 +69,8 @@ missing_packages() {
 	[[ -x /usr/share/zookeeper/bin/zkServer.sh ]] || echo zookeeper # lockmgr/zklock tests start their own
 	first_cmd java >/dev/null || echo default-jre-headless # ZooKeeper runs on it
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pymysql' 2>/dev/null || echo python3-pymysql
+	# PyMySQL needs it for caching_sha2_password's full authentication (RSA)
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import cryptography' 2>/dev/null || echo python3-cryptography
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
 	[[ -d /usr/share/zoneinfo ]] || echo tzdata
