@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
@@ -18,7 +19,11 @@ func (s *session) changeUser(p []byte) error {
 		return s.writeErrAt(1, newSQLError(erHandshake, "08S01", "malformed COM_CHANGE_USER"))
 	}
 	s.user = user
+	// The exchange may take more packets (a plugin switch, full
+	// authentication): the client gets as long as for a login.
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
 	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
+	_ = s.conn.SetReadDeadline(time.Time{})
 	if err != nil {
 		return err
 	}

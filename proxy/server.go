@@ -46,6 +46,7 @@ type Server struct {
 	logins     *loginThrottle
 	tlsConfig  *tls.Config
 	authPlugin string
+	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
 	locker     lockmgr.Locker
 	instance   string

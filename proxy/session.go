@@ -227,7 +227,15 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		seq++
 		plugin, auth = want, p
 	}
-	if !known || !checkAuth(plugin, s.salt, auth, u.Password) {
+	ok := known && checkAuth(plugin, s.salt, auth, u.Password)
+	fast := ok
+	if !ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(auth) > 0 && !(len(auth) == 1 && auth[0] == 0) {
+		var err error
+		if ok, seq, err = s.fullAuth(seq, known, u.Password); err != nil {
+			return 0, err
+		}
+	}
+	if !ok {
 		s.srv.metrics.authFailures.Inc()
 		s.srv.logins.failed(who)
 		usingPw := "YES"
@@ -240,8 +248,8 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	}
 	s.password = u.Password
 	s.srv.logins.succeeded(who)
-	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD {
-		if _, err := s.cw.writePacket(seq, []byte{0x01, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
+	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
+		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err
 		}
 		seq++
