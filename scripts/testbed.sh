@@ -73,6 +73,7 @@ missing_packages() {
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import cryptography' 2>/dev/null || echo python3-cryptography
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
+	first_cmd socat >/dev/null || echo socat # bench: the socat relay arm of the overhead scenario
 	[[ -d /usr/share/zoneinfo ]] || echo tzdata
 	return 0
 }

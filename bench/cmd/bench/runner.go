@@ -114,7 +114,7 @@ func (r *runner) runAll(ctx context.Context, selected []scenario.Scenario) int {
 	return failed
 }
 
-// setup builds (or takes) the binary and starts (or reuses) the bed. The
+// setup builds (or takes) the lockproxy binary, builds the bare Go relay and starts (or reuses) the bed. The
 // cleanup it returns stops the bed if it started it and removes scratch.
 func (r *runner) setup(ctx context.Context) (*env.Env, func(), error) {
 	work, err := os.MkdirTemp("", "lockproxy-bench-")
@@ -141,6 +141,12 @@ func (r *runner) setup(ctx context.Context) (*env.Env, func(), error) {
 			return nil, nil, err
 		}
 	}
+	r.log.Printf("bench: go build ./bench/cmd/relay")
+	relay, err := env.BuildRelay(ctx, r.root, work)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	bedDir, reuse := r.flags.bed, r.flags.bed != ""
 	if !reuse {
 		bedDir = filepath.Join(work, "bed")
@@ -156,7 +162,7 @@ func (r *runner) setup(ctx context.Context) (*env.Env, func(), error) {
 			r.log.Printf("bench: %v", err)
 		}
 	})
-	return &env.Env{Root: r.root, Bed: bed, Binary: bin, WorkDir: work, Log: r.log}, cleanup, nil
+	return &env.Env{Root: r.root, Bed: bed, Binary: bin, RelayBinary: relay, WorkDir: work, Log: r.log}, cleanup, nil
 }
 
 // machine describes this host and the bed's servers.

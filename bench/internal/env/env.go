@@ -9,11 +9,13 @@ import (
 // binary and a scratch directory. It is read-only once built and safe for
 // concurrent use; the processes it starts are the caller's to stop.
 type Env struct {
-	Root    string // the lockproxy checkout (where go.mod is)
-	Bed     *Bed
-	Binary  string // lockproxy binary
-	WorkDir string // scratch space for configs and logs
-	Log     *log.Logger
+	Root   string // the lockproxy checkout (where go.mod is)
+	Bed    *Bed
+	Binary string // lockproxy binary
+	// RelayBinary is bench/cmd/relay, the bare Go relay (StartRelay).
+	RelayBinary string
+	WorkDir     string // scratch space for configs and logs
+	Log         *log.Logger
 }
 
 // StartProxy starts one lockproxy instance for cfg; see the package function.

@@ -125,3 +125,93 @@ func BusyShare(from, to HostCPU) float64 {
 	}
 	return float64(to.Busy-from.Busy) / float64(to.Total-from.Total)
 }
+
+// TreeCPUTime returns the user+system CPU time of the process, of the
+// children it has reaped (cutime, cstime) and of its live children and
+// their descendants. A server that forks one child per connection (socat
+// with fork) spends its CPU in children: a child still running at both ends
+// of a measurement is counted live both times, and one that exits and is
+// reaped in between moves from the live sum to the reaped one.
+func TreeCPUTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	st, err := parseStatTree(string(b))
+	if err != nil {
+		return 0, err
+	}
+	total := st.own + st.reaped
+	kids, err := childrenByParent()
+	if err != nil {
+		return 0, err
+	}
+	todo := append([]int(nil), kids[pid]...)
+	for len(todo) > 0 {
+		c := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c))
+		if err != nil {
+			continue // gone meanwhile: its time is in the parent's reaped sum
+		}
+		if cs, err := parseStatTree(string(raw)); err == nil {
+			total += cs.own + cs.reaped
+		}
+		todo = append(todo, kids[c]...)
+	}
+	return total, nil
+}
+
+// statTree is what TreeCPUTime reads from one stat line.
+type statTree struct {
+	ppid        int
+	own, reaped time.Duration
+}
+
+// parseStatTree reads ppid (field 4), utime+stime (14, 15) and
+// cutime+cstime (16, 17).
+func parseStatTree(s string) (statTree, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return statTree{}, fmt.Errorf("%w: stat has no command", ErrFormat)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return statTree{}, fmt.Errorf("%w: stat too short", ErrFormat)
+	}
+	var v [5]uint64
+	for k, idx := range []int{1, 11, 12, 13, 14} {
+		n, err := strconv.ParseUint(f[idx], 10, 64)
+		if err != nil {
+			return statTree{}, fmt.Errorf("%w: stat field %d: %q", ErrFormat, idx+3, f[idx])
+		}
+		v[k] = n
+	}
+	tick := func(n uint64) time.Duration { return time.Duration(n) * time.Second / clockTick }
+	return statTree{ppid: int(v[0]), own: tick(v[1] + v[2]), reaped: tick(v[3] + v[4])}, nil
+}
+
+// childrenByParent maps every process id to its children's, from /proc.
+func childrenByParent() (map[int][]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("procstat: %w", err)
+	}
+	out := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		st, err := parseStatTree(string(raw))
+		if err != nil {
+			continue
+		}
+		out[st.ppid] = append(out[st.ppid], pid)
+	}
+	return out, nil
+}

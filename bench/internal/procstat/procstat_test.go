@@ -2,6 +2,7 @@ package procstat
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -76,5 +77,60 @@ func TestSelfReadings(t *testing.T) {
 	samples, peak, err := s.Stop()
 	if err != nil || len(samples) < 2 || peak == 0 {
 		t.Fatalf("sampler: %d samples, peak %d, err %v", len(samples), peak, err)
+	}
+}
+
+func TestParseStatTree(t *testing.T) {
+	line := "77 (socat) S 42 77 77 0 -1 4194560 100 0 0 0 250 50 120 30 20 0 1 0 100 0 0"
+	got, err := parseStatTree(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ppid != 42 || got.own != 3*time.Second || got.reaped != 1500*time.Millisecond {
+		t.Fatalf("parseStatTree = %+v", got)
+	}
+	if _, err := parseStatTree("1 (x) S 1 2 3"); err == nil {
+		t.Fatal("want an error for a short line")
+	}
+}
+
+// TestTreeCPUTimeCountsChildren runs a child that burns CPU and sees its
+// time in this process's tree, first live and then, once reaped, still.
+func TestTreeCPUTimeCountsChildren(t *testing.T) {
+	self := os.Getpid()
+	base, err := TreeCPUTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; sleep 30`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	own := func() time.Duration { d, _ := CPUTime(self); return d }
+	deadline := time.Now().Add(20 * time.Second)
+	var tree time.Duration
+	for {
+		if tree, err = TreeCPUTime(self); err != nil {
+			t.Fatal(err)
+		}
+		if tree-own() >= 100*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live child not counted: tree %v, own %v, base %v", tree, own(), base)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	after, err := TreeCPUTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tick rounding differs between a live child's figures and the reaped
+	// sums, so allow for a few ticks.
+	if after-own() < 50*time.Millisecond {
+		t.Fatalf("reaped child not counted: tree %v, own %v", after, own())
 	}
 }

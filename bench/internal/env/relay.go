@@ -1,0 +1,242 @@
+package env
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockproxy/lockproxy/bench/internal/procstat"
+)
+
+// ErrRelay is wrapped by every failure to build, start or stop a relay.
+var ErrRelay = errors.New("env: relay")
+
+// The relays a scenario can put in front of the primary: TCP relays that
+// parse nothing, the floor for any proxy on this host.
+const (
+	// GoRelay is bench/cmd/relay: accept, dial, io.Copy both ways.
+	GoRelay = "bare Go relay"
+	// Socat is `socat TCP-LISTEN:PORT,fork,reuseaddr,bind=127.0.0.1
+	// TCP:HOST:PORT`, a C relay forking one process per connection.
+	Socat = "socat relay"
+)
+
+// BuildRelay compiles ./bench/cmd/relay of the checkout at root into dir
+// and returns the binary's path.
+func BuildRelay(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "relay")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/cmd/relay")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: go build ./bench/cmd/relay: %v\n%s", ErrRelay, err, tail(out, 4000))
+	}
+	return bin, nil
+}
+
+// Relay is one running relay process in front of Target. Its methods are
+// not safe for concurrent use with Stop.
+type Relay struct {
+	Kind   string // GoRelay or Socat
+	Addr   string // where clients connect, host:port
+	Target string // where it relays to
+	PID    int
+	Dir    string // its log lives here
+
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// StartRelay starts a relay of kind (GoRelay or Socat) in front of target;
+// see StartGoRelay and StartSocat.
+func (e *Env) StartRelay(ctx context.Context, kind, target string) (*Relay, error) {
+	switch kind {
+	case GoRelay:
+		return StartGoRelay(ctx, e.RelayBinary, e.WorkDir, target)
+	case Socat:
+		return StartSocat(ctx, e.WorkDir, target)
+	default:
+		return nil, fmt.Errorf("%w: unknown kind %q", ErrRelay, kind)
+	}
+}
+
+// StartGoRelay starts bin (bench/cmd/relay) on a free loopback port in
+// front of target, reads the address it announces and waits until it
+// accepts a connection.
+func StartGoRelay(ctx context.Context, bin, workDir, target string) (*Relay, error) {
+	if bin == "" {
+		return nil, fmt.Errorf("%w: no relay binary was built (env.BuildRelay)", ErrRelay)
+	}
+	r, logf, err := newRelay(GoRelay, workDir, target)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRelay, err)
+	}
+	defer pr.Close()
+	r.cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-to", target)
+	r.cmd.Stdout, r.cmd.Stderr = pw, logf
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = r.cmd.Start()
+	_ = pw.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w: start %s: %v", ErrRelay, bin, err)
+	}
+	r.PID = r.cmd.Process.Pid
+	go func() { r.done <- r.cmd.Wait() }()
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(pr).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+	}()
+	select {
+	case r.Addr = <-addr:
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	if r.Addr == "" {
+		_ = r.Stop(context.Background())
+		return nil, fmt.Errorf("%w: %s announced no address; log:\n%s", ErrRelay, bin, r.Log())
+	}
+	if err := r.waitAccepting(ctx, 10*time.Second); err != nil {
+		_ = r.Stop(context.Background())
+		return nil, err
+	}
+	return r, nil
+}
+
+// StartSocat starts socat on a free loopback port in front of target and
+// waits until it accepts a connection. socat missing from PATH is an error
+// that says how to install it.
+func StartSocat(ctx context.Context, workDir, target string) (*Relay, error) {
+	bin, err := exec.LookPath("socat")
+	if err != nil {
+		return nil, fmt.Errorf("%w: socat is not installed (scripts/testbed.sh install installs it): %v", ErrRelay, err)
+	}
+	host, port, err := HostPort(target)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRelay, err)
+	}
+	ports, err := FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	r, logf, err := newRelay(Socat, workDir, target)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	r.Addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	r.cmd = exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,bind=127.0.0.1", ports[0]), fmt.Sprintf("TCP:%s:%d", host, port))
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start %s: %v", ErrRelay, bin, err)
+	}
+	r.PID = r.cmd.Process.Pid
+	go func() { r.done <- r.cmd.Wait() }()
+	if err := r.waitAccepting(ctx, 10*time.Second); err != nil {
+		_ = r.Stop(context.Background())
+		return nil, err
+	}
+	return r, nil
+}
+
+// newRelay makes the relay's directory and log file.
+func newRelay(kind, workDir, target string) (*Relay, *os.File, error) {
+	dir, err := os.MkdirTemp(workDir, "relay-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrRelay, err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "relay.log"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrRelay, err)
+	}
+	return &Relay{Kind: kind, Target: target, Dir: dir, done: make(chan error, 1)}, logf, nil
+}
+
+// waitAccepting dials the relay until it answers, the process exits or the
+// timeout passes; the process must then outlive a moment, so the answer
+// did not come from another process on a port this one failed to bind.
+func (r *Relay) waitAccepting(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		select {
+		case err := <-r.done:
+			r.done <- err
+			return fmt.Errorf("%w: %s exited before accepting (%v); log:\n%s", ErrRelay, r.Kind, err, r.Log())
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s not accepting on %s after %s; log:\n%s", ErrRelay, r.Kind, r.Addr, timeout, r.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+		c, err := net.DialTimeout("tcp", r.Addr, time.Second)
+		if err != nil {
+			continue
+		}
+		_ = c.Close()
+		select {
+		case err := <-r.done:
+			r.done <- err
+			return fmt.Errorf("%w: %s exited right after start (%v); log:\n%s", ErrRelay, r.Kind, err, r.Log())
+		case <-time.After(200 * time.Millisecond):
+			return nil
+		}
+	}
+}
+
+// Exited reports whether the process has ended.
+func (r *Relay) Exited() bool {
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// Log returns the tail of the relay's log.
+func (r *Relay) Log() string {
+	b, _ := os.ReadFile(filepath.Join(r.Dir, "relay.log"))
+	return tail(b, 4000)
+}
+
+// CPUTime is the CPU the relay has used, its children's included (socat
+// forks one per connection).
+func (r *Relay) CPUTime() (time.Duration, error) {
+	return procstat.TreeCPUTime(r.PID)
+}
+
+// Stop sends SIGTERM to the relay's process group (socat's per-connection
+// children included), waits for the relay to exit (SIGKILL to the group
+// after 10 s) and returns an error only if it had to be killed.
+func (r *Relay) Stop(ctx context.Context) error {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-r.PID, syscall.SIGTERM)
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-r.PID, syscall.SIGKILL)
+	err := <-r.done
+	r.done <- err
+	return fmt.Errorf("%w: %s pid %d did not exit on SIGTERM, killed", ErrRelay, r.Kind, r.PID)
+}
