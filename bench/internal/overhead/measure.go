@@ -4,17 +4,28 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/procstat"
 	"github.com/lockproxy/lockproxy/bench/internal/sysbench"
 )
 
-// Targets of one run.
+// Targets of one run: sysbench straight at the primary, through lockproxy,
+// and through the two relays that parse nothing (the floor any proxy
+// starts from on this host).
 const (
-	Direct = "direct"
-	Proxy  = "proxy"
+	Direct  = "direct"
+	Proxy   = "proxy"
+	GoRelay = "go_relay"
+	Socat   = "socat"
 )
+
+// targetOrder is the order of a round's runs (reversed every other one).
+var targetOrder = []string{Direct, Proxy, GoRelay, Socat}
+
+// relayKind maps a relay target to the env relay it runs through.
+var relayKind = map[string]string{GoRelay: env.GoRelay, Socat: env.Socat}
 
 // Config is one sysbench configuration measured both ways.
 type Config struct {
@@ -34,12 +45,15 @@ func (c Config) Label() string {
 
 // Measure is one sysbench run with the CPU the processes used meanwhile.
 type Measure struct {
-	Round        int            `json:"round"`
-	Target       string         `json:"target"` // direct | proxy
-	Stats        sysbench.Stats `json:"stats"`
-	ProxyCPUSec  float64        `json:"proxy_cpu_s"`  // lockproxy user+sys CPU during the run (proxy runs)
-	MysqldCPUSec float64        `json:"mysqld_cpu_s"` // primary mysqld user+sys CPU during the run
-	HostBusy     float64        `json:"host_busy"`    // share of all host CPUs busy during the run
+	Round       int            `json:"round"`
+	Target      string         `json:"target"` // direct | proxy | go_relay | socat
+	Stats       sysbench.Stats `json:"stats"`
+	ProxyCPUSec float64        `json:"proxy_cpu_s"` // lockproxy user+sys CPU during the run (proxy runs)
+	// RelayCPUSec is the relay's user+sys CPU during a relay run (socat's
+	// per-connection children included).
+	RelayCPUSec  float64 `json:"relay_cpu_s,omitempty"`
+	MysqldCPUSec float64 `json:"mysqld_cpu_s"` // primary mysqld user+sys CPU during the run
+	HostBusy     float64 `json:"host_busy"`    // share of all host CPUs busy during the run
 	// Failed runs (sysbench exited with an error) carry what went wrong and
 	// take no part in the medians.
 	Failed bool   `json:"failed,omitempty"`
@@ -52,9 +66,13 @@ type measurer struct {
 	cfg       env.ProxyConfig
 	px        *env.Proxy // the current instance; replaced if it dies
 	mysqldPID int
+	// relays by target; a relay that could not start is absent and its
+	// runs are recorded as failed with relayErr's message.
+	relays   map[string]*env.Relay
+	relayErr map[string]string
 }
 
-func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig) (*measurer, error) {
+func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig, logf func(string, ...any)) (*measurer, error) {
 	pid, err := e.Bed.PrimaryPID()
 	if err != nil {
 		return nil, err
@@ -63,11 +81,46 @@ func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig) (*measure
 	if err != nil {
 		return nil, err
 	}
-	return &measurer{e: e, cfg: cfg, px: px, mysqldPID: pid}, nil
+	m := &measurer{e: e, cfg: cfg, px: px, mysqldPID: pid, relays: map[string]*env.Relay{}, relayErr: map[string]string{}}
+	for _, t := range []string{GoRelay, Socat} {
+		if err := m.startRelay(ctx, t); err != nil {
+			if ctx.Err() != nil {
+				m.stop()
+				return nil, err
+			}
+			logf("overhead: %s: %s; its runs are recorded as failed", relayKind[t], m.relayErr[t])
+		}
+	}
+	return m, nil
 }
 
-// stop stops the current lockproxy instance.
-func (m *measurer) stop() { _ = m.px.Stop(context.Background()) }
+// startRelay starts the relay of target in front of the primary, or
+// records why it could not.
+func (m *measurer) startRelay(ctx context.Context, target string) error {
+	r, err := m.e.StartRelay(ctx, relayKind[target], m.e.Bed.Primary)
+	if err != nil {
+		delete(m.relays, target)
+		m.relayErr[target] = firstLine(err.Error())
+		return err
+	}
+	m.relays[target] = r
+	delete(m.relayErr, target)
+	return nil
+}
+
+// stop stops the current lockproxy instance and the relays.
+func (m *measurer) stop() {
+	_ = m.px.Stop(context.Background())
+	for _, r := range m.relays {
+		_ = r.Stop(context.Background())
+	}
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(line)
+}
 
 // firstFatal picks sysbench's first FATAL line out of its output.
 func firstFatal(out string) string {
@@ -96,7 +149,10 @@ func panicLine(log string) string {
 func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ...any)) ([]Cell, error) {
 	cfgs := pl.configs()
 	// One short warm-up each way: connection pools, buffer pool, page cache.
-	for _, t := range []string{Direct, Proxy} {
+	for _, t := range targetOrder {
+		if _, ok := m.relayErr[t]; ok {
+			continue
+		}
 		if _, err := m.run(ctx, cfgs[0], t, 1, 0); err != nil {
 			return nil, err
 		}
@@ -107,11 +163,11 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 	}
 	for round := 1; round <= pl.rounds; round++ {
 		for i, c := range cfgs {
-			order := []string{Direct, Proxy}
-			if (round+i)%2 == 0 {
-				order = []string{Proxy, Direct}
-			}
-			for _, t := range order {
+			for _, t := range roundOrder(round, i) {
+				if msg, ok := m.relayErr[t]; ok {
+					cells[i].Runs = append(cells[i].Runs, Measure{Round: round, Target: t, Failed: true, Error: msg})
+					continue
+				}
 				ms, err := m.run(ctx, c, t, pl.seconds, round)
 				if err != nil {
 					if ms, err = m.failed(ctx, c, t, round, err, logf); err != nil {
@@ -131,7 +187,20 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 	return cells, nil
 }
 
-// failed records a failed run and, if lockproxy died, starts a new one so
+// roundOrder is the order of the targets for configuration i in a round:
+// reversed every other time, so a trend in the background load (a build
+// starting next door) does not favour one side.
+func roundOrder(round, i int) []string {
+	order := append([]string(nil), targetOrder...)
+	if (round+i)%2 == 0 {
+		for l, r := 0, len(order)-1; l < r; l, r = l+1, r-1 {
+			order[l], order[r] = order[r], order[l]
+		}
+	}
+	return order
+}
+
+// failed records a failed run and, if lockproxy or a relay died, starts a new one so
 // the rest of the matrix still runs. It returns an error only when the run
 // cannot go on (cancelled, or lockproxy cannot be restarted).
 func (m *measurer) failed(ctx context.Context, c Config, target string, round int, runErr error, logf func(string, ...any)) (Measure, error) {
@@ -148,6 +217,13 @@ func (m *measurer) failed(ctx context.Context, c Config, target string, round in
 		}
 		m.px = px
 	}
+	if r, ok := m.relays[target]; ok && r.Exited() {
+		ms.Error += "; " + r.Kind + " exited"
+		logf("overhead: %s (pid %d) died during %s; its log is in %s; starting a new one", r.Kind, r.PID, c.Label(), r.Dir)
+		if err := m.startRelay(ctx, target); err != nil {
+			logf("overhead: %s: %v; its remaining runs are recorded as failed", r.Kind, err)
+		}
+	}
 	logf("overhead: round %d %s %s FAILED: %s", round, c.Label(), target, ms.Error)
 	return ms, nil
 }
@@ -155,8 +231,21 @@ func (m *measurer) failed(ctx context.Context, c Config, target string, round in
 // run runs one sysbench workload against target.
 func (m *measurer) run(ctx context.Context, c Config, target string, seconds, round int) (Measure, error) {
 	addr := m.e.Bed.Primary
-	if target == Proxy {
+	relay := m.relays[target]
+	switch {
+	case target == Proxy:
 		addr = m.px.Addr
+	case relay != nil:
+		addr = relay.Addr
+	case target != Direct:
+		return Measure{}, fmt.Errorf("overhead: %s is not running", target)
+	}
+	relayCPU := func() time.Duration {
+		if relay == nil {
+			return 0
+		}
+		d, _ := relay.CPUTime()
+		return d
 	}
 	w, err := workload(m.e, addr, c, seconds)
 	if err != nil {
@@ -165,6 +254,7 @@ func (m *measurer) run(ctx context.Context, c Config, target string, seconds, ro
 	proxy0, _ := procstat.CPUTime(m.px.PID)
 	mysqld0, _ := procstat.CPUTime(m.mysqldPID)
 	host0, _ := procstat.ReadHostCPU()
+	relay0 := relayCPU()
 	st, err := sysbench.Run(ctx, w)
 	if err != nil {
 		return Measure{}, fmt.Errorf("overhead: %s via %s: %w", c.Label(), target, err)
@@ -172,9 +262,11 @@ func (m *measurer) run(ctx context.Context, c Config, target string, seconds, ro
 	proxy1, _ := procstat.CPUTime(m.px.PID)
 	mysqld1, _ := procstat.CPUTime(m.mysqldPID)
 	host1, _ := procstat.ReadHostCPU()
+	relay1 := relayCPU()
 	return Measure{
 		Round: round, Target: target, Stats: st,
 		ProxyCPUSec:  (proxy1 - proxy0).Seconds(),
+		RelayCPUSec:  (relay1 - relay0).Seconds(),
 		MysqldCPUSec: (mysqld1 - mysqld0).Seconds(),
 		HostBusy:     procstat.BusyShare(host0, host1),
 	}, nil

@@ -36,7 +36,7 @@ func (*Scenario) Name() string { return "overhead" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "sysbench direct vs through one lockproxy (no rules), interleaved; qps ratio and added latency"
+	return "sysbench direct vs through one lockproxy (no rules) vs through two relays that parse nothing (bare Go relay, socat), interleaved; qps ratio and added latency, and lockproxy against the bare Go relay"
 }
 
 // plan is what one mode runs.
@@ -73,7 +73,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	if err := prepare(ctx, e); err != nil {
 		return err
 	}
-	m, err := newMeasurer(ctx, e, env.ProxyConfig{})
+	m, err := newMeasurer(ctx, e, env.ProxyConfig{}, e.Log.Printf)
 	if err != nil {
 		return err
 	}

@@ -9,15 +9,17 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 )
 
-// Report implements scenario.Scenario: a table of medians and ratios, and
-// two charts (ratio per configuration against the 0.60 target; qps both
-// ways).
+// Report implements scenario.Scenario: what the relays that parse nothing
+// reached, a table of medians and ratios, the relays' table, CPU per
+// query, and charts (ratio per configuration against the 0.60 target; qps
+// of every target; lockproxy's and the relays' ratios side by side).
 func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, error) {
 	var d Data
 	if err := r.DecodeData(&d); err != nil {
 		return "", err
 	}
 	var b strings.Builder
+	b.WriteString(floorSummary(d.Cells))
 	fmt.Fprintf(&b, "%d interleaved rounds of %d s per run and side; sysbench `--tables=%d --table-size=%d`, uniform keys. "+
 		"Figures are medians over rounds; *ratio* is the median of the per-round proxy/direct qps ratios; "+
 		"*added* is (proxy − direct) median average latency per query. Latencies per sysbench event "+
@@ -35,7 +37,9 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	b.WriteString("\nqps cells show the median and (min–max) over rounds; errors are sysbench's ignored errors (deadlocks, lock wait timeouts), direct / proxy; " +
 		"failed runs are sysbench runs that ended in an error, direct / proxy (excluded from the medians).\n\n")
 	writeFailures(&b, d.Cells)
+	writeRelays(&b, d.Cells)
 	writeCPU(&b, d.Cells)
+	writeRelayCPU(&b, d.Cells)
 	charts, err := s.charts(d, plotDir)
 	if err != nil {
 		return "", err
@@ -64,6 +68,119 @@ func writeCPU(b *strings.Builder, cells []Cell) {
 			short(c.Test), c.Threads, c.PSMode, c.Direct.ClientCPUUs, c.Direct.MysqldCPUUs, dt,
 			c.Proxy.ClientCPUUs, c.Proxy.MysqldCPUUs, c.Proxy.ProxyCPUUs, pt, cr, c.Ratio,
 			c.Direct.HostBusy*100, c.Proxy.HostBusy*100)
+	}
+	b.WriteString("\n")
+}
+
+// hasRelays reports whether any cell holds relay runs.
+func hasRelays(cells []Cell) bool {
+	for _, c := range cells {
+		if c.HasRelays() {
+			return true
+		}
+	}
+	return false
+}
+
+// floorSummary is one line per configuration saying what a relay that
+// parses nothing reached in the same rounds, and where lockproxy stands
+// against it. Empty for results without relay runs.
+func floorSummary(cells []Cell) string {
+	if !hasRelays(cells) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("**The floor on this host**: in the same rounds, sysbench also ran through two relays that parse nothing " +
+		"(the bare Go relay `bench/cmd/relay`: accept, dial, `io.Copy` both ways; and `socat`). What they reach is what any proxy, " +
+		"one extra loopback hop, can reach here; lockproxy is measured against them as well as against direct.\n\n")
+	for _, c := range cells {
+		fmt.Fprintf(&b, "- %s: qps / direct: bare Go relay **%s**, socat %s, lockproxy **%.2f** = **%s the bare Go relay**; "+
+			"µs added per query: Go relay %s, socat %s, lockproxy %.1f (lockproxy − Go relay: **%s**)\n",
+			c.Label(), fixed(c.GoRelayRatio, c.GoRelay), fixed(c.SocatRatio, c.Socat), c.Ratio, times(c.ProxyVsGoRelay),
+			us(c.GoRelayAddedUs, c.GoRelay), us(c.SocatAddedUs, c.Socat), c.AddedUs, signedUs(c.ProxyOverGoRelayUs, c.GoRelay))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// fixed formats a ratio, or "failed" when the side has no successful run.
+func fixed(v float64, s Side) string {
+	if s.QPS == 0 {
+		return "failed"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// times formats a qps ratio as "0.97×", or "–" for none.
+func times(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+// us formats added µs, or "failed" when the side has no successful run.
+func us(v float64, s Side) string {
+	if s.QPS == 0 {
+		return "failed"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// signedUs formats a difference of µs with its sign, or "–" when the
+// relay side has no successful run.
+func signedUs(v float64, relay Side) string {
+	if relay.QPS == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%+.1f µs", v)
+}
+
+// writeRelays is the table of the relay arms: each relay against direct,
+// and lockproxy against the bare Go relay.
+func writeRelays(b *strings.Builder, cells []Cell) {
+	if !hasRelays(cells) {
+		return
+	}
+	b.WriteString("Relays that parse nothing, same rounds (the order of the four runs of a configuration reverses every other round). " +
+		"*ratio* and *added* as above, against direct; *lockproxy / Go relay* is the median of the per-round lockproxy / bare Go relay qps ratios, " +
+		"*lockproxy − Go relay* the difference of their median average latencies per query: what lockproxy costs beyond the hop itself.\n\n")
+	b.WriteString("| workload | thr | ps | Go relay qps | ratio | added µs/query | socat qps | ratio | added µs/query | lockproxy / Go relay | lockproxy − Go relay µs/query | Go relay / socat p99 ms | failed runs Go relay / socat |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range cells {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | **%s** | **%s** | %s | %s | %s | **%s** | **%s** | %.2f / %.2f | %d / %d |\n",
+			short(c.Test), c.Threads, c.PSMode,
+			qpsRange(c.GoRelay), fixed(c.GoRelayRatio, c.GoRelay), us(c.GoRelayAddedUs, c.GoRelay),
+			qpsRange(c.Socat), fixed(c.SocatRatio, c.Socat), us(c.SocatAddedUs, c.Socat),
+			times(c.ProxyVsGoRelay), signedUs(c.ProxyOverGoRelayUs, c.GoRelay),
+			c.GoRelay.P99Ms, c.Socat.P99Ms, c.GoRelay.Failed, c.Socat.Failed)
+	}
+	b.WriteString("\n")
+}
+
+// qpsRange formats a side's median qps with its (min–max), or "failed".
+func qpsRange(s Side) string {
+	if s.QPS == 0 {
+		return "failed"
+	}
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", s.QPS, s.QPSMin, s.QPSMax)
+}
+
+// writeRelayCPU is the CPU accounting of the relay runs, like writeCPU's.
+func writeRelayCPU(b *strings.Builder, cells []Cell) {
+	if !hasRelays(cells) {
+		return
+	}
+	b.WriteString("CPU per query through the relays (µs, median over rounds; socat's per-connection children included).\n\n")
+	b.WriteString("| workload | thr | ps | Go relay: sysbench + mysqld + relay = total | socat: sysbench + mysqld + socat = total | host busy Go relay / socat |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|\n")
+	for _, c := range cells {
+		g, so := c.GoRelay, c.Socat
+		fmt.Fprintf(b, "| %s | %d | %s | %.1f + %.1f + %.1f = %.1f | %.1f + %.1f + %.1f = %.1f | %.0f%% / %.0f%% |\n",
+			short(c.Test), c.Threads, c.PSMode,
+			g.ClientCPUUs, g.MysqldCPUUs, g.RelayCPUUs, g.ClientCPUUs+g.MysqldCPUUs+g.RelayCPUUs,
+			so.ClientCPUUs, so.MysqldCPUUs, so.RelayCPUUs, so.ClientCPUUs+so.MysqldCPUUs+so.RelayCPUUs,
+			g.HostBusy*100, so.HostBusy*100)
 	}
 	b.WriteString("\n")
 }
@@ -109,10 +226,19 @@ func (s *Scenario) charts(d Data, plotDir string) ([]string, error) {
 	groups, ratios := ratioSeries(d.Cells)
 	var labels []string
 	direct, proxy := chart.Series{Name: "direct"}, chart.Series{Name: "through lockproxy"}
+	goRelay, socat := chart.Series{Name: "through the bare Go relay"}, chart.Series{Name: "through socat"}
+	pr, gr, sr := chart.Series{Name: "lockproxy"}, chart.Series{Name: "bare Go relay"}, chart.Series{Name: "socat"}
 	for _, c := range d.Cells {
 		labels = append(labels, c.Label())
 		direct.Values = append(direct.Values, c.Direct.QPS)
 		proxy.Values = append(proxy.Values, c.Proxy.QPS)
+		goRelay.Values = append(goRelay.Values, c.GoRelay.QPS)
+		socat.Values = append(socat.Values, c.Socat.QPS)
+		pr.Values, gr.Values, sr.Values = append(pr.Values, c.Ratio), append(gr.Values, c.GoRelayRatio), append(sr.Values, c.SocatRatio)
+	}
+	qps := []chart.Series{direct, proxy}
+	if hasRelays(d.Cells) {
+		qps = append(qps, goRelay, socat)
 	}
 	names := []string{"overhead-ratio.png", "overhead-qps.png"}
 	err := chart.Bars(filepath.Join(plotDir, names[0]),
@@ -123,7 +249,17 @@ func (s *Scenario) charts(d Data, plotDir string) ([]string, error) {
 	}
 	err = chart.Bars(filepath.Join(plotDir, names[1]),
 		chart.Labels{Title: "sysbench queries per second (median of rounds)", Y: "qps"},
-		labels, []chart.Series{direct, proxy})
+		labels, qps)
+	if err != nil {
+		return nil, err
+	}
+	if !hasRelays(d.Cells) {
+		return names, nil
+	}
+	names = append(names, "overhead-floor.png")
+	err = chart.Bars(filepath.Join(plotDir, names[2]),
+		chart.Labels{Title: "qps / direct: lockproxy and two relays that parse nothing (median of paired rounds)", Y: "ratio"},
+		labels, []chart.Series{pr, gr, sr}, chart.Ref{Value: TargetRatio8, Label: fmt.Sprintf("lockproxy target at 8 threads: %.2f", TargetRatio8)}, chart.Ref{Value: 1, Label: "same as direct"})
 	if err != nil {
 		return nil, err
 	}

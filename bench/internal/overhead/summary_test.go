@@ -87,11 +87,12 @@ func TestPlans(t *testing.T) {
 			t.Errorf("quick mode runs %s", c.Test)
 		}
 	}
-	// Full mode: the whole matrix, under ~10 minutes of sysbench time.
+	// Full mode: the whole matrix, four targets each (direct, lockproxy,
+	// two relays), under ~16 minutes of sysbench time.
 	if n := len(full.configs()); n != 12 {
 		t.Fatalf("full configs = %d, want 2 tests x 3 thread counts x 2 ps modes", n)
 	}
-	if secs := len(full.configs()) * 2 * full.rounds * full.seconds; secs > 600 {
+	if secs := len(full.configs()) * len(targetOrder) * full.rounds * full.seconds; secs > 1000 {
 		t.Fatalf("full plan is %d s of sysbench", secs)
 	}
 }
@@ -125,5 +126,86 @@ func TestFirstFatalAndPanicLine(t *testing.T) {
 	}
 	if got := panicLine("all fine"); got != "no panic in its log" {
 		t.Errorf("panicLine = %q", got)
+	}
+}
+
+func TestRoundOrder(t *testing.T) {
+	a, b := roundOrder(1, 0), roundOrder(1, 1)
+	if strings.Join(a, ",") != "direct,proxy,go_relay,socat" || strings.Join(b, ",") != "socat,go_relay,proxy,direct" {
+		t.Fatalf("roundOrder = %v then %v; want every target, reversed for the next configuration", a, b)
+	}
+	if strings.Join(roundOrder(2, 1), ",") != strings.Join(a, ",") {
+		t.Fatal("the order must alternate with the round too")
+	}
+	if targetOrder[0] != Direct {
+		t.Fatal("roundOrder changed targetOrder")
+	}
+}
+
+// relayRuns is one round of all four targets: direct at 10,000 qps and
+// 100 µs, and the others as given (qps, avg µs).
+func relayRuns(round int, proxy, goRelay, socat [2]float64) []Measure {
+	m := func(target string, qps, avgUs float64) Measure {
+		ms := run(round, target, qps, avgUs/1000, int(qps), int(qps), 0)
+		if target == GoRelay || target == Socat {
+			ms.RelayCPUSec = qps * 5e-6 // 5 µs per query
+		}
+		return ms
+	}
+	return []Measure{m(Direct, 10000, 100), m(Proxy, proxy[0], proxy[1]), m(GoRelay, goRelay[0], goRelay[1]), m(Socat, socat[0], socat[1])}
+}
+
+func TestSummarizeRelays(t *testing.T) {
+	var runs []Measure
+	runs = append(runs, relayRuns(1, [2]float64{5000, 200}, [2]float64{5000, 190}, [2]float64{4000, 250})...)
+	runs = append(runs, relayRuns(2, [2]float64{4500, 210}, [2]float64{5000, 180}, [2]float64{5000, 150})...)
+	runs = append(runs, relayRuns(3, [2]float64{6000, 160}, [2]float64{5000, 200}, [2]float64{6000, 170})...)
+	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "disable"}, Runs: runs}
+	c.summarize()
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	near("Ratio", c.Ratio, 0.5)
+	near("GoRelayRatio", c.GoRelayRatio, 0.5)
+	near("SocatRatio", c.SocatRatio, 0.5)
+	near("ProxyVsGoRelay", c.ProxyVsGoRelay, 1.0) // median of 1.0, 0.9, 1.2
+	near("GoRelayAddedUs", c.GoRelayAddedUs, 90)  // median 190 − 100
+	near("SocatAddedUs", c.SocatAddedUs, 70)      // median 170 − 100
+	near("ProxyOverGoRelayUs", c.ProxyOverGoRelayUs, 10)
+	near("GoRelay.RelayCPUUs", c.GoRelay.RelayCPUUs, 5)
+	if c.Proxy.RelayCPUUs != 0 || !c.HasRelays() {
+		t.Errorf("proxy relay CPU %v, HasRelays %v", c.Proxy.RelayCPUUs, c.HasRelays())
+	}
+	ts := targets([]Cell{c})
+	if len(ts) != 1 || !strings.Contains(ts[0].Got, "bare Go relay: 0.50; lockproxy / relay 1.00") || ts[0].Met {
+		t.Fatalf("targets = %+v: the 8-thread figure must name the relay's and still miss 0.60", ts)
+	}
+	c.Threads = 1
+	ts = targets([]Cell{c})
+	if len(ts) != 1 || !strings.Contains(ts[0].Got, "bare Go relay: 90.0 µs; lockproxy − relay +10.0 µs") {
+		t.Fatalf("targets = %+v: the 1-thread figure must name the relay's", ts)
+	}
+}
+
+// TestSocatMissingIsAFailureNotAGap: runs of a relay that could not start
+// are failed runs with the reason, and the other figures stand.
+func TestSocatMissingIsAFailureNotAGap(t *testing.T) {
+	msg := "env: relay: socat is not installed (scripts/testbed.sh install installs it)"
+	var runs []Measure
+	for round := 1; round <= 2; round++ {
+		rs := relayRuns(round, [2]float64{5000, 200}, [2]float64{5000, 190}, [2]float64{0, 0})
+		rs[3] = Measure{Round: round, Target: Socat, Failed: true, Error: msg}
+		runs = append(runs, rs...)
+	}
+	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "auto"}, Runs: runs}
+	c.summarize()
+	if c.Socat.Failed != 2 || c.SocatRatio != 0 || c.SocatAddedUs != 0 || c.GoRelayRatio != 0.5 || c.Ratio != 0.5 {
+		t.Fatalf("cell = %+v", c)
+	}
+	if ts := targets([]Cell{c}); ts[0].Met || strings.Contains(ts[0].Got, "failed") {
+		t.Fatalf("targets = %+v: a socat failure is not a lockproxy failure", ts)
 	}
 }
