@@ -13,8 +13,9 @@ type Sample struct {
 	Run      Run   `json:"run"`
 	Oversold int64 `json:"oversold"`
 	Lost     int64 `json:"lost"`
-	// CPU during a timed run, in µs per done operation (all instances of
-	// the arm together; mysqld is the primary), and the host's busy share.
+	// CPU during a timed run, in µs per done operation (ProxyCPUUs: all
+	// lockproxy instances of the arm together, or the relay it ran
+	// through; mysqld is the primary), and the host's busy share.
 	ProxyCPUUs  float64 `json:"proxy_cpu_us,omitempty"`
 	MysqldCPUUs float64 `json:"mysqld_cpu_us,omitempty"`
 	RedisCPUUs  float64 `json:"redis_cpu_us,omitempty"`
@@ -32,7 +33,10 @@ type Arm struct {
 	Name      string
 	Baseline  string // "" for a baseline
 	Instances int    // lockproxy instances, 0 for direct
-	Run       func(ctx context.Context, round int) (Sample, error)
+	// Via names where the arm ran when it is neither direct nor lockproxy,
+	// e.g. env.GoRelay; "" means Via(Instances).
+	Via string
+	Run func(ctx context.Context, round int) (Sample, error)
 }
 
 // Result is an arm's samples and their medians over rounds; the ratios are
@@ -42,6 +46,7 @@ type Result struct {
 	Name      string   `json:"name"`
 	Baseline  string   `json:"baseline,omitempty"`
 	Instances int      `json:"instances"`
+	Via       string   `json:"via,omitempty"` // see Arm.Via
 	Samples   []Sample `json:"samples"`
 
 	DonePerSec     float64 `json:"done_per_s"`
@@ -76,7 +81,7 @@ type Result struct {
 func Interleave(ctx context.Context, arms []Arm, rounds int, logf func(string, ...any)) ([]Result, error) {
 	res := make([]Result, len(arms))
 	for i, a := range arms {
-		res[i] = Result{Name: a.Name, Baseline: a.Baseline, Instances: a.Instances}
+		res[i] = Result{Name: a.Name, Baseline: a.Baseline, Instances: a.Instances, Via: a.Via}
 	}
 	for round := 1; round <= rounds; round++ {
 		for j := range arms {
@@ -184,6 +189,14 @@ func Via(instances int) string {
 	return fmt.Sprintf("%d× lockproxy", instances)
 }
 
+// Where names where the arm ran: its Via, or Via(Instances).
+func (r Result) Where() string {
+	if r.Via != "" {
+		return r.Via
+	}
+	return Via(r.Instances)
+}
+
 // Table renders the common columns of rs as Markdown: throughput and
 // latency with their ratios against each arm's baseline.
 func Table(rs []Result, doneName string) string {
@@ -192,7 +205,7 @@ func Table(rs []Result, doneName string) string {
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | **%s** | %.0f | %s | %.2f | %s | %.2f | %s | %.1f | %.0f | %d |\n",
-			r.Name, Via(r.Instances), r.DonePerSec, X(r.DoneRatio), r.AttemptsPerSec, X(r.AttemptsRatio),
+			r.Name, r.Where(), r.DonePerSec, X(r.DoneRatio), r.AttemptsPerSec, X(r.AttemptsRatio),
 			r.P50Ms, X(r.P50Ratio), r.P99Ms, X(r.P99Ratio), r.MaxMs, r.Retries, r.Errors)
 	}
 	b.WriteString("\n")
@@ -214,13 +227,13 @@ func Errors(rs []Result) string {
 }
 
 // CPUTable renders the CPU each arm cost per done operation: lockproxy
-// (all its instances), the primary's mysqld and the bed's Redis, median over
-// rounds, and how busy the host was.
+// (all its instances) or the relay the arm ran through, the primary's
+// mysqld and the bed's Redis, median over rounds, and how busy the host was.
 func CPUTable(rs []Result, doneName string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| arm | via | lockproxy CPU µs/%[1]s | mysqld CPU µs/%[1]s | Redis CPU µs/%[1]s | host busy |\n|---|---|--:|--:|--:|--:|\n", doneName)
+	fmt.Fprintf(&b, "| arm | via | lockproxy or relay CPU µs/%[1]s | mysqld CPU µs/%[1]s | Redis CPU µs/%[1]s | host busy |\n|---|---|--:|--:|--:|--:|\n", doneName)
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.0f%% |\n", r.Name, Via(r.Instances), r.ProxyCPUUs, r.MysqldCPUUs, r.RedisCPUUs, r.HostBusy*100)
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %.1f | %.0f%% |\n", r.Name, r.Where(), r.ProxyCPUUs, r.MysqldCPUUs, r.RedisCPUUs, r.HostBusy*100)
 	}
 	b.WriteString("\n")
 	return b.String()

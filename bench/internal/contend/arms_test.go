@@ -61,3 +61,22 @@ func TestTableAndErrors(t *testing.T) {
 		t.Error("Errors of error-free arms is not empty")
 	}
 }
+
+func TestWhere(t *testing.T) {
+	rs := []Result{
+		{Name: "d"},
+		{Name: "p", Instances: 2},
+		{Name: "r", Via: "bare Go relay"},
+	}
+	for i, want := range []string{"direct", "2× lockproxy", "bare Go relay"} {
+		if got := rs[i].Where(); got != want {
+			t.Errorf("%s: Where = %q, want %q", rs[i].Name, got, want)
+		}
+	}
+	tab, cpu := Table(rs, "tx"), CPUTable(rs, "tx")
+	for _, s := range []string{tab, cpu} {
+		if !strings.Contains(s, "| r | bare Go relay |") {
+			t.Errorf("table lacks the relay arm's via:\n%s", s)
+		}
+	}
+}

@@ -35,16 +35,30 @@ type Timing struct {
 // operations the stock does not show) and the CPU lockproxy and the
 // primary's mysqld spent.
 func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) Op) Arm {
-	return Arm{Name: name, Baseline: baseline, Instances: len(ps), Run: func(ctx context.Context, _ int) (Sample, error) {
+	addrs := []string{t.Env.Bed.Primary}
+	if len(ps) > 0 {
+		addrs = addrs[:0]
+		for _, p := range ps {
+			addrs = append(addrs, p.Addr)
+		}
+	}
+	return t.timedArm(Arm{Name: name, Baseline: baseline, Instances: len(ps)}, addrs, ps, nil, mk)
+}
+
+// RelayArm is a TimedArm whose clients all connect through relay r (a TCP
+// relay in front of the primary that parses nothing) instead of lockproxy
+// or the primary itself; its CPU column is the relay's. The arm's via is
+// the relay's kind.
+func (t Timing) RelayArm(name, baseline string, r *env.Relay, mk func(Pools) Op) Arm {
+	return t.timedArm(Arm{Name: name, Baseline: baseline, Via: r.Kind}, []string{r.Addr}, nil, r, mk)
+}
+
+// timedArm fills a.Run: clients on addrs, lock figures from the instances
+// ps, CPU of ps or of relay.
+func (t Timing) timedArm(a Arm, addrs []string, ps []*env.Proxy, relay *env.Relay, mk func(Pools) Op) Arm {
+	a.Run = func(ctx context.Context, _ int) (Sample, error) {
 		if err := Reset(ctx, t.Admin, t.Keys, BigStock); err != nil {
 			return Sample{}, err
-		}
-		addrs := []string{t.Env.Bed.Primary}
-		if len(ps) > 0 {
-			addrs = addrs[:0]
-			for _, p := range ps {
-				addrs = append(addrs, p.Addr)
-			}
 		}
 		pools, closeAll, err := Handles(ctx, t.Env, addrs, t.Database, t.Clients)
 		if err != nil {
@@ -57,7 +71,7 @@ func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) 
 				return Sample{}, err
 			}
 		}
-		cpu := startCPU(t.Env, ps)
+		cpu := startCPU(t.Env, ps, relay)
 		run := Timed(ctx, t.Clients, t.Duration, mk(pools))
 		s := Sample{Run: run}
 		cpu.stop(&s)
@@ -74,12 +88,14 @@ func (t Timing) TimedArm(name, baseline string, ps []*env.Proxy, mk func(Pools) 
 		}
 		s.Lost = Lost(BigStock*int64(t.Keys), st.Stock, int64(run.Done))
 		return s, nil
-	}}
+	}
+	return a
 }
 
 // cpuMeter reads CPU times at the start and end of a run.
 type cpuMeter struct {
-	pids       []int // lockproxy instances
+	pids       []int      // lockproxy instances
+	relay      *env.Relay // or the relay the arm runs through
 	mysqld     int
 	redis      int
 	proxy0, m0 time.Duration
@@ -87,8 +103,8 @@ type cpuMeter struct {
 	host0      procstat.HostCPU
 }
 
-func startCPU(e *env.Env, ps []*env.Proxy) *cpuMeter {
-	c := &cpuMeter{}
+func startCPU(e *env.Env, ps []*env.Proxy, relay *env.Relay) *cpuMeter {
+	c := &cpuMeter{relay: relay}
 	for _, p := range ps {
 		c.pids = append(c.pids, p.PID)
 	}
@@ -99,8 +115,12 @@ func startCPU(e *env.Env, ps []*env.Proxy) *cpuMeter {
 	return c
 }
 
+// proxyCPU is the CPU of the lockproxy instances, or of the relay.
 func (c *cpuMeter) proxyCPU() time.Duration {
 	var sum time.Duration
+	if c.relay != nil {
+		sum, _ = c.relay.CPUTime()
+	}
 	for _, p := range c.pids {
 		sum += cpuOf(p)
 	}

@@ -28,8 +28,13 @@ const (
 // Arm names of the main comparison.
 const (
 	ForUpdate = "FOR UPDATE txn, direct"
-	Proxy     = "unsafe txn, lock rule, 2 instances"
-	AppLock   = "app Redis lock + unsafe txn, direct"
+	// ForUpdateRelay is the same FOR UPDATE transaction through the bare
+	// Go relay: InnoDB still does the locking, but every statement inside
+	// the serialized critical section crosses one more loopback hop. It is
+	// the floor for any proxy on this host.
+	ForUpdateRelay = "FOR UPDATE txn via bare Go relay"
+	Proxy          = "unsafe txn, lock rule, 2 instances"
+	AppLock        = "app Redis lock + unsafe txn, direct"
 )
 
 // Scenario is the hot-key benchmark. The zero value is ready to use.
@@ -43,7 +48,7 @@ func (*Scenario) Name() string { return "hotkey" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "64 clients loop read-then-write on one row: through 2 lockproxy instances vs FOR UPDATE direct vs an app-side Redis lock; throughput, wait p50/p99/max, handoff fairness by waiters and instances"
+	return "64 clients loop read-then-write on one row: through 2 lockproxy instances vs FOR UPDATE direct (and through a bare Go relay, the floor for any proxy) vs an app-side Redis lock; throughput, wait p50/p99/max, handoff fairness by waiters and instances"
 }
 
 // Data is the stored result.
@@ -85,12 +90,17 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), px)
+	relay, err := e.StartRelay(ctx, env.GoRelay, e.Bed.Primary)
+	if err != nil {
+		return fmt.Errorf("hotkey: %w", err)
+	}
+	defer relay.Stop(context.Background())
 	rdb := contend.NewRedis(e.Bed.Redis, clients)
 	defer rdb.Close()
 	logf := func(f string, a ...any) { e.Log.Printf("hotkey: "+f, a...) }
 
 	t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: clients, Keys: 1, Duration: pl.seconds}
-	main, err := contend.Interleave(ctx, mainArms(t, px, rdb), pl.rounds, logf)
+	main, err := contend.Interleave(ctx, mainArms(t, px, relay, rdb), pl.rounds, logf)
 	if err != nil {
 		return fmt.Errorf("hotkey: %w", err)
 	}
@@ -113,10 +123,11 @@ func txn(forUpdate bool) func(contend.Pools) contend.Op {
 	}
 }
 
-func mainArms(t contend.Timing, px []*env.Proxy, rdb *redis.Client) []contend.Arm {
+func mainArms(t contend.Timing, px []*env.Proxy, relay *env.Relay, rdb *redis.Client) []contend.Arm {
 	run := 0
 	return []contend.Arm{
 		t.TimedArm(ForUpdate, "", nil, txn(true)),
+		t.RelayArm(ForUpdateRelay, ForUpdate, relay, txn(true)),
 		t.TimedArm(Proxy, ForUpdate, px[:2], txn(false)),
 		t.TimedArm(AppLock, ForUpdate, nil, func(p contend.Pools) contend.Op {
 			run++

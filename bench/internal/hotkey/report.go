@@ -12,6 +12,10 @@ import (
 
 func targets(d Data) []results.Target {
 	p, _ := contend.Find(d.Main, Proxy)
+	floor := ""
+	if fr, ok := contend.Find(d.Main, ForUpdateRelay); ok {
+		floor = fmt.Sprintf(" (FOR UPDATE via bare Go relay: %s)", contend.X(fr.DoneRatio))
+	}
 	tail := contend.Ratio(p.P99Ms, p.P50Ms)
 	var lost int64
 	for _, a := range append(append([]contend.Result{}, d.Main...), d.Fairness...) {
@@ -20,7 +24,7 @@ func targets(d Data) []results.Target {
 		}
 	}
 	return []results.Target{
-		{Name: "throughput, 2× lockproxy / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetVsForUpdate), Got: contend.X(p.DoneRatio), Met: p.DoneRatio >= TargetVsForUpdate},
+		{Name: "throughput, 2× lockproxy / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetVsForUpdate), Got: contend.X(p.DoneRatio) + floor, Met: p.DoneRatio >= TargetVsForUpdate},
 		{Name: "throughput, 2× lockproxy / app-side Redis lock", Want: fmt.Sprintf("≥ %.1f×", TargetVsAppLock), Got: contend.X(d.VsAppLock), Met: d.VsAppLock >= TargetVsAppLock},
 		{Name: "2× lockproxy latency p99 / p50", Want: fmt.Sprintf("≤ %.1f×", TargetTail), Got: contend.X(tail), Met: tail > 0 && tail <= TargetTail},
 		{Name: "lost updates through lockproxy", Want: "0", Got: fmt.Sprint(lost), Met: lost == 0},
@@ -41,6 +45,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		"ratios are medians of per-round ratios against FOR UPDATE direct. Throughput of lockproxy against the app-side lock: **%s**.\n\n",
 		d.Clients, d.Seconds, d.Rounds, contend.X(d.VsAppLock))
 	b.WriteString(contend.Table(d.Main, "tx"))
+	b.WriteString(floorLine(d.Main))
 	b.WriteString(contend.Errors(d.Main))
 	b.WriteString("Fairness and the lock as lockproxy saw it (medians over rounds): Jain's index over the committed transactions of the 64 clients, " +
 		"the busiest client's count over the least busy one's, and from lockproxy's `lockproxy_lock_wait_seconds` / `lockproxy_lock_hold_seconds` histograms the mean wait for the lock, " +
@@ -65,6 +70,21 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	}
 	fmt.Fprintf(&b, "![%s](%s)\n\n", name, filepath.ToSlash(filepath.Join(relDir, name)))
 	return b.String(), nil
+}
+
+// floorLine says what the same FOR UPDATE transaction reached through the
+// bare Go relay and where lockproxy stands against it; empty for results
+// without that arm.
+func floorLine(main []contend.Result) string {
+	fr, ok := contend.Find(main, ForUpdateRelay)
+	if !ok {
+		return ""
+	}
+	p, _ := contend.Find(main, Proxy)
+	return fmt.Sprintf("*%s* is the FOR UPDATE transaction sent through `bench/cmd/relay`, a TCP relay that parses nothing: InnoDB does the locking as directly, "+
+		"but each of the four statements inside the serialized critical section crosses one more loopback hop. It reached **%s** FOR UPDATE direct; "+
+		"that is the floor for any proxy on this host. lockproxy against it (median of paired rounds): **%s**.\n\n",
+		ForUpdateRelay, contend.X(fr.DoneRatio), contend.X(contend.PairedRatio(p, fr, contend.Run.DonePerSec)))
 }
 
 func clientsOf(a contend.Result) int {

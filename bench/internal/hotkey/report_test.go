@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 )
 
@@ -25,9 +26,14 @@ func TestTargets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Data{VsAppLock: tt.vsApp, Main: []contend.Result{
-				{Name: ForUpdate}, {Name: Proxy, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.ratio, P50Ms: tt.p50, P99Ms: tt.p99, LostMax: tt.lost},
+				{Name: ForUpdate}, {Name: ForUpdateRelay, Baseline: ForUpdate, Via: env.GoRelay, DoneRatio: 0.7, LostMax: 5},
+				{Name: Proxy, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.ratio, P50Ms: tt.p50, P99Ms: tt.p99, LostMax: tt.lost},
 			}}
-			for i, tg := range targets(d) {
+			ts := targets(d)
+			if !strings.Contains(ts[0].Got, "(FOR UPDATE via bare Go relay: 0.70×)") {
+				t.Errorf("throughput target does not name the relay floor: %q", ts[0].Got)
+			}
+			for i, tg := range ts {
 				if tg.Met != tt.met[i] {
 					t.Errorf("%s: met %v, want %v (got %s)", tg.Name, tg.Met, tt.met[i], tg.Got)
 				}
@@ -39,7 +45,11 @@ func TestTargets(t *testing.T) {
 func TestReport(t *testing.T) {
 	run := contend.Run{Clients: 8, Done: 80}
 	d := Data{Clients: 64, Rounds: 1, Seconds: 3, VsAppLock: 2, Waiters: []int{8},
-		Main: []contend.Result{{Name: ForUpdate, DonePerSec: 100}, {Name: Proxy, Baseline: ForUpdate, Instances: 2, DonePerSec: 50, DoneRatio: 0.5}},
+		Main: []contend.Result{
+			{Name: ForUpdate, DonePerSec: 100, Samples: []contend.Sample{{Round: 1, Run: contend.Run{Done: 100, Seconds: 1}}}},
+			{Name: ForUpdateRelay, Baseline: ForUpdate, Via: env.GoRelay, DonePerSec: 80, DoneRatio: 0.8, Samples: []contend.Sample{{Round: 1, Run: contend.Run{Done: 80, Seconds: 1}}}},
+			{Name: Proxy, Baseline: ForUpdate, Instances: 2, DonePerSec: 50, DoneRatio: 0.5, Samples: []contend.Sample{{Round: 1, Run: contend.Run{Done: 50, Seconds: 1}}}},
+		},
 		Fairness: []contend.Result{
 			{Name: FairName(8, 0), Samples: []contend.Sample{{Run: run}}, Jain: 0.99, MaxOverMin: 1.1},
 			{Name: FairName(8, 2), Baseline: FairName(8, 0), Instances: 2, Samples: []contend.Sample{{Run: run}}, Jain: 0.5},
@@ -53,7 +63,8 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"**2.00×**", "| 8 | 2× lockproxy |", "∞ (a client starved)", "0.990", "hotkey-throughput.png"} {
+	for _, want := range []string{"**2.00×**", "| 8 | 2× lockproxy |", "∞ (a client starved)", "0.990", "hotkey-throughput.png",
+		"| " + ForUpdateRelay + " | bare Go relay | 80 | **0.80×** |", "It reached **0.80×** FOR UPDATE direct", "lockproxy against it (median of paired rounds): **0.62×**"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
