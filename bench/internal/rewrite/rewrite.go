@@ -31,7 +31,7 @@ func (*Scenario) Name() string { return "rewrite" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "64 clients, one hot row: autocommit read-then-write through lockproxy with a rewrite-only rule (delta, no lock) vs the atomic UPDATE ... stock = stock - 1 directly"
+	return "64 clients, one hot row: autocommit read-then-write through lockproxy with a rewrite-only rule (delta, no lock) vs the atomic UPDATE ... stock = stock - 1 directly; both patterns also through a bare Go relay, the floor for any proxy"
 }
 
 // Data is the stored result.
@@ -67,6 +67,18 @@ func RewriteName(prepared bool) string {
 // UnsafeName is the unsafe code sent directly, for a protocol.
 func UnsafeName(prepared bool) string { return "read-then-write, direct (unsafe), " + proto(prepared) }
 
+// AtomicRelayName is the atomic UPDATE through the bare Go relay: the
+// floor for one statement through any proxy.
+func AtomicRelayName(prepared bool) string {
+	return "atomic UPDATE via bare Go relay, " + proto(prepared)
+}
+
+// UnsafeRelayName is the unsafe code through the bare Go relay: its
+// attempts/s is the floor for two statements through any proxy.
+func UnsafeRelayName(prepared bool) string {
+	return "read-then-write via bare Go relay (unsafe), " + proto(prepared)
+}
+
 func proto(prepared bool) string {
 	if prepared {
 		return "prepared"
@@ -87,6 +99,11 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), px)
+	relay, err := e.StartRelay(ctx, env.GoRelay, e.Bed.Primary)
+	if err != nil {
+		return fmt.Errorf("rewrite: %w", err)
+	}
+	defer relay.Stop(context.Background())
 	t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: clients, Keys: 1, Duration: pl.seconds}
 	var arms []contend.Arm
 	var protos []string
@@ -96,10 +113,16 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 			t.TimedArm(AtomicName(prepared), "", nil, func(p contend.Pools) contend.Op {
 				return contend.Atomic(p, contend.HotKey, prepared)
 			}),
+			t.RelayArm(AtomicRelayName(prepared), AtomicName(prepared), relay, func(p contend.Pools) contend.Op {
+				return contend.Atomic(p, contend.HotKey, prepared)
+			}),
 			t.TimedArm(RewriteName(prepared), AtomicName(prepared), px, func(p contend.Pools) contend.Op {
 				return contend.AutocommitReadWrite(p, contend.HotKey, prepared, false)
 			}),
 			t.TimedArm(UnsafeName(prepared), AtomicName(prepared), nil, func(p contend.Pools) contend.Op {
+				return contend.AutocommitReadWrite(p, contend.HotKey, prepared, false)
+			}),
+			t.RelayArm(UnsafeRelayName(prepared), AtomicName(prepared), relay, func(p contend.Pools) contend.Op {
 				return contend.AutocommitReadWrite(p, contend.HotKey, prepared, false)
 			}),
 		)
