@@ -71,3 +71,47 @@ func TestProxyLifecycle(t *testing.T) {
 		t.Fatalf("after stopping the first: exited = %v, %v; want true, false", ps[0].Exited(), ps[1].Exited())
 	}
 }
+
+// TestRelaysToPrimary puts both relays in front of the bed's primary and
+// queries MariaDB through each: the path the relay arms rely on.
+func TestRelaysToPrimary(t *testing.T) {
+	tb := testbed.Get(t)
+	if testing.Short() {
+		t.Skip("builds the relay")
+	}
+	bed, err := ReadBed(tb.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	work := t.TempDir()
+	bin, err := BuildRelay(ctx, root, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{Root: root, Bed: bed, RelayBinary: bin, WorkDir: work}
+	for _, kind := range []string{GoRelay, Socat} {
+		r, err := e.StartRelay(ctx, kind, bed.Primary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("mysql", bed.DSN(r.Addr, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v string
+		err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
+		_ = db.Close()
+		if err != nil || !strings.Contains(strings.ToLower(v), "mariadb") {
+			t.Fatalf("SELECT VERSION() through %s = %q, %v; log:\n%s", kind, v, err, r.Log())
+		}
+		if err := r.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
