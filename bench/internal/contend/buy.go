@@ -187,6 +187,40 @@ func Atomic(pools Pools, key Key, prepared bool) Op {
 	}
 }
 
+// RewrittenPair is what lockproxy sends MariaDB for AutocommitReadWrite
+// under a delta rewrite rule with min 0: the SELECT, then the guarded
+// relative UPDATE (SET stock = stock - 1 WHERE sku_id = k AND stock - 1 >= 0)
+// in place of the absolute one. Sent directly it is the cost of the two
+// statements themselves; through a bare relay, the floor for the rewrite
+// through any proxy. A decrement counts when the UPDATE changed the row.
+func RewrittenPair(pools Pools, key Key, prepared bool) Op {
+	return func(ctx context.Context, client int) (Outcome, error) {
+		k := key(client)
+		c, err := pools.of(client).Conn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		var stock int64
+		q, a := statement(prepared, "SELECT stock FROM sku_stock WHERE sku_id = %d", []int64{k})
+		if err := c.QueryRowContext(ctx, q, a...).Scan(&stock); err != nil {
+			return 0, err
+		}
+		if stock <= 0 {
+			return SoldOut, nil
+		}
+		q, a = statement(prepared, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d AND stock - 1 >= 0", []int64{k})
+		res, err := c.ExecContext(ctx, q, a...)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return Conflict, nil
+		}
+		return Done, nil
+	}
+}
+
 // Decrement is a keyed autocommit UPDATE with no guard of its own
 // (UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = k): what a lock
 // rule on `write` guards.

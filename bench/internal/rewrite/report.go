@@ -29,19 +29,18 @@ func targets(d Data) []results.Target {
 // protoOf is the protocol suffix of an arm name ("text" or "prepared").
 func protoOf(name string) bool { return strings.HasSuffix(name, ", prepared") }
 
-// floorNote names, next to a target's figure, what the two statements of
-// the unsafe code reached through the bare Go relay in the same rounds
-// (attempts/s against the atomic UPDATE direct).
+// floorNote names, next to a target's figure, what the two statements
+// lockproxy sends reached through the bare Go relay in the same rounds.
 func floorNote(arms []contend.Result, a contend.Result) string {
-	u, ok := contend.Find(arms, UnsafeRelayName(protoOf(a.Name)))
+	p, ok := contend.Find(arms, PairRelayName(protoOf(a.Name)))
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(" (two statements via bare Go relay: %s in attempts/s)", contend.X(u.AttemptsRatio))
+	return fmt.Sprintf(" (the statements lockproxy sends, via bare Go relay: %s)", contend.X(p.DoneRatio))
 }
 
-// floorLines say, per protocol, what the relay arms reached and where
-// lockproxy stands against them; empty for results without relay arms.
+// floorLines say, per protocol, what the direct and relay arms reached and
+// where lockproxy stands against them; empty for results without them.
 func floorLines(d Data) string {
 	var b strings.Builder
 	for _, a := range d.Arms {
@@ -49,16 +48,17 @@ func floorLines(d Data) string {
 			continue
 		}
 		prepared := protoOf(a.Name)
-		u, okU := contend.Find(d.Arms, UnsafeRelayName(prepared))
+		pr, okPR := contend.Find(d.Arms, PairRelayName(prepared))
+		pd, okPD := contend.Find(d.Arms, PairName(prepared))
 		at, okA := contend.Find(d.Arms, AtomicRelayName(prepared))
-		if !okU || !okA {
+		if !okPR || !okPD || !okA {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: through the bare Go relay the atomic UPDATE reached **%s** of itself direct (one statement, one extra hop) and the unsafe read-then-write **%s** in attempts/s "+
-			"(two statements through a relay that parses nothing: the floor for this pattern through any proxy); "+
-			"lockproxy's rewrite reached **%s** in decrements/s, **%s** of the two statements through the relay (attempts/s, paired rounds).\n",
-			proto(prepared), contend.X(at.DoneRatio), contend.X(u.AttemptsRatio), contend.X(a.DoneRatio),
-			contend.X(contend.PairedRatio(a, u, contend.Run.AttemptsPerSec)))
+		fmt.Fprintf(&b, "- %s: the two statements lockproxy sends (the SELECT, then `UPDATE ... SET stock = stock - 1 WHERE sku_id = 1 AND stock - 1 >= 0`) reached **%s** of the atomic UPDATE sent directly, "+
+			"and **%s** through the bare Go relay (the floor for this rewrite through any proxy on this host); the atomic UPDATE alone through the relay reached %s. "+
+			"lockproxy's rewrite reached **%s**, **%s** of the relay floor (decrements/s, paired rounds).\n",
+			proto(prepared), contend.X(pd.DoneRatio), contend.X(pr.DoneRatio), contend.X(at.DoneRatio), contend.X(a.DoneRatio),
+			contend.X(contend.PairedRatio(a, pr, contend.Run.DonePerSec)))
 	}
 	if b.Len() == 0 {
 		return ""

@@ -31,7 +31,7 @@ func (*Scenario) Name() string { return "rewrite" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "64 clients, one hot row: autocommit read-then-write through lockproxy with a rewrite-only rule (delta, no lock) vs the atomic UPDATE ... stock = stock - 1 directly; both patterns also through a bare Go relay, the floor for any proxy"
+	return "64 clients, one hot row: autocommit read-then-write through lockproxy with a rewrite-only rule (delta, no lock) vs the atomic UPDATE ... stock = stock - 1 directly; the statements lockproxy sends, directly and through a bare Go relay (the floor for any proxy)"
 }
 
 // Data is the stored result.
@@ -79,6 +79,18 @@ func UnsafeRelayName(prepared bool) string {
 	return "read-then-write via bare Go relay (unsafe), " + proto(prepared)
 }
 
+// PairName is the two statements lockproxy sends for the read-then-write
+// (the SELECT and the guarded relative UPDATE), sent directly.
+func PairName(prepared bool) string {
+	return "SELECT + guarded UPDATE (what lockproxy sends), direct, " + proto(prepared)
+}
+
+// PairRelayName is the same two statements through the bare Go relay: the
+// floor for the rewrite through any proxy.
+func PairRelayName(prepared bool) string {
+	return "SELECT + guarded UPDATE (what lockproxy sends) via bare Go relay, " + proto(prepared)
+}
+
 func proto(prepared bool) string {
 	if prepared {
 		return "prepared"
@@ -118,6 +130,12 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 			}),
 			t.TimedArm(RewriteName(prepared), AtomicName(prepared), px, func(p contend.Pools) contend.Op {
 				return contend.AutocommitReadWrite(p, contend.HotKey, prepared, false)
+			}),
+			t.TimedArm(PairName(prepared), AtomicName(prepared), nil, func(p contend.Pools) contend.Op {
+				return contend.RewrittenPair(p, contend.HotKey, prepared)
+			}),
+			t.RelayArm(PairRelayName(prepared), AtomicName(prepared), relay, func(p contend.Pools) contend.Op {
+				return contend.RewrittenPair(p, contend.HotKey, prepared)
 			}),
 			t.TimedArm(UnsafeName(prepared), AtomicName(prepared), nil, func(p contend.Pools) contend.Op {
 				return contend.AutocommitReadWrite(p, contend.HotKey, prepared, false)
