@@ -24,8 +24,8 @@ var ErrRelay = errors.New("env: relay")
 const (
 	// GoRelay is bench/cmd/relay: accept, dial, io.Copy both ways.
 	GoRelay = "bare Go relay"
-	// Socat is `socat TCP-LISTEN:PORT,fork,reuseaddr,bind=127.0.0.1
-	// TCP:HOST:PORT`, a C relay forking one process per connection.
+	// Socat is `socat TCP-LISTEN:PORT,fork,reuseaddr,nodelay,bind=127.0.0.1
+	// TCP:HOST:PORT,nodelay`, a C relay forking one process per connection.
 	Socat = "socat relay"
 )
 
@@ -137,7 +137,7 @@ func StartSocat(ctx context.Context, workDir, target string) (*Relay, error) {
 	}
 	defer logf.Close()
 	r.Addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	r.cmd = exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,bind=127.0.0.1", ports[0]), fmt.Sprintf("TCP:%s:%d", host, port))
+	r.cmd = exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,nodelay,bind=127.0.0.1", ports[0]), fmt.Sprintf("TCP:%s:%d,nodelay", host, port))
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := r.cmd.Start(); err != nil {
