@@ -138,6 +138,16 @@ func (placeholder) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("?")) }
 // guarded; 0 rows changed is then a Conflict (or SoldOut when the next read
 // says so).
 func AutocommitReadWrite(pools Pools, key Key, prepared, order bool) Op {
+	return readThenWrite(pools, key, prepared, order, func(stock, k int64) (string, []int64) {
+		return "UPDATE sku_stock SET stock = %d WHERE sku_id = %d", []int64{stock - 1, k}
+	})
+}
+
+// readThenWrite reads the key's stock on one pooled connection, then sends
+// the UPDATE that write builds from it (a format for statement and its
+// arguments) and, with order, the INSERT of the order. A decrement counts
+// when the UPDATE changed the row.
+func readThenWrite(pools Pools, key Key, prepared, order bool, write func(stock, k int64) (string, []int64)) Op {
 	return func(ctx context.Context, client int) (Outcome, error) {
 		k := key(client)
 		c, err := pools.of(client).Conn(ctx)
@@ -153,7 +163,8 @@ func AutocommitReadWrite(pools Pools, key Key, prepared, order bool) Op {
 		if stock <= 0 {
 			return SoldOut, nil
 		}
-		q, a = statement(prepared, "UPDATE sku_stock SET stock = %d WHERE sku_id = %d", []int64{stock - 1, k})
+		format, args := write(stock, k)
+		q, a = statement(prepared, format, args)
 		res, err := c.ExecContext(ctx, q, a...)
 		if err != nil {
 			return 0, err
@@ -194,31 +205,9 @@ func Atomic(pools Pools, key Key, prepared bool) Op {
 // statements themselves; through a bare relay, the floor for the rewrite
 // through any proxy. A decrement counts when the UPDATE changed the row.
 func RewrittenPair(pools Pools, key Key, prepared bool) Op {
-	return func(ctx context.Context, client int) (Outcome, error) {
-		k := key(client)
-		c, err := pools.of(client).Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		var stock int64
-		q, a := statement(prepared, "SELECT stock FROM sku_stock WHERE sku_id = %d", []int64{k})
-		if err := c.QueryRowContext(ctx, q, a...).Scan(&stock); err != nil {
-			return 0, err
-		}
-		if stock <= 0 {
-			return SoldOut, nil
-		}
-		q, a = statement(prepared, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d AND stock - 1 >= 0", []int64{k})
-		res, err := c.ExecContext(ctx, q, a...)
-		if err != nil {
-			return 0, err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return Conflict, nil
-		}
-		return Done, nil
-	}
+	return readThenWrite(pools, key, prepared, false, func(_, k int64) (string, []int64) {
+		return "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d AND stock - 1 >= 0", []int64{k}
+	})
 }
 
 // Decrement is a keyed autocommit UPDATE with no guard of its own
