@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +113,11 @@ func (h *handClient) startTLS() {
 
 // login sends a HandshakeResponse41 answering with caching_sha2_password.
 func (h *handClient) login(user string, scramble []byte, tlsOn bool) {
+	h.loginWith(mysql.AUTH_CACHING_SHA2_PASSWORD, user, scramble, tlsOn)
+}
+
+// loginWith sends a HandshakeResponse41 answering with plugin.
+func (h *handClient) loginWith(plugin, user string, scramble []byte, tlsOn bool) {
 	caps := uint32(handCaps)
 	if tlsOn {
 		caps |= mysql.CLIENT_SSL
@@ -121,7 +128,7 @@ func (h *handClient) login(user string, scramble []byte, tlsOn bool) {
 	b = append(b, make([]byte, 23)...)
 	b = append(append(b, user...), 0)
 	b = append(append(b, byte(len(scramble))), scramble...)
-	h.write(append(append(b, mysql.AUTH_CACHING_SHA2_PASSWORD...), 0))
+	h.write(append(append(b, plugin...), 0))
 }
 
 // fullAuthAsked reads the server's answer to a scramble and fails unless it
@@ -291,4 +298,78 @@ func TestCachingSha2FullAuthChangeUser(t *testing.T) {
 		t.Fatalf("COM_CHANGE_USER: %s", got)
 	}
 	h.ping()
+}
+
+// TestAuthSwitchToClientPlugin: a client answering with another plugin
+// than the one announced sends an empty placeholder (libmariadb and
+// libmysqlclient do, e.g. `mariadb --default-auth=...`); lockproxy asks
+// again with the client's plugin and the same scramble, as MySQL does.
+func TestAuthSwitchToClientPlugin(t *testing.T) {
+	sha2 := startSha2Proxy(t)
+	native := startProxyOpts(t, Options{})
+	cases := []struct {
+		name   string
+		addr   string
+		plugin string
+		answer func(salt []byte, pw string) []byte
+		fast   bool // caching_sha2_password: fast-auth success precedes the OK
+	}{
+		{"native_on_sha2", sha2.addr, mysql.AUTH_NATIVE_PASSWORD,
+			func(salt []byte, pw string) []byte { return mysql.CalcNativePassword(salt, []byte(pw)) }, false},
+		{"sha2_on_native", native.addr, mysql.AUTH_CACHING_SHA2_PASSWORD,
+			func(salt []byte, pw string) []byte { return mysql.CalcCachingSha2Password(salt, []byte(pw)) }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bed := sha2.bed
+			h := dialHand(t, c.addr)
+			h.loginWith(c.plugin, bed.User, nil, false)
+			p := h.read()
+			want := append(append([]byte{mysql.EOF_HEADER}, c.plugin...), 0)
+			want = append(append(want, h.salt...), 0)
+			if !bytes.Equal(p, want) {
+				t.Fatalf("after an empty %s answer: % x, want an AuthSwitchRequest to it with the greeting's scramble", c.plugin, p)
+			}
+			h.write(c.answer(h.salt, bed.Password))
+			if c.fast {
+				if got := h.read(); !bytes.Equal(got, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}) {
+					t.Fatalf("after the switch: % x, want fast-auth-success", got)
+				}
+			}
+			if got := h.outcome(); got != "" {
+				t.Fatalf("login: %s", got)
+			}
+			h.ping()
+		})
+	}
+}
+
+// TestMariaDBCLIAuthPlugins: the mariadb CLI logs in whichever plugin it
+// starts with and lockproxy announces, and a wrong password gets
+// lockproxy's 1045 either way (after full authentication for
+// caching_sha2_password).
+func TestMariaDBCLIAuthPlugins(t *testing.T) {
+	cli := requireTool(t, "mariadb", "--version")
+	sha2 := startSha2Proxy(t)
+	native := startProxyOpts(t, Options{})
+	bed := sha2.bed
+	for _, p := range []struct{ name, addr string }{{"announce_native", native.addr}, {"announce_sha2", sha2.addr}} {
+		host, port, _ := net.SplitHostPort(p.addr)
+		for _, plugin := range []string{mysql.AUTH_NATIVE_PASSWORD, mysql.AUTH_CACHING_SHA2_PASSWORD} {
+			for _, pw := range []string{bed.Password, "wrong-password"} {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				out, err := exec.CommandContext(ctx, cli, "-h"+host, "-P"+port, "-u"+bed.User, "-p"+pw,
+					"--default-auth="+plugin, "--batch", "--skip-column-names", "-e", "SELECT CURRENT_USER()").CombinedOutput()
+				cancel()
+				got := strings.TrimSpace(string(out))
+				if pw == bed.Password {
+					if err != nil || !strings.HasPrefix(got, bed.User+"@") {
+						t.Errorf("%s, client %s: %v: %s", p.name, plugin, err, got)
+					}
+				} else if err == nil || !strings.HasPrefix(got, "ERROR 1045 (28000): lockproxy: Access denied") {
+					t.Errorf("%s, client %s, wrong password: %v: %s", p.name, plugin, err, got)
+				}
+			}
+		}
+	}
 }

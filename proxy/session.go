@@ -203,7 +203,8 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 // authenticate checks the client's answer, switching it to a plugin lockproxy
 // can verify when needed. It returns the sequence id of the next packet.
 func (s *session) authenticate(seq byte, plugin string, auth []byte, want string) (byte, error) {
-	if plugin == "" {
+	named := plugin != "" // a client without CLIENT_PLUGIN_AUTH cannot be switched
+	if !named {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
 	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
@@ -212,7 +213,14 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		time.Sleep(d)
 	}
 	u, known := s.srv.lookupUser(s.user)
-	if !supportedPlugin(plugin) {
+	// A client answering with another plugin than the one announced did not
+	// compute its answer for the greeting (libmariadb and libmysqlclient
+	// send an empty placeholder): ask again, as MySQL does, with the
+	// client's plugin when lockproxy can verify it, else the announced one.
+	if !supportedPlugin(plugin) || (named && plugin != want) {
+		if supportedPlugin(plugin) {
+			want = plugin
+		}
 		if _, err := s.cw.writePacket(seq, authSwitchRequest(want, s.salt)); err != nil {
 			return 0, err
 		}
