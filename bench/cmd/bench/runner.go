@@ -114,55 +114,11 @@ func (r *runner) runAll(ctx context.Context, selected []scenario.Scenario) int {
 	return failed
 }
 
-// setup builds (or takes) the lockproxy binary, builds the bare Go relay and starts (or reuses) the bed. The
-// cleanup it returns stops the bed if it started it and removes scratch.
+// setup builds (or takes) the lockproxy binary, builds the bare Go relay
+// and starts (or reuses) the bed; see env.Setup.
 func (r *runner) setup(ctx context.Context) (*env.Env, func(), error) {
-	work, err := os.MkdirTemp("", "lockproxy-bench-")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanups := []func(){func() {
-		if r.flags.keep {
-			r.log.Printf("bench: scratch kept in %s", work)
-			return
-		}
-		_ = os.RemoveAll(work)
-	}}
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
-	bin := r.flags.binary
-	if bin == "" {
-		r.log.Printf("bench: go build ./cmd/lockproxy")
-		if bin, err = env.Build(ctx, r.root, work); err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-	}
-	r.log.Printf("bench: go build ./bench/cmd/relay")
-	relay, err := env.BuildRelay(ctx, r.root, work)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	bedDir, reuse := r.flags.bed, r.flags.bed != ""
-	if !reuse {
-		bedDir = filepath.Join(work, "bed")
-	}
-	r.log.Printf("bench: test bed in %s", bedDir)
-	bed, err := env.Up(ctx, r.root, bedDir, reuse)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	cleanups = append(cleanups, func() {
-		if err := bed.Down(context.Background()); err != nil {
-			r.log.Printf("bench: %v", err)
-		}
-	})
-	return &env.Env{Root: r.root, Bed: bed, Binary: bin, RelayBinary: relay, WorkDir: work, Log: r.log}, cleanup, nil
+	return env.Setup(ctx, env.SetupOptions{Root: r.root, Name: "bench", Binary: r.flags.binary, Relay: true,
+		Bed: r.flags.bed, Keep: r.flags.keep, Log: r.log})
 }
 
 // machine describes this host and the bed's servers.

@@ -276,50 +276,11 @@ func (s *soak) run(ctx context.Context) (*report, error) {
 	return rep, nil
 }
 
-// setup builds (or takes) the binary and starts (or reuses) the bed. The
-// cleanup stops a bed it started and removes the scratch directory.
+// setup builds (or takes) the binary and starts (or reuses) the bed; see
+// env.Setup.
 func (s *soak) setup(ctx context.Context) (*env.Env, func(), error) {
-	work, err := os.MkdirTemp("", "lockproxy-soak-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("soak: %w", err)
-	}
-	var cleanups []func()
-	cleanups = append(cleanups, func() {
-		if s.f.keep {
-			s.log.Printf("soak: scratch kept in %s", work)
-			return
-		}
-		_ = os.RemoveAll(work)
-	})
-	cleanup := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}
-	bin := s.f.binary
-	if bin == "" {
-		s.log.Printf("soak: go build ./cmd/lockproxy")
-		if bin, err = env.Build(ctx, s.root, work); err != nil {
-			cleanup()
-			return nil, nil, err
-		}
-	}
-	bedDir, reuse := s.f.bed, s.f.bed != ""
-	if !reuse {
-		bedDir = filepath.Join(work, "bed")
-	}
-	s.log.Printf("soak: test bed in %s", bedDir)
-	bed, err := env.Up(ctx, s.root, bedDir, reuse)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	cleanups = append(cleanups, func() {
-		if err := bed.Down(context.Background()); err != nil {
-			s.log.Printf("soak: %v", err)
-		}
-	})
-	return &env.Env{Root: s.root, Bed: bed, Binary: bin, WorkDir: work, Log: s.log}, cleanup, nil
+	return env.Setup(ctx, env.SetupOptions{Root: s.root, Name: "soak", Binary: s.f.binary,
+		Bed: s.f.bed, Keep: s.f.keep, Log: s.log})
 }
 
 // phase runs the workload for d, takes one more sample and returns each
