@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -47,11 +46,8 @@ type ProxyConfig struct {
 type Proxy struct {
 	Addr      string // MySQL protocol, host:port
 	AdminAddr string // HTTP admin, host:port
-	PID       int
 	Dir       string // config and log live here
-
-	cmd  *exec.Cmd
-	done chan error
+	process
 }
 
 // StartProxy writes a config for cfg on two free loopback ports into a new
@@ -68,7 +64,7 @@ func StartProxy(ctx context.Context, bin, workDir string, bed *Bed, cfg ProxyCon
 	}
 	p := &Proxy{
 		Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), AdminAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
-		Dir: dir, done: make(chan error, 1),
+		Dir: dir,
 	}
 	cfgPath := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(cfgPath, []byte(renderConfig(p, bed, cfg)), 0o600); err != nil {
@@ -79,14 +75,11 @@ func StartProxy(ctx context.Context, bin, workDir string, bed *Bed, cfg ProxyCon
 		return nil, fmt.Errorf("%w: %v", ErrProxy, err)
 	}
 	defer logf.Close()
-	p.cmd = exec.Command(bin, "--config", cfgPath, "--log-format", "console", "--log-level", "warn")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(bin, "--config", cfgPath, "--log-format", "console", "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := p.start(cmd); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %v", ErrProxy, bin, err)
 	}
-	p.PID = p.cmd.Process.Pid
-	go func() { p.done <- p.cmd.Wait() }()
 	if err := p.waitReady(ctx, 30*time.Second); err != nil {
 		_ = p.Stop(context.Background())
 		return nil, err
@@ -130,10 +123,10 @@ func (p *Proxy) waitReady(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
 	for {
-		select {
-		case err := <-p.done:
-			p.done <- err
+		if ended, err := p.waitExit(ctx, 0); ended {
 			return fmt.Errorf("%w: exited before ready (%v); log:\n%s", ErrProxy, err, p.Log())
+		}
+		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: not ready after %s; log:\n%s", ErrProxy, timeout, p.Log())
 		case <-time.After(50 * time.Millisecond):
@@ -155,24 +148,10 @@ func (p *Proxy) waitReady(ctx context.Context, timeout time.Duration) error {
 // stillRunning makes sure the answers came from this process and not from
 // another one on a port it failed to bind: it must outlive d.
 func (p *Proxy) stillRunning(d time.Duration) error {
-	select {
-	case err := <-p.done:
-		p.done <- err
+	if ended, err := p.waitExit(context.Background(), d); ended {
 		return fmt.Errorf("%w: exited right after start (%v); log:\n%s", ErrProxy, err, p.Log())
-	case <-time.After(d):
-		return nil
 	}
-}
-
-// Exited reports whether the process has ended (crashed or stopped).
-func (p *Proxy) Exited() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true
-	default:
-		return false
-	}
+	return nil
 }
 
 // Log returns the tail of the instance's log.
@@ -181,26 +160,13 @@ func (p *Proxy) Log() string {
 	return tail(b, 4000)
 }
 
-// Stop sends SIGTERM, waits for the process to exit (SIGKILL after 10 s) and
-// returns its exit error, if any other than the signal.
+// Stop sends SIGTERM, waits for the process to exit (SIGKILL after 10 s)
+// and returns an error only if it had to be killed.
 func (p *Proxy) Stop(ctx context.Context) error {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return nil
+	if p.stop(ctx) {
+		return fmt.Errorf("%w: pid %d did not exit on SIGTERM, killed", ErrProxy, p.PID)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = p.cmd.Process.Kill()
-	err := <-p.done
-	p.done <- err
-	return fmt.Errorf("%w: pid %d did not exit on SIGTERM, killed", ErrProxy, p.PID)
+	return nil
 }
 
 // FreePorts returns n distinct loopback TCP ports that were free a moment

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/procstat"
@@ -47,11 +46,8 @@ type Relay struct {
 	Kind   string // GoRelay or Socat
 	Addr   string // where clients connect, host:port
 	Target string // where it relays to
-	PID    int
 	Dir    string // its log lives here
-
-	cmd  *exec.Cmd
-	done chan error
+	process
 }
 
 // StartRelay starts a relay of kind (GoRelay or Socat) in front of target;
@@ -84,16 +80,13 @@ func StartGoRelay(ctx context.Context, bin, workDir, target string) (*Relay, err
 		return nil, fmt.Errorf("%w: %v", ErrRelay, err)
 	}
 	defer pr.Close()
-	r.cmd = exec.Command(bin, "-listen", "127.0.0.1:0", "-to", target)
-	r.cmd.Stdout, r.cmd.Stderr = pw, logf
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = r.cmd.Start()
+	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-to", target)
+	cmd.Stdout, cmd.Stderr = pw, logf
+	err = r.start(cmd)
 	_ = pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%w: start %s: %v", ErrRelay, bin, err)
 	}
-	r.PID = r.cmd.Process.Pid
-	go func() { r.done <- r.cmd.Wait() }()
 	addr := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(pr).ReadString('\n')
@@ -137,14 +130,11 @@ func StartSocat(ctx context.Context, workDir, target string) (*Relay, error) {
 	}
 	defer logf.Close()
 	r.Addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
-	r.cmd = exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,nodelay,bind=127.0.0.1", ports[0]), fmt.Sprintf("TCP:%s:%d,nodelay", host, port))
-	r.cmd.Stdout, r.cmd.Stderr = logf, logf
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
+	cmd := exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,fork,reuseaddr,nodelay,bind=127.0.0.1", ports[0]), fmt.Sprintf("TCP:%s:%d,nodelay", host, port))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := r.start(cmd); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %v", ErrRelay, bin, err)
 	}
-	r.PID = r.cmd.Process.Pid
-	go func() { r.done <- r.cmd.Wait() }()
 	if err := r.waitAccepting(ctx, 10*time.Second); err != nil {
 		_ = r.Stop(context.Background())
 		return nil, err
@@ -162,7 +152,7 @@ func newRelay(kind, workDir, target string) (*Relay, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrRelay, err)
 	}
-	return &Relay{Kind: kind, Target: target, Dir: dir, done: make(chan error, 1)}, logf, nil
+	return &Relay{Kind: kind, Target: target, Dir: dir}, logf, nil
 }
 
 // waitAccepting dials the relay until it answers, the process exits or the
@@ -172,10 +162,10 @@ func (r *Relay) waitAccepting(ctx context.Context, timeout time.Duration) error 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		select {
-		case err := <-r.done:
-			r.done <- err
+		if ended, err := r.waitExit(ctx, 0); ended {
 			return fmt.Errorf("%w: %s exited before accepting (%v); log:\n%s", ErrRelay, r.Kind, err, r.Log())
+		}
+		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %s not accepting on %s after %s; log:\n%s", ErrRelay, r.Kind, r.Addr, timeout, r.Log())
 		case <-time.After(20 * time.Millisecond):
@@ -185,24 +175,10 @@ func (r *Relay) waitAccepting(ctx context.Context, timeout time.Duration) error 
 			continue
 		}
 		_ = c.Close()
-		select {
-		case err := <-r.done:
-			r.done <- err
+		if ended, err := r.waitExit(context.Background(), 200*time.Millisecond); ended {
 			return fmt.Errorf("%w: %s exited right after start (%v); log:\n%s", ErrRelay, r.Kind, err, r.Log())
-		case <-time.After(200 * time.Millisecond):
-			return nil
 		}
-	}
-}
-
-// Exited reports whether the process has ended.
-func (r *Relay) Exited() bool {
-	select {
-	case err := <-r.done:
-		r.done <- err
-		return true
-	default:
-		return false
+		return nil
 	}
 }
 
@@ -222,21 +198,8 @@ func (r *Relay) CPUTime() (time.Duration, error) {
 // children included), waits for the relay to exit (SIGKILL to the group
 // after 10 s) and returns an error only if it had to be killed.
 func (r *Relay) Stop(ctx context.Context) error {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return nil
+	if r.stop(ctx) {
+		return fmt.Errorf("%w: %s pid %d did not exit on SIGTERM, killed", ErrRelay, r.Kind, r.PID)
 	}
-	_ = syscall.Kill(-r.PID, syscall.SIGTERM)
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case err := <-r.done:
-		r.done <- err
-		return nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	_ = syscall.Kill(-r.PID, syscall.SIGKILL)
-	err := <-r.done
-	r.done <- err
-	return fmt.Errorf("%w: %s pid %d did not exit on SIGTERM, killed", ErrRelay, r.Kind, r.PID)
+	return nil
 }
