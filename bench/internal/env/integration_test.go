@@ -53,16 +53,7 @@ func TestProxyLifecycle(t *testing.T) {
 		t.Fatalf("two instances share an address or pid: %+v %+v", ps[0], ps[1])
 	}
 	for _, p := range ps {
-		db, err := sql.Open("mysql", bed.DSN(p.Addr, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v string
-		err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
-		_ = db.Close()
-		if err != nil || !strings.Contains(strings.ToLower(v), "mariadb") {
-			t.Fatalf("SELECT VERSION() through %s = %q, %v; log:\n%s", p.Addr, v, err, p.Log())
-		}
+		mustReachMariaDB(ctx, t, bed, p.Addr, p.Log)
 	}
 	if err := ps[0].Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -100,18 +91,25 @@ func TestRelaysToPrimary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := sql.Open("mysql", bed.DSN(r.Addr, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v string
-		err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
-		_ = db.Close()
-		if err != nil || !strings.Contains(strings.ToLower(v), "mariadb") {
-			t.Fatalf("SELECT VERSION() through %s = %q, %v; log:\n%s", kind, v, err, r.Log())
-		}
+		mustReachMariaDB(ctx, t, bed, r.Addr, r.Log)
 		if err := r.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// mustReachMariaDB asks for VERSION() through addr and fails the test,
+// with the log of what serves addr, unless MariaDB answers.
+func mustReachMariaDB(ctx context.Context, t *testing.T, bed *Bed, addr string, log func() string) {
+	t.Helper()
+	db, err := sql.Open("mysql", bed.DSN(addr, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v string
+	err = db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
+	_ = db.Close()
+	if err != nil || !strings.Contains(strings.ToLower(v), "mariadb") {
+		t.Fatalf("SELECT VERSION() through %s = %q, %v; log:\n%s", addr, v, err, log())
 	}
 }
