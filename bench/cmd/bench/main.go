@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/lockproxy/lockproxy/bench/internal/disjoint"
+	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
 	"github.com/lockproxy/lockproxy/bench/internal/gobench"
 	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
@@ -105,9 +106,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := log.New(stderr, "", log.Ltime)
-	root, err := repoRoot()
+	root, err := env.RepoRoot()
 	if err != nil {
-		logger.Print(err)
+		logger.Printf("%s: %v", "bench", err)
 		return 1
 	}
 	paths := resolvePaths(root, f)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,10 +12,6 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
 )
-
-// errNoRoot is returned when no lockproxy checkout is found above the
-// working directory.
-var errNoRoot = errors.New("bench: run me inside the lockproxy checkout (no go.mod of github.com/lockproxy/lockproxy found)")
 
 // paths are where results and the report go.
 type paths struct {
@@ -33,25 +27,6 @@ func resolvePaths(root string, f flags) paths {
 		p.report = filepath.Join(root, "bench", "RESULTS.md")
 	}
 	return p
-}
-
-// repoRoot walks up from the working directory to the lockproxy go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/lockproxy/lockproxy\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errNoRoot
-		}
-		dir = parent
-	}
 }
 
 func writeReport(p paths, reg *scenario.Registry, logger *log.Logger) error {

@@ -108,9 +108,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	logger := log.New(stderr, "", log.Ltime)
 	_ = mysql.SetLogger(driverLog{logger})
-	root, err := repoRoot()
+	root, err := env.RepoRoot()
 	if err != nil {
-		logger.Print(err)
+		logger.Printf("%s: %v", "soak", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -689,27 +689,4 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
-}
-
-// errNoRoot is returned when no lockproxy checkout is found above the
-// working directory.
-var errNoRoot = errors.New("soak: run me inside the lockproxy checkout (no go.mod of github.com/lockproxy/lockproxy found)")
-
-// repoRoot walks up from the working directory to the lockproxy go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("soak: %w", err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/lockproxy/lockproxy\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errNoRoot
-		}
-		dir = parent
-	}
 }

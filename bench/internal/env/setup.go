@@ -2,10 +2,12 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // SetupOptions say how Setup prepares an Env.
@@ -70,4 +72,27 @@ func Setup(ctx context.Context, o SetupOptions) (*Env, func(), error) {
 		}
 	})
 	return e, cleanup, nil
+}
+
+// ErrNoRoot is returned when no lockproxy checkout is found above the
+// working directory.
+var ErrNoRoot = errors.New("run me inside the lockproxy checkout (no go.mod of github.com/lockproxy/lockproxy found)")
+
+// RepoRoot walks up from the working directory to the lockproxy go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/lockproxy/lockproxy\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoRoot
+		}
+		dir = parent
+	}
 }
