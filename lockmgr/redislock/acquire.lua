@@ -4,7 +4,9 @@
 -- (ZSET tok -> ms); KEYS[4] fence counter.
 -- ARGV: 1 tok, 2 owner id, 3 owner priority (µs), 4 ttl ms, 5 ticket ttl ms,
 -- 6 the requesting Locker's wound channel, 7 "1" to queue if not granted,
--- 8 fence counter ttl ms.
+-- 8 fence counter ttl ms, 9 the ticket of the requesting Locker's next
+-- local waiter ('' if none), queued with it when this request is granted so
+-- that instance keeps its place, 10 that waiter's owner priority.
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
 -- holder's owner, queued, rank} held by another, {2, 0, 0, '', queued,
 -- rank} free but an older waiter goes first; queued is the wait queue's
@@ -48,6 +50,10 @@ if not h[1] then
     redis.call('SET', fence, fs, 'PX', ARGV[8])
     redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'ch', ARGV[6], 'f', fs)
     redis.call('PEXPIRE', lock, ARGV[4])
+    if ARGV[9] ~= '' and ARGV[9] ~= tok then
+      redis.call('ZADD', q, 'NX', tonumber(ARGV[10]), ARGV[9])
+      redis.call('ZADD', qx, now + tonumber(ARGV[5]), ARGV[9])
+    end
     return {1, f, tonumber(ARGV[4])}
   end
   if ARGV[7] == '1' then

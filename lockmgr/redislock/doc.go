@@ -22,7 +22,11 @@
 // transaction age) and only the head talks to Redis: it subscribes to the
 // key's channel, waits for the subscription to be confirmed, retries, and
 // then sleeps until a wake-up, never longer than the holder's remaining
-// lease or the wait slice (which also refreshes its ticket).
+// lease or the wait slice (which also refreshes its ticket). When the head
+// is granted, the same script call queues the ticket of the next local
+// waiter, so the instance keeps its place in the key's queue while that
+// waiter is still being scheduled; a wait that then fails removes the
+// ticket like its own.
 //
 // Deadlocks are prevented by wound-wait (see package lockmgr): the acquire
 // script compares the waiter's age with the holder's; an older waiter marks

@@ -42,7 +42,7 @@ type attempt struct {
 // acquireKey takes key k for h, waiting as long as ctx allows. On error
 // nothing of k is left in Redis.
 func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner), start: time.Now()}
+	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner, h.Tok), start: time.Now()}
 	a.rank.Store(-1)
 	var err error
 	defer func() { a.end(err) }()
@@ -63,7 +63,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		freed := l.book.TakeFreed(a.w)
 		sent := time.Now()
 		var r try
-		if r, err = a.run(ctx); err != nil {
+		if r, err = a.run(ctx, l.book); err != nil {
 			err = a.fail(classify(ctx, k, err))
 			return 0, err
 		}
@@ -154,10 +154,13 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 // run sends the acquire script, bounded by OpTimeout. A call that failed
 // for want of Redis is tried once more (a hiccup is not an outage) while
 // ctx allows; the script is idempotent for our token.
-func (a *attempt) run(ctx context.Context) (try, error) {
-	v, err := a.eval(ctx)
+func (a *attempt) run(ctx context.Context, book *leasebook.Book) (try, error) {
+	// Granted, the script also queues the ticket of our next local waiter,
+	// so this instance keeps its place while that waiter is scheduled.
+	next, nextTok, _ := book.NextInLine(a.k.Name, a.w)
+	v, err := a.eval(ctx, next, nextTok)
 	if err != nil && ctx.Err() == nil && unavailable(err) {
-		v, err = a.eval(ctx)
+		v, err = a.eval(ctx, next, nextTok)
 	}
 	if err != nil {
 		return try{}, err
@@ -165,7 +168,7 @@ func (a *attempt) run(ctx context.Context) (try, error) {
 	return parseTry(v)
 }
 
-func (a *attempt) eval(ctx context.Context) ([]interface{}, error) {
+func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
@@ -173,7 +176,7 @@ func (a *attempt) eval(ctx context.Context) ([]interface{}, error) {
 	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
 		a.h.Tok, a.h.Owner.ID(), a.h.Owner.Priority(), l.opt.TTL.Milliseconds(),
 		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds()).Slice()
+		l.opt.FenceTTL.Milliseconds(), nextTok, next.Priority()).Slice()
 }
 
 // parseTry reads the acquire script's reply.
@@ -216,10 +219,11 @@ func ownerOf(own string) string {
 }
 
 // fail cleans up after a failed wait: compare-and-delete the key (the
-// server may have granted it in a reply we never read) and leave its queue,
-// on a fresh bounded context. It returns err.
+// server may have granted it in a reply we never read) and leave its queue
+// (where a local head may also have put our ticket), on a fresh bounded
+// context. It returns err.
 func (a *attempt) fail(err error) error {
-	if a.queued {
+	if a.queued || a.l.book.Proxied(a.w) {
 		a.queued = false
 		ctx, cancel := a.l.freshCtx()
 		defer cancel()

@@ -14,13 +14,17 @@ type gate struct {
 	queue []*Waiter
 }
 
-// Waiter is one Acquire waiting for one key. Its fields but freed are
-// fixed at Join.
+// Waiter is one Acquire waiting for one key. Its fields but freed and
+// proxied are fixed at Join.
 type Waiter struct {
 	owner lockmgr.Owner
+	tok   string // the Acquire's token at the lock service
 	seq   uint64
 	wake  chan struct{} // buffered 1: something changed, look again
 	freed time.Time     // when a release of the key woke it; guarded by Book.mu
+	// proxied: the head queued this waiter's ticket at the service on its
+	// behalf (NextInLine); guarded by Book.mu.
+	proxied bool
 }
 
 // Wake is signalled (at most one pending signal) when the waiter should
@@ -48,10 +52,11 @@ func waiterOrder(a, b *Waiter) int {
 	return 0
 }
 
-// Join puts a new waiter for key into the local queue and makes it the
-// owner's current wait (the one a wound wakes).
-func (b *Book) Join(key string, o lockmgr.Owner) *Waiter {
-	w := &Waiter{owner: o, seq: b.seq.Add(1), wake: make(chan struct{}, 1)}
+// Join puts a new waiter for key, owner o and service token tok, into
+// the local queue and makes it the owner's current wait (the one a wound
+// wakes).
+func (b *Book) Join(key string, o lockmgr.Owner, tok string) *Waiter {
+	w := &Waiter{owner: o, tok: tok, seq: b.seq.Add(1), wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	g := b.gates[key]
@@ -112,6 +117,32 @@ func (b *Book) IsHead(key string, w *Waiter) bool {
 	defer b.mu.Unlock()
 	g := b.gates[key]
 	return g != nil && len(g.queue) > 0 && g.queue[0] == w
+}
+
+// NextInLine returns the owner and token of the waiter behind head in
+// key's local queue, the one that becomes head when head leaves, and marks
+// it as queued at the service by proxy: a head that is granted queues that
+// ticket in the same call, so this instance keeps its place in the
+// service's queue while its next waiter is still being scheduled. ok is
+// false when head is not the head or no one is behind it.
+func (b *Book) NextInLine(key string, head *Waiter) (o lockmgr.Owner, tok string, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g := b.gates[key]
+	if g == nil || len(g.queue) < 2 || g.queue[0] != head {
+		return lockmgr.Owner{}, "", false
+	}
+	next := g.queue[1]
+	next.proxied = true
+	return next.owner, next.tok, true
+}
+
+// Proxied reports whether a head may have queued w's ticket at the service
+// (NextInLine): a wait that fails must then clean it up.
+func (b *Book) Proxied(w *Waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.proxied
 }
 
 // WakeHead pokes the local head waiter of key, if any, because the lock

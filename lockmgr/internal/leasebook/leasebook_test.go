@@ -45,7 +45,7 @@ func TestGateOrder(t *testing.T) {
 			b := New(nil)
 			var ws []*Waiter
 			for _, o := range tc.arrivals {
-				ws = append(ws, b.Join("k", o))
+				ws = append(ws, b.Join("k", o, ""))
 			}
 			for i, w := range ws {
 				if got := b.IsHead("k", w); got != (i == tc.head) {
@@ -72,7 +72,7 @@ func TestBookLeases(t *testing.T) {
 	b := New(nil)
 	o := owner("a", time.Now())
 	h := b.Begin("tok", o)
-	w := b.Join("k2", o)
+	w := b.Join("k2", o, "")
 	t0 := time.Now()
 	b.Granted(h, lockmgr.Key{Name: "k1"}, 7, t0.Add(time.Hour))
 	b.Granted(h, lockmgr.Key{Name: "k2"}, 8, t0.Add(time.Minute))
@@ -144,5 +144,31 @@ func TestSession(t *testing.T) {
 	own.Wound("a") // twice is fine
 	if !st.IsWounded() || own.Unref("a") || !own.Unref("a") {
 		t.Fatalf("wound or reference counting wrong")
+	}
+}
+
+// TestNextInLine: only the head learns who is behind it, and that waiter
+// is marked as queued by proxy (so its failed wait cleans up its ticket).
+func TestNextInLine(t *testing.T) {
+	b := New(nil)
+	t0 := time.Now()
+	first, second, third := owner("a", t0), owner("b", t0.Add(time.Second)), owner("c", t0.Add(2*time.Second))
+	w3 := b.Join("k", third, "t3")
+	w1 := b.Join("k", first, "t1")
+	w2 := b.Join("k", second, "t2")
+	if _, _, ok := b.NextInLine("k", w2); ok {
+		t.Fatal("a waiter that is not the head got the next in line")
+	}
+	o, tok, ok := b.NextInLine("k", w1)
+	if !ok || o != second || tok != "t2" {
+		t.Fatalf("NextInLine = %v %q %v; want the second-oldest owner and its token", o, tok, ok)
+	}
+	if !b.Proxied(w2) || b.Proxied(w1) || b.Proxied(w3) {
+		t.Fatalf("proxied = %v %v %v; want only the next in line", b.Proxied(w1), b.Proxied(w2), b.Proxied(w3))
+	}
+	b.Leave("k", w1)
+	b.Leave("k", w2)
+	if _, _, ok := b.NextInLine("k", w3); ok {
+		t.Fatal("a lone head got a next in line")
 	}
 }

@@ -30,7 +30,7 @@ type attempt struct {
 // acquireKey takes k for h, waiting as long as ctx allows. On error
 // nothing of k is left in the Store.
 func (e *Engine) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
-	a := &attempt{e: e, h: h, k: k, w: e.book.Join(k.Name, h.Owner), start: time.Now(), backoff: e.cfg.MinPoll}
+	a := &attempt{e: e, h: h, k: k, w: e.book.Join(k.Name, h.Owner, h.Tok), start: time.Now(), backoff: e.cfg.MinPoll}
 	var err error
 	defer func() { a.end(err) }()
 	for {
