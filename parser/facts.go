@@ -33,6 +33,12 @@ type Analysis struct {
 	// qualified with DB when unqualified, lowercased. Filled only when
 	// Unparsed; Where is nil for each.
 	LexTables []TableRef
+	// Uncertain, when not empty, says why this analysis cannot be trusted
+	// to describe what the server will run (text MariaDB executes that
+	// the parser cannot see, parsing that depends on session state it
+	// does not know, dynamic SQL): a statement that may touch a guarded
+	// table must then be refused, and nothing uncertain goes to a replica.
+	Uncertain string
 	// LexKind is the kind of the first statement guessed from its first
 	// keyword (BEGIN WORK -> KindBegin, ROLLBACK WORK TO x ->
 	// KindRollbackToSavepoint, ...). Filled only when Unparsed; KindOther
