@@ -401,6 +401,10 @@ type Effects struct {
 	SelectInto bool
 	// UserVars are the user variables SET (SET @a = 1), lowercased, no '@'.
 	UserVars []string
+	// UserVarValues are the values SET gives them, in order: a literal
+	// (SET @a = 1001, SET @a = 'x', SET @a = -1) or, for anything else, a
+	// Value of Kind ValueExpr, which means the value is not known.
+	UserVarValues []Value
 	// SessionVars are the system variables SET for the session (SET x = 1,
 	// SET SESSION x, SET @@x, SET @@session.x, SET NAMES -> "names", SET
 	// CHARACTER SET -> "character set"), lowercased.

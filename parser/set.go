@@ -32,6 +32,7 @@ func (an *analyzer) set(s *ast.SetStmt) {
 			e.SessionVars = append(e.SessionVars, "character set")
 		case !v.IsSystem:
 			e.UserVars = append(e.UserVars, name)
+			e.UserVarValues = append(e.UserVarValues, an.userVarValue(v.Value))
 		case strings.HasSuffix(name, "_one_shot"):
 			// SET TRANSACTION ... without scope: the next transaction only.
 			e.SetTransaction, e.SetTransactionScope = true, "next"
@@ -94,4 +95,18 @@ func autocommitValue(e ast.ExprNode) AutocommitChange {
 		return AutocommitOff
 	}
 	return AutocommitUnknown
+}
+
+// userVarValue is the value SET gives a user variable when it is a
+// literal (a placeholder or any other expression is not known: Kind
+// ValueExpr).
+func (an *analyzer) userVarValue(e ast.ExprNode) Value {
+	if e == nil {
+		return Value{Kind: ValueExpr}
+	}
+	v, ok := an.constValue(e)
+	if !ok || v.Kind == ValueParam {
+		return Value{Kind: ValueExpr}
+	}
+	return v
 }

@@ -1,0 +1,109 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Immediate is MariaDB's EXECUTE IMMEDIATE expr [USING ...], which the TiDB
+// grammar lacks: the statement text is an expression evaluated by the
+// server, so lockproxy knows it only when it is a string literal or a user
+// variable whose value the session tracks.
+type Immediate struct {
+	// SQL is the statement text when expr is a string literal.
+	SQL string
+	// FromVar is the user variable when expr is @var, lowercased.
+	FromVar string
+	// Using are the user variables of USING, lowercased.
+	Using []string
+	// UsingOther is true when USING lists anything but user variables
+	// (literals, expressions): their values are not tracked.
+	UsingOther bool
+}
+
+// Known reports whether the statement text is a literal or a variable.
+func (im Immediate) Known() bool { return im.SQL != "" || im.FromVar != "" }
+
+// ParseExecuteImmediate reads sql as EXECUTE IMMEDIATE; ok is false when
+// sql is not one. A text whose expression is neither a string literal nor
+// a user variable gives ok with Known() false.
+func ParseExecuteImmediate(sql string) (im Immediate, ok bool) {
+	l := lexer{s: sql}
+	first, ok1 := l.next()
+	second, ok2 := l.next()
+	if !ok1 || !ok2 || first.punct || first.quoted || second.punct || second.quoted ||
+		!strings.EqualFold(first.text, "execute") || !strings.EqualFold(second.text, "immediate") {
+		return Immediate{}, false
+	}
+	rest := sql[l.i:]
+	expr, using := rest, ""
+	rl := lexer{s: rest}
+	for {
+		t, more := rl.next()
+		if !more {
+			break
+		}
+		if !t.punct && !t.quoted && strings.EqualFold(t.text, "using") {
+			expr, using = rest[:rl.i-len(t.text)], rest[rl.i:]
+			break
+		}
+	}
+	// The expression forms PREPARE accepts are the ones lockproxy can
+	// know: parse them as PREPARE does.
+	if stmts, err := parse("PREPARE lockproxy_immediate FROM " + expr); err == nil && len(stmts) == 1 {
+		if p, isPrep := stmts[0].(*ast.PrepareStmt); isPrep {
+			if p.SQLVar != nil {
+				im.FromVar = strings.ToLower(p.SQLVar.Name)
+			} else {
+				im.SQL = p.SQLText
+			}
+		}
+	}
+	if using != "" {
+		stmts, err := parse("EXECUTE lockproxy_immediate USING " + using)
+		ex, isExec := firstExecute(stmts)
+		if err != nil || !isExec {
+			im.UsingOther = true
+			return im, true
+		}
+		for _, u := range ex.UsingVars {
+			v, isVar := u.(*ast.VariableExpr)
+			if !isVar || v.IsSystem {
+				im.UsingOther = true
+				continue
+			}
+			im.Using = append(im.Using, strings.ToLower(v.Name))
+		}
+	}
+	return im, true
+}
+
+func firstExecute(stmts []ast.StmtNode) (*ast.ExecuteStmt, bool) {
+	if len(stmts) != 1 {
+		return nil, false
+	}
+	ex, ok := stmts[0].(*ast.ExecuteStmt)
+	return ex, ok
+}
+
+// HasDynamicSQL reports whether sql holds, outside string literals and
+// comments (executable comments included as text), a word that runs a
+// statement lockproxy cannot see by itself: EXECUTE, CALL or PREPARE. It
+// is the conservative test for text the parser rejected.
+func HasDynamicSQL(sql string) bool {
+	l := lexer{s: sql}
+	for {
+		t, ok := l.next()
+		if !ok {
+			return false
+		}
+		if t.punct || t.quoted {
+			continue
+		}
+		switch strings.ToLower(t.text) {
+		case "execute", "call", "prepare":
+			return true
+		}
+	}
+}
