@@ -16,6 +16,13 @@ import (
 // time.Time its DATETIME text. Other types are an error.
 func ParamValue(p any) (parser.Value, error) {
 	switch v := p.(type) {
+	case parser.Value:
+		// A value lockproxy already knows as SQL (a user variable set
+		// from a literal, bound through EXECUTE ... USING).
+		if v.Kind == parser.ValueExpr || v.Kind == parser.ValueParam {
+			return parser.Value{}, fmt.Errorf("parameter value is not known to lockproxy")
+		}
+		return v, nil
 	case nil:
 		return parser.Value{Kind: parser.ValueNull, Text: "NULL"}, nil
 	case int:

@@ -1,0 +1,73 @@
+package rules
+
+import "strings"
+
+// Locking returns the first rule (in rules.yaml order) that takes row
+// locks for some class of statement, or nil when none does: the rule to
+// name when lockproxy cannot see which table a statement touches.
+func (rs *RuleSet) Locking() *Rule {
+	if rs == nil {
+		return nil
+	}
+	for i := range rs.cfg.Rules {
+		if len(rs.cfg.Rules[i].Lock) > 0 {
+			return &rs.cfg.Rules[i]
+		}
+	}
+	return nil
+}
+
+// Mentions returns the first locking rule whose table name appears in text
+// as a word (case-insensitive, anywhere: in comments and string literals
+// too), or nil. It is the conservative test for text lockproxy cannot
+// analyse: a statement that never names a guarded table cannot touch one
+// directly.
+func (rs *RuleSet) Mentions(text string) *Rule {
+	if rs == nil {
+		return nil
+	}
+	lower := strings.ToLower(text)
+	for i := range rs.cfg.Rules {
+		r := &rs.cfg.Rules[i]
+		if len(r.Lock) == 0 {
+			continue
+		}
+		_, table, ok := SplitTable(r.Table)
+		if ok && containsWord(lower, strings.ToLower(table)) {
+			return r
+		}
+	}
+	return nil
+}
+
+// containsWord reports whether word occurs in s not preceded or followed
+// by an identifier byte.
+func containsWord(s, word string) bool {
+	for from := 0; from <= len(s)-len(word); {
+		i := strings.Index(s[from:], word)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(word)
+		if (i == 0 || !identByte(s[i-1])) && (end == len(s) || !identByte(s[end])) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
+}
+
+func identByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c >= 0x80
+}
+
+// UnkeyedDecision is the decision for a statement that may touch r's table
+// with rows lockproxy cannot know (reason says why): r is unkeyed, and its
+// on_unkeyed decides whether the statement runs.
+func UnkeyedDecision(r *Rule, reason string) Decision {
+	d := Decision{Rule: r, Rules: []*Rule{r}, Class: ClassWrite, RoutePrimary: r.Route == RoutePrimary}
+	d.Unkeyed = []Unkeyed{{Rule: r, Table: r.Table, Reason: reason}}
+	d.Reject = r.OnUnkeyed == OnUnkeyedReject
+	return d
+}
