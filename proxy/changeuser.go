@@ -27,11 +27,15 @@ func (s *session) changeUser(p []byte) error {
 	if err != nil {
 		return err
 	}
+	// MariaDB rolls the transaction back: the locks go once the old
+	// connection's reset has done so, before the new user runs anything.
 	old := s.be
 	s.be = nil
-	s.srv.pool.put(old)
+	s.srv.pool.putSync(old)
+	s.releaseLocks()
 	clear(s.stmts)
 	clear(s.beliefs)
+	s.dyn.reset()
 	s.dropReplica()
 	s.db = db
 	if collation != 0 {
