@@ -17,6 +17,7 @@ const (
 	erNetPacketTooBig = 1153 // ER_NET_PACKET_TOO_LARGE
 	erHandshake       = 1043 // ER_HANDSHAKE_ERROR
 	erUnknownStmt     = 1243 // ER_UNKNOWN_STMT_HANDLER
+	erWrongArguments  = 1210 // ER_WRONG_ARGUMENTS
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
 )

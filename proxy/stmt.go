@@ -112,6 +112,9 @@ func (s *session) execute(p []byte) error {
 	if !ok {
 		return s.unknownStmt(p, "mysqld_stmt_execute")
 	}
+	if len(p) < 10 { // command, statement id, flags, iteration count
+		return s.writeErrAt(1, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute"))
+	}
 	if types, ok := executeParamTypes(p, st.numParams); ok {
 		st.paramTypes = append(st.paramTypes[:0], types...)
 	} else if st.numParams > 0 && st.paramTypes == nil {
@@ -129,8 +132,8 @@ func (s *session) execute(p []byte) error {
 	}
 	longSent := st.longSent
 	st.long, st.longSent = nil, false
-	g := s.guardFor(st.an, params)
-	ok, err := s.beforeCommand(g)
+	pl := s.plan(st.an, params)
+	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		return err
 	}
@@ -140,7 +143,7 @@ func (s *session) execute(p []byte) error {
 	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
-	if !longSent && s.replicaEligible(st.an, g) && p[5] == 0 { // no cursor: rows come back at once
+	if !longSent && s.replicaEligible(pl) && p[5] == 0 { // no cursor: rows come back at once
 		if served, err := s.onReplica(p, st); served || err != nil {
 			if err == nil {
 				s.finishRewrite(step)
@@ -167,6 +170,7 @@ func (s *session) execute(p []byte) error {
 	}
 	s.finishRewrite(step)
 	s.track(st.an)
+	s.dyn.apply(pl.dyn, s.lastOK)
 	s.noteStatement(st.an)
 	s.afterCommand()
 	return nil
