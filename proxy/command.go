@@ -146,6 +146,7 @@ func (s *session) resetConnection(p []byte) error {
 	if s.lastOK {
 		clear(s.stmts)
 		clear(s.beliefs)
+		s.dyn.reset()
 		s.dropReplica()
 	}
 	s.afterCommand()
@@ -169,15 +170,15 @@ func (s *session) query(p []byte) error {
 	if an != nil {
 		s.current.Store(&an.SQL)
 	}
-	g := s.guardFor(an, nil)
-	ok, err := s.beforeCommand(g)
+	pl := s.plan(an, nil)
+	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		return err
 	}
 	step := s.planRewrite(an, nil, false)
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
-	if s.replicaEligible(an, g) {
+	if s.replicaEligible(pl) {
 		if served, err := s.onReplica(p, nil); served || err != nil {
 			if err == nil {
 				s.finishRewrite(step)
@@ -200,6 +201,7 @@ func (s *session) query(p []byte) error {
 	}
 	s.finishRewrite(step)
 	s.track(an)
+	s.dyn.apply(pl.dyn, s.lastOK)
 	s.noteStatement(an)
 	s.afterCommand()
 	return nil

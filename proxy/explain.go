@@ -38,17 +38,16 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 		return nil, err
 	}
 	e := &Explanation{SQL: sql, DB: db, Analysis: an, InTxn: inTxn}
-	var g guard
-	lc := rs.Config().Locks
-	if an.Unparsed {
-		g.add(rs.MatchUnparsed(an, db), lc)
-	} else {
-		for _, f := range an.Stmts {
-			d := rs.Match(f, db, inTxn)
-			e.NeedParams = e.NeedParams || d.NeedParams
-			g.add(d, lc)
+	env := planEnv{rs: rs, db: db, inTxn: inTxn, autocommit: true, analyze: func(text string) *parser.Analysis {
+		inner, err := parser.Analyze(text, db)
+		if err != nil {
+			return &parser.Analysis{SQL: text, DB: db, Unparsed: true, ParseError: err.Error()}
 		}
-	}
+		return inner
+	}}
+	p := makePlan(env, an, nil)
+	g := p.guard
+	e.NeedParams = p.needParams
 	e.Rule = g.rule
 	for _, k := range g.keys {
 		e.Keys = append(e.Keys, k.Rule+": "+k.Name)
@@ -57,7 +56,7 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", g.reject.Code, g.reject.State, g.reject.Msg)
 	}
 	e.explainRewrite(rs, old)
-	e.Route, e.RouteWhy = "primary", primaryReason(an, g)
+	e.Route, e.RouteWhy = "primary", p.primaryWhy
 	switch {
 	case e.RouteWhy != "":
 	case !replicas:

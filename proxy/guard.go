@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
-	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 )
@@ -33,41 +32,6 @@ type guard struct {
 // purposes: an open transaction, or autocommit off.
 func (s *session) inTxn() bool {
 	return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 || s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
-}
-
-// guardFor decides, from the facts of every statement in a query text (or
-// a prepared statement with its bound parameters), what must be locked.
-func (s *session) guardFor(an *parser.Analysis, params []any) guard {
-	var g guard
-	rs := s.srv.ruleSet()
-	if an == nil {
-		return g
-	}
-	lc := s.srv.config().Locks
-	if an.Unparsed {
-		g.add(rs.MatchUnparsed(an, s.db), lc)
-		return g
-	}
-	inTxn := s.inTxn()
-	for _, f := range an.Stmts {
-		switch f.Kind {
-		case parser.KindBegin:
-			inTxn = true
-		case parser.KindCommit, parser.KindRollback:
-			g.commits = g.commits || f.Kind == parser.KindCommit
-			g.rollsBack = len(an.Stmts) == 1 && f.Kind == parser.KindRollback
-			inTxn = s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
-		}
-		if f.ImplicitCommit {
-			g.commits = true
-		}
-		d := rs.Match(f, s.db, inTxn)
-		if d.NeedParams {
-			d = d.Bind(params)
-		}
-		g.add(d, lc)
-	}
-	return g
 }
 
 // add merges one statement's decision into the guard.

@@ -30,11 +30,11 @@ type replicaState struct {
 // replica (DESIGN.md §4): autocommit plain SELECTs with no locking clause,
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
-func (s *session) replicaEligible(an *parser.Analysis, g guard) bool {
-	if s.srv.router == nil || an == nil || s.inTxn() || s.pinnedPrimary {
+func (s *session) replicaEligible(p plan) bool {
+	if s.srv.router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary {
 		return false
 	}
-	return primaryReason(an, g) == ""
+	return p.primaryWhy == ""
 }
 
 // primaryReason says why a statement must run on the primary whatever the
@@ -43,6 +43,8 @@ func primaryReason(an *parser.Analysis, g guard) string {
 	switch {
 	case an.Unparsed:
 		return "not parsed"
+	case an.Uncertain != "":
+		return "uncertain analysis: " + an.Uncertain
 	case an.PrimaryHint:
 		return "lockproxy:primary hint"
 	case g.primary:

@@ -61,7 +61,9 @@ type session struct {
 
 	// Rewriting: what the session believes rows hold, the capture of the
 	// result being relayed, and whether its escaping forbids rewriting.
-	beliefs       map[string][]byte
+	beliefs map[string][]byte
+	// dyn is what the session's SQL-level PREPARE and SET @v made known.
+	dyn           dynState
 	cap           *capture
 	lastAffected  uint64
 	unsafeCharset bool

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// wantRefused checks that err is lockproxy's 1105 naming the rule.
+func wantRefused(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: ran; want lockproxy's 1105", what)
+	}
+	me := mysqlErr(t, err)
+	if me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+		t.Fatalf("%s: want lockproxy's 1105 naming the rule, got %v", what, me)
+	}
+}
+
+// TestDynamicSQLLocks: SQL-level PREPARE/EXECUTE and EXECUTE IMMEDIATE are
+// planned as the statements they run: keyed through user variables set
+// from literals, refused when their text or values are not known.
+func TestDynamicSQLLocks(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 10), (2, 10)")
+	p := guardedProxy(t, db, nil)
+	holder := p.db(t, db, "")
+	c := p.db(t, db, "multiStatements=true")
+	c.SetMaxOpenConns(1)
+	stock := func(id int) int {
+		var n int
+		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	tx, err := holder.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, q := range []string{
+		"PREPARE p FROM 'UPDATE sku SET stock = 0'; EXECUTE p",
+		"EXECUTE IMMEDIATE 'UPDATE sku SET stock = 0'",
+		"EXECUTE IMMEDIATE CONCAT('UPDATE sku ', 'SET stock = 0')",
+		"SET @q = CONCAT('UPDATE sku ', 'SET stock = 0'); PREPARE p FROM @q",
+		"PREPARE p FROM CONCAT('UPDATE sku ', 'SET stock = 0')",
+		"EXECUTE never_prepared",
+	} {
+		_, err := c.Exec(q)
+		wantRefused(t, q, err)
+	}
+	if stock(1) != 10 || stock(2) != 10 {
+		t.Fatalf("a refused statement changed rows: %d %d", stock(1), stock(2))
+	}
+
+	// Keys through USING @v, and through a literal EXECUTE IMMEDIATE: row 1
+	// is held, so each must wait and time out, never run at once.
+	if _, err := c.Exec("SET @k = 1, @t = 'UPDATE sku SET stock = 1 WHERE sku_id = 1'; PREPARE p FROM 'UPDATE sku SET stock = 1 WHERE sku_id = ?'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"EXECUTE p USING @k",
+		"SET @j = 1; PREPARE p2 FROM 'UPDATE sku SET stock = 1 WHERE sku_id = ?'; EXECUTE p2 USING @j",
+		"EXECUTE IMMEDIATE 'UPDATE sku SET stock = 1 WHERE sku_id = ?' USING @k",
+		"EXECUTE IMMEDIATE 'UPDATE sku SET stock = 1 WHERE sku_id = 1'",
+		"EXECUTE IMMEDIATE @t",
+	} {
+		begin := time.Now()
+		_, err := c.Exec(q)
+		if me := mysqlErr(t, err); me.Number != 1205 {
+			t.Fatalf("%s: want 1205 while row 1 is held, got %v", q, me)
+		}
+		if time.Since(begin) < 200*time.Millisecond {
+			t.Fatalf("%s: answered before the wait timeout", q)
+		}
+	}
+	// A value lockproxy cannot know: refused.
+	for _, q := range []string{
+		"SET @k = 1 + 1; EXECUTE p USING @k",
+		"SELECT 1 INTO @k; EXECUTE p USING @k",
+		"EXECUTE IMMEDIATE 'UPDATE sku SET stock = 1 WHERE sku_id = ?' USING 2",
+	} {
+		_, err := c.Exec(q)
+		wantRefused(t, q, err)
+	}
+	// Another row is free: the prepared statement runs, keyed on row 2.
+	if _, err := c.Exec("SET @k = 2; EXECUTE p USING @k"); err != nil {
+		t.Fatal(err)
+	}
+	if stock(1) != 10 || stock(2) != 1 {
+		t.Fatalf("stock = %d %d, want 10 1", stock(1), stock(2))
+	}
+	// DEALLOCATE forgets it.
+	if _, err := c.Exec("DEALLOCATE PREPARE p"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Exec("EXECUTE p USING @k")
+	wantRefused(t, "EXECUTE after DEALLOCATE", err)
+}
+
+// TestChangeUserReleasesLocks: COM_CHANGE_USER rolls the transaction back
+// on the backend, so its locks go at once.
+func TestChangeUserReleasesLocks(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (3, 10)")
+	p := guardedProxy(t, db, nil)
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+	for _, q := range []string{"BEGIN", "UPDATE sku SET stock = 5 WHERE sku_id = 3"} {
+		if _, err := r.query(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	other := p.db(t, db, "")
+	_, err := other.Exec("UPDATE sku SET stock = 6 WHERE sku_id = 3")
+	if me := mysqlErr(t, err); me.Number != 1205 {
+		t.Fatalf("while held: want 1205, got %v", me)
+	}
+	if err := r.changeUser(p.bed.User, p.bed.Password, db); err != nil {
+		t.Fatalf("COM_CHANGE_USER: %v", err)
+	}
+	if _, err := other.Exec("UPDATE sku SET stock = 6 WHERE sku_id = 3"); err != nil {
+		t.Fatalf("after COM_CHANGE_USER the lock must be free: %v", err)
+	}
+	var stock int
+	if err := other.QueryRow("SELECT stock FROM sku WHERE sku_id = 3").Scan(&stock); err != nil || stock != 6 {
+		t.Fatalf("stock = %d, %v; want 6 (the changed user's transaction rolled back)", stock, err)
+	}
+}

@@ -1,0 +1,284 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// plan is what lockproxy will do with one command, decided once from its
+// analysis: the locks to take or the refusal to answer (guard), whether a
+// replica may serve it, and what it changes in the session's SQL-level
+// prepared statements and user variables when it succeeds. COM_QUERY,
+// COM_STMT_EXECUTE and `lockproxy explain` all decide through makePlan.
+type plan struct {
+	an    *parser.Analysis
+	guard guard
+	// primaryWhy says why the command must run on the primary whatever
+	// the session's state; "" when a replica may serve it.
+	primaryWhy string
+	// dyn holds the changes to the session's dynamic SQL state.
+	dyn dynChanges
+	// needParams: keys come from placeholders and no values were given.
+	needParams bool
+}
+
+// planEnv is the session state a plan depends on.
+type planEnv struct {
+	rs         *rules.RuleSet
+	db         string
+	inTxn      bool // in a transaction or autocommit off
+	autocommit bool
+	dyn        *dynState // nil: the session has prepared and set nothing
+	// analyze analyses a statement text (PREPARE ... FROM, EXECUTE
+	// IMMEDIATE) as the session analyses its commands.
+	analyze func(sql string) *parser.Analysis
+}
+
+// planEnv returns the session's planning environment.
+func (s *session) planEnv() planEnv {
+	return planEnv{
+		rs:         s.srv.ruleSet(),
+		db:         s.db,
+		inTxn:      s.inTxn(),
+		autocommit: s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
+		dyn:        &s.dyn,
+		analyze:    func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
+	}
+}
+
+// plan decides a command of this session (params: the execute-time values
+// of a prepared statement, nil for text).
+func (s *session) plan(an *parser.Analysis, params []any) plan {
+	return makePlan(s.planEnv(), an, params)
+}
+
+// makePlan decides what lockproxy does with an analysed command. It reads
+// env and never changes it: the dynamic SQL changes come back in plan.dyn.
+func makePlan(env planEnv, an *parser.Analysis, params []any) plan {
+	p := plan{an: an}
+	if an == nil {
+		return p
+	}
+	pl := planner{env: env, lc: env.rs.Config().Locks, p: &p, inTxn: env.inTxn}
+	pl.text(an, params, 0)
+	// A lone ROLLBACK may always run, even in a doomed transaction.
+	p.guard.rollsBack = !an.Unparsed && len(an.Stmts) == 1 && an.Stmts[0].Kind == parser.KindRollback
+	p.primaryWhy = primaryReason(an, p.guard)
+	return p
+}
+
+// planner walks the statements of a command, and of the statements it
+// runs through dynamic SQL, merging their decisions into one guard.
+type planner struct {
+	env   planEnv
+	lc    rules.LockConfig
+	p     *plan
+	inTxn bool
+}
+
+// maxDynamicDepth bounds EXECUTE of statements that EXECUTE others (MariaDB
+// refuses nesting; this only bounds the planner on such text).
+const maxDynamicDepth = 4
+
+// text plans every statement of one analysed text.
+func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
+	g := &pl.p.guard
+	rs := pl.env.rs
+	switch {
+	case an.Unparsed:
+		if im, ok := parser.ParseExecuteImmediate(an.SQL); ok {
+			pl.immediate(im, depth)
+			return
+		}
+		if an.LexKind == parser.KindPrepare {
+			// PREPARE ... FROM <expression>: the text is the server's to
+			// compute.
+			pl.refuseUnseen("PREPARE from an expression: lockproxy cannot see the statement text")
+		}
+		g.add(rs.MatchUnparsed(an, pl.env.db), pl.lc)
+		pl.uncertain(an, "the statement could not be parsed")
+		// What it does to variables is not known; dynamic SQL in it
+		// may run anything.
+		pl.p.dyn.unknownVars = true
+		if parser.HasDynamicSQL(an.SQL) {
+			pl.refuseUnseen("a statement lockproxy could not parse runs dynamic SQL or a routine")
+			pl.p.dyn.unknownAll = true
+		}
+		return
+	case an.Uncertain != "":
+		pl.uncertain(an, an.Uncertain)
+		return
+	}
+	for _, f := range an.Stmts {
+		pl.statement(f, params, depth)
+	}
+}
+
+// uncertain refuses (as unkeyed, by the rule's on_unkeyed) a text lockproxy
+// cannot analyse with certainty when it names a guarded table anywhere.
+func (pl *planner) uncertain(an *parser.Analysis, reason string) {
+	r := pl.env.rs.Mentions(an.SQL)
+	if r == nil {
+		return
+	}
+	d := rules.UnkeyedDecision(r, reason)
+	pl.p.guard.add(d, pl.lc)
+}
+
+// refuseUnseen refuses a statement whose text lockproxy cannot see when any
+// rule locks rows: it may touch a guarded table.
+func (pl *planner) refuseUnseen(reason string) {
+	if r := pl.env.rs.Locking(); r != nil {
+		pl.p.guard.add(rules.UnkeyedDecision(r, reason), pl.lc)
+	}
+}
+
+// statement plans one parsed statement.
+func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
+	g := &pl.p.guard
+	switch f.Kind {
+	case parser.KindBegin:
+		pl.inTxn = true
+	case parser.KindCommit, parser.KindRollback:
+		g.commits = g.commits || f.Kind == parser.KindCommit
+		pl.inTxn = !pl.env.autocommit
+	case parser.KindPrepare:
+		pl.prepare(f)
+		return
+	case parser.KindExecute:
+		pl.execute(f.Prepared.Name, f.Prepared.Using, false, depth)
+		return
+	case parser.KindDeallocate:
+		pl.p.dyn.prepare(f.Prepared.Name, nil)
+		return
+	case parser.KindCall:
+		// A routine may set variables and prepare statements.
+		pl.p.dyn.unknownAll = true
+	}
+	if f.ImplicitCommit {
+		g.commits = true
+	}
+	pl.noteVars(f)
+	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
+	switch {
+	case d.NeedParams && params == nil:
+		// Planned before execution (explain): keys come at execute time.
+		pl.p.needParams = true
+	case d.NeedParams:
+		d = d.Bind(params)
+	}
+	g.add(d, pl.lc)
+}
+
+// noteVars records what a statement does to user variables.
+func (pl *planner) noteVars(f *parser.Facts) {
+	e := f.Effects
+	for i, name := range e.UserVars {
+		v := parser.Value{Kind: parser.ValueExpr}
+		if i < len(e.UserVarValues) {
+			v = e.UserVarValues[i]
+		}
+		pl.p.dyn.setVar(name, v)
+	}
+	if e.UserVarAssign || e.SelectInto {
+		// @v := expr and SELECT ... INTO @v: which variables and what
+		// values is not tracked.
+		pl.p.dyn.unknownVars = true
+	}
+}
+
+// prepare plans PREPARE name FROM 'text' | @var: the statement it names is
+// analysed now and planned at each EXECUTE.
+func (pl *planner) prepare(f *parser.Facts) {
+	sp := f.Prepared
+	text, known := sp.SQL, true
+	if sp.FromVar != "" {
+		text, known = pl.varText(sp.FromVar)
+	}
+	if !known {
+		pl.p.dyn.prepare(sp.Name, nil)
+		pl.refuseUnseen(fmt.Sprintf("PREPARE %s FROM @%s: the value of @%s is not known to lockproxy", sp.Name, sp.FromVar, sp.FromVar))
+		return
+	}
+	pl.p.dyn.prepare(sp.Name, pl.env.analyze(text))
+}
+
+// varText returns the text a user variable holds when it is known.
+func (pl *planner) varText(name string) (string, bool) {
+	v, ok := pl.lookupVar(name)
+	if !ok || (v.Kind != parser.ValueString && v.Kind != parser.ValueHex) {
+		return "", false
+	}
+	return v.Str, true
+}
+
+// execute plans EXECUTE name [USING @a, ...] as the statement it names,
+// bound to the variables' values.
+func (pl *planner) execute(name string, using []string, usingOther bool, depth int) {
+	an, known := pl.lookupPrepared(name)
+	if !known || an == nil || depth >= maxDynamicDepth {
+		pl.refuseUnseen(fmt.Sprintf("EXECUTE %s: lockproxy did not see the statement prepared under that name", name))
+		pl.p.dyn.unknownAll = true
+		return
+	}
+	params := make([]any, 0, len(using))
+	for _, u := range using {
+		v, ok := pl.lookupVar(u)
+		if !ok {
+			v = parser.Value{Kind: parser.ValueExpr, Text: "@" + u}
+		}
+		params = append(params, v)
+	}
+	if usingOther {
+		for len(params) < an.Params {
+			params = append(params, parser.Value{Kind: parser.ValueExpr})
+		}
+	}
+	pl.text(an, params, depth+1)
+}
+
+// immediate plans EXECUTE IMMEDIATE as the statement its text holds.
+func (pl *planner) immediate(im parser.Immediate, depth int) {
+	text, known := im.SQL, im.SQL != ""
+	if im.FromVar != "" {
+		text, known = pl.varText(im.FromVar)
+	}
+	if !known {
+		pl.refuseUnseen("EXECUTE IMMEDIATE: lockproxy cannot see the statement text")
+		pl.p.dyn.unknownAll = true
+		return
+	}
+	const name = "\x00immediate"
+	pl.p.dyn.prepare(name, pl.env.analyze(text))
+	pl.execute(name, im.Using, im.UsingOther, depth)
+	delete(pl.p.dyn.prepared, name)
+}
+
+// lookupPrepared finds a SQL-level prepared statement, this command's
+// changes first.
+func (pl *planner) lookupPrepared(name string) (*parser.Analysis, bool) {
+	if an, ok := pl.p.dyn.prepared[name]; ok {
+		return an, an != nil
+	}
+	if pl.p.dyn.unknownAll || pl.env.dyn == nil {
+		return nil, false
+	}
+	an, ok := pl.env.dyn.prepared[name]
+	return an, ok && an != nil
+}
+
+// lookupVar finds a user variable's known value, this command's changes
+// first.
+func (pl *planner) lookupVar(name string) (parser.Value, bool) {
+	if v, ok := pl.p.dyn.vars[name]; ok {
+		return v, v.Kind != parser.ValueExpr
+	}
+	if pl.p.dyn.unknownVars || pl.p.dyn.unknownAll || pl.env.dyn == nil {
+		return parser.Value{}, false
+	}
+	v, ok := pl.env.dyn.vars[name]
+	return v, ok && v.Kind != parser.ValueExpr
+}
