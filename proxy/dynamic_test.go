@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // wantRefused checks that err is lockproxy's 1105 naming the rule.
@@ -138,5 +140,48 @@ func TestChangeUserReleasesLocks(t *testing.T) {
 	var stock int
 	if err := other.QueryRow("SELECT stock FROM sku WHERE sku_id = 3").Scan(&stock); err != nil || stock != 6 {
 		t.Fatalf("stock = %d, %v; want 6 (the changed user's transaction rolled back)", stock, err)
+	}
+}
+
+// TestShortExecute: a COM_STMT_EXECUTE cut short of its fixed header gets
+// MariaDB's 1210, on a statement a replica could serve too, and the
+// session goes on.
+func TestShortExecute(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)")
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+	id, _ := r.prepare("SELECT id FROM t")
+	for n := 0; n < 5; n++ { // 5 to 9 bytes: the header needs 10
+		r.send(stmtPayload(mysql.COM_STMT_EXECUTE, id, make([]byte, n)...)...)
+		_, _, err := r.result(true)
+		wantError(t, "short COM_STMT_EXECUTE", err, 1210, true)
+	}
+	rows, err := r.query("SELECT 7")
+	wantRows(t, "after short executes", rows, err, "7")
+}
+
+// TestResetConnectionReleasesLocks: COM_RESET_CONNECTION rolls the
+// transaction back, and its locks go with it.
+func TestResetConnectionReleasesLocks(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (3, 10)")
+	p := guardedProxy(t, db, nil)
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+	for _, q := range []string{"BEGIN", "UPDATE sku SET stock = 5 WHERE sku_id = 3"} {
+		if _, err := r.query(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	r.send(mysql.COM_RESET_CONNECTION)
+	if ok, _, err := r.result(false); err != nil || ok == nil {
+		t.Fatalf("COM_RESET_CONNECTION: %v %v", ok, err)
+	}
+	other := p.db(t, db, "")
+	if _, err := other.Exec("UPDATE sku SET stock = 6 WHERE sku_id = 3"); err != nil {
+		t.Fatalf("after COM_RESET_CONNECTION the lock must be free: %v", err)
 	}
 }
