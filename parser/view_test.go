@@ -84,3 +84,15 @@ func TestViewProjection(t *testing.T) {
 		})
 	}
 }
+
+func TestProcedureDDL(t *testing.T) {
+	for _, sql := range []string{"CREATE PROCEDURE p() BEGIN UPDATE sku SET stock = f(0) WHERE sku_id = 1; END", "DROP PROCEDURE p"} {
+		a, err := Analyze(sql, "db")
+		if err != nil || a.Unparsed {
+			t.Fatalf("%s: %v %s", sql, err, a.ParseError)
+		}
+		if f := a.Stmts[0]; f.Kind != KindDDL || !f.ImplicitCommit {
+			t.Errorf("%s: kind %s implicit commit %v, want DDL that commits", sql, f.Kind, f.ImplicitCommit)
+		}
+	}
+}
