@@ -65,7 +65,8 @@ type Decision struct {
 	Keys []Key
 	// Unkeyed lists the rules that should lock but whose keys cannot be
 	// derived (with why). Reject is true when one of them says on_unkeyed:
-	// reject: the statement must not run (error 1105, RejectMessage).
+	// reject, or when Hidden is not empty: the statement must not run
+	// (error 1105, RejectMessage).
 	Unkeyed []Unkeyed
 	Reject  bool
 	// Hidden lists the writes to guarded tables the statement would make
