@@ -125,6 +125,17 @@ type Facts struct {
 	UseDB string
 	// Prepared describes SQL-level PREPARE / EXECUTE / DEALLOCATE.
 	Prepared *SQLPrepared
+	// Procedure is the procedure CALL names, lowercased, "db.name" (the
+	// current database qualifies an unqualified name; "name" when there is
+	// none). Empty for every other kind.
+	Procedure string
+	// Calls are the functions the statement calls by name, lowercased and
+	// qualified as Procedure is, without repeats, in textual order. The
+	// parser does not know which names are built in (now, concat...): it
+	// lists them all, and a caller compares the list with the stored
+	// functions it knows. CALL's own procedure is not listed (its
+	// arguments' functions are).
+	Calls []string
 
 	// Effects are the session effects that pin the session to the primary
 	// or change the proxy's view of the session.

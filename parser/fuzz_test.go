@@ -2,6 +2,7 @@ package parser
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,6 +34,14 @@ func FuzzAnalyze(f *testing.F) {
 		LexTables(sql)
 		HasPrimaryHint(sql)
 		LexKind(sql)
+		for _, n := range LexNames(sql) {
+			if n != strings.ToLower(n) {
+				t.Fatalf("LexNames(%q) gave %q, not lowercased", sql, n)
+			}
+		}
+		if p, why := ViewProjection(sql, db); (p == nil) == (why == "") {
+			t.Fatalf("ViewProjection(%q) = %+v, %q: want a projection or a reason", sql, p, why)
+		}
 	})
 }
 

@@ -91,6 +91,10 @@ func (an *analyzer) classifyOther(stmt ast.StmtNode) Kind {
 	case *ast.SetRoleStmt, *ast.SetConfigStmt, *ast.SetSessionStatesStmt,
 		*ast.SetResourceGroupStmt, *ast.SetBindingStmt:
 		return KindSet
+	case *ast.ProcedureInfo, *ast.DropProcedureStmt:
+		// CREATE/DROP PROCEDURE: DDL that commits, and changes what a CALL runs.
+		f.ImplicitCommit = true
+		return KindDDL
 	case ast.DDLNode:
 		f.ImplicitCommit = !isTemporaryDDL(stmt)
 		return KindDDL

@@ -28,6 +28,8 @@ func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
 		an.f.Params++
 	case *ast.FuncCallExpr:
 		an.funcCall(x)
+	case *ast.CallStmt:
+		return n, an.call(x)
 	case *ast.VariableExpr:
 		an.variable(x)
 	case *ast.CommonTableExpression:
@@ -156,6 +158,42 @@ func (an *analyzer) funcCall(fc *ast.FuncCallExpr) {
 	if set, ok := sessionFuncs[fc.FnName.L]; ok {
 		set(&an.f.Effects)
 	}
+	name := an.routineName(fc)
+	for _, c := range an.f.Calls {
+		if c == name {
+			return
+		}
+	}
+	an.f.Calls = append(an.f.Calls, name)
+}
+
+// call records CALL's procedure and walks its arguments itself, so that the
+// procedure is not taken for a function call; it returns true (children
+// done).
+func (an *analyzer) call(c *ast.CallStmt) bool {
+	if c.Procedure == nil {
+		return true
+	}
+	an.f.Procedure = an.routineName(c.Procedure)
+	for _, arg := range c.Procedure.Args {
+		if arg != nil {
+			arg.Accept(an)
+		}
+	}
+	return true
+}
+
+// routineName is a called routine's lowercased name, qualified with its
+// schema or else the current database.
+func (an *analyzer) routineName(fc *ast.FuncCallExpr) string {
+	schema := fc.Schema.L
+	if schema == "" {
+		schema = an.db
+	}
+	if schema == "" {
+		return fc.FnName.L
+	}
+	return schema + "." + fc.FnName.L
 }
 
 // finish derives the facts that need the whole walk.

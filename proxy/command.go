@@ -242,6 +242,9 @@ func (s *session) track(an *parser.Analysis) {
 			go s.srv.refreshSchema()
 		}
 	}
+	if an.Unparsed && an.LexKind == parser.KindDDL {
+		go s.srv.refreshSchema() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}

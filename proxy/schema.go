@@ -20,7 +20,8 @@ const (
 
 // compileRules compiles cfg's rules with the key columns' types and
 // collations read from the primary, so that values normalise as MySQL
-// compares them. When the primary cannot be asked, rules still compile
+// compares them, and with the primary's views, routines and triggers, so
+// that writes through them meet the rules. When the primary cannot be asked, rules still compile
 // (values then normalise by their literal form) and a warning says so.
 func (s *Server) compileRules(cfg *rules.Config) (*rules.RuleSet, error) {
 	if len(cfg.Rules) == 0 {
@@ -28,7 +29,8 @@ func (s *Server) compileRules(cfg *rules.Config) (*rules.RuleSet, error) {
 	}
 	schema, err := s.loadSchema(cfg)
 	if err != nil {
-		s.log.Warn("cannot read the guarded tables' key columns from the primary; keys normalise by literal form until they can be read",
+		s.log.Warn("cannot read the guarded tables' key columns and the views, routines and triggers from the primary; "+
+			"keys normalise by literal form and every CALL is refused until they can be read",
 			zap.Error(err))
 	}
 	return rules.Compile(cfg, schema)
@@ -53,10 +55,15 @@ func (s *Server) loadSchema(cfg *rules.Config) (rules.Schema, error) {
 	for _, p := range problems {
 		s.log.Warn("rule does not fit its table", zap.String("problem", p.String()))
 	}
+	if objs, ok := schema.Objects(); ok {
+		s.log.Info("read the primary's views, routines and triggers",
+			zap.Int("views", len(objs.Views)), zap.Int("routines", len(objs.Routines)), zap.Int("triggers", len(objs.Triggers)))
+	}
 	return schema, err
 }
 
-// refreshSchema re-reads the guarded tables after DDL touched one of them.
+// refreshSchema re-reads the guarded tables, views, routines and triggers
+// after DDL (which may have changed any of them).
 func (s *Server) refreshSchema() {
 	cfg := s.config()
 	rs, err := s.compileRules(cfg)

@@ -148,6 +148,34 @@ type Rule struct {
 	// columns, statements in /debug/locks and SHOW LOCKPROXY LOCKS are shown
 	// with every literal replaced by "?".
 	Sensitive []string `yaml:"sensitive"`
+	// AllowRoutines names stored procedures and functions ("db.name") that
+	// may run although their bodies may write the guarded table. lockproxy
+	// cannot see into a routine, so it refuses a CALL of one (and any
+	// statement calling such a function) unless this rule lists it: the
+	// routine's own writes then run without lockproxy's row locks.
+	AllowRoutines []string `yaml:"allow_routines"`
+	// AllowTriggers names triggers ("db.name") whose bodies may write the
+	// guarded table and that may still fire: writes to the trigger's table
+	// are refused unless this rule lists it; the trigger's writes then run
+	// without lockproxy's row locks.
+	AllowTriggers []string `yaml:"allow_triggers"`
+}
+
+// AllowsRoutine reports whether the rule lists the stored procedure or
+// function name ("db.name", any case) in allow_routines.
+func (r *Rule) AllowsRoutine(name string) bool { return listed(r.AllowRoutines, name) }
+
+// AllowsTrigger reports whether the rule lists the trigger name ("db.name",
+// any case) in allow_triggers.
+func (r *Rule) AllowsTrigger(name string) bool { return listed(r.AllowTriggers, name) }
+
+func listed(list []string, name string) bool {
+	for _, x := range list {
+		if strings.EqualFold(strings.TrimSpace(x), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsSensitive reports whether col is one of the rule's sensitive columns

@@ -65,9 +65,15 @@ type Decision struct {
 	Keys []Key
 	// Unkeyed lists the rules that should lock but whose keys cannot be
 	// derived (with why). Reject is true when one of them says on_unkeyed:
-	// reject: the statement must not run (error 1105, RejectMessage).
+	// reject, or when Hidden is not empty: the statement must not run
+	// (error 1105, RejectMessage).
 	Unkeyed []Unkeyed
 	Reject  bool
+	// Hidden lists the writes to guarded tables the statement would make
+	// inside stored routines or triggers, which lockproxy cannot lock and
+	// the rules do not allow: the statement must not run (Reject is true
+	// whatever on_unkeyed says).
+	Hidden []Hidden
 	// RoutePrimary is true when a matched rule says route: primary.
 	RoutePrimary bool
 	// Rewrite is the rewrite plan of the rule guarding the table the
@@ -109,6 +115,9 @@ func (d Decision) firstUnkeyed() *Unkeyed {
 // RejectMessage is the client error text for a rejected statement, naming
 // the rule and the table ("" when the decision does not reject).
 func (d Decision) RejectMessage() string {
+	if d.Reject && len(d.Hidden) > 0 {
+		return hiddenMessage(d.Hidden[0])
+	}
 	u := d.firstUnkeyed()
 	if !d.Reject || u == nil {
 		return ""

@@ -14,6 +14,7 @@ type pendingTuple struct {
 	rule          *Rule
 	schema, table string
 	info          *TableInfo
+	via           string // the view the statement names instead of the table
 	cols          []string
 	vals          []parser.Value
 	uses          []Use
@@ -25,6 +26,9 @@ type builder struct {
 	pending []pendingTuple
 	keys    []Key
 	unk     []Unkeyed
+	hidden  []Hidden
+	// via is the view being matched, named in unkeyed reasons.
+	via string
 }
 
 func (b *builder) hit(d *Decision, r *Rule) {
@@ -49,6 +53,9 @@ func (b *builder) unkeyed(r *Rule, schema, table, reason string) {
 	if schema != "" {
 		name = schema + "." + table
 	}
+	if b.via != "" {
+		reason += "; through view " + b.via
+	}
 	b.unk = append(b.unk, Unkeyed{Rule: r, Table: name, Reason: reason})
 }
 
@@ -71,13 +78,14 @@ func (b *builder) finish(d Decision) Decision {
 // seal sets Keys (unless still waiting for parameters) and Unkeyed.
 func (b *builder) seal(d Decision) Decision {
 	d.Unkeyed = b.unk
-	d.Reject = false
+	d.Hidden = b.hidden
+	d.Reject = len(d.Hidden) > 0
 	for _, u := range d.Unkeyed {
 		if u.Rule.OnUnkeyed == OnUnkeyedReject {
 			d.Reject = true
 		}
 	}
-	if len(d.Unkeyed) > 0 && d.Reject {
+	if d.Reject {
 		d.Keys = nil // the statement will not run
 		return d
 	}
@@ -99,6 +107,8 @@ func (t pendingTuple) needsParams() bool {
 // resolve normalises a tuple (binding placeholders from params) into a key,
 // or records the rule as unkeyed.
 func (b *builder) resolve(t pendingTuple, params []any) {
+	b.via = t.via
+	defer func() { b.via = "" }()
 	vals := make([][]byte, len(t.vals))
 	for i, v := range t.vals {
 		if v.Kind == parser.ValueParam {
@@ -152,7 +162,7 @@ func (d Decision) Bind(params []any) Decision {
 	if !d.NeedParams {
 		return d
 	}
-	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...)}
+	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...), hidden: d.Hidden}
 	for _, t := range d.pending {
 		b.resolve(t, params)
 	}

@@ -18,6 +18,10 @@ type RuleSet struct {
 	cfg     *Config
 	schema  Schema
 	byTable map[string][]*compiledRule // lowercased table name → rules
+	all     []*compiledRule            // in rules.yaml order
+	// objects are the schema's views, routines and triggers resolved
+	// against the rules; nil when the schema does not know them.
+	objects *objectPlan
 }
 
 type compiledRule struct {
@@ -44,7 +48,12 @@ func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
 		for j, k := range r.Key {
 			key[j] = strings.ToLower(strings.TrimSpace(k))
 		}
-		rs.byTable[table] = append(rs.byTable[table], &compiledRule{rule: r, db: db, table: table, key: key})
+		cr := &compiledRule{rule: r, db: db, table: table, key: key}
+		rs.byTable[table] = append(rs.byTable[table], cr)
+		rs.all = append(rs.all, cr)
+	}
+	if objs, ok := schema.Objects(); ok {
+		rs.compileObjects(objs)
 	}
 	return rs, nil
 }
@@ -61,57 +70,83 @@ func (rs *RuleSet) Schema() Schema { return rs.schema }
 // autocommit off (a plain SELECT then takes read_in_txn locks). Keys from
 // `?` placeholders are left for Bind. Match only reads; call it for every
 // execution of a prepared statement, since inTxn may differ.
+//
+// When the Schema knows the primary's views, routines and triggers
+// (Schema.WithObjects), a table occurrence naming a view that reads a
+// guarded table is matched as that table: keyed through the view's column
+// map when the view is a plain projection of it, unkeyed otherwise. A
+// statement that calls a stored procedure or function, or writes a table
+// with a trigger, whose body may write a guarded table gets Hidden writes
+// (and Reject) unless the rule allows the routine or trigger.
 func (rs *RuleSet) Match(f *parser.Facts, currentDB string, inTxn bool) Decision {
 	var d Decision
-	if rs == nil || f == nil || !matchable(f.Kind) {
+	if rs == nil || f == nil {
 		return d
 	}
 	var b builder
-	for _, ref := range f.Tables {
-		schema := ref.Schema
-		if schema == "" {
-			schema = strings.ToLower(currentDB)
-		}
-		for _, cr := range rs.rulesFor(schema, ref.Name) {
-			class := classOf(f, ref, inTxn)
-			b.hit(&d, cr.rule)
-			if class == ClassNone || !cr.rule.Locks(class) {
+	if matchable(f.Kind) {
+		for _, ref := range f.Tables {
+			schema := refSchema(ref, currentDB)
+			if v := rs.view(schema, ref.Name); v != nil {
+				rs.matchView(&b, &d, f, ref, v, inTxn)
 				continue
 			}
-			if class.rank() > d.Class.rank() {
-				d.Class = class
-			}
-			if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
-				d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
-			}
-			rs.keysFor(&b, f, ref, schema, cr)
+			rs.matchTable(&b, &d, f, ref, schema, inTxn)
 		}
 	}
+	rs.matchHidden(&b, &d, f, currentDB)
 	return b.finish(d)
 }
 
+// matchTable matches one occurrence of a base table.
+func (rs *RuleSet) matchTable(b *builder, d *Decision, f *parser.Facts, ref parser.TableRef, schema string, inTxn bool) {
+	for _, cr := range rs.rulesFor(schema, ref.Name) {
+		class := classOf(f, ref, inTxn)
+		b.hit(d, cr.rule)
+		if class == ClassNone || !cr.rule.Locks(class) {
+			continue
+		}
+		d.raise(class)
+		if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
+			d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
+		}
+		rs.keysFor(b, f, ref, schema, cr)
+	}
+}
+
 // MatchUnparsed decides for text the parser rejected: every rule guarding
-// a table the lexical scan found applies, and since no keys can be derived
-// each one that locks anything is unkeyed (its on_unkeyed decides).
+// a table the lexical scan found (or a table a view it found reads)
+// applies, and since no keys can be derived each one that locks anything
+// is unkeyed (its on_unkeyed decides). Routines the text names and
+// triggers on the tables it names count as in Match.
 func (rs *RuleSet) MatchUnparsed(a *parser.Analysis, currentDB string) Decision {
 	var d Decision
 	if rs == nil || a == nil {
 		return d
 	}
 	var b builder
+	const why = "the statement could not be parsed"
 	for _, ref := range a.LexTables {
-		schema := ref.Schema
-		if schema == "" {
-			schema = strings.ToLower(currentDB)
+		schema := refSchema(ref, currentDB)
+		if v := rs.view(schema, ref.Name); v != nil {
+			for _, g := range v.guards {
+				b.hit(&d, g.cr.rule)
+				if len(g.cr.rule.Lock) > 0 {
+					d.Class = ClassWrite
+					b.unkeyed(g.cr.rule, "", g.table, why+"; through view "+v.name)
+				}
+			}
+			continue
 		}
 		for _, cr := range rs.rulesFor(schema, ref.Name) {
 			b.hit(&d, cr.rule)
 			if len(cr.rule.Lock) > 0 {
 				d.Class = ClassWrite
-				b.unkeyed(cr.rule, schema, ref.Name, "the statement could not be parsed")
+				b.unkeyed(cr.rule, schema, ref.Name, why)
 			}
 		}
 	}
+	rs.matchHiddenLex(&b, &d, a, currentDB)
 	return b.finish(d)
 }
 

@@ -36,6 +36,9 @@ type TableInfo struct {
 // concurrent use.
 type Schema struct {
 	tables map[string]*TableInfo
+	// objects are the primary's views, routines and triggers; nil when
+	// never read (see WithObjects).
+	objects *Objects
 }
 
 // NewSchema builds a Schema from table descriptions (tests, `lockproxy
@@ -93,7 +96,8 @@ const schemaQueryTimeout = 10 * time.Second
 
 // LoadSchema reads, from information_schema on the primary db, the columns
 // and unique keys of every table the rules of cfg guard (for a rule without
-// a database, the table of that name in every database). It returns the
+// a database, the table of that name in every database), and every view,
+// stored routine and trigger the backend user may see. It returns the
 // Schema together with the problems found: a guarded table that does not
 // exist, a key column it lacks, a rule key that is not one of its unique
 // keys. A query failure is returned as the error.
@@ -103,7 +107,11 @@ func LoadSchema(ctx context.Context, db *sql.DB, cfg *Config) (Schema, []Problem
 		ctx, cancel = context.WithTimeout(ctx, schemaQueryTimeout)
 		defer cancel()
 	}
-	s := NewSchema()
+	objs, err := loadObjects(ctx, db)
+	if err != nil {
+		return Schema{}, nil, err
+	}
+	s := NewSchema().WithObjects(objs)
 	var ps []Problem
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]

@@ -65,6 +65,8 @@ func (v *validator) rule(p string, r *Rule) {
 		}
 		seen[lc] = true
 	}
+	v.qualifiedNames(p+".allow_routines", r.AllowRoutines, "routine")
+	v.qualifiedNames(p+".allow_triggers", r.AllowTriggers, "trigger")
 	if rw := r.Rewrite; rw != nil {
 		if strings.TrimSpace(rw.Column) == "" {
 			v.add(p+".rewrite.column", "missing: name the numeric column to guard")
@@ -171,4 +173,20 @@ func SplitTable(s string) (db, table string, ok bool) {
 		return parts[0], parts[1], true
 	}
 	return "", "", false
+}
+
+// qualifiedNames checks a list of "db.name" routine or trigger names.
+func (v *validator) qualifiedNames(p string, names []string, what string) {
+	seen := map[string]bool{}
+	for j, n := range names {
+		jp := fmt.Sprintf("%s[%d]", p, j)
+		db, name, ok := SplitTable(n)
+		switch {
+		case !ok || db == "":
+			v.add(jp, "must name a %s as db.name, not %q", what, n)
+		case seen[db+"."+name]:
+			v.add(jp, "%s %q listed twice", what, n)
+		}
+		seen[db+"."+name] = true
+	}
 }
