@@ -233,3 +233,13 @@ func consumeComment(s string, i, nest int) (end int, closed bool) {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// Expand returns the text a MariaDB server of version o.ServerVersion runs
+// of sql under sql_mode o.Mode, as AnalyzeWith reads it before parsing:
+// the comments the server skips and the markers of the executable comments
+// it runs are blanked, byte for byte, so offsets stay those of sql. When
+// uncertain is not empty the server may run something else (see
+// Analysis.Uncertain). Safe for concurrent use.
+func Expand(sql string, o Options) (text, uncertain string) {
+	return expand(sql, o)
+}

@@ -124,7 +124,7 @@ func (m Mode) uncertain() string {
 	case m&ModeMSSQL != 0:
 		return "sql_mode MSSQL: MariaDB's MSSQL reading is not parsed"
 	case m&ModeUnknown != 0:
-		return "sql_mode holds a mode lockproxy does not know"
+		return "the session's sql_mode is not known to lockproxy"
 	}
 	return ""
 }
