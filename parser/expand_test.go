@@ -161,7 +161,8 @@ func TestAnalyzeWithUncertain(t *testing.T) {
 		{"SET SESSION sql_mode then more", "SET @@session.sql_mode = 'ANSI'; SELECT 1", v101106, true},
 		{"SET sql_mode last", "SELECT 1; SET sql_mode = 'ANSI'", v101106, false},
 		{"SET GLOBAL sql_mode then more", "SET GLOBAL sql_mode = 'ANSI'; SELECT 1", v101106, false},
-		{"CALL then more", "CALL p(); UPDATE sku_stock SET stock = 1 WHERE sku_id = 1", v101106, true},
+		// MariaDB restores the caller's sql_mode when a routine returns.
+		{"CALL then more", "CALL p(); UPDATE sku_stock SET stock = 1 WHERE sku_id = 1", v101106, false},
 		{"EXECUTE then more", "EXECUTE s; UPDATE sku_stock SET stock = 1 WHERE sku_id = 1", v101106, true},
 		{"SET STATEMENT sql_mode", "SET STATEMENT sql_mode = 'ANSI_QUOTES' FOR UPDATE sku_stock SET stock = 7 WHERE sku_id = \"sku_id\"", v101106, true},
 	}
@@ -191,6 +192,32 @@ func TestAnalyzeWithKeepsHintAndParams(t *testing.T) {
 	}
 	if got := squeeze(a.Stmts[0].Text); got != "SELECT ? , 1 , ?" {
 		t.Errorf("Text %q", got)
+	}
+}
+
+func TestMayChangeMode(t *testing.T) {
+	cases := map[string]bool{
+		"SET sql_mode = 'ANSI'":                        true,
+		"SET SESSION sql_mode = 'ANSI'":                true,
+		"SET @@sql_mode = 'ANSI', autocommit = 1":      true,
+		"SET GLOBAL sql_mode = 'ANSI'":                 false,
+		"SET autocommit = 1":                           false,
+		"EXECUTE s":                                    true,
+		"EXECUTE IMMEDIATE 'SET sql_mode = 1'":         true,
+		"SET STATEMENT sql_mode = 'ANSI' FOR SELECT 1": true,
+		"CALL p()":                     false,
+		"SELECT 1; UPDATE t SET a = 1": false,
+		"SELECT 1; SET sql_mode = ''":  true,
+		"this is not SQL":              false,
+	}
+	for sql, want := range cases {
+		a, err := AnalyzeWith(sql, "shop", v101106)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.MayChangeMode(); got != want {
+			t.Errorf("MayChangeMode(%q) = %v, want %v", sql, got, want)
+		}
 	}
 }
 

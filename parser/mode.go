@@ -199,11 +199,12 @@ func ServerVersionOf(s string) int {
 }
 
 // MayChangeMode reports whether running the statement may change the
-// session's sql_mode: SET of the session's sql_mode, and statements that
-// run SQL the text does not show (CALL, EXECUTE).
+// session's sql_mode: SET of the session's sql_mode, and EXECUTE, which
+// runs SQL the text does not show. CALL does not: MariaDB restores the
+// caller's sql_mode when a routine returns, whatever the routine ran.
 func (f *Facts) MayChangeMode() bool {
 	switch f.Kind {
-	case KindCall, KindExecute:
+	case KindExecute:
 		return true
 	case KindSet:
 		for _, v := range f.Effects.SessionVars {
@@ -216,11 +217,11 @@ func (f *Facts) MayChangeMode() bool {
 }
 
 // MayChangeMode reports whether running the text may change the session's
-// sql_mode: a statement of it may (Facts.MayChangeMode), or it could not be
-// parsed.
+// sql_mode: a statement of it may (Facts.MayChangeMode), or it could not
+// be parsed and names sql_mode or EXECUTE (EXECUTE IMMEDIATE).
 func (a *Analysis) MayChangeMode() bool {
 	if a.Unparsed {
-		return true
+		return containsFold(a.SQL, "sql_mode") || containsFold(a.SQL, "execute")
 	}
 	for _, f := range a.Stmts {
 		if f.MayChangeMode() {
