@@ -22,7 +22,8 @@ import "strings"
 // uncertain says why the result may differ from what MariaDB runs ("" when
 // it does not): an unterminated comment, an executable comment inside an
 // executable comment, a statement end inside one, a version comment when
-// the server's version is unknown, a NUL byte ending a line comment.
+// the server's version is unknown, a NUL byte ending a line comment, a
+// comment right after "--" (blanked, it would make a "-- " comment).
 func expand(sql string, o Options) (text, uncertain string) {
 	if strings.IndexAny(sql, "/#-") < 0 {
 		return sql, ""
@@ -50,10 +51,15 @@ func (x *expander) doubt(why string) {
 	}
 }
 
-// blank replaces s[from:to] by spaces (newlines kept).
+// blank replaces s[from:to] by spaces (newlines kept). Right after "--"
+// the space would start a comment that the server, which saw "--/*",
+// does not read: that text is left Uncertain.
 func (x *expander) blank(from, to int) {
 	if x.b == nil {
 		x.b = []byte(x.s)
+	}
+	if from >= 2 && x.b[from-1] == '-' && x.b[from-2] == '-' {
+		x.doubt("a comment right after --")
 	}
 	for i := from; i < to; i++ {
 		if x.b[i] != '\n' {

@@ -62,6 +62,9 @@ func TestExpand(t *testing.T) {
 		{"statement end in a run comment", "SELECT 1 /*! ; SELECT 2 */", v101106, "SELECT 1 ; SELECT 2", true},
 		{"version unknown", "SELECT 1 /*!100000 +1 */", Options{}, "SELECT 1 +1", true},
 		{"no version, version unknown", "SELECT 1 /*! +1 */", Options{}, "SELECT 1 +1", false},
+		{"comment right after dashes", "SELECT 2 --/* x */1", v101106, "SELECT 2 -- 1", true},
+		{"marker right after dashes", "SELECT 2 --/*!1 */", v101106, "SELECT 2 -- 1", true},
+		{"hash right after dashes", "SELECT 2 --#\n1", v101106, "SELECT 2 -- 1", true},
 		{"NUL in a line comment", "SELECT 1 -- x\x00\n", v101106, "SELECT 1", true},
 	}
 	for _, c := range cases {
@@ -325,4 +328,30 @@ func TestRewriteUnderMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzExpand: the expansion keeps every offset and every newline, and,
+// when certain, reads the same again (nothing it left is a comment).
+func FuzzExpand(f *testing.F) {
+	for _, s := range []string{"SELECT 1 /*M! +1 */", "a /*!999999 /* b */ c */ d", "x -- y\nz # w", `'a\' /* ' */`, "/*! a /*! b */ c */", "`/*` /*!50700 x */"} {
+		f.Add(s, uint8(0))
+		f.Add(s, uint8(ModeNoBackslashEscapes|ModeANSIQuotes))
+	}
+	f.Fuzz(func(t *testing.T, sql string, mode uint8) {
+		o := Options{Mode: Mode(mode) & (ModeANSIQuotes | ModeNoBackslashEscapes), ServerVersion: 101106}
+		text, why := Expand(sql, o)
+		if len(text) != len(sql) {
+			t.Fatalf("length %d, want %d", len(text), len(sql))
+		}
+		for i := range sql {
+			if (sql[i] == '\n') != (text[i] == '\n') {
+				t.Fatalf("newline moved at %d", i)
+			}
+		}
+		if why == "" {
+			if again, _ := Expand(text, o); again != text {
+				t.Fatalf("expanding %q again gives %q", text, again)
+			}
+		}
+	})
 }
