@@ -34,10 +34,11 @@ func newTiDBParser() *tidb.Parser {
 	return p
 }
 
-// parse runs the TiDB parser on sql with a pooled parser. The returned
-// slice is the caller's own. A panic inside the parser is returned as a
-// parse error (wrapping errParserPanic) and the parser is not reused.
-func parse(sql string) (stmts []ast.StmtNode, perr error) {
+// parse runs the TiDB parser on sql under mode m with a pooled parser.
+// The returned slice is the caller's own. A panic inside the parser is
+// returned as a parse error (wrapping errParserPanic) and the parser is
+// not reused.
+func parse(sql string, m Mode) (stmts []ast.StmtNode, perr error) {
 	p := parsers.Get().(*tidb.Parser)
 	defer func() {
 		if r := recover(); r != nil {
@@ -46,6 +47,7 @@ func parse(sql string) (stmts []ast.StmtNode, perr error) {
 		}
 		parsers.Put(p)
 	}()
+	p.SetSQLMode(m.tidb())
 	res, _, perr := p.Parse(sql, "", "")
 	if perr != nil {
 		return nil, perr
@@ -59,17 +61,24 @@ func parse(sql string) (stmts []ast.StmtNode, perr error) {
 // rewrite stage does; Facts.Node is shared and must not be modified). A
 // parse error is returned as is. Safe for concurrent use.
 func Parse(sql string) ([]ast.StmtNode, error) {
-	return parse(sql)
+	return parse(sql, 0)
+}
+
+// ParseMode is Parse under sql_mode flags m (Facts.Mode for the text of a
+// Facts). Comments are read the TiDB parser's way: give it text that
+// holds none, such as Facts.Text.
+func ParseMode(sql string, m Mode) ([]ast.StmtNode, error) {
+	return parse(sql, m)
 }
 
 // parseAnalyzable parses sql as Analyze does: a text the parser rejects
 // only for a noise word it does not know (ROLLBACK WORK TO ...) is parsed
 // without it.
-func parseAnalyzable(sql string) ([]ast.StmtNode, error) {
-	stmts, err := parse(sql)
+func parseAnalyzable(sql string, m Mode) ([]ast.StmtNode, error) {
+	stmts, err := parse(sql, m)
 	if err != nil {
 		if alt, ok := withoutWork(sql); ok {
-			if retry, err2 := parse(alt); err2 == nil {
+			if retry, err2 := parse(alt, m); err2 == nil {
 				return retry, nil
 			}
 		}
@@ -77,25 +86,43 @@ func parseAnalyzable(sql string) ([]ast.StmtNode, error) {
 	return stmts, err
 }
 
-// Analyze returns the facts of every statement of sql, qualifying
-// unqualified table names with currentDB. SQL the TiDB parser rejects gives
-// an Analysis with Unparsed set (and LexTables, LexKind), not an error; an
-// error (wrapping ErrInternal) means the analysis itself failed. Safe for
-// concurrent use; the result is immutable (see Analysis).
+// Analyze is AnalyzeWith under DefaultOptions: MariaDB's default reading
+// of text (no sql_mode flag) on a server of DefaultServerVersion.
 func Analyze(sql string, currentDB string) (a *Analysis, err error) {
+	return AnalyzeWith(sql, currentDB, DefaultOptions)
+}
+
+// AnalyzeWith returns the facts of every statement of sql as a server of
+// version o.ServerVersion runs it under sql_mode o.Mode, qualifying
+// unqualified table names with currentDB. The text is first read as
+// MariaDB reads it: executable comments it runs are expanded, every other
+// comment dropped (see Analysis.Uncertain for what this reading cannot
+// settle), and the TiDB parser then parses the result under o.Mode. SQL
+// the TiDB parser rejects gives an Analysis with Unparsed set (and
+// LexTables, LexKind), not an error; an error (wrapping ErrInternal)
+// means the analysis itself failed. Safe for concurrent use; the result
+// is immutable (see Analysis).
+func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
 		}
 	}()
-	stmts, perr := parseAnalyzable(sql)
-	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql)}
+	text, why := expand(sql, o)
+	if why == "" {
+		why = o.Mode.uncertain()
+	}
+	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql), Mode: o.Mode, Uncertain: why}
+	stmts, perr := parseAnalyzable(text, o.Mode)
 	if perr != nil {
 		a.Unparsed = true
 		a.ParseError = perr.Error()
-		a.LexKind = LexKind(sql)
-		for _, name := range LexTables(sql) {
+		a.LexKind = LexKind(text)
+		for _, name := range LexTables(text) {
 			a.LexTables = append(a.LexTables, qualifyLex(name, currentDB))
+		}
+		if a.Uncertain == "" && containsFold(text, "sql_mode") {
+			a.Uncertain = "text that cannot be parsed names sql_mode"
 		}
 		return a, nil
 	}
@@ -103,12 +130,16 @@ func Analyze(sql string, currentDB string) (a *Analysis, err error) {
 	a.Params = len(params)
 	a.Stmts = make([]*Facts, 0, len(stmts))
 	base := 0
-	for _, stmt := range stmts {
+	for i, stmt := range stmts {
 		f := analyzeStmt(stmt, currentDB, params)
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
+		f.Mode = o.Mode
 		a.Stmts = append(a.Stmts, f)
+		if a.Uncertain == "" && i < len(stmts)-1 && f.MayChangeMode() {
+			a.Uncertain = "sql_mode may change before a later statement of the text"
+		}
 	}
 	return a, nil
 }

@@ -437,7 +437,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 				}
 				node := f.Node // kept for UPDATEs only: parse the others again
 				if node == nil {
-					nodes, err := parseAnalyzable(f.Text)
+					nodes, err := parseAnalyzable(f.Text, f.Mode)
 					if err != nil || len(nodes) != 1 {
 						t.Fatalf("Parse: %d statements, %v", len(nodes), err)
 					}

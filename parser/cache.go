@@ -7,9 +7,11 @@ import (
 )
 
 // cacheKey identifies an analysis: the same text means different tables
-// under another current database.
+// under another current database, and other statements under another
+// sql_mode or server version.
 type cacheKey struct {
 	db, sql string
+	opts    Options
 }
 
 // MaxCachedSQL is the longest text Cache keeps: longer texts (bulk
@@ -17,7 +19,7 @@ type cacheKey struct {
 // AST in memory, so they are analysed every time.
 const MaxCachedSQL = 64 << 10
 
-// Cache memoises Analyze by (current database, SQL) in a bounded LRU of at
+// Cache memoises AnalyzeWith by (current database, SQL, Options) in a bounded LRU of at
 // most size entries whose estimated memory stays within a byte budget
 // (see NewCache), each of at most MaxCachedSQL bytes of text. It is safe
 // for concurrent use. The *Analysis it returns is shared with every other
@@ -71,21 +73,26 @@ func Weight(a *Analysis) int64 {
 	return w
 }
 
-// Analyze returns the cached analysis of sql under currentDB, analysing and
-// caching it on a miss. Unparsed analyses are cached too; errors and texts
+// Analyze is AnalyzeWith under DefaultOptions.
+func (c *Cache) Analyze(sql, currentDB string) (*Analysis, error) {
+	return c.AnalyzeWith(sql, currentDB, DefaultOptions)
+}
+
+// AnalyzeWith returns the cached analysis of sql under currentDB and o
+// (see the function AnalyzeWith), analysing and caching it on a miss. Unparsed analyses are cached too; errors and texts
 // longer than MaxCachedSQL are not. Analyses heavier than the whole budget
 // are not cached either.
 // Two goroutines missing on the same key at once both analyse it; either
 // result is correct.
-func (c *Cache) Analyze(sql, currentDB string) (*Analysis, error) {
+func (c *Cache) AnalyzeWith(sql, currentDB string, o Options) (*Analysis, error) {
 	if len(sql) > MaxCachedSQL {
-		return Analyze(sql, currentDB)
+		return AnalyzeWith(sql, currentDB, o)
 	}
-	k := cacheKey{db: currentDB, sql: sql}
+	k := cacheKey{db: currentDB, sql: sql, opts: o}
 	if a, ok := c.lru.Get(k); ok {
 		return a, nil
 	}
-	a, err := Analyze(sql, currentDB)
+	a, err := AnalyzeWith(sql, currentDB, o)
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,13 @@
 // its effects on the session (DESIGN.md §3–§5).
 //
 // It wraps the TiDB parser (github.com/pingcap/tidb/pkg/parser) with its
-// test_driver value expressions, under MySQL's default SQL mode
-// (ANSI_QUOTES off: "x" is a string; backslash escapes on). Text the TiDB
+// test_driver value expressions. The text is first read the way MariaDB
+// reads it (expand.go): the executable comments the server runs are
+// expanded, every other comment dropped, strings ended as the session's
+// sql_mode ends them; the TiDB parser then parses the result under that
+// sql_mode (Options.Mode; Analyze assumes none: "x" is a string, backslash
+// escapes on). What this reading cannot settle marks the analysis
+// Uncertain rather than being guessed. Text the TiDB
 // parser rejects (MariaDB-only syntax, garbage) is not an error: Analyze
 // returns an Analysis marked Unparsed with the tables and the statement kind
 // a lexical scan found, so callers can still apply a table's policy and
@@ -19,7 +24,7 @@
 // package's knowledge: Predicate.Keys projects the predicate on them.
 //
 // Analyses are immutable and may be shared; Cache memoises them by
-// (current database, SQL). Restore turns a (modified) AST back into SQL;
+// (current database, SQL, Options). Restore turns a (modified) AST back into SQL;
 // Parse gives a private AST to modify. RewriteUpdate (the delta and cas
 // forms of a read-then-write UPDATE) and FenceUpdate (an UPDATE made
 // conditional on a fencing token) build their statements that way, with

@@ -39,6 +39,9 @@ type Analysis struct {
 	// does not know, dynamic SQL): a statement that may touch a guarded
 	// table must then be refused, and nothing uncertain goes to a replica.
 	Uncertain string
+	// Mode is the sql_mode the text was read under (AnalyzeWith's
+	// Options.Mode).
+	Mode Mode
 	// LexKind is the kind of the first statement guessed from its first
 	// keyword (BEGIN WORK -> KindBegin, ROLLBACK WORK TO x ->
 	// KindRollbackToSavepoint, ...). Filled only when Unparsed; KindOther
@@ -92,8 +95,13 @@ type Facts struct {
 	// that copy.
 	Node ast.StmtNode
 	// Text is this statement's own text (of a multi-statement string),
-	// without surrounding blanks and semicolons.
+	// without surrounding blanks and semicolons, as the server runs it:
+	// executable comments expanded, other comments blanked (offsets within
+	// the text are those of Analysis.SQL). It parses (ParseMode) under Mode
+	// to this statement again.
 	Text string
+	// Mode is the sql_mode the statement was read under.
+	Mode Mode
 
 	// ParamBase is the index of this statement's first `?` in the whole text;
 	// Params is how many it holds. Value.Param indices are text-wide.

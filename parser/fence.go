@@ -17,7 +17,8 @@ import (
 // update changed no row, a non-zero count tells a stale write from a
 // statement that matched nothing. Placeholders are bound from params as
 // literals (see RewriteUpdate). Both statements are built on a fresh parse
-// of f.Text and restored from the AST.
+// of f.Text under f.Mode and restored from the AST for that mode
+// (RestoreMode).
 func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, check string, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -36,7 +37,7 @@ func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, c
 		}
 	}
 	fresh := func() (*ast.UpdateStmt, string, error) {
-		stmts, err := Parse(f.Text)
+		stmts, err := ParseMode(f.Text, f.Mode)
 		if err != nil || len(stmts) != 1 {
 			return nil, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
 		}
@@ -55,7 +56,7 @@ func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, c
 	tok := func() ast.ExprNode { return ast.NewValueExpr(token, "", "") }
 	u.List = append(u.List, &ast.Assignment{Column: col(), Expr: tok()})
 	u.Where = and(u.Where, binary(opcode.LT, &ast.ColumnNameExpr{Name: col()}, tok()))
-	if update, err = Restore(u); err != nil {
+	if update, err = RestoreMode(u, f.Mode); err != nil {
 		return "", "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
 	// The check reads the same rows: a fresh parse, so its WHERE is the
@@ -72,7 +73,7 @@ func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, c
 		From:  v.TableRefs,
 		Where: and(v.Where, binary(opcode.GE, &ast.ColumnNameExpr{Name: col()}, tok())),
 	}
-	if check, err = Restore(sel); err != nil {
+	if check, err = RestoreMode(sel, f.Mode); err != nil {
 		return "", "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
 	return update, check, true, "", nil

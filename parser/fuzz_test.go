@@ -54,7 +54,8 @@ func checkAnalysis(t *testing.T, a *Analysis) {
 		}
 		return
 	}
-	nodes, err := parseAnalyzable(a.SQL)
+	text, _ := expand(a.SQL, Options{Mode: a.Mode, ServerVersion: DefaultServerVersion})
+	nodes, err := parseAnalyzable(text, a.Mode)
 	if err != nil || len(nodes) != len(a.Stmts) {
 		t.Fatalf("parsed again: %d statements (analysis has %d), %v", len(nodes), len(a.Stmts), err)
 	}

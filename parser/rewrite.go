@@ -66,9 +66,11 @@ type RewriteSpec struct {
 	// usual utf8mb4). On one where RewriteSafeCharset is false no rewrite
 	// applies (ReasonUnsafeCharset): the escaped output would be unsafe.
 	ClientCharset string
-	// NoBackslashEscapes is true when the session's sql_mode holds
-	// NO_BACKSLASH_ESCAPES: no rewrite applies (ReasonNoBackslashEscapes),
-	// as the output escapes backslashes.
+	// NoBackslashEscapes, when true, refuses every rewrite
+	// (ReasonNoBackslashEscapes), for a caller that knows the session's
+	// sql_mode holds NO_BACKSLASH_ESCAPES but analysed the text without it.
+	// A Facts analysed under that mode (Facts.Mode) needs no refusal: the
+	// rewrite is restored for it (RestoreMode).
 	NoBackslashEscapes bool
 }
 
@@ -91,9 +93,9 @@ const maxDigits, maxScale = 65, 30
 // constants when no rewrite applies; err for an invalid spec, unusable
 // params or an internal failure. The rewrite works on a fresh parse of
 // f.Text (f is not modified) and renders it with Restore: values are AST
-// literals, so their quoting is the restorer's. String literals are
-// written with backslash escapes: spec.ClientCharset and
-// spec.NoBackslashEscapes say whether the session reads them safely. The
+// literals, so their quoting is the restorer's, for the sql_mode f was
+// read under (f.Mode, see RestoreMode). spec.ClientCharset says whether
+// the session reads escaped strings safely. The
 // output is parsed once more to check that it is one UPDATE. Safe for
 // concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
@@ -143,7 +145,7 @@ func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok boo
 // render applies p to a fresh parse of f.Text whose placeholders it binds
 // to own, and restores it.
 func render(f *Facts, idx int, p rewritePlan, own []any) (string, string, error) {
-	stmts, err := Parse(f.Text)
+	stmts, err := ParseMode(f.Text, f.Mode)
 	if err != nil || len(stmts) != 1 {
 		return "", "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
 	}
@@ -155,11 +157,11 @@ func render(f *Facts, idx int, p rewritePlan, own []any) (string, string, error)
 		return "", reason, err
 	}
 	p.apply(u, u.List[idx])
-	sql, err := Restore(u)
+	sql, err := RestoreMode(u, f.Mode)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	again, err := Parse(sql)
+	again, err := ParseMode(sql, f.Mode)
 	if err != nil || len(again) != 1 {
 		return "", "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
 	}

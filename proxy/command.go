@@ -148,6 +148,7 @@ func (s *session) resetConnection(p []byte) error {
 		clear(s.beliefs)
 		s.dyn.reset()
 		s.dropReplica()
+		s.modeMayHaveChanged()
 	}
 	s.afterCommand()
 	return nil
@@ -214,9 +215,10 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 		if mayChangeDB(q) {
 			s.be.dbDirty = true
 		}
+		s.modeMayHaveChanged()
 		return nil
 	}
-	an, err := s.srv.analyzer.Analyze(string(q), s.db)
+	an, err := s.srv.analyzer.AnalyzeWith(string(q), s.db, s.parseOptions())
 	if err != nil {
 		s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
 		return &parser.Analysis{SQL: string(q), DB: s.db, Unparsed: true, ParseError: err.Error()}
@@ -226,6 +228,10 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis) {
+	if an != nil {
+		// Even a text that failed may have run a SET before its error.
+		s.noteModeChange(an)
+	}
 	if an == nil || !s.lastOK {
 		return
 	}

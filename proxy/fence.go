@@ -38,7 +38,7 @@ func (s *session) planFence(an *parser.Analysis, params []any, sql string) (fenc
 		return fenceStep{}, false
 	}
 	if sql != "" {
-		re, err := s.srv.analyzer.Analyze(sql, s.db)
+		re, err := s.srv.analyzer.AnalyzeWith(sql, s.db, s.parseOptions())
 		if err != nil || re.Unparsed || len(re.Stmts) != 1 {
 			return fenceStep{}, false
 		}

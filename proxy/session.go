@@ -68,6 +68,9 @@ type session struct {
 	lastAffected  uint64
 	unsafeCharset bool
 
+	// sqlMode is the session's sql_mode as the parser needs it.
+	sqlMode modeState
+
 	// thread is the backend thread id of the pinned primary connection,
 	// for KILL from other sessions.
 	thread atomic.Uint32
@@ -194,6 +197,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 		return err
 	}
 	s.be = be
+	s.modeMayHaveChanged() // read before the first analysis on this connection
 	s.thread.Store(be.threadID)
 	s.status = be.status
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
