@@ -25,10 +25,10 @@ type Immediate struct {
 // Known reports whether the statement text is a literal or a variable.
 func (im Immediate) Known() bool { return im.SQL != "" || im.FromVar != "" }
 
-// ParseExecuteImmediate reads sql as EXECUTE IMMEDIATE; ok is false when
-// sql is not one. A text whose expression is neither a string literal nor
-// a user variable gives ok with Known() false.
-func ParseExecuteImmediate(sql string) (im Immediate, ok bool) {
+// ParseExecuteImmediate reads sql as EXECUTE IMMEDIATE under sql_mode m;
+// ok is false when sql is not one. A text whose expression is neither a
+// string literal nor a user variable gives ok with Known() false.
+func ParseExecuteImmediate(sql string, m Mode) (im Immediate, ok bool) {
 	l := lexer{s: sql}
 	first, ok1 := l.next()
 	second, ok2 := l.next()
@@ -51,7 +51,7 @@ func ParseExecuteImmediate(sql string) (im Immediate, ok bool) {
 	}
 	// The expression forms PREPARE accepts are the ones lockproxy can
 	// know: parse them as PREPARE does.
-	if stmts, err := parse("PREPARE lockproxy_immediate FROM " + expr); err == nil && len(stmts) == 1 {
+	if stmts, err := parse("PREPARE lockproxy_immediate FROM "+expr, m); err == nil && len(stmts) == 1 {
 		if p, isPrep := stmts[0].(*ast.PrepareStmt); isPrep {
 			if p.SQLVar != nil {
 				im.FromVar = strings.ToLower(p.SQLVar.Name)
@@ -61,7 +61,7 @@ func ParseExecuteImmediate(sql string) (im Immediate, ok bool) {
 		}
 	}
 	if using != "" {
-		stmts, err := parse("EXECUTE lockproxy_immediate USING " + using)
+		stmts, err := parse("EXECUTE lockproxy_immediate USING "+using, m)
 		ex, isExec := firstExecute(stmts)
 		if err != nil || !isExec {
 			im.UsingOther = true

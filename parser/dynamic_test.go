@@ -24,7 +24,7 @@ func TestParseExecuteImmediate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.sql, func(t *testing.T) {
-			got, ok := ParseExecuteImmediate(tt.sql)
+			got, ok := ParseExecuteImmediate(tt.sql, 0)
 			if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ParseExecuteImmediate = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}

@@ -31,7 +31,10 @@ type planEnv struct {
 	db         string
 	inTxn      bool // in a transaction or autocommit off
 	autocommit bool
-	dyn        *dynState // nil: the session has prepared and set nothing
+	// unsafeCharset: the client character set lets 0x5c end a multi-byte
+	// character (big5, cp932, gbk, sjis, gb18030).
+	unsafeCharset bool
+	dyn           *dynState // nil: the session has prepared and set nothing
 	// analyze analyses a statement text (PREPARE ... FROM, EXECUTE
 	// IMMEDIATE) as the session analyses its commands.
 	analyze func(sql string) *parser.Analysis
@@ -43,8 +46,9 @@ func (s *session) planEnv() planEnv {
 		rs:         s.srv.ruleSet(),
 		db:         s.db,
 		inTxn:      s.inTxn(),
-		autocommit: s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
-		dyn:        &s.dyn,
+		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
+		unsafeCharset: s.unsafeCharset,
+		dyn:           &s.dyn,
 		analyze:    func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}
 }
@@ -89,7 +93,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 	rs := pl.env.rs
 	switch {
 	case an.Unparsed:
-		if im, ok := parser.ParseExecuteImmediate(an.SQL); ok {
+		if im, ok := parser.ParseExecuteImmediate(an.SQL, an.Mode); ok {
 			pl.immediate(im, depth)
 			return
 		}
@@ -110,6 +114,9 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		return
 	case an.Uncertain != "":
 		pl.uncertain(an, an.Uncertain)
+		return
+	case pl.env.unsafeCharset && highByteBeforeBackslash(an.SQL):
+		pl.uncertain(an, "in the client character set a backslash may end a multi-byte character, and where a string ends is then the server's reading, not lockproxy's")
 		return
 	}
 	for _, f := range an.Stmts {
@@ -281,4 +288,16 @@ func (pl *planner) lookupVar(name string) (parser.Value, bool) {
 	}
 	v, ok := pl.env.dyn.vars[name]
 	return v, ok && v.Kind != parser.ValueExpr
+}
+
+// highByteBeforeBackslash reports whether a byte >= 0x80 precedes a 0x5c
+// somewhere in sql: only then can a multi-byte character set that ends
+// characters in 0x5c read the text differently from lockproxy.
+func highByteBeforeBackslash(sql string) bool {
+	for i := 1; i < len(sql); i++ {
+		if sql[i] == '\\' && sql[i-1] >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
