@@ -152,7 +152,7 @@ func normalizeTemporalParam(col *Column, p Param, use Use) ([]byte, error) {
 // check refuses fields MariaDB would read with a warning or clip.
 func (t Temporal) check(typ ParamType) error {
 	if typ == ParamTime {
-		if t.Day < 0 || t.Day > 34 || t.Hour > 23 || t.Day*24+t.Hour >= 838 || t.Minute > 59 || t.Second > 59 || t.Micro > 999999 {
+		if t.Day < 0 || t.Day > 34 || t.Day*24+t.Hour >= 838 || t.Minute > 59 || t.Second > 59 || t.Micro > 999999 {
 			return fmt.Errorf("out of the TIME range MariaDB reads without clipping")
 		}
 		return nil
