@@ -36,7 +36,7 @@ func NormalizeParam(col *Column, p Param, use Use) ([]byte, error) {
 	case ParamNull:
 		return nil, unkeyable("NULL never equals a row's key")
 	case ParamOther:
-		return nil, unkeyable("%s: lockproxy does not know how MariaDB reads this parameter type", p)
+		return nil, unkeyable("%s: lockproxy cannot tell how MariaDB reads this parameter (or one before it)", p)
 	case ParamDate, ParamDateTime, ParamTime:
 		return normalizeTemporalParam(col, p, use)
 	case ParamDouble:
