@@ -13,7 +13,8 @@ import (
 // protocol decodes it, into a parser.Value for Normalize: nil is NULL,
 // integers are ValueInt/ValueUint, floats ValueFloat, []byte and string
 // ValueString (the protocol sends strings and decimals as bytes), bool 1/0,
-// time.Time its DATETIME text. Other types are an error.
+// time.Time its DATETIME text, a Param the literal of the same meaning (a
+// temporal Param has none: use NormalizeParam). Other types are an error.
 func ParamValue(p any) (parser.Value, error) {
 	switch v := p.(type) {
 	case nil:
