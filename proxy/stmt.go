@@ -139,7 +139,7 @@ func (s *session) execute(p []byte) error {
 	}
 	var step rewriteStep
 	if !longSent {
-		step = s.planRewrite(st.an, params, true)
+		step = s.planRewrite(st.an, plainParams(params), true)
 	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
@@ -152,7 +152,7 @@ func (s *session) execute(p []byte) error {
 		}
 	}
 	s.srv.metrics.primaryExecute.Inc()
-	if fs, ok := s.planFence(st.an, params, step.sql); ok {
+	if fs, ok := s.planFence(st.an, plainParams(params), step.sql); ok {
 		if err := s.runFenced(fs); err != nil {
 			return err
 		}

@@ -111,26 +111,18 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 	defer func() { b.via = "" }()
 	vals := make([][]byte, len(t.vals))
 	for i, v := range t.vals {
-		if v.Kind == parser.ValueParam {
-			if v.Param < 0 || v.Param >= len(params) {
-				b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("placeholder ?%d has no value", v.Param))
-				return
-			}
-			bound, err := ParamValue(params[v.Param])
-			if err != nil {
-				b.unkeyed(t.rule, t.schema, t.table, err.Error())
-				return
-			}
-			v = bound
-		}
-		n, err := Normalize(t.info.Column(t.cols[i]), v, t.uses[i])
+		n, err := normalizeBound(t.info.Column(t.cols[i]), v, t.uses[i], params)
 		sensitive := t.rule.IsSensitive(t.cols[i])
+		what := t.cols[i]
+		if v.Kind == parser.ValueParam {
+			what = fmt.Sprintf("%s: parameter %d", t.cols[i], v.Param+1)
+		}
 		switch {
 		case err != nil && sensitive:
-			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: value cannot name a row (not shown: the column is sensitive)", t.cols[i]))
+			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: value cannot name a row (not shown: the column is sensitive)", what))
 			return
 		case err != nil:
-			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: %s", t.cols[i], strings.TrimPrefix(err.Error(), ErrUnkeyable.Error()+": ")))
+			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: %s", what, strings.TrimPrefix(err.Error(), ErrUnkeyable.Error()+": ")))
 			return
 		case sensitive:
 			n = HideValue(n)
@@ -138,6 +130,26 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 		vals[i] = n
 	}
 	b.keys = append(b.keys, Key{Name: EncodeKey(t.schema, t.table, vals), Rule: t.rule.Name})
+}
+
+// normalizeBound keys a literal, or a placeholder bound from params: a
+// Param (typed, as COM_STMT_EXECUTE sent it) through NormalizeParam, a
+// plain Go value through ParamValue and Normalize.
+func normalizeBound(col *Column, v parser.Value, use Use, params []any) ([]byte, error) {
+	if v.Kind != parser.ValueParam {
+		return Normalize(col, v, use)
+	}
+	if v.Param < 0 || v.Param >= len(params) {
+		return nil, unkeyable("placeholder ?%d has no value", v.Param)
+	}
+	if p, ok := params[v.Param].(Param); ok {
+		return NormalizeParam(col, p, use)
+	}
+	bound, err := ParamValue(params[v.Param])
+	if err != nil {
+		return nil, unkeyable("%v", err)
+	}
+	return Normalize(col, bound, use)
 }
 
 // sortKeys sorts by name and drops repeats (keeping the first rule).
@@ -154,8 +166,9 @@ func sortKeys(keys []Key) []Key {
 }
 
 // Bind returns the Decision with the keys that came from placeholders
-// resolved from the execute-time parameters (as the MySQL binary protocol
-// decodes them: nil, integers, floats, []byte, string, bool). A parameter
+// resolved from the execute-time parameters: a Param each, as the client
+// typed it on the wire (normalised by NormalizeParam), or a plain Go value
+// (nil, integers, floats, []byte, string, bool; see ParamValue). A parameter
 // that cannot name a row (NULL, out of range) makes its rule unkeyed, as
 // a literal would. Bind on a Decision without NeedParams returns it as is.
 func (d Decision) Bind(params []any) Decision {

@@ -70,6 +70,8 @@ func Normalize(col *Column, v parser.Value, use Use) ([]byte, error) {
 		return normalizeBinary(col, v, use)
 	case famTemporal:
 		return normalizeTemporal(col, v)
+	case famTime:
+		return normalizeTime(col, v)
 	case famUUID:
 		if !isTextual(v) {
 			return nil, unkeyable("a number compared with uuid column %s", col.Name)
@@ -89,6 +91,7 @@ const (
 	famString
 	famBinary
 	famTemporal
+	famTime
 	famUUID
 )
 
@@ -106,6 +109,8 @@ func family(dataType string) typeFamily {
 		return famBinary
 	case "date", "datetime", "timestamp":
 		return famTemporal
+	case "time":
+		return famTime
 	case "uuid":
 		return famUUID
 	}
