@@ -88,7 +88,7 @@ func (s *session) dispatch(p []byte) error {
 		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
-			st.long, st.longSent = nil, false
+			st.long, st.longCut, st.longSent = nil, nil, false
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:

@@ -185,3 +185,74 @@ func TestResetConnectionReleasesLocks(t *testing.T) {
 		t.Fatalf("after COM_RESET_CONNECTION the lock must be free: %v", err)
 	}
 }
+
+// TestLongDataKeyTooLong: long data beyond what lockproxy keeps for a key
+// cannot name a row by its prefix ('000…0001001' is 1001 to an integer
+// column): the statement is refused, never keyed on the prefix.
+func TestLongDataKeyTooLong(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1001, 10)")
+	p := guardedProxy(t, db, nil)
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+	id, _ := r.prepare("UPDATE sku SET stock = 0 WHERE sku_id = ?")
+	value := strings.Repeat("0", maxLongKey+10) + "1001"
+	for chunk := value; chunk != ""; {
+		n := min(len(chunk), 16<<10)
+		r.send(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, id, append([]byte{0, 0}, chunk[:n]...)...)...)
+		chunk = chunk[n:]
+	}
+	_, _, err := r.execute(id, true, longData{})
+	wantError(t, "long key beyond the cap", err, 1105, true)
+	var stock int
+	if err := base.direct(t, db, "").QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&stock); err != nil || stock != 10 {
+		t.Fatalf("stock = %d, %v; want 10 (not run)", stock, err)
+	}
+	// The next execute with a plain value runs.
+	if ok, _, err := r.execute(id, true, int64(1001)); err != nil || ok == nil || ok.AffectedRows != 1 {
+		t.Fatalf("execute after: %v %v", ok, err)
+	}
+}
+
+// TestRefusedExecuteDropsLongData: an execute lockproxy does not send (here
+// a lock wait that times out) must not leave its long data on the server,
+// which would bind it to the next execute, keyed by lockproxy on that
+// execute's own values.
+func TestRefusedExecuteDropsLongData(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (2, 10), (1001, 10)")
+	p := guardedProxy(t, db, nil)
+	holder, err := p.db(t, db, "").Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	if _, err := holder.Exec("SELECT stock FROM sku WHERE sku_id = 1001 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+	id, _ := r.prepare("UPDATE sku SET stock = 0 WHERE sku_id = ?")
+	r.send(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, id, append([]byte{0, 0}, "1001"...)...)...)
+	_, _, err = r.execute(id, true, longData{})
+	wantError(t, "execute while row 1001 is held", err, 1205, true)
+	if ok, _, err := r.execute(id, true, int64(2)); err != nil || ok == nil || ok.AffectedRows != 1 {
+		t.Fatalf("execute for row 2: %v %v", ok, err)
+	}
+	var s2 int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 2").Scan(&s2); err != nil || s2 != 0 {
+		t.Fatalf("row 2 stock = %d, %v; want 0", s2, err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	var s1001 int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&s1001); err != nil || s1001 != 10 {
+		t.Fatalf("row 1001 stock = %d, %v; want 10 (written without its lock)", s1001, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
 )
 
 // stmt is a prepared statement as the client knows it. lockproxy hands out
@@ -26,6 +27,8 @@ type stmt struct {
 	// long holds COM_STMT_SEND_LONG_DATA values (up to maxLongKey bytes
 	// each) until the next execute, for deriving lock keys.
 	long map[int][]byte
+	// longCut are the parameters whose long data outgrew maxLongKey.
+	longCut map[int]bool
 	// longSent: long data was sent since the last execute; only the
 	// primary's statement has it.
 	longSent bool
@@ -120,21 +123,36 @@ func (s *session) execute(p []byte) error {
 	} else if st.numParams > 0 && st.paramTypes == nil {
 		return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "statement %d executed without parameter types", st.id))
 	}
+	// This execute consumes the long data, whatever becomes of it.
+	long, longCut, longSent := st.long, st.longCut, st.longSent
+	st.long, st.longCut, st.longSent = nil, nil, false
 	var params []any
 	if st.an != nil && st.numParams > 0 {
+		for i := range longCut {
+			if long == nil {
+				long = map[int][]byte{}
+			}
+			long[i] = nil // sent as long data: not in the packet
+		}
 		var err error
-		if params, err = executeParams(p, st.numParams, st.paramTypes, st.long); err != nil {
-			return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "%v", err))
+		if params, err = executeParams(p, st.numParams, st.paramTypes, long); err != nil {
+			return s.notExecuted(st, longSent, newSQLError(erUnknown, "HY000", "%v", err))
+		}
+		for i := range longCut {
+			if i < len(params) {
+				params[i] = rules.Param{Type: rules.ParamOther, Wire: mysql.MYSQL_TYPE_LONG_BLOB}
+			}
 		}
 	}
 	if st.an != nil {
 		s.current.Store(&st.query)
 	}
-	longSent := st.longSent
-	st.long, st.longSent = nil, false
 	pl := s.plan(st.an, params)
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
+		if err == nil && longSent {
+			err = s.dropLongData(st)
+		}
 		return err
 	}
 	var step rewriteStep
@@ -176,6 +194,30 @@ func (s *session) execute(p []byte) error {
 	return nil
 }
 
+// notExecuted answers an execute lockproxy does not send, and drops the
+// long data the backend holds for it (see dropLongData).
+func (s *session) notExecuted(st *stmt, longSent bool, e *sqlError) error {
+	if longSent {
+		if err := s.dropLongData(st); err != nil {
+			return err
+		}
+	}
+	return s.writeErrAt(1, e)
+}
+
+// dropLongData resets st on the primary after an execute that was not
+// sent: the server keeps long data until an execute, and would otherwise
+// bind it to the next one, whose keys lockproxy derives from that
+// execute's own packet.
+func (s *session) dropLongData(st *stmt) error {
+	err := s.be.simpleCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID))
+	if err != nil && !isMySQLErr(err) {
+		s.be.broken = true
+		return err // the session ends: its statement state is not known
+	}
+	return nil
+}
+
 // longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
 // and forwards it.
 func (s *session) longData(p []byte) error {
@@ -187,8 +229,20 @@ func (s *session) longData(p []byte) error {
 		if st.long == nil {
 			st.long = make(map[int][]byte)
 		}
-		if len(st.long[param])+len(p)-7 <= maxLongKey {
+		switch {
+		case param >= st.numParams || st.longCut[param]:
+			// MariaDB ignores long data for a parameter the statement
+			// does not have; a value already too long stays so.
+		case len(st.long[param])+len(p)-7 <= maxLongKey:
 			st.long[param] = append(st.long[param], p[7:]...)
+		default:
+			// Too long to keep: its key is not known (a prefix could
+			// name another row: '000…0001001' is 1001 to an integer).
+			if st.longCut == nil {
+				st.longCut = make(map[int]bool)
+			}
+			st.longCut[param] = true
+			delete(st.long, param)
 		}
 	}
 	return s.stmtCommand(p, relayNone)
