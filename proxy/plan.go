@@ -43,13 +43,13 @@ type planEnv struct {
 // planEnv returns the session's planning environment.
 func (s *session) planEnv() planEnv {
 	return planEnv{
-		rs:         s.srv.ruleSet(),
-		db:         s.db,
-		inTxn:      s.inTxn(),
+		rs:            s.srv.ruleSet(),
+		db:            s.db,
+		inTxn:         s.inTxn(),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
 		unsafeCharset: s.unsafeCharset,
 		dyn:           &s.dyn,
-		analyze:    func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
+		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}
 }
 
