@@ -19,6 +19,9 @@ const (
 	erUnknownStmt     = 1243 // ER_UNKNOWN_STMT_HANDLER
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
+	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
+	// 23000: a guarded UPDATE that would take its column below min.
+	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED
 )
 
 // sqlError is an error that reaches the client as a MySQL error packet.
