@@ -10,7 +10,9 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// rewriteRule guards sku_stock.stock by rewriting, without any lock.
+// rewriteRule guards sku_stock.stock by rewriting, without any lock, for
+// code that holds one connection per request (scope: session) and checks
+// affected rows (on_conflict: zero_rows).
 func rewriteRule(db, mode string) string {
 	return fmt.Sprintf(`rules:
   - name: sku-stock
@@ -21,6 +23,8 @@ func rewriteRule(db, mode string) string {
       column: stock
       mode: %s
       min: 0
+      scope: session
+      on_conflict: zero_rows
 `, db, mode)
 }
 

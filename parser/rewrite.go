@@ -99,76 +99,128 @@ const maxDigits, maxScale = 65, 30
 // output is parsed once more to check that it is one UPDATE. Safe for
 // concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
+	g, ok, reason, err := RewriteGuarded(f, spec, params)
+	return g.SQL, ok, reason, err
+}
+
+// Guards a rewritten UPDATE carries: what it means when the UPDATE changed
+// no row although its row exists.
+const (
+	// GuardNone: no guard (delta without min); a row that exists is written.
+	GuardNone = ""
+	// GuardValue (cas): the column no longer holds the value read.
+	GuardValue = "value"
+	// GuardMin (delta, relative): the write would take the column below min.
+	GuardMin = "min"
+)
+
+// Guarded is a rewritten UPDATE and the query that explains a lost race.
+type Guarded struct {
+	// SQL is the guarded UPDATE, a complete text statement.
+	SQL string
+	// Guard says what the UPDATE's added condition tests (GuardNone,
+	// GuardValue, GuardMin).
+	Guard string
+	// Check, when Guard is not GuardNone, is a SELECT of the guard
+	// condition for the rows the UPDATE's own WHERE names, as a locking
+	// read (FOR UPDATE): it sees the latest committed row, not a
+	// transaction's snapshot. Run after the UPDATE changed no row, it
+	// answers no row (no row matched the WHERE), 0 or NULL (the guard
+	// held: the race was lost), or 1 (the row matched and the UPDATE left
+	// it as it was, as a delta of 0 does).
+	Check string
+}
+
+// RewriteGuarded is RewriteUpdate with the guard and its check query.
+func RewriteGuarded(f *Facts, spec RewriteSpec, params []any) (g Guarded, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			sql, ok, reason, err = "", false, "", fmt.Errorf("%w: rewrite panicked: %v", ErrInternal, r)
+			g, ok, reason, err = Guarded{}, false, "", fmt.Errorf("%w: rewrite panicked: %v", ErrInternal, r)
 		}
 	}()
 	if spec.Mode != RewriteDelta && spec.Mode != RewriteCAS {
-		return "", false, "", fmt.Errorf("%w: mode %q", ErrRewriteSpec, spec.Mode)
+		return Guarded{}, false, "", fmt.Errorf("%w: mode %q", ErrRewriteSpec, spec.Mode)
 	}
 	var floor *big.Rat
 	if spec.Min != "" {
 		if floor, ok = parseNumber(spec.Min); !ok || inRange(floor) != "" {
-			return "", false, "", fmt.Errorf("%w: min %q is not a DECIMAL(65,30) number", ErrRewriteSpec, spec.Min)
+			return Guarded{}, false, "", fmt.Errorf("%w: min %q is not a DECIMAL(65,30) number", ErrRewriteSpec, spec.Min)
 		}
 	}
 	if !RewriteSafeCharset(spec.ClientCharset) {
-		return "", false, ReasonUnsafeCharset, nil
+		return Guarded{}, false, ReasonUnsafeCharset, nil
 	}
 	if spec.NoBackslashEscapes {
-		return "", false, ReasonNoBackslashEscapes, nil
+		return Guarded{}, false, ReasonNoBackslashEscapes, nil
 	}
 	if f == nil || f.Kind != KindUpdate {
-		return "", false, ReasonNotUpdate, nil
+		return Guarded{}, false, ReasonNotUpdate, nil
 	}
 	if u, isU := f.Node.(*ast.UpdateStmt); !isU || u.MultipleTable ||
 		u.TableRefs == nil || u.TableRefs.TableRefs == nil || u.TableRefs.TableRefs.Right != nil {
-		return "", false, ReasonMultiTable, nil
+		return Guarded{}, false, ReasonMultiTable, nil
 	}
 	if f.ParamBase < 0 || len(params) < f.ParamBase+f.Params {
-		return "", false, "", fmt.Errorf("%w: %d given, the statement needs %d", ErrRewriteParams, len(params), f.ParamBase+f.Params)
+		return Guarded{}, false, "", fmt.Errorf("%w: %d given, the statement needs %d", ErrRewriteParams, len(params), f.ParamBase+f.Params)
 	}
 	own := params[f.ParamBase : f.ParamBase+f.Params]
 	idx, reason := guardedAssignment(f, spec.Column)
 	if reason != "" {
-		return "", false, reason, nil
+		return Guarded{}, false, reason, nil
 	}
 	p, reason, err := plan(f, f.Assignments[idx], spec, floor, params)
 	if reason != "" || err != nil {
-		return "", false, reason, err
+		return Guarded{}, false, reason, err
 	}
-	sql, reason, err = render(f, idx, p, own)
-	return sql, reason == "" && err == nil, reason, err
+	g, reason, err = render(f, idx, p, own)
+	return g, reason == "" && err == nil, reason, err
 }
 
 // render applies p to a fresh parse of f.Text whose placeholders it binds
-// to own, and restores it.
-func render(f *Facts, idx int, p rewritePlan, own []any) (string, string, error) {
+// to own, and restores it and its check.
+func render(f *Facts, idx int, p rewritePlan, own []any) (Guarded, string, error) {
 	stmts, err := ParseMode(f.Text, f.Mode)
 	if err != nil || len(stmts) != 1 {
-		return "", "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
+		return Guarded{}, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
 	}
 	u, isU := stmts[0].(*ast.UpdateStmt)
 	if !isU || len(u.List) != len(f.Assignments) {
-		return "", "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
+		return Guarded{}, "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
 	}
 	if reason, err := substitute(u, own); reason != "" || err != nil {
-		return "", reason, err
+		return Guarded{}, reason, err
 	}
-	p.apply(u, u.List[idx])
-	sql, err := RestoreMode(u, f.Mode)
-	if err != nil {
-		return "", "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
+	where := u.Where
+	guard := p.apply(u, u.List[idx])
+	g := Guarded{Guard: p.kind()}
+	if g.SQL, err = RestoreMode(u, f.Mode); err != nil {
+		return Guarded{}, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	again, err := ParseMode(sql, f.Mode)
+	again, err := ParseMode(g.SQL, f.Mode)
 	if err != nil || len(again) != 1 {
-		return "", "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
+		return Guarded{}, "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
 	}
 	if _, isU := again[0].(*ast.UpdateStmt); !isU {
-		return "", "", fmt.Errorf("%w: rewritten UPDATE parses back as %T", ErrInternal, again[0])
+		return Guarded{}, "", fmt.Errorf("%w: rewritten UPDATE parses back as %T", ErrInternal, again[0])
 	}
-	return sql, "", nil
+	if guard != nil {
+		if g.Check, err = RestoreMode(checkOf(u, where, guard), f.Mode); err != nil {
+			return Guarded{}, "", fmt.Errorf("%w: restore check: %v", ErrInternal, err)
+		}
+	}
+	return g, "", nil
+}
+
+// checkOf is `SELECT guard FROM <u's table> WHERE <where> FOR UPDATE`.
+func checkOf(u *ast.UpdateStmt, where, guard ast.ExprNode) *ast.SelectStmt {
+	return &ast.SelectStmt{
+		Kind:           ast.SelectStmtKindSelect,
+		SelectStmtOpts: &ast.SelectStmtOpts{SQLCache: true},
+		Fields:         &ast.FieldList{Fields: []*ast.SelectField{{Expr: guard}}},
+		From:           u.TableRefs,
+		Where:          where,
+		LockInfo:       &ast.SelectLockInfo{LockType: ast.SelectLockForUpdate},
+	}
 }
 
 // guardedAssignment finds the one assignment to column.
@@ -235,8 +287,20 @@ func plan(f *Facts, a Assignment, spec RewriteSpec, floor *big.Rat, params []any
 	return rewritePlan{setDelta: d, guardMin: floor}, inRange(d), nil
 }
 
-// apply modifies the fresh UPDATE u whose guarded assignment is as.
-func (p rewritePlan) apply(u *ast.UpdateStmt, as *ast.Assignment) {
+// kind is the Guard constant for the condition apply adds.
+func (p rewritePlan) kind() string {
+	switch {
+	case p.casOld != nil:
+		return GuardValue
+	case p.guardMin != nil:
+		return GuardMin
+	}
+	return GuardNone
+}
+
+// apply modifies the fresh UPDATE u whose guarded assignment is as, and
+// returns the condition it ANDed onto the WHERE (nil when none).
+func (p rewritePlan) apply(u *ast.UpdateStmt, as *ast.Assignment) ast.ExprNode {
 	col := func() ast.ExprNode {
 		c := *as.Column
 		return &ast.ColumnNameExpr{Name: &c}
@@ -271,6 +335,7 @@ func (p rewritePlan) apply(u *ast.UpdateStmt, as *ast.Assignment) {
 		}
 		u.Where = binary(opcode.LogicAnd, w, guard)
 	}
+	return guard
 }
 
 func binary(op opcode.Op, l, r ast.ExprNode) ast.ExprNode {

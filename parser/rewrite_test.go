@@ -405,3 +405,52 @@ func BenchmarkRewriteUpdate(b *testing.B) {
 		})
 	}
 }
+
+// TestRewriteGuardedCheck: the check query selects the guard for the
+// UPDATE's own WHERE as a locking read, and names what the guard tests.
+func TestRewriteGuardedCheck(t *testing.T) {
+	tests := []struct {
+		name, sql   string
+		spec        RewriteSpec
+		params      []any
+		guard, want string
+	}{
+		{name: "cas", sql: "UPDATE sku_stock SET stock = 4 WHERE sku_id = 1", spec: cas("5"),
+			guard: GuardValue, want: "SELECT `stock` = 5 FROM `sku_stock` WHERE `sku_id` = 1 FOR UPDATE"},
+		{name: "delta", sql: "UPDATE sku_stock SET stock = 4 WHERE sku_id = 1", spec: delta("5", "0"),
+			guard: GuardMin, want: "SELECT `stock` - 1 >= 0 FROM `sku_stock` WHERE `sku_id` = 1 FOR UPDATE"},
+		{name: "delta without min", sql: "UPDATE sku_stock SET stock = 4 WHERE sku_id = 1", spec: delta("5", ""),
+			guard: GuardNone, want: ""},
+		{name: "relative params", sql: "UPDATE sku_stock s SET s.stock = s.stock - ? WHERE s.sku_id = ? AND note = ?", spec: delta("", "0"),
+			params: []any{int64(2), int64(7), "it's"},
+			guard:  GuardMin, want: "SELECT `s`.`stock` - 2 >= 0 FROM `sku_stock` AS `s` WHERE `s`.`sku_id` = 7 AND `note` = 'it''s' FOR UPDATE"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := Analyze(tc.sql, "shop")
+			if err != nil || a.Unparsed {
+				t.Fatalf("Analyze: %v", err)
+			}
+			params := tc.params
+			if params == nil {
+				params = []any{}
+			}
+			g, ok, reason, err := RewriteGuarded(a.Stmts[0], tc.spec, params)
+			if !ok || err != nil {
+				t.Fatalf("not rewritten: reason %q err %v", reason, err)
+			}
+			if g.Guard != tc.guard || g.Check != tc.want {
+				t.Errorf("guard %q check %q, want %q %q", g.Guard, g.Check, tc.guard, tc.want)
+			}
+			if g.Check != "" {
+				stmts, err := Parse(g.Check)
+				if err != nil || len(stmts) != 1 {
+					t.Fatalf("check does not parse back: %v", err)
+				}
+				if _, isSel := stmts[0].(*ast.SelectStmt); !isSel {
+					t.Errorf("check parses as %T", stmts[0])
+				}
+			}
+		})
+	}
+}

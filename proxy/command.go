@@ -177,6 +177,9 @@ func (s *session) query(p []byte) error {
 		return err
 	}
 	step := s.planRewrite(an, nil, false)
+	if step.reject != nil {
+		return s.refuseUnpaired(step)
+	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
 	if s.replicaEligible(pl) {
@@ -192,13 +195,12 @@ func (s *session) query(p []byte) error {
 		if err := s.runFenced(fs); err != nil {
 			return err
 		}
-	} else {
-		if step.sql != "" {
-			p = append([]byte{mysql.COM_QUERY}, step.sql...)
-		}
-		if err := s.forward(p, relayResults, false); err != nil {
+	} else if step.sql != "" {
+		if err := s.runRewritten(step); err != nil {
 			return err
 		}
+	} else if err := s.forward(p, relayResults, false); err != nil {
+		return err
 	}
 	s.finishRewrite(step)
 	s.track(an)

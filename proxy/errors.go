@@ -20,6 +20,9 @@ const (
 	erWrongArguments  = 1210 // ER_WRONG_ARGUMENTS
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
+	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
+	// 23000: a guarded UPDATE that would take its column below min.
+	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED
 )
 
 // sqlError is an error that reaches the client as a MySQL error packet.

@@ -42,11 +42,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockproxy_statements_rejected_total",
-			Help: "Statements lockproxy refused to run, by rule and reason (unkeyed|unavailable).",
+			Help: "Statements lockproxy refused to run, by rule and reason (unkeyed|unavailable|unpaired).",
 		}, []string{"rule", "reason"}),
 		rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockproxy_rewrites_total",
-			Help: "Read-then-write UPDATEs by rule, mode and result (applied|skipped|conflicted).",
+			Help: "Read-then-write UPDATEs by rule, mode and result (applied|skipped|conflicted|unpaired).",
 		}, []string{"rule", "mode", "result"}),
 	}
 	m.fenced = prometheus.NewCounterVec(prometheus.CounterOpts{

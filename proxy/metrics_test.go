@@ -500,8 +500,9 @@ func TestQueryRouteMetrics(t *testing.T) {
 	})
 }
 
-// TestRewriteMetrics checks each outcome of a rewrite rule is counted:
-// applied, skipped (several rows) and conflicted (the row changed).
+// TestRewriteMetrics checks each outcome of a rewrite rule is counted,
+// and shows as 0 from the start: applied, skipped (several rows),
+// conflicted (the row changed) and unpaired (no value read).
 func TestRewriteMetrics(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
@@ -509,7 +510,13 @@ func TestRewriteMetrics(t *testing.T) {
 	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10), (2, 10)")
 	p := startProxy(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "stock-cas", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{},
-			Rewrite: &rules.Rewrite{Column: "stock", Mode: "cas"}}}
+			Rewrite: &rules.Rewrite{Column: "stock", Mode: "cas", Scope: rules.ScopeSession, OnConflict: rules.OnConflictZeroRows}}}
+	})
+	wantValues(t, p.reg, "lockproxy_rewrites_total", map[string]float64{
+		"mode=cas,result=applied,rule=stock-cas":    0,
+		"mode=cas,result=conflicted,rule=stock-cas": 0,
+		"mode=cas,result=skipped,rule=stock-cas":    0,
+		"mode=cas,result=unpaired,rule=stock-cas":   0,
 	})
 	conn, err := p.db(t, db, "").Conn(context.Background())
 	if err != nil {
@@ -543,10 +550,14 @@ func TestRewriteMetrics(t *testing.T) {
 		t.Fatalf("conflicting rewrite changed %d rows", n)
 	}
 	update("UPDATE sku SET stock = 3 WHERE sku_id IN (1, 2)")
+	if n := update("UPDATE sku SET stock = 2 WHERE sku_id = 2"); n != 1 { // nothing read: runs as sent
+		t.Fatalf("unpaired write changed %d rows", n)
+	}
 	wantValues(t, p.reg, "lockproxy_rewrites_total", map[string]float64{
 		"mode=cas,result=applied,rule=stock-cas":    1,
 		"mode=cas,result=conflicted,rule=stock-cas": 1,
 		"mode=cas,result=skipped,rule=stock-cas":    1,
+		"mode=cas,result=unpaired,rule=stock-cas":   1,
 	})
 	lint(t, p.reg)
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -177,7 +178,33 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	case d.NeedParams:
 		d = d.Bind(params)
 	}
+	if depth > 0 {
+		pl.unrewritable(f, d)
+	}
 	g.add(d, pl.lc)
+}
+
+// unrewritable refuses, for a rule with rewrite.on_unpaired: reject, an
+// absolute write of its guarded column that lockproxy cannot rewrite:
+// one run through dynamic SQL is sent as the server builds it.
+func (pl *planner) unrewritable(f *parser.Facts, d rules.Decision) {
+	rw := d.Rewrite
+	if rw == nil || rw.OnUnpaired != rules.OnUnpairedReject || f.Kind != parser.KindUpdate {
+		return
+	}
+	for _, a := range f.Assignments {
+		if a.Column == strings.ToLower(rw.Column) && (a.Kind == parser.AssignLiteral || a.Kind == parser.AssignParam) {
+			g := &pl.p.guard
+			if g.reject == nil {
+				g.reject = newSQLError(erUnknown, "HY000",
+					"rule %s: an absolute write of %s through dynamic SQL is not rewritten; rewrite.on_unpaired: reject", d.RewriteRule.Name, rw.Column)
+			}
+			if g.rule == "" {
+				g.rule = d.RewriteRule.Name
+			}
+			return
+		}
+	}
 }
 
 // noteVars records what a statement does to user variables.

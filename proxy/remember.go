@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
 )
 
 // maxRemembered bounds how many row values one session remembers; past it
@@ -148,15 +149,61 @@ func valueText(v any) []byte {
 	return nil
 }
 
-// remember records what the session now believes about a row.
-func (s *session) remember(key string, value []byte) {
+// belief is a value the session read for a row's guarded column.
+type belief struct {
+	value   []byte
+	session bool // rewrite.scope session: it outlives the transaction
+}
+
+// remember records what the session now believes about a row; session
+// says whether the belief outlives the current transaction.
+func (s *session) remember(key string, value []byte, session bool) {
 	if s.beliefs == nil {
-		s.beliefs = make(map[string][]byte)
+		s.beliefs = make(map[string]belief)
 	}
 	if _, ok := s.beliefs[key]; !ok && len(s.beliefs) >= maxRemembered {
 		clear(s.beliefs)
 	}
-	s.beliefs[key] = value
+	s.beliefs[key] = belief{value: value, session: session}
 }
 
 func (s *session) forget(key string) { delete(s.beliefs, key) }
+
+// forgetTxnBeliefs forgets every value whose scope is the transaction.
+func (s *session) forgetTxnBeliefs() {
+	for k, b := range s.beliefs {
+		if !b.session {
+			delete(s.beliefs, k)
+		}
+	}
+}
+
+// scopeBeliefs forgets the values of a transaction that has ended, before
+// a command runs: every command outside a transaction, and one that
+// begins, commits or rolls back a transaction (or a text lockproxy cannot
+// parse, which might), starts with none of them.
+func (s *session) scopeBeliefs(an *parser.Analysis) {
+	if len(s.beliefs) == 0 {
+		return
+	}
+	if !s.inTxn() || endsTxn(an) {
+		s.forgetTxnBeliefs()
+	}
+}
+
+// endsTxn reports whether a command may end the transaction it runs in.
+func endsTxn(an *parser.Analysis) bool {
+	if an.Unparsed {
+		return true
+	}
+	for _, f := range an.Stmts {
+		switch f.Kind {
+		case parser.KindBegin, parser.KindCommit, parser.KindRollback, parser.KindRollbackToSavepoint:
+			return true
+		}
+		if f.ImplicitCommit {
+			return true
+		}
+	}
+	return false
+}

@@ -5,18 +5,38 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 )
 
+// Results of lockproxy_rewrites_total (docs/metrics.md).
+const (
+	rewriteApplied    = "applied"
+	rewriteSkipped    = "skipped"
+	rewriteConflicted = "conflicted"
+	rewriteUnpaired   = "unpaired"
+)
+
+// rewriteResults are every result label value, created at load so that
+// each shows as 0 before it first happens.
+var rewriteResults = []string{rewriteApplied, rewriteSkipped, rewriteConflicted, rewriteUnpaired}
+
 // rewriteStep is what a rewrite rule asks of one command: watch a keyed
-// SELECT's row for the guarded column, or send an UPDATE in its guarded
-// form instead of as written.
+// SELECT's row for the guarded column, send an UPDATE in its guarded form
+// instead of as written, or refuse an unpaired UPDATE.
 type rewriteStep struct {
 	capture *capture
+	scope   string // the rule's rewrite.scope, for a capture
 	sql     string // the guarded UPDATE, when it applies
+	guard   string // what its guard tests (parser.Guard*)
+	check   string // the locking read of the guard (parser.Guarded.Check)
 	rule    string
 	mode    string
-	key     string // the row an UPDATE writes (its belief is consumed)
+	column  string
+	min     string
+	key     string    // the row an UPDATE writes (its belief is consumed)
+	zero    bool      // on_conflict: zero_rows
+	reject  *sqlError // on_unpaired: reject, for an unpaired write
 }
 
 // planRewrite decides the rewrite step for an analysed command (params:
@@ -25,21 +45,31 @@ type rewriteStep struct {
 //
 // What the session remembers, exactly: the value of the guarded column
 // from the last single-row result of a SELECT that names one row of the
-// table by its key (text or prepared, in or out of a transaction, from
-// the primary or a replica). A later read of that row replaces it; the
-// session's next UPDATE of that row consumes it, rewritten or not; it is
-// forgotten at COM_RESET_CONNECTION, COM_CHANGE_USER and disconnect, and
-// when more than 1024 rows are remembered.
+// table by its key (text or prepared). With rewrite.scope transaction
+// (the default) only a read inside a transaction (BEGIN, or autocommit
+// off) is remembered, and it is forgotten when that transaction ends: at
+// COMMIT, ROLLBACK (also to a savepoint), BEGIN, a statement that commits
+// implicitly, a rollback lockproxy makes, and before any command that
+// runs outside a transaction. With scope session a read in or out of a
+// transaction is remembered, from the primary or a replica. Either way a
+// later read of the row replaces it; the session's next UPDATE of the row
+// consumes it, rewritten or not; it is forgotten at COM_RESET_CONNECTION,
+// COM_CHANGE_USER and disconnect, and when more than 1024 rows are
+// remembered.
 func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) rewriteStep {
-	rs := s.srv.ruleSet()
-	if an == nil || an.Unparsed || len(an.Stmts) != 1 || !s.srv.hasRewrites() {
+	s.rw, s.rwConflict = rewriteStep{}, false
+	if an == nil || !s.srv.hasRewrites() {
+		return rewriteStep{}
+	}
+	s.scopeBeliefs(an)
+	if an.Unparsed || len(an.Stmts) != 1 {
 		return rewriteStep{}
 	}
 	f := an.Stmts[0]
 	if f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate {
 		return rewriteStep{}
 	}
-	r, keys, ok := rs.RewriteTarget(f, s.db, params)
+	r, keys, ok := s.srv.ruleSet().RewriteTarget(f, s.db, params)
 	if !ok || r.Rewrite == nil {
 		return rewriteStep{}
 	}
@@ -47,9 +77,16 @@ func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) re
 		if len(keys) != 1 {
 			return rewriteStep{}
 		}
-		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary)}
+		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}
 	}
-	step := rewriteStep{rule: r.Name, mode: r.Rewrite.Mode}
+	s.rw = s.planUpdate(f, r, keys, params)
+	return s.rw
+}
+
+// planUpdate is planRewrite for an UPDATE of a rewrite rule's table.
+func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any) rewriteStep {
+	rw := r.Rewrite
+	step := rewriteStep{rule: r.Name, mode: rw.Mode, column: rw.Column, zero: rw.OnConflict == rules.OnConflictZeroRows}
 	if len(keys) != 1 {
 		s.rewriteSkipped(step, parser.ReasonSeveralRows)
 		return step
@@ -59,53 +96,93 @@ func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) re
 		s.rewriteSkipped(step, "session escaping")
 		return step
 	}
-	spec := parser.RewriteSpec{Column: r.Rewrite.Column, Mode: r.Rewrite.Mode, Old: s.beliefs[step.key], Key: r.Key}
-	if r.Rewrite.Min != nil {
-		spec.Min = strconv.FormatFloat(*r.Rewrite.Min, 'f', -1, 64)
+	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: s.beliefs[step.key].value, Key: r.Key}
+	if rw.Min != nil {
+		spec.Min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)
+		step.min = spec.Min
 	}
 	if params == nil {
 		params = []any{}
 	}
-	sql, ok, reason, err := parser.RewriteUpdate(f, spec, params)
+	g, ok, reason, err := parser.RewriteGuarded(f, spec, params)
 	switch {
 	case err != nil:
 		s.log.Warn("rewrite failed; the statement runs as sent", zap.String("rule", r.Name), zap.Error(err))
 		s.rewriteSkipped(step, "error")
+	case reason == parser.ReasonNothingRemembered:
+		s.rewriteUnpaired(&step, f, rw.OnUnpaired == rules.OnUnpairedReject)
 	case !ok:
 		s.rewriteSkipped(step, reason)
 	default:
-		step.sql = sql
+		step.sql, step.guard, step.check = g.SQL, g.Guard, g.Check
 	}
 	return step
 }
 
 func (s *session) rewriteSkipped(step rewriteStep, reason string) {
-	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, "skipped").Inc()
+	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteSkipped).Inc()
 	s.log.Debug("rewrite skipped", zap.String("rule", step.rule), zap.String("reason", reason))
+}
+
+// rewriteUnpaired counts and audits an absolute write of the guarded
+// column with no value read in scope (the statement's shape only, never
+// its values) and, when reject, makes the error that refuses it.
+func (s *session) rewriteUnpaired(step *rewriteStep, f *parser.Facts, reject bool) {
+	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteUnpaired).Inc()
+	event := "unpaired write: no read of the guarded column in scope; the statement runs as sent"
+	if reject {
+		event = "unpaired write refused (on_unpaired: reject)"
+		s.srv.metrics.rejects.WithLabelValues(step.rule, "unpaired").Inc()
+		step.reject = newSQLError(erUnknown, "HY000",
+			"rule %q key %q: UPDATE sets %s without a read of it in the same transaction; read and write the row in one transaction (rewrite.on_unpaired: reject)",
+			step.rule, step.key, step.column)
+	}
+	s.srv.audit.Info(event, zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
+		zap.String("statement", parser.Redact(f.Text)), zap.Bool("in_transaction", s.inTxn()),
+		zap.Uint32("session", s.id), zap.String("user", s.user))
+}
+
+// refuseUnpaired answers an unpaired write that on_unpaired: reject
+// refuses; the statement is not run, an open transaction stays open.
+func (s *session) refuseUnpaired(step rewriteStep) error {
+	s.lastOK = false
+	s.forget(step.key)
+	s.rw = rewriteStep{}
+	s.afterCommand()
+	return s.writeErrAt(1, step.reject)
 }
 
 // finishRewrite updates the session's beliefs and the metrics once the
 // command's response has been relayed.
 func (s *session) finishRewrite(step rewriteStep) {
+	s.rw = rewriteStep{}
 	switch {
 	case step.capture != nil:
-		if s.lastOK {
-			if v, ok := step.capture.belief(); ok {
-				s.remember(step.capture.key, v)
-			}
+		session := step.scope == rules.ScopeSession
+		if !s.lastOK || !session && !s.inTxn() {
+			return
+		}
+		if v, ok := step.capture.belief(); ok {
+			s.remember(step.capture.key, v, session)
 		}
 	case step.key != "":
 		s.forget(step.key)
-		if step.sql == "" || !s.lastOK {
+		if step.sql == "" || !s.lastOK || s.rwConflict {
 			return
 		}
-		result := "applied"
-		if s.lastAffected == 0 {
-			result = "conflicted"
-			s.srv.audit.Info("rewrite conflict: the guarded update changed no row (a concurrent write won or the guard held)",
-				zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
-				zap.Uint32("session", s.id), zap.String("user", s.user))
+		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
+	}
+}
+
+// initRewriteMetrics creates every result of lockproxy_rewrites_total for
+// each rewrite rule of cfg, so a dashboard sees 0 before the first event.
+func (m *metrics) initRewriteMetrics(cfg *rules.Config) {
+	for _, r := range cfg.Rules {
+		if r.Rewrite == nil {
+			continue
 		}
-		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, result).Inc()
+		for _, res := range rewriteResults {
+			m.rewrites.WithLabelValues(r.Name, r.Rewrite.Mode, res)
+		}
 	}
 }

@@ -124,6 +124,7 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	}
 	s.cfg.Store(cfg)
 	s.rules.Store(rs)
+	s.metrics.initRewriteMetrics(cfg)
 	s.updateRouter(cfg)
 	return nil
 }

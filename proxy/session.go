@@ -60,11 +60,14 @@ type session struct {
 	ctx    context.Context // ends when the proxy shuts down for good
 
 	// Rewriting: what the session believes rows hold, the capture of the
-	// result being relayed, and whether its escaping forbids rewriting.
-	beliefs map[string][]byte
+	// result being relayed, the guarded UPDATE being served (rw) and
+	// whether it lost its race, and whether its escaping forbids rewriting.
+	beliefs map[string]belief
 	// dyn is what the session's SQL-level PREPARE and SET @v made known.
 	dyn           dynState
 	cap           *capture
+	rw            rewriteStep
+	rwConflict    bool
 	lastAffected  uint64
 	unsafeCharset bool
 

@@ -159,6 +159,9 @@ func (s *session) execute(p []byte) error {
 	if !longSent {
 		step = s.planRewrite(st.an, plainParams(params), true)
 	}
+	if step.reject != nil {
+		return s.refuseUnpaired(step)
+	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
 	if !longSent && s.replicaEligible(pl) && p[5] == 0 { // no cursor: rows come back at once
@@ -177,7 +180,7 @@ func (s *session) execute(p []byte) error {
 	} else if step.sql != "" {
 		// An UPDATE answers OK or ERR, alike in both protocols: the
 		// guarded text form can stand in for the prepared execution.
-		if err := s.forward(append([]byte{mysql.COM_QUERY}, step.sql...), relayResults, false); err != nil {
+		if err := s.runRewritten(step); err != nil {
 			return err
 		}
 	} else {

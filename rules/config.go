@@ -194,6 +194,21 @@ type Rewrite struct {
 	Column string   `yaml:"column"`
 	Mode   string   `yaml:"mode"` // delta | cas
 	Min    *float64 `yaml:"min"`
+	// Scope is how long a value read stays paired with later writes:
+	// transaction (default: until the transaction that read it ends;
+	// nothing is remembered between autocommit statements) or session
+	// (until the connection is reset, for applications that hold one
+	// connection per request).
+	Scope string `yaml:"scope"`
+	// OnConflict is what the client gets when the guarded UPDATE changed
+	// no row because its guard held: error (default: 1213 when the value
+	// moved, 4025 when min would be crossed; the transaction is rolled
+	// back) or zero_rows (0 rows affected, for code that checks them).
+	OnConflict string `yaml:"on_conflict"`
+	// OnUnpaired is what happens to an absolute write of Column with no
+	// value read in scope: allow (default: it runs as sent, counted and
+	// audited) or reject (1105).
+	OnUnpaired string `yaml:"on_unpaired"`
 }
 
 // Duration is a time.Duration written in YAML as "2s", "150ms", "1m".

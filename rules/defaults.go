@@ -36,6 +36,17 @@ const (
 	RedisModeRedlock = "redlock"
 )
 
+// Values of a rule's rewrite.scope, rewrite.on_conflict and
+// rewrite.on_unpaired; the first of each is the default.
+const (
+	ScopeTransaction   = "transaction"
+	ScopeSession       = "session"
+	OnConflictError    = "error"
+	OnConflictZeroRows = "zero_rows"
+	OnUnpairedAllow    = "allow"
+	OnUnpairedReject   = "reject"
+)
+
 // applyDefaults fills what the file left out. Presence, not zero-ness,
 // decides: an explicit "wait_timeout: 0s" stays 0 (do not wait).
 func applyDefaults(cfg *Config, d *decoder) {
@@ -64,6 +75,11 @@ func applyDefaults(cfg *Config, d *decoder) {
 			r.Lock = []string{LockWrite, LockLockingRead, LockReadInTxn}
 		}
 		setStr(&r.OnUnkeyed, OnUnkeyedReject)
+		if rw := r.Rewrite; rw != nil {
+			setStr(&rw.Scope, ScopeTransaction)
+			setStr(&rw.OnConflict, OnConflictError)
+			setStr(&rw.OnUnpaired, OnUnpairedAllow)
+		}
 	}
 }
 

@@ -86,3 +86,50 @@ rules:
 		}
 	}
 }
+
+// TestOptimisticRuleLocksNothing: a rewrite rule with lock: [] loads with
+// the rewrite defaults, asks for no lock whatever the statement (so it
+// costs no lock-service round trip), and still names the rows to rewrite.
+func TestOptimisticRuleLocksNothing(t *testing.T) {
+	cfg, err := LoadBytes("t.yaml", []byte(`
+users: [{user: app, password: x}]
+backends: {primary: 127.0.0.1:3306}
+rules:
+  - name: hot
+    table: shop.sku_stock
+    key: [sku_id]
+    lock: []
+    rewrite: {column: stock, mode: cas}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := cfg.Rules[0].Rewrite
+	if rw.Scope != ScopeTransaction || rw.OnConflict != OnConflictError || rw.OnUnpaired != OnUnpairedAllow {
+		t.Errorf("rewrite defaults: scope %q on_conflict %q on_unpaired %q", rw.Scope, rw.OnConflict, rw.OnUnpaired)
+	}
+	rs, err := Compile(cfg, Schema{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		"SELECT stock FROM sku_stock WHERE sku_id = 7",
+		"SELECT stock FROM sku_stock WHERE sku_id = 7 FOR UPDATE",
+		"UPDATE sku_stock SET stock = 3 WHERE sku_id = 7",
+		"UPDATE sku_stock SET stock = 3",
+	} {
+		an, err := parser.Analyze(sql, "shop")
+		if err != nil || len(an.Stmts) != 1 {
+			t.Fatalf("analyze %q: %v", sql, err)
+		}
+		for _, inTxn := range []bool{false, true} {
+			if d := rs.Match(an.Stmts[0], "shop", inTxn); len(d.Keys) != 0 || d.Reject {
+				t.Errorf("%q (in txn %v): keys %v reject %v, want neither", sql, inTxn, d.Keys, d.Reject)
+			}
+		}
+	}
+	an, _ := parser.Analyze("UPDATE sku_stock SET stock = 3 WHERE sku_id = 7", "shop")
+	if r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", nil); !ok || r.Name != "hot" || len(keys) != 1 {
+		t.Errorf("RewriteTarget: ok %v rule %v keys %v", ok, r, keys)
+	}
+}

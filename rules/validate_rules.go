@@ -79,6 +79,15 @@ func (v *validator) rule(p string, r *Rule) {
 		if rw.Mode != RewriteDelta && rw.Mode != RewriteCAS {
 			v.add(p+".rewrite.mode", "must be delta or cas, not %q", rw.Mode)
 		}
+		if rw.Scope != ScopeTransaction && rw.Scope != ScopeSession {
+			v.add(p+".rewrite.scope", "must be transaction or session, not %q", rw.Scope)
+		}
+		if rw.OnConflict != OnConflictError && rw.OnConflict != OnConflictZeroRows {
+			v.add(p+".rewrite.on_conflict", "must be error or zero_rows, not %q", rw.OnConflict)
+		}
+		if rw.OnUnpaired != OnUnpairedAllow && rw.OnUnpaired != OnUnpairedReject {
+			v.add(p+".rewrite.on_unpaired", "must be allow or reject, not %q", rw.OnUnpaired)
+		}
 	}
 }
 

@@ -57,11 +57,13 @@ const (
 
 // rulesYAML guards sku_stock by sku_id (writes, locking reads and reads in
 // a transaction) and rewrites read-then-write UPDATEs of counters.n in delta
-// mode; orders, restocks and catalog are unguarded.
+// mode, pairing a write with the read of its connection (scope: session:
+// counter holds one connection per operation, in autocommit); orders,
+// restocks and catalog are unguarded.
 func rulesYAML() string {
 	return contend.LockRule(database, "write, locking_read, read_in_txn") +
 		"  - name: counters\n    table: " + database + ".counters\n    key: [id]\n    lock: []\n" +
-		"    rewrite:\n      column: n\n      mode: delta\n"
+		"    rewrite:\n      column: n\n      mode: delta\n      scope: session\n"
 }
 
 // setupSchema creates bench_soak on the primary and fills it; the returned

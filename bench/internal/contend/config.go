@@ -27,8 +27,18 @@ func LockRule(db, kinds string) string {
 }
 
 // RewriteRule is a rule rewriting db.sku_stock.stock (mode delta, min 0)
-// that takes no lock.
+// that takes no lock, for AutocommitReadWrite: its read and write share
+// one connection held per request (scope: session) and it checks affected
+// rows (on_conflict: zero_rows).
 func RewriteRule(db string) string {
+	return OptimisticRule(db) + "      scope: session\n      on_conflict: zero_rows\n"
+}
+
+// OptimisticRule is a rule rewriting db.sku_stock.stock (mode delta, min
+// 0) that takes no lock, with the rewrite defaults (scope transaction, a
+// lost race is an error): the conditional UPDATE is the only guarantee,
+// for TxnReadWrite.
+func OptimisticRule(db string) string {
 	return fmt.Sprintf("  - name: sku-stock\n    table: %s.%s\n    key: [sku_id]\n    lock: []\n    rewrite:\n      column: stock\n      mode: delta\n      min: 0\n", db, TableName)
 }
 

@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"go.uber.org/zap"
+)
+
+// runRewritten sends the guarded UPDATE of step on the primary in place of
+// the client's command and answers the client: the backend's OK or error,
+// or, when the UPDATE changed no row because its guard held, what the
+// rule's on_conflict says (DESIGN.md §5).
+func (s *session) runRewritten(step rewriteStep) error {
+	b := s.be
+	s.src = b
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, step.sql...)); err != nil {
+		return s.backendFailed(b, err)
+	}
+	_, p, err := b.r.readPhysical()
+	if err != nil {
+		b.broken = true
+		return s.backendFailed(b, err)
+	}
+	reply := append([]byte(nil), p...)
+	switch {
+	case len(reply) == 0:
+		b.broken = true
+		return s.backendFailed(b, errShortPacket)
+	case reply[0] == mysql.ERR_HEADER:
+		s.lastOK = false
+		return s.writeReply(reply)
+	case reply[0] != mysql.OK_HEADER:
+		b.broken = true
+		return s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to a guarded update", reply[0]))
+	}
+	st, _ := okStatus(reply)
+	s.status, b.status, s.lastOK = st, st, true
+	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
+	return s.answerGuarded(step, reply)
+}
+
+// answerGuarded answers a guarded UPDATE whose OK reply is in reply. When
+// it changed no row, the guard's locking read (on the same connection,
+// inside the same transaction) tells a lost race (the row is there and
+// the guard held) from a row that does not exist or already held the new
+// value; only a lost race is answered differently from reply.
+func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
+	if s.lastAffected != 0 || step.check == "" {
+		return s.writeReply(reply)
+	}
+	b := s.be
+	v, err := b.queryValue(step.check)
+	s.status = b.status
+	switch {
+	case err == errNoRow || err == nil && string(v) == "1":
+		return s.writeReply(reply)
+	case isMySQLErr(err):
+		// The row could not be read back (a lock wait, a deadlock): the
+		// client gets that error, never a silent 0 rows.
+		s.lastOK = false
+		return s.writeErrAt(1, err.(*sqlError))
+	case err != nil:
+		return s.backendFailed(b, err)
+	}
+	s.rwConflict = true
+	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteConflicted).Inc()
+	s.srv.audit.Info("rewrite conflict: the guarded update changed no row",
+		zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
+		zap.String("guard", step.guard), zap.Bool("zero_rows", step.zero),
+		zap.Uint32("session", s.id), zap.String("user", s.user))
+	if step.zero {
+		return s.writeReply(reply)
+	}
+	return s.loseRace(step)
+}
+
+// loseRace rolls back the transaction whose guarded UPDATE lost its race,
+// releases its locks and answers the error of DESIGN.md §5: 1213 (40001,
+// retry the transaction) when the value read has since changed, 4025
+// (23000, a constraint) when the write would take the column below min.
+func (s *session) loseRace(step rewriteStep) error {
+	s.lastOK = false
+	ended := "the statement changed nothing"
+	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil {
+			s.be.broken = true
+			return err
+		}
+		s.status = s.be.status
+		ended = "transaction rolled back"
+	}
+	s.releaseLocks()
+	s.forgetTxnBeliefs()
+	return s.writeErrAt(1, raceError(step, ended))
+}
+
+// raceError is the error a lost race answers (docs: README "Rewriting").
+func raceError(step rewriteStep, ended string) *sqlError {
+	if step.guard == parser.GuardMin {
+		return newSQLError(erConstraintFailed, "23000",
+			"CONSTRAINT %s >= %s failed for rule %q key %q: the UPDATE would take %s below its min, so it changed no row; %s",
+			step.column, step.min, step.rule, step.key, step.column, ended)
+	}
+	return newSQLError(erLockDeadlock, "40001",
+		"rule %q key %q: %s changed after it was read, so the guarded UPDATE changed no row; %s, try restarting transaction",
+		step.rule, step.key, step.column, ended)
+}

@@ -1,0 +1,282 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// rewriteBed is one proxy with a rewrite rule (no row locks) on a fresh
+// sku table holding row 1 with the given stock, and an orders table.
+type rewriteBed struct {
+	p      *testProxy
+	via    *sql.DB // through the proxy
+	direct *sql.DB // straight to the primary: a concurrent writer
+}
+
+func newRewriteBed(t *testing.T, rw rules.Rewrite, stock string) rewriteBed {
+	t.Helper()
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, buyer VARCHAR(20))",
+		"INSERT INTO sku VALUES (1, "+stock+")")
+	if rw.Scope == "" {
+		rw.Scope = rules.ScopeTransaction
+	}
+	p := startProxy(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "stock", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{}, Rewrite: &rw}}
+	})
+	return rewriteBed{p: p, via: p.db(t, db, ""), direct: direct}
+}
+
+func (b rewriteBed) count(t *testing.T, q string) int {
+	t.Helper()
+	var n int
+	if err := b.direct.QueryRow(q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// buyInTxn is code that ignores affected rows: BEGIN, insert an order,
+// read the stock, write back newStock(read), COMMIT. It returns the
+// UPDATE's error or affected rows.
+func buyInTxn(t *testing.T, b rewriteBed, prepared bool, between func(), newStock func(int) int) (int64, error) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := b.via.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec("INSERT INTO orders (buyer) VALUES ('a')"); err != nil {
+		t.Fatal(err)
+	}
+	var stock int
+	if err := tx.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	between()
+	var res sql.Result
+	if prepared {
+		res, err = tx.Exec("UPDATE sku SET stock = ? WHERE sku_id = ?", newStock(stock), 1)
+	} else {
+		res, err = tx.Exec("UPDATE sku SET stock = " + strconv.Itoa(newStock(stock)) + " WHERE sku_id = 1")
+	}
+	if err != nil {
+		_ = tx.Commit() // code that goes on regardless: nothing may commit
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return n, nil
+}
+
+// wantRaceError checks err is the documented lost-race error.
+func wantRaceError(t *testing.T, err error, code uint16, state string) {
+	t.Helper()
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		t.Fatalf("want MySQL error %d, got %v", code, err)
+	}
+	if me.Number != code || string(me.SQLState[:]) != state ||
+		!strings.HasPrefix(me.Message, "lockproxy: ") || !strings.Contains(me.Message, `rule "stock" key "`) ||
+		!strings.Contains(me.Message, "transaction rolled back") {
+		t.Errorf("got %d (%s) %q, want %d (%s) from lockproxy naming rule and key", me.Number, me.SQLState, me.Message, code, state)
+	}
+}
+
+// TestRewriteLostRace: a guarded UPDATE whose guard held answers the
+// documented error and rolls the transaction back (so code that ignores
+// affected rows commits nothing), or 0 rows with on_conflict: zero_rows;
+// a missing row or a write of the value already there is no race.
+func TestRewriteLostRace(t *testing.T) {
+	zero := 0.0
+	minus1 := func(n int) int { return n - 1 }
+	for _, prepared := range []bool{false, true} {
+		form := map[bool]string{false: "text", true: "prepared"}[prepared]
+		t.Run(form+"/cas value moved: 1213", func(t *testing.T) {
+			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "cas"}, "10")
+			_, err := buyInTxn(t, b, prepared, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+			wantRaceError(t, err, 1213, "40001")
+			if n := b.count(t, "SELECT COUNT(*) FROM orders"); n != 0 {
+				t.Errorf("the order of the lost race committed (%d rows)", n)
+			}
+			if n := b.count(t, "SELECT stock FROM sku"); n != 5 {
+				t.Errorf("stock %d, want 5 (the winner's write)", n)
+			}
+			wantValues(t, b.p.reg, "lockproxy_rewrites_total", map[string]float64{
+				"mode=cas,result=applied,rule=stock": 0, "mode=cas,result=conflicted,rule=stock": 1,
+				"mode=cas,result=skipped,rule=stock": 0, "mode=cas,result=unpaired,rule=stock": 0,
+			})
+		})
+		t.Run(form+"/delta below min: 4025", func(t *testing.T) {
+			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Min: &zero}, "1")
+			_, err := buyInTxn(t, b, prepared, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 0 WHERE sku_id = 1") }, minus1)
+			wantRaceError(t, err, 4025, "23000")
+			if n := b.count(t, "SELECT COUNT(*) FROM orders"); n != 0 {
+				t.Errorf("the order of the lost race committed (%d rows)", n)
+			}
+			if n := b.count(t, "SELECT stock FROM sku"); n != 0 {
+				t.Errorf("stock %d, want 0", n)
+			}
+		})
+	}
+	t.Run("delta moved but above min: applied", func(t *testing.T) {
+		b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Min: &zero}, "10")
+		n, err := buyInTxn(t, b, false, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+		if err != nil || n != 1 {
+			t.Fatalf("got %d rows, %v", n, err)
+		}
+		if s := b.count(t, "SELECT stock FROM sku"); s != 4 {
+			t.Errorf("stock %d, want 4: the delta is applied to the moved value", s)
+		}
+	})
+	t.Run("zero_rows", func(t *testing.T) {
+		b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "cas", OnConflict: rules.OnConflictZeroRows}, "10")
+		n, err := buyInTxn(t, b, false, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+		if err != nil || n != 0 {
+			t.Fatalf("got %d rows, %v; want 0 rows and no error", n, err)
+		}
+		if c := b.count(t, "SELECT COUNT(*) FROM orders"); c != 1 {
+			t.Errorf("orders %d: zero_rows must leave the transaction to the application", c)
+		}
+	})
+	t.Run("no race", func(t *testing.T) {
+		for _, mode := range []string{"cas", "delta"} {
+			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: mode, Min: &zero}, "10")
+			// The value already there: matched, not changed, not a race.
+			if n, err := buyInTxn(t, b, false, func() {}, func(n int) int { return n }); err != nil || n != 0 {
+				t.Errorf("%s: same value: %d rows, %v", mode, n, err)
+			}
+			// A missing row (relative update, guarded by min): 0 rows.
+			res, err := b.via.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 99")
+			if err != nil {
+				t.Fatalf("%s: missing row: %v", mode, err)
+			}
+			if n, _ := res.RowsAffected(); n != 0 {
+				t.Errorf("%s: missing row: %d rows", mode, n)
+			}
+			if c := b.count(t, "SELECT COUNT(*) FROM orders"); c != 1 {
+				t.Errorf("%s: orders %d, want 1", mode, c)
+			}
+		}
+	})
+}
+
+// TestRewriteScope: with scope transaction a value read is paired only
+// with writes of the same transaction; session keeps it across
+// autocommit statements on one connection.
+func TestRewriteScope(t *testing.T) {
+	ctx := context.Background()
+	readThenWrite := func(t *testing.T, conn *sql.Conn, b rewriteBed, begin, commitBetween bool) {
+		t.Helper()
+		if begin {
+			mustConnExec(t, conn, "BEGIN")
+		}
+		var stock int
+		if err := conn.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+			t.Fatal(err)
+		}
+		if commitBetween {
+			mustConnExec(t, conn, "COMMIT", "BEGIN")
+		}
+		mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+		mustConnExec(t, conn, "UPDATE sku SET stock = 9 WHERE sku_id = 1")
+		if begin {
+			mustConnExec(t, conn, "COMMIT")
+		}
+	}
+	for _, c := range []struct {
+		name                 string
+		scope                string
+		begin, commitBetween bool
+		stock                int // 9: written as sent (unpaired); 4: rewritten (10 -> 9 on top of 5)
+		result               string
+	}{
+		{"transaction/autocommit", rules.ScopeTransaction, false, false, 9, "unpaired"},
+		{"transaction/in txn", rules.ScopeTransaction, true, false, 4, "applied"},
+		{"transaction/commit between", rules.ScopeTransaction, true, true, 9, "unpaired"},
+		{"session/autocommit", rules.ScopeSession, false, false, 4, "applied"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Scope: c.scope}, "10")
+			conn, err := b.via.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			readThenWrite(t, conn, b, c.begin, c.commitBetween)
+			if s := b.count(t, "SELECT stock FROM sku"); s != c.stock {
+				t.Errorf("stock %d, want %d", s, c.stock)
+			}
+			if v := value(t, b.p.reg, "lockproxy_rewrites_total", "mode=delta,result="+c.result+",rule=stock"); v != 1 {
+				t.Errorf("lockproxy_rewrites_total{result=%q} = %v, want 1", c.result, v)
+			}
+		})
+	}
+	t.Run("on_unpaired reject", func(t *testing.T) {
+		b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", OnUnpaired: rules.OnUnpairedReject}, "10")
+		_, err := b.via.Exec("UPDATE sku SET stock = 3 WHERE sku_id = 1")
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy: ") ||
+			!strings.Contains(me.Message, `rule "stock" key "`) || !strings.Contains(me.Message, "on_unpaired") {
+			t.Fatalf("got %v, want 1105 from lockproxy naming rule, key and on_unpaired", err)
+		}
+		if s := b.count(t, "SELECT stock FROM sku"); s != 10 {
+			t.Errorf("the refused write ran: stock %d", s)
+		}
+		// Relative writes and paired writes still run.
+		mustExec(t, b.via, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+		if n, err := buyInTxn(t, b, true, func() {}, func(n int) int { return n - 1 }); err != nil || n != 1 {
+			t.Fatalf("paired write: %d rows, %v", n, err)
+		}
+		if s := b.count(t, "SELECT stock FROM sku"); s != 8 {
+			t.Errorf("stock %d, want 8", s)
+		}
+		if v := value(t, b.p.reg, "lockproxy_statements_rejected_total", "reason=unpaired,rule=stock"); v != 1 {
+			t.Errorf("lockproxy_statements_rejected_total{reason=unpaired} = %v, want 1", v)
+		}
+	})
+}
+
+// TestRewriteLostRaceFenced: on a rule that also fences its locked
+// UPDATEs, a guarded UPDATE that lost its race (not to a newer lock
+// holder) is still the rewrite's documented error, after the fence check.
+func TestRewriteLostRaceFenced(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)",
+		"CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, buyer VARCHAR(20))",
+		"INSERT INTO sku (sku_id, stock) VALUES (1, 10)")
+	p := guardedProxy(t, db, func(r *rules.Rule) {
+		r.Fence = "fence"
+		r.Rewrite = &rules.Rewrite{Column: "stock", Mode: "cas", Scope: rules.ScopeTransaction}
+	})
+	b := rewriteBed{p: p, via: p.db(t, db, ""), direct: direct}
+	// The concurrent writer bypasses lockproxy, as a lease lost mid-way
+	// or an unguarded path would.
+	_, err := buyInTxn(t, b, false, func() { mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, func(n int) int { return n - 1 })
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1213 || !strings.Contains(me.Message, "changed after it was read") {
+		t.Fatalf("got %v, want the rewrite's 1213", err)
+	}
+	if n := b.count(t, "SELECT COUNT(*) FROM orders"); n != 0 {
+		t.Errorf("the order of the lost race committed (%d rows)", n)
+	}
+	if v := value(t, p.reg, "lockproxy_fenced_writes_total", "rule=sku-stock"); v != 0 {
+		t.Errorf("counted as fenced: %v", v)
+	}
+}
