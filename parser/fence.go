@@ -52,31 +52,46 @@ func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, c
 	if u == nil || reason != "" || err != nil {
 		return "", "", false, reason, err
 	}
-	col := func() *ast.ColumnName { return &ast.ColumnName{Name: ast.NewCIStr(column)} }
-	tok := func() ast.ExprNode { return ast.NewValueExpr(token, "", "") }
-	u.List = append(u.List, &ast.Assignment{Column: col(), Expr: tok()})
-	u.Where = and(u.Where, binary(opcode.LT, &ast.ColumnNameExpr{Name: col()}, tok()))
+	fc := fencing{column: column, token: token}
+	where := u.Where
+	fc.apply(u)
 	if update, err = RestoreMode(u, f.Mode); err != nil {
 		return "", "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	// The check reads the same rows: a fresh parse, so its WHERE is the
-	// statement's own, not the one just extended.
-	v, _, err := fresh()
-	if err != nil || v == nil {
-		return "", "", false, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
+	if check, err = RestoreMode(fc.check(u, where), f.Mode); err != nil {
+		return "", "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	sel := &ast.SelectStmt{
+	return update, check, true, "", nil
+}
+
+// fencing is a fence column and the token an UPDATE is made conditional on.
+type fencing struct {
+	column string
+	token  uint64
+}
+
+func (fc fencing) col() *ast.ColumnName { return &ast.ColumnName{Name: ast.NewCIStr(fc.column)} }
+func (fc fencing) tok() ast.ExprNode    { return ast.NewValueExpr(fc.token, "", "") }
+
+// apply stamps u's rows with the token, and changes only rows whose fence
+// is lower.
+func (fc fencing) apply(u *ast.UpdateStmt) {
+	u.List = append(u.List, &ast.Assignment{Column: fc.col(), Expr: fc.tok()})
+	u.Where = and(u.Where, binary(opcode.LT, &ast.ColumnNameExpr{Name: fc.col()}, fc.tok()))
+}
+
+// check counts the rows that where (u's WHERE as the statement wrote it,
+// before fencing and before any rewrite guard) names and that already
+// carry a token >= this one. Restoring only reads the shared nodes.
+func (fc fencing) check(u *ast.UpdateStmt, where ast.ExprNode) *ast.SelectStmt {
+	return &ast.SelectStmt{
 		SelectStmtOpts: &ast.SelectStmtOpts{SQLCache: true}, // the default; the restorer prints nothing for it
 		Kind:           ast.SelectStmtKindSelect,
 		Fields: &ast.FieldList{Fields: []*ast.SelectField{{Expr: &ast.AggregateFuncExpr{
 			F: ast.AggFuncCount, Args: []ast.ExprNode{ast.NewValueExpr(1, "", "")}}}}},
-		From:  v.TableRefs,
-		Where: and(v.Where, binary(opcode.GE, &ast.ColumnNameExpr{Name: col()}, tok())),
+		From:  u.TableRefs,
+		Where: and(where, binary(opcode.GE, &ast.ColumnNameExpr{Name: fc.col()}, fc.tok())),
 	}
-	if check, err = RestoreMode(sel, f.Mode); err != nil {
-		return "", "", false, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
-	}
-	return update, check, true, "", nil
 }
 
 // and joins two conditions (either may be nil) with AND, keeping the

@@ -1,6 +1,9 @@
 package parser
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestFenceUpdate(t *testing.T) {
 	cases := []struct {
@@ -55,4 +58,35 @@ func norm(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// TestRewriteFencedInOnePass: a rewrite with a fence builds the guarded and
+// fenced UPDATE from one parse, with the fence check over the statement's
+// own WHERE (neither the guard nor the fence in it).
+func TestRewriteFencedInOnePass(t *testing.T) {
+	an, err := Analyze("UPDATE sku SET stock = ? WHERE sku_id = ?", "shop")
+	if err != nil || len(an.Stmts) != 1 {
+		t.Fatal(err)
+	}
+	spec := RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "0", Old: []byte("10"), Key: []string{"sku_id"},
+		Fence: "fence", FenceToken: 42}
+	g, ok, reason, err := RewriteGuarded(an.Stmts[0], spec, []any{int64(9), int64(1001)})
+	if err != nil || !ok {
+		t.Fatalf("RewriteGuarded: %v %s", err, reason)
+	}
+	const (
+		wantSQL   = "UPDATE `sku` SET `stock`=`stock` - 1, `fence`=42 WHERE ((`sku_id` = 1001) AND `stock` - 1 >= 0) AND `fence` < 42"
+		wantFence = "SELECT COUNT(1) FROM `sku` WHERE (`sku_id` = 1001) AND `fence` >= 42"
+	)
+	if g.SQL != wantSQL || g.FenceCheck != wantFence {
+		t.Fatalf("got\n %s\n %s\nwant\n %s\n %s", g.SQL, g.FenceCheck, wantSQL, wantFence)
+	}
+	if g.Check == "" || strings.Contains(g.Check, "fence") {
+		t.Fatalf("the guard's check must not test the fence: %q", g.Check)
+	}
+	// An UPDATE that assigns the fence column itself is not fenced.
+	an, _ = Analyze("UPDATE sku SET stock = 9, fence = 0 WHERE sku_id = 1001", "shop")
+	if g, ok, _, err := RewriteGuarded(an.Stmts[0], spec, []any{}); err != nil || !ok || g.FenceCheck != "" || strings.Contains(g.SQL, "42") {
+		t.Fatalf("fenced an UPDATE assigning the fence column: %+v %v %v", g, ok, err)
+	}
 }

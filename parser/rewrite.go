@@ -72,6 +72,12 @@ type RewriteSpec struct {
 	// A Facts analysed under that mode (Facts.Mode) needs no refusal: the
 	// rewrite is restored for it (RestoreMode).
 	NoBackslashEscapes bool
+	// Fence, when set, is the rule's fence column and FenceToken the
+	// lock's fencing token: the guarded UPDATE is fenced in the same pass
+	// (as FenceUpdate would fence it), and Guarded.FenceCheck is set.
+	// An UPDATE that itself assigns the fence column is not fenced.
+	Fence      string
+	FenceToken uint64
 }
 
 // Exact numbers are kept within MySQL's DECIMAL(65,30): a longer literal
@@ -129,6 +135,10 @@ type Guarded struct {
 	// held: the race was lost), or 1 (the row matched and the UPDATE left
 	// it as it was, as a delta of 0 does).
 	Check string
+	// FenceCheck, when the UPDATE was fenced (RewriteSpec.Fence), counts
+	// the rows its WHERE names that already carry a token >= the fence
+	// token (as FenceUpdate's check).
+	FenceCheck string
 }
 
 // RewriteGuarded is RewriteUpdate with the guard and its check query.
@@ -172,13 +182,26 @@ func RewriteGuarded(f *Facts, spec RewriteSpec, params []any) (g Guarded, ok boo
 	if reason != "" || err != nil {
 		return Guarded{}, false, reason, err
 	}
-	g, reason, err = render(f, idx, p, own)
+	g, reason, err = render(f, idx, p, own, fenceOf(f, spec))
 	return g, reason == "" && err == nil, reason, err
+}
+
+// fenceOf is the fence a rewrite adds, nil when none applies.
+func fenceOf(f *Facts, spec RewriteSpec) *fencing {
+	if spec.Fence == "" {
+		return nil
+	}
+	for _, a := range f.Assignments {
+		if strings.EqualFold(a.Column, spec.Fence) {
+			return nil
+		}
+	}
+	return &fencing{column: spec.Fence, token: spec.FenceToken}
 }
 
 // render applies p to a fresh parse of f.Text whose placeholders it binds
 // to own, and restores it and its check.
-func render(f *Facts, idx int, p rewritePlan, own []any) (Guarded, string, error) {
+func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing) (Guarded, string, error) {
 	stmts, err := ParseMode(f.Text, f.Mode)
 	if err != nil || len(stmts) != 1 {
 		return Guarded{}, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
@@ -193,6 +216,12 @@ func render(f *Facts, idx int, p rewritePlan, own []any) (Guarded, string, error
 	where := u.Where
 	guard := p.apply(u, u.List[idx])
 	g := Guarded{Guard: p.kind()}
+	if fence != nil {
+		fence.apply(u)
+		if g.FenceCheck, err = RestoreMode(fence.check(u, where), f.Mode); err != nil {
+			return Guarded{}, "", fmt.Errorf("%w: restore fence check: %v", ErrInternal, err)
+		}
+	}
 	if g.SQL, err = RestoreMode(u, f.Mode); err != nil {
 		return Guarded{}, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}

@@ -176,7 +176,7 @@ func (s *session) query(p []byte) error {
 	if !ok {
 		return err
 	}
-	step := s.planRewrite(an, nil, false)
+	step := s.planRewrite(pl, nil, false)
 	if step.reject != nil {
 		return s.refuseUnpaired(step)
 	}
@@ -191,7 +191,7 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	s.srv.metrics.primaryQuery.Inc()
-	if fs, ok := s.planFence(an, nil, step.sql); ok {
+	if fs, ok := s.planFence(pl, nil, step); ok {
 		if err := s.runFenced(fs); err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 	if g.reject != nil {
 		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", g.reject.Code, g.reject.State, g.reject.Msg)
 	}
-	e.explainRewrite(rs, old)
+	e.explainRewrite(p.rewrite, old)
 	e.Route, e.RouteWhy = "primary", p.primaryWhy
 	switch {
 	case e.RouteWhy != "":
@@ -69,15 +69,12 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 	return e, nil
 }
 
-func (e *Explanation) explainRewrite(rs *rules.RuleSet, old []byte) {
+func (e *Explanation) explainRewrite(t target, old []byte) {
 	an := e.Analysis
-	if an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate || an.Params > 0 {
+	if t.rule == nil || an.Stmts[0].Kind != parser.KindUpdate || an.Params > 0 {
 		return
 	}
-	r, keys, ok := rs.RewriteTarget(an.Stmts[0], e.DB, nil)
-	if !ok {
-		return
-	}
+	r, keys := t.rule, t.keys
 	if len(keys) != 1 {
 		e.RewriteWhy = parser.ReasonSeveralRows
 		return

@@ -17,42 +17,47 @@ var errFenced = errors.New("proxy: stale fencing token: a newer lock holder has 
 // fenceStep is a locked UPDATE made conditional on the lock's fencing token.
 type fenceStep struct {
 	update, check string
+	column        string // the fence column
 	rule, key     string
 	token         uint64
 }
 
-// planFence fences a single-row UPDATE of a table whose rule names a fence
-// column, when the session holds that row's lock. sql, when not empty, is
-// the text to fence instead of the statement (a rewritten form).
-func (s *session) planFence(an *parser.Analysis, params []any, sql string) (fenceStep, bool) {
-	if an == nil || an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate || s.locks == nil || !s.srv.hasFences() {
-		return fenceStep{}, false
+// fenceFor is the fence a single-row UPDATE of a table whose rule names a
+// fence column gets when the session holds that row's lock: the column, the
+// lock's token and the row; token 0 when none applies.
+func (s *session) fenceFor(pl plan) fenceStep {
+	t := pl.fence
+	if t.rule == nil || len(t.keys) != 1 || s.locks == nil {
+		return fenceStep{}
 	}
-	f := an.Stmts[0]
-	r, keys, ok := s.srv.ruleSet().FenceTarget(f, s.db, params)
-	if !ok || len(keys) != 1 {
-		return fenceStep{}, false
-	}
-	token := s.locks.Fence(keys[0].Name)
+	token := s.locks.Fence(t.keys[0].Name)
 	if token == 0 {
-		return fenceStep{}, false
+		return fenceStep{}
 	}
-	if sql != "" {
-		re, err := s.srv.analyzer.AnalyzeWith(sql, s.db, s.parseOptions())
-		if err != nil || re.Unparsed || len(re.Stmts) != 1 {
-			return fenceStep{}, false
-		}
-		f, params = re.Stmts[0], nil
+	return fenceStep{column: t.rule.Fence, rule: t.rule.Name, key: t.keys[0].Name, token: token}
+}
+
+// planFence fences the command's UPDATE: the rewrite step's own fenced
+// form when the UPDATE was rewritten (one pass builds both), else the
+// statement as sent.
+func (s *session) planFence(pl plan, params []any, step rewriteStep) (fenceStep, bool) {
+	if step.sql != "" {
+		return step.fenced, step.fenced.update != ""
+	}
+	fs := s.fenceFor(pl)
+	if fs.token == 0 || len(pl.an.Stmts) != 1 {
+		return fenceStep{}, false
 	}
 	if params == nil {
 		params = []any{}
 	}
-	update, check, ok, reason, err := parser.FenceUpdate(f, r.Fence, token, params)
+	update, check, ok, reason, err := parser.FenceUpdate(pl.an.Stmts[0], fs.column, fs.token, params)
 	if err != nil || !ok {
-		s.log.Debug("update not fenced", zap.String("rule", r.Name), zap.String("reason", reason), zap.Error(err))
+		s.log.Debug("update not fenced", zap.String("rule", fs.rule), zap.String("reason", reason), zap.Error(err))
 		return fenceStep{}, false
 	}
-	return fenceStep{update: update, check: check, rule: r.Name, key: keys[0].Name, token: token}, true
+	fs.update, fs.check = update, check
+	return fs, true
 }
 
 // runFenced sends the fenced UPDATE on the primary and answers the client:

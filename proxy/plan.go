@@ -24,6 +24,16 @@ type plan struct {
 	dyn dynChanges
 	// needParams: keys come from placeholders and no values were given.
 	needParams bool
+	// rewrite and fence are, for a single-statement SELECT or UPDATE, the
+	// rule with a rewrite plan and the rule with a fence column guarding
+	// its one table, with the keys of the rows it names there.
+	rewrite, fence target
+}
+
+// target is a rule and the keys of the rows a statement names in its table.
+type target struct {
+	rule *rules.Rule
+	keys []rules.Key
 }
 
 // planEnv is the session state a plan depends on.
@@ -180,8 +190,34 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	if depth > 0 {
 		pl.unrewritable(f, d)
+	} else {
+		pl.targets(f, d, params)
 	}
 	g.add(d, pl.lc)
+}
+
+// targets finds the rewrite and fence targets of a command's only
+// statement, once, for the rewrite and fence steps to use.
+func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
+	if pl.p.an == nil || len(pl.p.an.Stmts) != 1 || (f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate) {
+		return
+	}
+	var rewrite, fence bool
+	for _, r := range d.Rules {
+		rewrite = rewrite || r.Rewrite != nil
+		fence = fence || (r.Fence != "" && f.Kind == parser.KindUpdate)
+	}
+	rs := pl.env.rs
+	if rewrite {
+		if r, keys, ok := rs.RewriteTarget(f, pl.env.db, params); ok && r.Rewrite != nil {
+			pl.p.rewrite = target{rule: r, keys: keys}
+		}
+	}
+	if fence {
+		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params); ok {
+			pl.p.fence = target{rule: r, keys: keys}
+		}
+	}
 }
 
 // unrewritable refuses, for a rule with rewrite.on_unpaired: reject, an

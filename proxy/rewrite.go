@@ -37,6 +37,9 @@ type rewriteStep struct {
 	key     string    // the row an UPDATE writes (its belief is consumed)
 	zero    bool      // on_conflict: zero_rows
 	reject  *sqlError // on_unpaired: reject, for an unpaired write
+	// fenced is the guarded UPDATE fenced in the same pass, when the
+	// table's fence rule applies (update empty otherwise).
+	fenced fenceStep
 }
 
 // planRewrite decides the rewrite step for an analysed command (params:
@@ -56,7 +59,8 @@ type rewriteStep struct {
 // consumes it, rewritten or not; it is forgotten at COM_RESET_CONNECTION,
 // COM_CHANGE_USER and disconnect, and when more than 1024 rows are
 // remembered.
-func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) rewriteStep {
+func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
+	an := pl.an
 	s.rw, s.rwConflict = rewriteStep{}, false
 	if an == nil || !s.srv.hasRewrites() {
 		return rewriteStep{}
@@ -69,8 +73,8 @@ func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) re
 	if f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate {
 		return rewriteStep{}
 	}
-	r, keys, ok := s.srv.ruleSet().RewriteTarget(f, s.db, params)
-	if !ok || r.Rewrite == nil {
+	r, keys := pl.rewrite.rule, pl.rewrite.keys
+	if r == nil {
 		return rewriteStep{}
 	}
 	if f.Kind == parser.KindSelect {
@@ -79,12 +83,12 @@ func (s *session) planRewrite(an *parser.Analysis, params []any, binary bool) re
 		}
 		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}
 	}
-	s.rw = s.planUpdate(f, r, keys, params)
+	s.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
 	return s.rw
 }
 
 // planUpdate is planRewrite for an UPDATE of a rewrite rule's table.
-func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any) rewriteStep {
+func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any, fence fenceStep) rewriteStep {
 	rw := r.Rewrite
 	step := rewriteStep{rule: r.Name, mode: rw.Mode, column: rw.Column, zero: rw.OnConflict == rules.OnConflictZeroRows}
 	if len(keys) != 1 {
@@ -101,6 +105,9 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 		spec.Min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)
 		step.min = spec.Min
 	}
+	if fence.token != 0 {
+		spec.Fence, spec.FenceToken = fence.column, fence.token
+	}
 	if params == nil {
 		params = []any{}
 	}
@@ -115,6 +122,10 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 		s.rewriteSkipped(step, reason)
 	default:
 		step.sql, step.guard, step.check = g.SQL, g.Guard, g.Check
+		if g.FenceCheck != "" {
+			fence.update, fence.check = g.SQL, g.FenceCheck
+			step.fenced = fence
+		}
 	}
 	return step
 }

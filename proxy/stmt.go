@@ -157,7 +157,7 @@ func (s *session) execute(p []byte) error {
 	}
 	var step rewriteStep
 	if !longSent {
-		step = s.planRewrite(st.an, plainParams(params), true)
+		step = s.planRewrite(pl, plainParams(params), true)
 	}
 	if step.reject != nil {
 		return s.refuseUnpaired(step)
@@ -173,7 +173,7 @@ func (s *session) execute(p []byte) error {
 		}
 	}
 	s.srv.metrics.primaryExecute.Inc()
-	if fs, ok := s.planFence(st.an, plainParams(params), step.sql); ok {
+	if fs, ok := s.planFence(pl, plainParams(params), step); ok {
 		if err := s.runFenced(fs); err != nil {
 			return err
 		}
