@@ -41,6 +41,8 @@ var oracleTables = []struct {
 	{"bin", "shop_id INT NOT NULL, code VARCHAR(16) COLLATE utf8mb4_general_ci NOT NULL, qty INT NOT NULL, " +
 		"PRIMARY KEY (shop_id, code)", []string{"shop_id", "code"}, true,
 		"(1, 'a', 1), (1, 'b', 2), (2, 'a', 3), (2, 'B2', 4)"},
+	{"sku_stock", "sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT NOT NULL DEFAULT 0", []string{"sku_id"}, true,
+		"(1001, 1, 0), (1002, 10, 0), (1003, 100, 0), (1004, 1000, 0), (1005, 0, 0)"},
 	{"free", "id INT PRIMARY KEY, v INT NOT NULL", []string{"id"}, false,
 		"(1, 1), (2, 2), (3, 3), (4, 4)"},
 }
@@ -69,9 +71,10 @@ func oracleRules(db string, wait time.Duration) []rules.Rule {
 }
 
 // startOracle creates the oracle database db (dropping an old one) on bed
-// and a proxy with memory locks guarding it. db is fixed per caller so a
-// fuzz target reuses one database across inputs.
-func startOracle(t testing.TB, bed *testbed.Bed, db string) *oracleBed {
+// and a proxy with memory locks guarding it, routing reads to the bed's
+// replica when withReplica. db is fixed per caller so a fuzz target reuses
+// one database across inputs.
+func startOracle(t testing.TB, bed *testbed.Bed, db string, withReplica bool) *oracleBed {
 	t.Helper()
 	direct := openDB(t, bed.DSN(bed.PrimaryAddr, "", "tx_isolation=%27READ-UNCOMMITTED%27&multiStatements=true"))
 	direct.SetMaxOpenConns(1)
@@ -83,10 +86,11 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string) *oracleBed {
 		stmts = append(stmts, changeTriggers(tb.name, tb.keys)...)
 	}
 	stmts = append(stmts,
-		"CREATE VIEW v_sku AS SELECT sku_id, stock FROM sku",
+		"CREATE VIEW v_sku AS SELECT sku_id, stock FROM sku_stock",
 		"CREATE VIEW v_sku_low AS SELECT sku_id AS k, stock AS s FROM sku WHERE stock < 1000",
 		"CREATE PROCEDURE oracle_bump(k BIGINT) UPDATE sku SET stock = stock + 1 WHERE sku_id = k",
 		"CREATE PROCEDURE oracle_zero() UPDATE sku SET stock = 0",
+		"CREATE PROCEDURE p() UPDATE sku_stock SET stock = 0",
 		"CREATE PROCEDURE oracle_name(n VARCHAR(32)) UPDATE acct SET bal = bal + 1 WHERE name = n")
 	for _, s := range stmts {
 		if _, err := direct.Exec(s); err != nil {
@@ -96,7 +100,13 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string) *oracleBed {
 	o := &oracleBed{db: db, direct: direct}
 	o.reseed(t)
 	cfgRules := oracleRules(db, 300*time.Millisecond)
-	o.p = startProxyOn(t, bed, func(c *rules.Config) { c.Rules = cfgRules }, memlock.New(nil, nil))
+	o.p = startProxyOn(t, bed, func(c *rules.Config) {
+		c.Rules = cfgRules
+		if withReplica {
+			c.Backends.Replicas = []string{bed.ReplicaAddr}
+			c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
+		}
+	}, memlock.New(nil, nil))
 	schema, problems, err := rules.LoadSchema(context.Background(), o.p.direct(t, db, ""), &rules.Config{Rules: cfgRules})
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("oracle schema for the rules: %v %v", err, problems)
