@@ -601,6 +601,7 @@ func (g *gen) prepared() (string, []binParam) {
 	case 7:
 		return "UPDATE bin SET qty = qty + 1 WHERE shop_id = ? AND code = ?", []binParam{g.intParam(), g.strParam()}
 	}
+	g.mark("CALL")
 	return "CALL oracle_bump(?)", []binParam{g.intParam()}
 }
 
