@@ -20,7 +20,7 @@ import (
 // replication must still run.
 func TestAttacks(t *testing.T) {
 	// A write that reaches the replica stops replication: a bed of its own.
-	o := startOracle(t, testbed.Private(t), "lockproxy_attacks", true)
+	o := startOracle(t, testbed.Private(t), "lockproxy_attacks", oracleOptions{replica: true})
 	observer := o.p.db(t, o.db, "")
 	replica := openDB(t, o.p.bed.DSN(o.p.bed.ReplicaAddr, o.db, ""))
 	timeParam := binParam{mysql.MYSQL_TYPE_TIME, false, []byte{8, 0, 0, 0, 0, 0, 0, 10, 1}, "TIME 00:10:01"}
@@ -149,7 +149,7 @@ func replicaStatus(t *testing.T, replica *sql.DB) map[string]string {
 // TestAttackChangeUserReleasesLocks: COM_CHANGE_USER inside a transaction
 // ends it, and the locks it held must be free at once.
 func TestAttackChangeUserReleasesLocks(t *testing.T) {
-	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_cu", false)
+	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_cu", oracleOptions{})
 	observer := o.p.db(t, o.db, "")
 	s, other := o.session(t), o.session(t)
 	key, err := o.lockName("sku_stock", []byte("1003"), nil)

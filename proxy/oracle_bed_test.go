@@ -14,6 +14,8 @@ import (
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 )
 
 // The plan oracle lets MariaDB say which rows a statement changed: every
@@ -70,11 +72,19 @@ func oracleRules(db string, wait time.Duration) []rules.Rule {
 	return out
 }
 
+// oracleOptions say how the oracle's proxy runs.
+type oracleOptions struct {
+	replica bool // route plain reads to the bed's replica
+	// quiet drops the proxy's log: thousands of statements would bury a
+	// failure, and fuzz workers run inputs after the target's logger is
+	// done with.
+	quiet bool
+}
+
 // startOracle creates the oracle database db (dropping an old one) on bed
-// and a proxy with memory locks guarding it, routing reads to the bed's
-// replica when withReplica. db is fixed per caller so a fuzz target reuses
-// one database across inputs.
-func startOracle(t testing.TB, bed *testbed.Bed, db string, withReplica bool) *oracleBed {
+// and a proxy with memory locks guarding it. db is fixed per caller so a
+// fuzz target reuses one database across inputs.
+func startOracle(t testing.TB, bed *testbed.Bed, db string, opt oracleOptions) *oracleBed {
 	t.Helper()
 	direct := openDB(t, bed.DSN(bed.PrimaryAddr, "", "tx_isolation=%27READ-UNCOMMITTED%27&multiStatements=true"))
 	direct.SetMaxOpenConns(1)
@@ -100,19 +110,38 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string, withReplica bool) *o
 	o := &oracleBed{db: db, direct: direct}
 	o.reseed(t)
 	cfgRules := oracleRules(db, 300*time.Millisecond)
-	o.p = startProxyOn(t, bed, func(c *rules.Config) {
+	edit := func(c *rules.Config) {
 		c.Rules = cfgRules
-		if withReplica {
+		if opt.replica {
 			c.Backends.Replicas = []string{bed.ReplicaAddr}
 			c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
 		}
-	}, memlock.New(nil, nil))
+	}
+	if opt.quiet {
+		o.p = startQuietProxy(t, bed, edit)
+	} else {
+		o.p = startProxyOn(t, bed, edit, memlock.New(nil, nil))
+	}
 	schema, problems, err := rules.LoadSchema(context.Background(), o.p.direct(t, db, ""), &rules.Config{Rules: cfgRules})
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("oracle schema for the rules: %v %v", err, problems)
 	}
 	o.schema = schema
 	return o
+}
+
+// startQuietProxy is startProxyOn with memory locks and a logger that
+// drops everything.
+func startQuietProxy(t testing.TB, bed *testbed.Bed, edit func(*rules.Config)) *testProxy {
+	t.Helper()
+	cfg, err := rules.LoadBytes("oracle.yaml", []byte(fmt.Sprintf("users:\n  - user: %s\n    password: %q\nbackends:\n  primary: %s\nlocks:\n  backend: memory\n",
+		bed.User, bed.Password, bed.PrimaryAddr)))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	edit(cfg)
+	reg := prometheus.NewRegistry()
+	return serveProxy(t, bed, cfg, Options{Logger: zap.NewNop(), Registry: reg, Locker: memlock.New(nil, nil)}, reg)
 }
 
 // changeTriggers records the key columns' old and new values of every row

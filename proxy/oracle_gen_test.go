@@ -521,9 +521,9 @@ func (g *gen) decorate(s string) string {
 		}
 		return s
 	case 6: // a comment splitting a keyword or a value
-		g.mark("comment splitting a token")
 		for _, w := range []string{"UPDATE", "DELETE", "WHERE", "1001", "alice"} {
 			if i := strings.Index(s, w); i >= 0 {
+				g.mark("comment splitting a token")
 				return s[:i+2] + "/**/" + s[i+2:]
 			}
 		}

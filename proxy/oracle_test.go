@@ -270,7 +270,7 @@ func (r *oracleReport) finish(t *testing.T) {
 // TestPlanOracle runs the fixed, seeded corpus: each statement in a
 // transaction, and a slice of them in autocommit against a held lock.
 func TestPlanOracle(t *testing.T) {
-	o := startOracle(t, testbed.Get(t), "lockproxy_oracle", false)
+	o := startOracle(t, testbed.Get(t), "lockproxy_oracle", oracleOptions{quiet: true})
 	s := o.session(t)
 	observer := o.p.db(t, o.db, "")
 	holder := o.session(t)
@@ -398,7 +398,7 @@ func FuzzPlanOracle(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	o := startOracle(f, testbed.Get(f), "lockproxy_oracle_fuzz", false)
+	o := startOracle(f, testbed.Get(f), "lockproxy_oracle_fuzz", oracleOptions{quiet: true})
 	observer := o.p.db(f, o.db, "")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := o.session(t)
