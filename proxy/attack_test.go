@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+)
+
+// TestAttacks runs statements known to have slipped past lockproxy's
+// analysis, through a proxy that routes reads to the bed's replica. Each
+// must be refused with lockproxy's 1105 naming the rule, or run with the
+// locks of every row it changes: judged by the plan oracle in a
+// transaction, and in autocommit while another session holds row 1001's
+// lock (then it must wait, 1205, or be refused). Afterwards the replica's
+// rows must equal the primary's (no write went to the replica) and
+// replication must still run.
+func TestAttacks(t *testing.T) {
+	// A write that reaches the replica stops replication: a bed of its own.
+	o := startOracle(t, testbed.Private(t), "lockproxy_attacks", oracleOptions{replica: true})
+	observer := o.p.db(t, o.db, "")
+	replica := openDB(t, o.p.bed.DSN(o.p.bed.ReplicaAddr, o.db, ""))
+	timeParam := binParam{mysql.MYSQL_TYPE_TIME, false, []byte{8, 0, 0, 0, 0, 0, 0, 10, 1}, "TIME 00:10:01"}
+	for _, c := range []struct {
+		name string
+		c    oracleCase
+	}{
+		{"versioned comment around an unkeyed update", oracleCase{Text: "/*M!100000 UPDATE sku_stock SET stock = 0 */"}},
+		{"MariaDB comment widening the condition", oracleCase{Text: "UPDATE sku_stock SET stock = 7 WHERE sku_id = 1001 /*M! OR 1=1 */"}},
+		{"MariaDB comment hiding the head of an update", oracleCase{Text: "/*M! UPDATE sku_stock SET stock = 42 WHERE sku_id IN */ (SELECT 1001)"}},
+		{"ANSI_QUOTES set in the same text", oracleCase{Text: "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES'); UPDATE sku_stock SET stock = 7 WHERE sku_id = \"sku_id\""}},
+		{"ANSI_QUOTES set before", oracleCase{Mode: "ANSI_QUOTES", Text: "UPDATE sku_stock SET stock = 7 WHERE sku_id = \"sku_id\""}},
+		{"NO_BACKSLASH_ESCAPES set in the same text", oracleCase{Text: "SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); UPDATE sku_stock SET stock = 7 WHERE sku_id = '1001\\' OR 1=1 -- '"}},
+		{"NO_BACKSLASH_ESCAPES set before", oracleCase{Mode: "NO_BACKSLASH_ESCAPES", Text: "UPDATE sku_stock SET stock = 7 WHERE sku_id = '1001\\' OR 1=1 -- '"}},
+		{"PREPARE and EXECUTE", oracleCase{Text: "PREPARE p FROM 'UPDATE sku_stock SET stock = 0'; EXECUTE p"}},
+		{"EXECUTE IMMEDIATE", oracleCase{Text: "EXECUTE IMMEDIATE 'UPDATE sku_stock SET stock = 0'"}},
+		{"EXECUTE USING a user variable", oracleCase{Text: "SET @k = 1001; PREPARE p FROM 'UPDATE sku_stock SET stock = 1 WHERE sku_id = ?'; EXECUTE p USING @k"}},
+		{"a view", oracleCase{Text: "UPDATE v_sku SET stock = 0"}},
+		{"a procedure", oracleCase{Text: "CALL p()"}},
+		{"binary TIME parameter", oracleCase{Prepare: "UPDATE sku_stock SET stock = 0 WHERE sku_id = ?", Params: []binParam{timeParam}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o.reseed(t)
+			o.replicaAgrees(t, replica)
+			s, holder := o.session(t), o.session(t)
+			if v := o.inTransaction(t, s, observer, c.c); v.failure != "" {
+				t.Errorf("%s", v)
+			}
+			o.reseed(t)
+			key, err := o.lockName("sku_stock", []byte("1001"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := o.underHeldLock(t, s, holder, observer, c.c, []string{key}); v.failure != "" {
+				t.Errorf("%s", v)
+			}
+			o.replicaAgrees(t, replica)
+		})
+	}
+}
+
+// replicaAgrees fails t when the replica's sku_stock differs from the
+// primary's once replication caught up (a write reached the replica), or
+// replication no longer runs. A write on the replica stops replication at
+// the primary's next transaction (the replica logged one of its own, and
+// the bed runs GTID strict mode): so after a difference the seed rows are
+// written again to see whether replication survives, and it is restarted
+// if it did not, so the next case is judged on a working replica.
+func (o *oracleBed) replicaAgrees(t *testing.T, replica *sql.DB) {
+	t.Helper()
+	o.replicationRuns(t, replica)
+	q := "SELECT GROUP_CONCAT(sku_id, ':', stock ORDER BY sku_id) FROM `" + o.db + "`.sku_stock"
+	var onPrimary, onReplica sql.NullString
+	if err := o.direct.QueryRow(q).Scan(&onPrimary); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.QueryRow(q).Scan(&onReplica); err != nil {
+		t.Fatal(err)
+	}
+	if onPrimary == onReplica {
+		return
+	}
+	t.Errorf("a write reached the replica: sku_stock on the primary %q, on the replica %q", onPrimary.String, onReplica.String)
+	o.reseed(t)
+	o.replicationRuns(t, replica)
+}
+
+// replicationRuns waits for the replica to catch up and fails t unless
+// SHOW REPLICA STATUS then says both threads run; a stopped replication is
+// restarted (see replicaAgrees).
+func (o *oracleBed) replicationRuns(t *testing.T, replica *sql.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	caughtUp := o.p.bed.WaitReplicaCaughtUp(ctx)
+	st := replicaStatus(t, replica)
+	if st["Slave_IO_Running"] == "Yes" && st["Slave_SQL_Running"] == "Yes" {
+		if caughtUp != nil {
+			t.Errorf("replica does not catch up: %v", caughtUp)
+		}
+		return
+	}
+	t.Errorf("replication stopped: IO %q SQL %q, last error %q", st["Slave_IO_Running"], st["Slave_SQL_Running"], st["Last_Error"])
+	// The replica's own transaction also wrote rows the primary writes
+	// later (the side table's): apply the primary's events idempotently
+	// until caught up.
+	mustExec(t, replica, "STOP SLAVE", "SET GLOBAL gtid_strict_mode = 0", "SET GLOBAL slave_exec_mode = 'IDEMPOTENT'", "START SLAVE")
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	if err := o.p.bed.WaitReplicaCaughtUp(ctx2); err != nil {
+		t.Fatalf("replication does not recover: %v", err)
+	}
+	mustExec(t, replica, "SET GLOBAL gtid_strict_mode = 1", "SET GLOBAL slave_exec_mode = 'STRICT'")
+}
+
+// replicaStatus is SHOW REPLICA STATUS, column to value.
+func replicaStatus(t *testing.T, replica *sql.DB) map[string]string {
+	t.Helper()
+	rows, err := replica.Query("SHOW REPLICA STATUS")
+	if err != nil {
+		t.Fatalf("SHOW REPLICA STATUS: %v", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rows.Next() {
+		t.Fatal("SHOW REPLICA STATUS: the replica replicates from nothing")
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		t.Fatal(err)
+	}
+	st := map[string]string{}
+	for i, c := range cols {
+		st[c] = vals[i].String
+	}
+	return st
+}
+
+// TestAttackChangeUserReleasesLocks: COM_CHANGE_USER inside a transaction
+// ends it, and the locks it held must be free at once.
+func TestAttackChangeUserReleasesLocks(t *testing.T) {
+	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_cu", oracleOptions{})
+	observer := o.p.db(t, o.db, "")
+	s, other := o.session(t), o.session(t)
+	key, err := o.lockName("sku_stock", []byte("1003"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1003"} {
+		if err := s.exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if held := heldKeys(t, observer, s.id); len(missing([]string{key}, held)) > 0 {
+		t.Fatalf("before COM_CHANGE_USER the session holds %v, want %s", held, key)
+	}
+	if err := s.r.changeUser(o.p.bed.User, o.p.bed.Password, o.db); err != nil {
+		t.Fatalf("COM_CHANGE_USER: %v", err)
+	}
+	if held := heldKeys(t, observer, s.id); len(held) > 0 {
+		t.Errorf("after COM_CHANGE_USER answered, the session still holds %v", held)
+	}
+	// The rule's wait_timeout is 300ms: a lock still held makes this 1205.
+	for _, q := range []string{"BEGIN", "UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1003", "ROLLBACK"} {
+		if err := other.exec(q); err != nil {
+			t.Fatalf("another session after COM_CHANGE_USER: %s: %v", q, err)
+		}
+	}
+	if err := s.exec("SELECT 1"); err != nil {
+		t.Errorf("the session after COM_CHANGE_USER: %v", err)
+	}
+	if n := o.committedChanges(t); n != 0 {
+		t.Errorf("COM_CHANGE_USER committed the open transaction's %d changes", n)
+	}
+}

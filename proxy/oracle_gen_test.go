@@ -1,0 +1,695 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// The generator of the plan oracle: statements that write the oracle's
+// guarded tables in the shapes, spellings, comments, sql_modes and
+// parameter types on which lockproxy and MariaDB may disagree about the
+// rows a statement changes. It is deterministic in its choices: a seeded
+// source gives the fixed corpus, fuzz bytes give FuzzPlanOracle's inputs.
+
+// choices is where the generator's decisions come from.
+type choices interface {
+	intn(n int) int // in [0, n)
+}
+
+// seededChoices draws from a seeded PRNG.
+type seededChoices struct{ r *rand.Rand }
+
+func (s seededChoices) intn(n int) int { return s.r.Intn(n) }
+
+// byteChoices draws from fuzz input; once it is used up every choice is 0.
+type byteChoices struct {
+	b []byte
+	i int
+}
+
+func (c *byteChoices) intn(n int) int {
+	if n <= 1 || c.i >= len(c.b) {
+		return 0
+	}
+	v := int(c.b[c.i])
+	c.i++
+	if n > 256 && c.i < len(c.b) {
+		v = v<<8 | int(c.b[c.i])
+		c.i++
+	}
+	return v % n
+}
+
+// binParam is one COM_STMT_EXECUTE parameter of an exact binary type.
+type binParam struct {
+	typ      byte
+	unsigned bool
+	val      []byte // the value as the binary protocol encodes it
+	show     string // for messages
+}
+
+// oracleCase is one statement of the oracle.
+type oracleCase struct {
+	// Mode is appended to the default sql_mode by a statement of its own
+	// before the statement runs ("" for the default).
+	Mode string
+	// Text is sent by COM_QUERY (it may hold several statements) when
+	// Prepare is empty.
+	Text string
+	// Prepare is sent by COM_STMT_PREPARE and executed once with Params.
+	Prepare string
+	Params  []binParam
+	// Class names the riskiest feature the generator chose: failures are
+	// grouped by it.
+	Class string
+}
+
+func (c oracleCase) String() string {
+	var b strings.Builder
+	if c.Mode != "" {
+		fmt.Fprintf(&b, "[sql_mode +%s] ", c.Mode)
+	}
+	if c.Prepare == "" {
+		fmt.Fprintf(&b, "text %q", c.Text)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "prepared %q with (", c.Prepare)
+	for i, p := range c.Params {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(p.show)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// gen builds one case from its choices.
+type gen struct {
+	ch    choices
+	class string
+	prio  int
+}
+
+func (g *gen) pick(opts ...string) string { return opts[g.ch.intn(len(opts))] }
+func (g *gen) chance(pct int) bool        { return g.ch.intn(100) < pct }
+
+// mark records a feature the case has; the riskiest one (the first of
+// the highest priority, see classPriority) names the case's class.
+func (g *gen) mark(class string) {
+	if p := classPriority(class); g.class == "" || p > g.prio {
+		g.class, g.prio = class, p
+	}
+}
+
+// classPriority ranks features by how likely they are to be why lockproxy
+// and MariaDB disagree: what hides a statement from the parser first, the
+// value spellings and WHERE shapes last.
+func classPriority(class string) int {
+	for _, p := range []struct {
+		prefix string
+		prio   int
+	}{
+		{"comment ", 9}, {"dynamic SQL", 9}, {"view", 9}, {"CALL", 9},
+		{"param ", 8}, {"sql_mode set in the same text", 7}, {"trap: ", 6}, {"sql_mode ", 5},
+		{"key change", 4}, {"multi-table", 4}, {"INSERT ... SELECT", 4}, {"number compared", 4},
+		{"numeric spelling", 3}, {"string spelling", 3}, {"shape: ", 2}, {"unguarded", 2},
+	} {
+		if strings.HasPrefix(class, p.prefix) {
+			return p.prio
+		}
+	}
+	return 1
+}
+
+// genCase makes one oracle case.
+func genCase(ch choices) oracleCase {
+	g := &gen{ch: ch}
+	c := oracleCase{}
+	if g.chance(35) {
+		c.Mode = g.pick("ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT", "HIGH_NOT_PRECEDENCE",
+			"IGNORE_SPACE", "ANSI", "ANSI_QUOTES,NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT,HIGH_NOT_PRECEDENCE")
+	}
+	switch k := g.ch.intn(100); {
+	case k < 20:
+		c.Prepare, c.Params = g.prepared()
+	case k < 26:
+		c.Text = g.dynamic()
+	case k < 30:
+		c.Text = g.view()
+	case k < 33:
+		c.Text = g.call()
+	default:
+		c.Text = g.decorate(g.statement())
+	}
+	if c.Prepare == "" && g.chance(12) {
+		mode := g.pick("ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT", "HIGH_NOT_PRECEDENCE", "ANSI")
+		g.mark("sql_mode set in the same text")
+		c.Text = g.pick("SET sql_mode = CONCAT(@@sql_mode, ',", "SET SESSION sql_mode = CONCAT(@@sql_mode, ',",
+			"SET @@sql_mode = CONCAT(@@session.sql_mode, ',", "SET @@session.sql_mode := CONCAT(@@sql_mode, ',") +
+			mode + "'); " + c.Text
+	}
+	if c.Mode != "" {
+		g.mark("sql_mode " + c.Mode)
+	}
+	g.mark("plain")
+	c.Class = g.class
+	return c
+}
+
+// Key rows: existing ones, and new ones for INSERT.
+var (
+	skuKeys   = []int64{1001, 1002, 1003, 1004, 1005, 7, 100, 200, 2001, 30000, 70000, 1100, 1101, 1102}
+	acctKeys  = []string{"alice", "bob", "Carol", "dave", "1001", "erin", "Frank"}
+	binShops  = []int64{1, 2, 3}
+	binCodes  = []string{"a", "b", "B2", "c"}
+	intTables = []string{"sku", "acct", "bin"}
+)
+
+// intLit spells the integer n in one of the ways MariaDB reads as n (or,
+// for a few, as something near it: MariaDB decides).
+func (g *gen) intLit(n int64) string {
+	switch g.ch.intn(22) {
+	case 0:
+		g.mark("numeric spelling: quoted")
+		return fmt.Sprintf("'%d'", n)
+	case 1:
+		g.mark("numeric spelling: decimal")
+		return fmt.Sprintf("%d.0", n)
+	case 2:
+		g.mark("numeric spelling: exponent")
+		return fmt.Sprintf("%de0", n)
+	case 3:
+		g.mark("numeric spelling: exponent")
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.5f", float64(n)/1000), "0"), ".") + "e3"
+	case 4:
+		g.mark("numeric spelling: hex")
+		return fmt.Sprintf("0x%X", n)
+	case 5:
+		g.mark("numeric spelling: introducer")
+		return fmt.Sprintf("_utf8mb4'%d'", n)
+	case 6:
+		g.mark("numeric spelling: quoted with spaces")
+		return fmt.Sprintf("' %d '", n)
+	case 7:
+		g.mark("numeric spelling: trailing garbage")
+		return fmt.Sprintf("'%dabc'", n)
+	case 8:
+		g.mark("numeric spelling: fraction")
+		return fmt.Sprintf("%d.4", n)
+	case 9:
+		g.mark("numeric spelling: expression")
+		return fmt.Sprintf("%d + 0", n)
+	case 10:
+		g.mark("numeric spelling: --1")
+		return fmt.Sprintf("%d --1", n-1)
+	case 11:
+		g.mark("numeric spelling: bit literal")
+		return fmt.Sprintf("b'%b'", n)
+	case 12:
+		g.mark("numeric spelling: hex string")
+		return fmt.Sprintf("X'%04X'", n)
+	case 13:
+		g.mark("numeric spelling: unary")
+		return fmt.Sprintf("-(-%d)", n)
+	case 14:
+		g.mark("numeric spelling: quoted fraction")
+		return fmt.Sprintf("'%d.0'", n)
+	}
+	return fmt.Sprint(n)
+}
+
+// strLit spells the string s, with case, space and collation variants.
+func (g *gen) strLit(s string) string {
+	q := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+	switch g.ch.intn(16) {
+	case 0:
+		g.mark("string spelling: upper case")
+		return q(strings.ToUpper(s))
+	case 1:
+		g.mark("string spelling: trailing spaces")
+		return q(s + "  ")
+	case 2:
+		g.mark("string spelling: introducer")
+		return "_utf8mb4" + q(strings.ToUpper(s[:1])+s[1:])
+	case 3:
+		g.mark("string spelling: hex")
+		return fmt.Sprintf("X'%X'", s)
+	case 4:
+		g.mark("string spelling: COLLATE")
+		return q(s) + " COLLATE utf8mb4_bin"
+	case 5:
+		g.mark("string spelling: CONCAT")
+		return "CONCAT(" + q(s[:1]) + ", " + q(s[1:]) + ")"
+	case 6:
+		if s[0] == 'a' {
+			g.mark("string spelling: accent")
+			return q("á" + s[1:])
+		}
+	case 7:
+		g.mark("string spelling: N''")
+		return "N" + q(s)
+	case 8:
+		g.mark("string spelling: mixed case and space")
+		return q(strings.ToUpper(s[:1]) + s[1:] + " ")
+	}
+	return q(s)
+}
+
+// table is one guarded table for a statement, with its key predicates.
+type table struct {
+	name    string
+	col     string // a non-key column
+	keyCols []string
+}
+
+func (g *gen) table() table {
+	switch g.pick(intTables...) {
+	case "acct":
+		return table{"acct", "bal", []string{"name"}}
+	case "bin":
+		return table{"bin", "qty", []string{"shop_id", "code"}}
+	}
+	return table{"sku", "stock", []string{"sku_id"}}
+}
+
+// keyValues returns one row's key literals for t.
+func (g *gen) keyValues(t table) []string {
+	switch t.name {
+	case "acct":
+		if g.chance(4) {
+			g.mark("number compared with a string key")
+			return []string{g.pick("0", "1001", "1001.0")}
+		}
+		return []string{g.strLit(g.pick(acctKeys...))}
+	case "bin":
+		return []string{g.intLit(binShops[g.ch.intn(len(binShops))]), g.strLit(g.pick(binCodes...))}
+	}
+	return []string{g.intLit(skuKeys[g.ch.intn(len(skuKeys))])}
+}
+
+// keyEq is "key = value" for one row (ANDed for a composite key).
+func (g *gen) keyEq(t table, prefix string) string {
+	vals := g.keyValues(t)
+	var parts []string
+	for i, c := range t.keyCols {
+		parts = append(parts, prefix+c+" = "+vals[i])
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// where returns a WHERE clause (with the keyword) or "".
+func (g *gen) where(t table) string {
+	k := t.keyCols[0]
+	single := len(t.keyCols) == 1
+	var w string
+	switch n := g.ch.intn(24); {
+	case n < 6:
+		w = g.keyEq(t, "")
+	case n == 6:
+		w = g.keyEq(t, "") + " OR " + g.keyEq(t, "")
+		g.mark("shape: OR")
+	case n == 7 && single:
+		w = k + " IN (" + g.keyValues(t)[0] + ", " + g.keyValues(t)[0] + ")"
+	case n == 7:
+		a, b := g.keyValues(t), g.keyValues(t)
+		w = "(shop_id, code) IN ((" + a[0] + ", " + a[1] + "), (" + b[0] + ", " + b[1] + "))"
+		g.mark("shape: row constructor")
+	case n == 8:
+		w = g.keyEq(t, "") + " AND " + t.col + " >= 0"
+	case n == 9 && single:
+		w = "(" + k + ") = (" + g.keyValues(t)[0] + ")"
+		g.mark("shape: row constructor")
+	case n == 9:
+		a := g.keyValues(t)
+		w = "(shop_id, code) = (" + a[0] + ", " + a[1] + ")"
+		g.mark("shape: row constructor")
+	case n == 10:
+		w = k + " BETWEEN " + g.keyValues(t)[0] + " AND " + g.keyValues(t)[0]
+		g.mark("shape: BETWEEN")
+	case n == 11:
+		w = k + g.pick(" > ", " >= ", " < ") + g.keyValues(t)[0]
+		g.mark("shape: range")
+	case n == 12 && t.name == "sku":
+		w = "sku_id IN (SELECT id + 1000 FROM free WHERE id = " + fmt.Sprint(1+g.ch.intn(4)) + ")"
+		g.mark("shape: subquery")
+	case n == 12:
+		w = k + " IN (SELECT " + k + " FROM " + t.name + " WHERE " + t.col + " > 15)"
+		g.mark("shape: subquery")
+	case n == 13:
+		w = "NOT (" + k + " <> " + g.keyValues(t)[0] + ")"
+		g.mark("shape: NOT")
+	case n == 14:
+		w = "NOT " + k + " <> " + g.keyValues(t)[0]
+		g.mark("trap: HIGH_NOT_PRECEDENCE")
+	case n == 15:
+		w = k + " LIKE " + g.pick("'1001'", "'ali%'", "'a'", "'B_'", "'%'")
+		g.mark("shape: LIKE")
+	case n == 16:
+		w = t.col + " = 0"
+		g.mark("shape: non-key column")
+	case n == 17:
+		w = k + ` = "` + g.pick(k, "1001", "alice", "a") + `"`
+		g.mark("trap: double quotes (ANSI_QUOTES)")
+	case n == 18:
+		w = k + " = " + g.pick("'10' || '01'", "'ali' || 'ce'", "'B' || '2'")
+		g.mark("trap: || (PIPES_AS_CONCAT)")
+	case n == 19:
+		w = k + " = " + g.pick(`'1001\' OR 1=1 -- '`, `'bob\' OR 1=1 -- '`, `'a\' OR 1=1 -- '`) + "\n"
+		g.mark("trap: backslash (NO_BACKSLASH_ESCAPES)")
+	case n == 20:
+		w = k + " = " + g.pick("ABS (1001)", "CAST (1001 AS SIGNED)", "LOWER ('ALICE')", "TRIM ('bob ')")
+		g.mark("trap: function and space (IGNORE_SPACE)")
+	case n == 21:
+		return ""
+	default:
+		w = g.keyEq(t, "")
+	}
+	return " WHERE " + w
+}
+
+func (g *gen) insertRow(t table) string {
+	vals := g.keyValues(t)
+	return "(" + strings.Join(vals, ", ") + ", " + fmt.Sprint(g.ch.intn(50)) + ")"
+}
+
+func (g *gen) columns(t table) string {
+	return "(" + strings.Join(append(append([]string{}, t.keyCols...), t.col), ", ") + ")"
+}
+
+// statement is one write of a guarded table in some shape.
+func (g *gen) statement() string {
+	t := g.table()
+	name := t.name
+	if g.chance(8) {
+		name = g.pick("`"+t.name+"`", `"`+t.name+`"`, "{db}."+t.name, strings.ToUpper(t.name))
+	}
+	switch n := g.ch.intn(100); {
+	case n < 30:
+		set := t.col + " = " + g.pick(t.col+" + 1", "7", t.col+" - 1")
+		if g.chance(10) {
+			set = g.keyChange(t)
+			g.mark("key change")
+		}
+		tail := ""
+		if g.chance(10) {
+			tail = " ORDER BY " + t.keyCols[0] + " LIMIT 1"
+		}
+		return "UPDATE " + g.pick("", "LOW_PRIORITY ", "IGNORE ") + name + " SET " + set + g.where(t) + tail
+	case n < 45:
+		return "DELETE " + g.pick("", "QUICK ", "IGNORE ") + "FROM " + name + g.where(t)
+	case n < 60:
+		g.mark("INSERT")
+		switch g.ch.intn(5) {
+		case 0:
+			return "INSERT INTO " + name + " SET " + g.keyEq(t, "") + ", " + t.col + " = 1"
+		case 1:
+			g.mark("INSERT ... SELECT")
+			return "INSERT IGNORE INTO " + name + " " + g.columns(t) + " SELECT " + g.selectKeys(t) + ", 1 FROM free WHERE id = " +
+				fmt.Sprint(1+g.ch.intn(4))
+		case 2:
+			return "INSERT INTO " + name + " VALUES " + g.insertRow(t)
+		}
+		return "INSERT " + g.pick("", "IGNORE ") + "INTO " + name + " " + g.columns(t) + " VALUES " + g.insertRow(t) + ", " + g.insertRow(t)
+	case n < 72:
+		g.mark("INSERT ... ON DUPLICATE KEY UPDATE")
+		upd := g.pick(t.col+" = "+t.col+" + 1", t.col+" = VALUES("+t.col+")", g.keyChange(t))
+		return "INSERT INTO " + name + " " + g.columns(t) + " VALUES " + g.insertRow(t) + " ON DUPLICATE KEY UPDATE " + upd
+	case n < 82:
+		g.mark("REPLACE")
+		if g.chance(20) {
+			return "REPLACE INTO " + name + " " + g.columns(t) + " SELECT " + g.selectKeys(t) + ", 2 FROM free WHERE id = " + fmt.Sprint(1+g.ch.intn(4))
+		}
+		return "REPLACE INTO " + name + " " + g.columns(t) + " VALUES " + g.insertRow(t)
+	case n < 97:
+		return g.multiTable()
+	}
+	g.mark("unguarded table")
+	return "UPDATE free SET v = v + 1 WHERE id = " + fmt.Sprint(1+g.ch.intn(4))
+}
+
+// keyChange is a SET that moves rows to another key.
+func (g *gen) keyChange(t table) string {
+	switch t.name {
+	case "acct":
+		return g.pick("name = CONCAT(name, 'x')", "name = UPPER(name)", "name = "+g.strLit(g.pick(acctKeys...)))
+	case "bin":
+		return g.pick("code = CONCAT(code, 'z')", "shop_id = shop_id + 10")
+	}
+	return g.pick("sku_id = sku_id + 500", "sku_id = "+g.intLit(skuKeys[g.ch.intn(len(skuKeys))]))
+}
+
+// selectKeys is a select list of key values taken from table free.
+func (g *gen) selectKeys(t table) string {
+	switch t.name {
+	case "acct":
+		return "CONCAT('n', id)"
+	case "bin":
+		return "id, 'a'"
+	}
+	return "id + 1000"
+}
+
+func (g *gen) multiTable() string {
+	g.mark("multi-table")
+	v := fmt.Sprint(1 + g.ch.intn(4))
+	sku := g.keyEq(table{"sku", "stock", []string{"sku_id"}}, "s.")
+	acct := g.keyEq(table{"acct", "bal", []string{"name"}}, "a.")
+	switch g.ch.intn(9) {
+	case 0:
+		return "UPDATE sku JOIN free ON sku.sku_id = free.id + 1000 SET sku.stock = sku.stock + 1 WHERE free.id = " + v
+	case 1:
+		return "UPDATE sku s, acct a SET s.stock = 1, a.bal = 1 WHERE " + sku + " AND " + acct
+	case 2:
+		return "UPDATE free, sku s SET free.v = 9 WHERE " + sku + " AND free.id = " + v
+	case 3:
+		return "DELETE sku FROM sku JOIN free ON sku.sku_id = free.id + 1000 WHERE free.id = " + v
+	case 4:
+		return "DELETE s FROM sku AS s WHERE " + sku
+	case 5:
+		return "DELETE FROM sku USING sku, free WHERE sku.sku_id = free.id + 1000 AND free.id = " + v
+	case 6:
+		return "DELETE s, a FROM sku s, acct a WHERE " + sku + " AND " + acct
+	case 7:
+		return "UPDATE sku s SET s.stock = (SELECT v FROM free WHERE id = " + v + ") WHERE " + sku
+	}
+	return "UPDATE sku s JOIN acct a ON a.bal = s.stock SET s.stock = s.stock + 1, a.bal = a.bal + 1 WHERE " + sku
+}
+
+// Comments MariaDB treats differently: some run their text, some do not.
+var commentKinds = []string{"/*!", "/*!50700 ", "/*!100000 ", "/*!999999 ", "/*M! ", "/*M!100000 ", "/*M!999999 ", "/*T! ", "/* "}
+
+// decorate puts comments into a statement: between tokens, around
+// fragments that change its meaning when run, or around all of it.
+func (g *gen) decorate(s string) string {
+	if !g.chance(45) {
+		return s
+	}
+	switch g.ch.intn(8) {
+	case 0, 1: // separators
+		words := strings.Split(s, " ")
+		for i := 1; i < len(words); i++ {
+			if g.chance(25) {
+				c := g.pick("/* c */", "/**/", "-- c\n", "#c\n", "/*!*/", "/*M!*/", "/*!50700 */")
+				words[i-1] += " " + c
+				g.mark("comment between tokens")
+			}
+		}
+		return strings.Join(words, " ")
+	case 2, 3: // an extra condition in a comment
+		k := g.pick(commentKinds...)
+		g.mark("comment " + strings.TrimSpace(k) + " adding a condition")
+		extra := g.pick("OR 1=1", "OR TRUE", "+ 1", "OR sku_id > 0")
+		if strings.Contains(s, " WHERE ") {
+			return s + " " + k + extra + " */"
+		}
+		return s + " " + k + "WHERE 1=1 */"
+	case 4: // the whole statement
+		k := g.pick(commentKinds...)
+		g.mark("comment " + strings.TrimSpace(k) + " around the statement")
+		return k + s + " */"
+	case 5: // the statement's head in a comment, the rest outside
+		k := g.pick(commentKinds...)
+		if i := strings.Index(s, " WHERE "); i > 0 {
+			g.mark("comment " + strings.TrimSpace(k) + " around the statement's head")
+			return k + s[:i] + " */" + s[i:]
+		}
+		return s
+	case 6: // a comment splitting a keyword or a value
+		for _, w := range []string{"UPDATE", "DELETE", "WHERE", "1001", "alice"} {
+			if i := strings.Index(s, w); i >= 0 {
+				g.mark("comment splitting a token")
+				return s[:i+2] + "/**/" + s[i+2:]
+			}
+		}
+		return s
+	}
+	g.mark("trailing comment")
+	return s + g.pick(" -- trailing", " #trailing", " /* trailing */", " --trailing")
+}
+
+// dynamic is a write through PREPARE/EXECUTE or EXECUTE IMMEDIATE.
+func (g *gen) dynamic() string {
+	g.mark("dynamic SQL")
+	inner := g.statement()
+	quoted := "'" + strings.ReplaceAll(strings.ReplaceAll(inner, `\`, `\\`), "'", "''") + "'"
+	switch g.ch.intn(5) {
+	case 0:
+		return "PREPARE oracle_p FROM " + quoted + "; EXECUTE oracle_p; DEALLOCATE PREPARE oracle_p"
+	case 1:
+		return "EXECUTE IMMEDIATE " + quoted
+	case 2:
+		return "SET @oracle_k = " + g.intLit(skuKeys[g.ch.intn(len(skuKeys))]) +
+			"; PREPARE oracle_p FROM 'UPDATE sku SET stock = stock + 1 WHERE sku_id = ?'; EXECUTE oracle_p USING @oracle_k"
+	case 3:
+		return "SET @oracle_q = " + quoted + "; PREPARE oracle_p FROM @oracle_q; EXECUTE oracle_p"
+	}
+	return "EXECUTE IMMEDIATE CONCAT('UPDATE sku SET stock = 3 WHERE sku_id = ', " + fmt.Sprint(skuKeys[g.ch.intn(len(skuKeys))]) + ")"
+}
+
+// view is a write through a view of a guarded table.
+func (g *gen) view() string {
+	g.mark("view")
+	k := g.intLit(skuKeys[g.ch.intn(len(skuKeys))])
+	switch g.ch.intn(6) {
+	case 0:
+		return "UPDATE v_sku SET stock = 0"
+	case 1:
+		return "UPDATE v_sku SET stock = stock + 1 WHERE sku_id = " + k
+	case 2:
+		return "DELETE FROM v_sku WHERE sku_id = " + k
+	case 3:
+		return "INSERT INTO v_sku (sku_id, stock) VALUES (" + k + ", 1)"
+	case 4:
+		return "UPDATE v_sku_low SET s = 9 WHERE k = " + k
+	}
+	return "DELETE FROM v_sku_low WHERE k = " + k
+}
+
+// call is a CALL of a procedure that writes a guarded table.
+func (g *gen) call() string {
+	g.mark("CALL")
+	switch g.ch.intn(3) {
+	case 0:
+		return "CALL oracle_zero()"
+	case 1:
+		return "CALL oracle_name(" + g.strLit(g.pick(acctKeys...)) + ")"
+	}
+	return "CALL oracle_bump(" + g.intLit(skuKeys[g.ch.intn(len(skuKeys))]) + ")"
+}
+
+// prepared is a statement with placeholders and parameters of exact
+// binary types.
+func (g *gen) prepared() (string, []binParam) {
+	g.mark("prepared")
+	switch g.ch.intn(9) {
+	case 0, 1, 2:
+		return "UPDATE sku SET stock = stock + 1 WHERE sku_id = ?", []binParam{g.intParam()}
+	case 3:
+		return "DELETE FROM sku WHERE sku_id IN (?, ?)", []binParam{g.intParam(), g.intParam()}
+	case 4:
+		return "INSERT INTO sku (sku_id, stock) VALUES (?, 1) ON DUPLICATE KEY UPDATE stock = stock + 1", []binParam{g.intParam()}
+	case 5:
+		return "UPDATE acct SET bal = bal + 1 WHERE name = ?", []binParam{g.strParam()}
+	case 6:
+		return "REPLACE INTO acct (name, bal) VALUES (?, 5)", []binParam{g.strParam()}
+	case 7:
+		return "UPDATE bin SET qty = qty + 1 WHERE shop_id = ? AND code = ?", []binParam{g.intParam(), g.strParam()}
+	}
+	g.mark("CALL")
+	return "CALL oracle_bump(?)", []binParam{g.intParam()}
+}
+
+func lenenc(s string) []byte { return append(mysql.PutLengthEncodedInt(uint64(len(s))), s...) }
+
+// intParam is a parameter for an integer key, of any binary type.
+func (g *gen) intParam() binParam {
+	small := []int64{7, 100, 200}
+	n := skuKeys[g.ch.intn(len(skuKeys))]
+	le := binary.LittleEndian
+	switch g.ch.intn(17) {
+	case 0:
+		v := small[g.ch.intn(len(small))]
+		g.mark("param TINY")
+		return binParam{mysql.MYSQL_TYPE_TINY, v > 127, []byte{byte(v)}, fmt.Sprintf("TINY %d", v)}
+	case 1:
+		g.mark("param SHORT")
+		return binParam{mysql.MYSQL_TYPE_SHORT, false, le.AppendUint16(nil, 30000), "SHORT 30000"}
+	case 2:
+		g.mark("param INT24")
+		return binParam{mysql.MYSQL_TYPE_INT24, false, le.AppendUint32(nil, 70000), "INT24 70000"}
+	case 3:
+		g.mark("param LONG")
+		return binParam{mysql.MYSQL_TYPE_LONG, g.chance(50), le.AppendUint32(nil, uint32(n)), fmt.Sprintf("LONG %d", n)}
+	case 4:
+		g.mark("param LONGLONG unsigned")
+		return binParam{mysql.MYSQL_TYPE_LONGLONG, true, le.AppendUint64(nil, uint64(n)), fmt.Sprintf("LONGLONG UNSIGNED %d", n)}
+	case 5:
+		f := float64(n) + float64(g.ch.intn(2))*0.4
+		g.mark("param FLOAT")
+		return binParam{mysql.MYSQL_TYPE_FLOAT, false, le.AppendUint32(nil, math.Float32bits(float32(f))), fmt.Sprintf("FLOAT %g", f)}
+	case 6:
+		f := float64(n) + float64(g.ch.intn(3))*0.3
+		g.mark("param DOUBLE")
+		return binParam{mysql.MYSQL_TYPE_DOUBLE, false, le.AppendUint64(nil, math.Float64bits(f)), fmt.Sprintf("DOUBLE %g", f)}
+	case 7:
+		s := g.pick(fmt.Sprintf("%d", n), fmt.Sprintf("%d.00", n), fmt.Sprintf("%d.5", n))
+		g.mark("param NEWDECIMAL")
+		return binParam{mysql.MYSQL_TYPE_NEWDECIMAL, false, lenenc(s), "NEWDECIMAL " + s}
+	case 8:
+		g.mark("param DATE")
+		return binParam{mysql.MYSQL_TYPE_DATE, false, []byte{4, 0xD0, 0x07, 10, 1}, "DATE 2000-10-01"}
+	case 9:
+		g.mark("param DATETIME")
+		return binParam{mysql.MYSQL_TYPE_DATETIME, false, []byte{7, 0xD0, 0x07, 10, 1, 0, 0, 0}, "DATETIME 2000-10-01 00:00:00"}
+	case 10:
+		g.mark("param TIMESTAMP")
+		return binParam{mysql.MYSQL_TYPE_TIMESTAMP, false, []byte{4, 0xD0, 0x07, 10, 1}, "TIMESTAMP 2000-10-01"}
+	case 11:
+		g.mark("param TIME")
+		return binParam{mysql.MYSQL_TYPE_TIME, false, []byte{8, 0, 0, 0, 0, 0, 0, 10, 1}, "TIME 00:10:01"}
+	case 12:
+		g.mark("param YEAR")
+		return binParam{mysql.MYSQL_TYPE_YEAR, false, le.AppendUint16(nil, 2001), "YEAR 2001"}
+	case 13:
+		s := g.pick(fmt.Sprint(n), fmt.Sprintf(" %d", n), fmt.Sprintf("%dabc", n), fmt.Sprintf("%d.0", n))
+		g.mark("param VAR_STRING for an integer key")
+		return binParam{mysql.MYSQL_TYPE_VAR_STRING, false, lenenc(s), fmt.Sprintf("VAR_STRING %q", s)}
+	case 14:
+		g.mark("param BLOB for an integer key")
+		return binParam{mysql.MYSQL_TYPE_BLOB, false, lenenc(fmt.Sprint(n)), fmt.Sprintf("BLOB %q", fmt.Sprint(n))}
+	case 15:
+		v := small[g.ch.intn(len(small))]
+		g.mark("param TINY")
+		return binParam{mysql.MYSQL_TYPE_TINY, false, []byte{byte(v)}, fmt.Sprintf("TINY %d", int8(v))}
+	}
+	return binParam{mysql.MYSQL_TYPE_LONGLONG, false, le.AppendUint64(nil, uint64(n)), fmt.Sprintf("LONGLONG %d", n)}
+}
+
+// strParam is a parameter for a _ci string key.
+func (g *gen) strParam() binParam {
+	s := g.pick(acctKeys...)
+	switch g.ch.intn(8) {
+	case 0:
+		s = strings.ToUpper(s)
+		g.mark("param VAR_STRING upper case")
+	case 1:
+		s += "   "
+		g.mark("param VAR_STRING trailing spaces")
+	case 2:
+		g.mark("param BLOB for a string key")
+		return binParam{mysql.MYSQL_TYPE_BLOB, false, lenenc(s), fmt.Sprintf("BLOB %q", s)}
+	case 3:
+		g.mark("param LONGLONG for a string key")
+		return binParam{mysql.MYSQL_TYPE_LONGLONG, false, binary.LittleEndian.AppendUint64(nil, 0), "LONGLONG 0"}
+	case 4:
+		g.mark("param STRING for a string key")
+		return binParam{mysql.MYSQL_TYPE_STRING, false, lenenc(s), fmt.Sprintf("STRING %q", s)}
+	}
+	return binParam{mysql.MYSQL_TYPE_VAR_STRING, false, lenenc(s), fmt.Sprintf("VAR_STRING %q", s)}
+}
