@@ -37,6 +37,48 @@ func (rs *RuleSet) Mentions(text string) *Rule {
 			return r
 		}
 	}
+	return rs.mentionsObject(lower)
+}
+
+// mentionsObject is Mentions for the views, routines and triggers that
+// reach a guarded table: the name of such a view or routine, or of a table
+// with such a trigger, in lower.
+func (rs *RuleSet) mentionsObject(lower string) *Rule {
+	op := rs.objects
+	if op == nil {
+		return nil
+	}
+	first := func(rs []reach) *Rule {
+		for _, r := range rs {
+			if len(r.cr.rule.Lock) > 0 || r.cr.rule.Rewrite != nil {
+				return r.cr.rule
+			}
+		}
+		return nil
+	}
+	named := func(qualified string) bool {
+		_, name, _ := strings.Cut(qualified, ".")
+		return containsWord(lower, name)
+	}
+	for name, v := range op.views {
+		if r := first(v.guards); r != nil && named(name) {
+			return r
+		}
+	}
+	for _, m := range []map[string]*hiddenNode{op.procs, op.funcs} {
+		for name, n := range m {
+			if r := first(n.reaches); r != nil && named(name) {
+				return r
+			}
+		}
+	}
+	for table, ns := range op.triggers {
+		for _, n := range ns {
+			if r := first(n.reaches); r != nil && named(table) {
+				return r
+			}
+		}
+	}
 	return nil
 }
 
