@@ -29,6 +29,9 @@ type builder struct {
 	hidden  []Hidden
 	// via is the view being matched, named in unkeyed reasons.
 	via string
+	// several: the statement names more than one row tuple (an IN list,
+	// ORs, several VALUES rows).
+	several bool
 }
 
 func (b *builder) hit(d *Decision, r *Rule) {
@@ -111,6 +114,10 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 	defer func() { b.via = "" }()
 	vals := make([][]byte, len(t.vals))
 	for i, v := range t.vals {
+		if b.several && temporalAgainstOther(t.info.Column(t.cols[i]), v, params) {
+			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: parameter %d: a date or time among several values; MariaDB may compare the whole list as dates, where other numbers name the same date", t.cols[i], v.Param+1))
+			return
+		}
 		n, err := normalizeBound(t.info.Column(t.cols[i]), v, t.uses[i], params)
 		sensitive := t.rule.IsSensitive(t.cols[i])
 		what := t.cols[i]
@@ -175,7 +182,8 @@ func (d Decision) Bind(params []any) Decision {
 	if !d.NeedParams {
 		return d
 	}
-	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...), hidden: d.Hidden}
+	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...), hidden: d.Hidden,
+		several: len(d.done)+len(d.pending) > 1}
 	for _, t := range d.pending {
 		b.resolve(t, params)
 	}
@@ -183,4 +191,21 @@ func (d Decision) Bind(params []any) Decision {
 	d.NeedParams = false
 	d.done = sortKeys(b.keys)
 	return b.seal(d)
+}
+
+// temporalAgainstOther reports whether v is bound to a DATE, DATETIME,
+// TIMESTAMP or TIME parameter meeting a column that is not temporal. Alone
+// (col = ?) such a parameter compares as the number NormalizeParam keys; in
+// an IN list beside other values MariaDB may compare the list as
+// temporal values instead, so 1001 matches DATE 2000-10-01 too.
+func temporalAgainstOther(col *Column, v parser.Value, params []any) bool {
+	if v.Kind != parser.ValueParam || v.Param < 0 || v.Param >= len(params) || col == nil {
+		return false
+	}
+	p, ok := params[v.Param].(Param)
+	if !ok || (p.Type != ParamDate && p.Type != ParamDateTime && p.Type != ParamTime) {
+		return false
+	}
+	f := family(col.DataType)
+	return f != famTemporal && f != famTime
 }

@@ -155,6 +155,11 @@ func numberOf(v parser.Value) (string, error) {
 }
 
 func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
+	if use != Compare && (v.Kind == parser.ValueHex || v.Kind == parser.ValueBit) {
+		// Stored, X'044C' is a binary string MariaDB converts as text
+		// (to 0, with a warning), not the number 1100.
+		return nil, unkeyable("%s stored into numeric column %s converts as a binary string", v.Text, col.Name)
+	}
 	n, err := numberOf(v)
 	if err != nil {
 		return nil, err
@@ -184,6 +189,9 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 }
 
 func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {
+	if use != Compare && (v.Kind == parser.ValueHex || v.Kind == parser.ValueBit) {
+		return nil, unkeyable("%s stored into numeric column %s converts as a binary string", v.Text, col.Name)
+	}
 	n, err := numberOf(v)
 	if err != nil {
 		return nil, err

@@ -93,3 +93,40 @@ func TestBindTypedParam(t *testing.T) {
 		}
 	}
 }
+
+// TestBindTemporalInList: alone, a DATE parameter meets a BIGINT key as the
+// number YYYYMMDD; among several values MariaDB may compare the list as
+// dates (1001 is 2000-10-01 then), so no key set covers it.
+func TestBindTemporalInList(t *testing.T) {
+	info := &TableInfo{Schema: "shop", Name: "sku_stock", Columns: map[string]Column{
+		"sku_id": {Name: "sku_id", DataType: "bigint", ColumnType: "bigint(20)"},
+	}, UniqueKeys: [][]string{{"sku_id"}}}
+	rs := matchSet(t, NewSchema(info))
+	date := Param{Type: ParamDate, Time: Temporal{Year: 2000, Month: 10, Day: 1}}
+	one := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("shop", "sku_stock", true,
+		or(parser.Conj{eq("sku_id", param(0))}))}}
+	if d := rs.Match(one, "shop", false).Bind([]any{date}); d.Reject || keyNames(d) != "sku-stock=shop.sku_stock/20001001" {
+		t.Fatalf("alone: keys=%q %q", keyNames(d), d.RejectMessage())
+	}
+	list := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("shop", "sku_stock", true,
+		or(parser.Conj{eq("sku_id", param(0))}, parser.Conj{eq("sku_id", param(1))}))}}
+	d := rs.Match(list, "shop", false).Bind([]any{date, Param{Type: ParamInt, Int: 100}})
+	if !d.Reject || !strings.Contains(d.RejectMessage(), "parameter 1: a date or time among several values") {
+		t.Fatalf("in a list: keys=%q reject=%v %q", keyNames(d), d.Reject, d.RejectMessage())
+	}
+}
+
+// TestHexStoredIntoNumber: X'044C' compares with an integer column as
+// 1100, but stored into one it converts as the binary string it is.
+func TestHexStoredIntoNumber(t *testing.T) {
+	hex := parser.Value{Kind: parser.ValueHex, Str: "\x04L", Text: "x'044c'"}
+	for _, dt := range []string{"bigint", "decimal"} {
+		col := &Column{Name: "k", DataType: dt, ColumnType: dt}
+		if n, err := Normalize(col, hex, Compare); err != nil || (dt == "bigint" && string(n) != "1100") {
+			t.Errorf("%s compare: %q %v", dt, n, err)
+		}
+		if n, err := Normalize(col, hex, Assign); err == nil {
+			t.Errorf("%s assign: keyed %q, want a refusal", dt, n)
+		}
+	}
+}
