@@ -1,12 +1,26 @@
 package proxy
 
 import (
+	"database/sql"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
+
+// skuProxy makes a fresh database with db.sku(sku_id, stock) holding
+// rows (VALUES text), and a proxy guarding it as guardedProxy does.
+func skuProxy(t *testing.T, rows string) (p *testProxy, db string, direct *sql.DB) {
+	t.Helper()
+	base := startProxy(t, nil)
+	db = freshDB(t, base)
+	direct = base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES "+rows)
+	return guardedProxy(t, db, nil), db, direct
+}
 
 // wantRefused checks that err is lockproxy's 1105 naming the rule.
 func wantRefused(t *testing.T, what string, err error) {
@@ -24,13 +38,7 @@ func wantRefused(t *testing.T, what string, err error) {
 // planned as the statements they run: keyed through user variables set
 // from literals, refused when their text or values are not known.
 func TestDynamicSQLLocks(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	direct := base.direct(t, db, "")
-	mustExec(t, direct,
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (1, 10), (2, 10)")
-	p := guardedProxy(t, db, nil)
+	p, db, direct := skuProxy(t, "(1, 10), (2, 10)")
 	holder := p.db(t, db, "")
 	c := p.db(t, db, "multiStatements=true")
 	c.SetMaxOpenConns(1)
@@ -114,12 +122,7 @@ func TestDynamicSQLLocks(t *testing.T) {
 // TestChangeUserReleasesLocks: COM_CHANGE_USER rolls the transaction back
 // on the backend, so its locks go at once.
 func TestChangeUserReleasesLocks(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (3, 10)")
-	p := guardedProxy(t, db, nil)
+	p, db, _ := skuProxy(t, "(3, 10)")
 	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 	for _, q := range []string{"BEGIN", "UPDATE sku SET stock = 5 WHERE sku_id = 3"} {
 		if _, err := r.query(q); err != nil {
@@ -164,12 +167,7 @@ func TestShortExecute(t *testing.T) {
 // TestResetConnectionReleasesLocks: COM_RESET_CONNECTION rolls the
 // transaction back, and its locks go with it.
 func TestResetConnectionReleasesLocks(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (3, 10)")
-	p := guardedProxy(t, db, nil)
+	p, db, _ := skuProxy(t, "(3, 10)")
 	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 	for _, q := range []string{"BEGIN", "UPDATE sku SET stock = 5 WHERE sku_id = 3"} {
 		if _, err := r.query(q); err != nil {
@@ -190,12 +188,7 @@ func TestResetConnectionReleasesLocks(t *testing.T) {
 // cannot name a row by its prefix ('000…0001001' is 1001 to an integer
 // column): the statement is refused, never keyed on the prefix.
 func TestLongDataKeyTooLong(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (1001, 10)")
-	p := guardedProxy(t, db, nil)
+	p, db, direct := skuProxy(t, "(1001, 10)")
 	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 	id, _ := r.prepare("UPDATE sku SET stock = 0 WHERE sku_id = ?")
 	value := strings.Repeat("0", maxLongKey+10) + "1001"
@@ -207,7 +200,7 @@ func TestLongDataKeyTooLong(t *testing.T) {
 	_, _, err := r.execute(id, true, longData{})
 	wantError(t, "long key beyond the cap", err, 1105, true)
 	var stock int
-	if err := base.direct(t, db, "").QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&stock); err != nil || stock != 10 {
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&stock); err != nil || stock != 10 {
 		t.Fatalf("stock = %d, %v; want 10 (not run)", stock, err)
 	}
 	// The next execute with a plain value runs.
@@ -221,13 +214,7 @@ func TestLongDataKeyTooLong(t *testing.T) {
 // which would bind it to the next execute, keyed by lockproxy on that
 // execute's own values.
 func TestRefusedExecuteDropsLongData(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	direct := base.direct(t, db, "")
-	mustExec(t, direct,
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (2, 10), (1001, 10)")
-	p := guardedProxy(t, db, nil)
+	p, db, direct := skuProxy(t, "(2, 10), (1001, 10)")
 	holder, err := p.db(t, db, "").Begin()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/parser"
 	"go.uber.org/zap"
@@ -64,30 +63,11 @@ func (s *session) planFence(pl plan, params []any, step rewriteStep) (fenceStep,
 // the backend's own OK or error, or — when no row changed because the row
 // already carries a newer token — rolls the transaction back with 1213.
 func (s *session) runFenced(fs fenceStep) error {
+	reply, done, err := s.sendUpdate(fs.update)
+	if done {
+		return err
+	}
 	b := s.be
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, fs.update...)); err != nil {
-		return s.backendFailed(b, err)
-	}
-	_, p, err := b.r.readPhysical()
-	if err != nil {
-		b.broken = true
-		return s.backendFailed(b, err)
-	}
-	reply := append([]byte(nil), p...)
-	switch {
-	case len(reply) == 0:
-		b.broken = true
-		return s.backendFailed(b, errShortPacket)
-	case reply[0] == mysql.ERR_HEADER:
-		s.lastOK = false
-		return s.writeReply(reply)
-	case reply[0] != mysql.OK_HEADER:
-		b.broken = true
-		return s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to a fenced update", reply[0]))
-	}
-	st, _ := okStatus(reply)
-	s.status, b.status, s.lastOK = st, st, true
-	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
 	if s.lastAffected == 0 {
 		v, err := b.queryValue(fs.check)
 		if err != nil && !isMySQLErr(err) {

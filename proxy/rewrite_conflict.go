@@ -13,32 +13,46 @@ import (
 // or, when the UPDATE changed no row because its guard held, what the
 // rule's on_conflict says (DESIGN.md §5).
 func (s *session) runRewritten(step rewriteStep) error {
+	reply, done, err := s.sendUpdate(step.sql)
+	if done {
+		return err
+	}
+	return s.answerGuarded(step, reply)
+}
+
+// sendUpdate sends an UPDATE lockproxy built (guarded, fenced) on the
+// primary in place of the client's command and reads its one reply. An
+// OK comes back with the session's status and affected rows updated and
+// done false, for the caller to answer; an ERR is relayed to the client,
+// and a broken backend handled, with done true and err what the command
+// returns.
+func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 	b := s.be
 	s.src = b
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, step.sql...)); err != nil {
-		return s.backendFailed(b, err)
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
+		return nil, true, s.backendFailed(b, err)
 	}
 	_, p, err := b.r.readPhysical()
 	if err != nil {
 		b.broken = true
-		return s.backendFailed(b, err)
+		return nil, true, s.backendFailed(b, err)
 	}
-	reply := append([]byte(nil), p...)
+	reply = append([]byte(nil), p...)
 	switch {
 	case len(reply) == 0:
 		b.broken = true
-		return s.backendFailed(b, errShortPacket)
+		return nil, true, s.backendFailed(b, errShortPacket)
 	case reply[0] == mysql.ERR_HEADER:
 		s.lastOK = false
-		return s.writeReply(reply)
+		return nil, true, s.writeReply(reply)
 	case reply[0] != mysql.OK_HEADER:
 		b.broken = true
-		return s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to a guarded update", reply[0]))
+		return nil, true, s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to an update lockproxy built", reply[0]))
 	}
 	st, _ := okStatus(reply)
 	s.status, b.status, s.lastOK = st, st, true
 	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
-	return s.answerGuarded(step, reply)
+	return reply, false, nil
 }
 
 // answerGuarded answers a guarded UPDATE whose OK reply is in reply. When

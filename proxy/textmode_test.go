@@ -125,18 +125,6 @@ func TestExecutableCommentsMatchServer(t *testing.T) {
 	}
 }
 
-// skuProxy is a proxy guarding db.sku(sku_id) (on_unkeyed: reject), the
-// table holding rows 1 and 2 at stock 10.
-func skuProxy(t *testing.T) (*testProxy, string) {
-	t.Helper()
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (1, 10), (2, 10)")
-	return guardedProxy(t, db, nil), db
-}
-
 // stocks returns the stock of rows 1 and 2, read on the primary.
 func stocks(t *testing.T, p *testProxy, db string) string {
 	t.Helper()
@@ -152,7 +140,7 @@ func stocks(t *testing.T, p *testProxy, db string) string {
 // must be refused with lockproxy's 1105, changing no row, as its keys
 // cannot be derived from what the server runs.
 func TestServerReadingGuarded(t *testing.T) {
-	p, db := skuProxy(t)
+	p, db, _ := skuProxy(t, "(1, 10), (2, 10)")
 	cases := []struct {
 		name string
 		mode string // sql_mode set through the proxy first
@@ -204,7 +192,7 @@ func TestServerReadingGuarded(t *testing.T) {
 // sql_mode before a later statement, whose keys the parser read under the
 // old mode, must be refused with 1105 and change no row.
 func TestUncertainTextRefused(t *testing.T) {
-	p, db := skuProxy(t)
+	p, db, _ := skuProxy(t, "(1, 10), (2, 10)")
 	sqlDB := p.db(t, db, "multiStatements=true")
 	for _, q := range []string{
 		`SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES'); UPDATE sku SET stock = 7 WHERE sku_id = "sku_id"`,
