@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lockproxy/lockproxy/parser"
 )
@@ -13,6 +14,10 @@ func (rs *RuleSet) keysFor(b *builder, f *parser.Facts, ref parser.TableRef, sch
 	use := Compare
 	if insert {
 		use = Assign
+		if reason := upsertElsewhere(f, cr, info); reason != "" {
+			b.unkeyed(cr.rule, schema, ref.Name, reason)
+			return
+		}
 		if skip, reason := newRowsOnly(f, cr, info); skip {
 			return
 		} else if reason != "" {
@@ -85,6 +90,26 @@ func newRowsOnly(f *parser.Facts, cr *compiledRule, info *TableInfo) (skip bool,
 		}
 	}
 	return false, ""
+}
+
+// upsertElsewhere says why a REPLACE or INSERT ... ON DUPLICATE KEY UPDATE
+// may change a row its VALUES do not name: on a duplicate in another
+// unique key, REPLACE deletes that row and the upsert updates it, whatever
+// its own key. "" when the rule's key is the table's only unique key.
+func upsertElsewhere(f *parser.Facts, cr *compiledRule, info *TableInfo) string {
+	if f.Kind != parser.KindReplace && len(f.Insert.OnDuplicate) == 0 {
+		return ""
+	}
+	if info == nil {
+		return "the table's unique keys are not known, and an upsert may change the row holding a duplicate in any of them"
+	}
+	for _, uk := range info.UniqueKeys {
+		if !sameColumns(uk, cr.key) {
+			return fmt.Sprintf("an upsert may change the row holding a duplicate of unique key (%s), whose key it does not name",
+				strings.Join(uk, ", "))
+		}
+	}
+	return ""
 }
 
 func autoKey(cr *compiledRule, info *TableInfo) bool {

@@ -1,0 +1,39 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// TestUpsertThroughAnotherUniqueKey: on a duplicate in another unique key,
+// REPLACE deletes, and ON DUPLICATE KEY UPDATE updates, a row whose key the
+// statement does not name: refused, while on a table whose only unique key
+// is the rule's the same statements are keyed.
+func TestUpsertThroughAnotherUniqueKey(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, code VARCHAR(8) NOT NULL UNIQUE, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (7, 'x', 10)")
+	p := guardedProxy(t, db, nil)
+	c := p.db(t, db, "")
+	for _, q := range []string{
+		"REPLACE INTO sku (sku_id, code, stock) VALUES (5, 'x', 1)",
+		"INSERT INTO sku (sku_id, code, stock) VALUES (5, 'x', 1) ON DUPLICATE KEY UPDATE stock = 0",
+	} {
+		_, err := c.Exec(q)
+		wantRefused(t, q, err)
+	}
+	var stock int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 7").Scan(&stock); err != nil || stock != 10 {
+		t.Fatalf("row 7: stock %d, %v; want 10, untouched", stock, err)
+	}
+
+	mustExec(t, direct, "CREATE TABLE sku2 (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)")
+	q := guardedProxy(t, db, func(r *rules.Rule) { r.Table = db + ".sku2" })
+	if _, err := q.db(t, db, "").Exec("REPLACE INTO sku2 (sku_id, stock) VALUES (5, 1)"); err != nil {
+		t.Fatalf("REPLACE keyed on the only unique key: %v", err)
+	}
+}
