@@ -37,3 +37,41 @@ func TestUpsertThroughAnotherUniqueKey(t *testing.T) {
 		t.Fatalf("REPLACE keyed on the only unique key: %v", err)
 	}
 }
+
+// TestForeignKeyCascadeIntoGuardedTable: a foreign key whose ON DELETE or
+// ON UPDATE writes a guarded child table makes writes to its parent writes
+// lockproxy cannot key: refused, as a trigger's would be. A RESTRICT key
+// writes nothing and changes nothing.
+func TestForeignKeyCascadeIntoGuardedTable(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE cat (id INT PRIMARY KEY)",
+		"CREATE TABLE shelf (id INT PRIMARY KEY)",
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, cat_id INT, shelf_id INT, stock INT NOT NULL,"+
+			" FOREIGN KEY (cat_id) REFERENCES cat (id) ON DELETE CASCADE ON UPDATE SET NULL,"+
+			" FOREIGN KEY (shelf_id) REFERENCES shelf (id))",
+		"INSERT INTO cat VALUES (1), (2)", "INSERT INTO shelf VALUES (1), (2)",
+		"INSERT INTO sku VALUES (10, 1, 1, 5)")
+	p := guardedProxy(t, db, nil)
+	c := p.db(t, db, "")
+	for _, q := range []string{
+		"DELETE FROM cat WHERE id = 1",
+		"UPDATE cat SET id = 3 WHERE id = 1",
+		"REPLACE INTO cat VALUES (1)",
+	} {
+		_, err := c.Exec(q)
+		wantRefused(t, q, err)
+	}
+	var n int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE cat_id = 1").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("sku rows of cat 1: %d, %v; want 1, untouched", n, err)
+	}
+	if _, err := c.Exec("DELETE FROM shelf WHERE id = 2"); err != nil {
+		t.Fatalf("a write to the parent of a RESTRICT key: %v", err)
+	}
+	if _, err := c.Exec("DELETE FROM cat WHERE id = 2"); err == nil {
+		t.Fatal("a write to the parent of a CASCADE key ran")
+	}
+}

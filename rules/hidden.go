@@ -44,8 +44,12 @@ type hiddenNode struct {
 	calls   []*hiddenNode // routines it calls and triggers its writes fire
 }
 
+// firedByWrites reports whether n runs because a write to its table does:
+// a trigger, or a foreign key whose action writes its child table.
+func (n *hiddenNode) firedByWrites() bool { return n.kind == "trigger" || n.kind == "foreign key" }
+
 func (n *hiddenNode) object() string {
-	if n.kind == "trigger" {
+	if n.firedByWrites() {
 		return "trigger " + n.name + " on " + n.table
 	}
 	return n.kind + " " + n.name
@@ -85,7 +89,11 @@ func (rs *RuleSet) compileObjects(objs Objects) *objectPlan {
 		bodies[n] = r.Body
 	}
 	for _, t := range objs.Triggers {
-		n := &hiddenNode{kind: "trigger", name: t.Schema + "." + t.Name, schema: t.Schema,
+		kind := "trigger"
+		if t.ForeignKey {
+			kind = "foreign key"
+		}
+		n := &hiddenNode{kind: kind, name: t.Schema + "." + t.Name, schema: t.Schema,
 			table: t.Schema + "." + t.Table, event: t.Event}
 		op.triggers[n.table] = append(op.triggers[n.table], n)
 		nodes = append(nodes, n)
@@ -136,7 +144,7 @@ func (rs *RuleSet) scanBody(n *hiddenNode, body string) {
 				n.calls = append(n.calls, callee)
 			}
 		}
-		if n.kind != "trigger" || name != n.table {
+		if !n.firedByWrites() || name != n.table {
 			n.calls = append(n.calls, op.triggers[name]...)
 		}
 	}
@@ -151,7 +159,7 @@ func spread(nodes []*hiddenNode) {
 			for _, c := range n.calls {
 				for _, r := range c.reaches {
 					verb := "it calls "
-					if c.kind == "trigger" {
+					if c.firedByWrites() {
 						verb = "its writes fire "
 					}
 					if n.add(reach{cr: r.cr, table: r.table, why: verb + c.object() + ", where " + r.why}) {
@@ -165,7 +173,7 @@ func spread(nodes []*hiddenNode) {
 
 // allows reports whether r lets n run although it may touch r's table.
 func (n *hiddenNode) allowedBy(r *Rule) bool {
-	if n.kind == "trigger" {
+	if n.firedByWrites() {
 		return r.AllowsTrigger(n.name)
 	}
 	return r.AllowsRoutine(n.name)

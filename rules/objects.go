@@ -40,6 +40,11 @@ type Trigger struct {
 	Event string
 	// Body is ACTION_STATEMENT.
 	Body string
+	// ForeignKey is true for a foreign key whose ON DELETE or ON UPDATE
+	// (Event) is CASCADE, SET NULL or SET DEFAULT: a write to the parent
+	// Table then writes the child table too, as a trigger would. Name is
+	// the constraint's, and Body names the child table.
+	ForeignKey bool
 }
 
 // Objects are the views, stored routines and triggers of the primary:
@@ -77,6 +82,14 @@ FROM information_schema.ROUTINES`
 
 const triggersQuery = `SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT
 FROM information_schema.TRIGGERS`
+
+// foreignKeysQuery lists the foreign keys whose actions write the child
+// table: one row per action (ON DELETE, ON UPDATE).
+const foreignKeysQuery = `SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_NAME, 'DELETE'
+FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')
+UNION ALL
+SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, CONSTRAINT_NAME, TABLE_NAME, 'UPDATE'
+FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')`
 
 // loadObjects reads every view, stored routine and trigger the backend
 // user may see on the primary.
@@ -123,7 +136,26 @@ func loadObjects(ctx context.Context, db *sql.DB) (Objects, error) {
 	if err != nil {
 		return Objects{}, err
 	}
+	err = scanRows(ctx, db, foreignKeysQuery, "foreign keys", func(rows *sql.Rows) error {
+		var parentSchema, parent, schema, name, child, event string
+		if err := rows.Scan(&parentSchema, &parent, &schema, &name, &child, &event); err != nil {
+			return err
+		}
+		objs.Triggers = append(objs.Triggers, Trigger{ForeignKey: true, Event: event,
+			Schema: strings.ToLower(parentSchema), Table: strings.ToLower(parent),
+			Name: strings.ToLower(name),
+			Body: "UPDATE " + quoteIdent(strings.ToLower(schema)) + "." + quoteIdent(strings.ToLower(child))})
+		return nil
+	})
+	if err != nil {
+		return Objects{}, err
+	}
 	return objs, nil
+}
+
+// quoteIdent back-quotes an identifier.
+func quoteIdent(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
 }
 
 // scanRows runs query and hands each row to scan.
