@@ -24,10 +24,15 @@ const (
 // that writes through them meet the rules. When the primary cannot be asked, rules still compile
 // (values then normalise by their literal form) and a warning says so.
 func (s *Server) compileRules(cfg *rules.Config) (*rules.RuleSet, error) {
+	return s.compileRulesLogged(cfg, s.log)
+}
+
+// compileRulesLogged is compileRules reporting what it read to log.
+func (s *Server) compileRulesLogged(cfg *rules.Config, log *zap.Logger) (*rules.RuleSet, error) {
 	if len(cfg.Rules) == 0 {
 		return rules.Compile(cfg, rules.Schema{})
 	}
-	schema, err := s.loadSchema(cfg)
+	schema, err := s.loadSchema(cfg, log)
 	if err != nil {
 		s.log.Warn("cannot read the guarded tables' key columns and the views, routines and triggers from the primary; "+
 			"keys normalise by literal form and every CALL is refused until they can be read",
@@ -36,7 +41,7 @@ func (s *Server) compileRules(cfg *rules.Config) (*rules.RuleSet, error) {
 	return rules.Compile(cfg, schema)
 }
 
-func (s *Server) loadSchema(cfg *rules.Config) (rules.Schema, error) {
+func (s *Server) loadSchema(cfg *rules.Config, log *zap.Logger) (rules.Schema, error) {
 	if len(cfg.Users) == 0 {
 		return rules.Schema{}, nil
 	}
@@ -53,26 +58,52 @@ func (s *Server) loadSchema(cfg *rules.Config) (rules.Schema, error) {
 	defer cancel()
 	schema, problems, err := rules.LoadSchema(ctx, db, cfg)
 	for _, p := range problems {
-		s.log.Warn("rule does not fit its table", zap.String("problem", p.String()))
+		log.Warn("rule does not fit its table", zap.String("problem", p.String()))
 	}
 	if objs, ok := schema.Objects(); ok {
-		s.log.Info("read the primary's views, routines and triggers",
+		log.Info("read the primary's views, routines, triggers and foreign keys",
 			zap.Int("views", len(objs.Views)), zap.Int("routines", len(objs.Routines)), zap.Int("triggers", len(objs.Triggers)))
 	}
 	return schema, err
 }
 
-// refreshSchema re-reads the guarded tables, views, routines and triggers
-// after DDL (which may have changed any of them).
-func (s *Server) refreshSchema() {
+// refreshSchema re-reads the guarded tables, views, routines, triggers
+// and foreign keys after DDL, which may have changed any of them.
+func (s *Server) refreshSchema() { s.refreshSchemaLogged(s.log) }
+
+// refreshSchemaLogged is refreshSchema reporting what it read to log.
+func (s *Server) refreshSchemaLogged(log *zap.Logger) {
 	cfg := s.config()
-	rs, err := s.compileRules(cfg)
+	rs, err := s.compileRulesLogged(cfg, log)
 	if err != nil {
-		s.log.Warn("recompiling rules after DDL failed", zap.Error(err))
+		s.log.Warn("re-reading the schema failed; the rules keep the schema read before", zap.Error(err))
 		return
 	}
 	if s.config() == cfg {
 		s.rules.Store(rs)
+	}
+}
+
+// refreshSchemaEvery re-reads the schema every backends.schema_refresh
+// (as it is at each tick, so a reload changes it) until ctx ends: views,
+// routines, triggers and foreign keys made directly on the primary are
+// then seen within that time.
+func (s *Server) refreshSchemaEvery(ctx context.Context) {
+	for {
+		every := s.config().Backends.SchemaRefresh.D()
+		wait := every
+		if wait <= 0 {
+			wait = time.Minute // off: look again later in case a reload turns it on
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if every > 0 && len(s.config().Rules) > 0 {
+			// Quietly: a rule that does not fit its table still warns.
+			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		}
 	}
 }
 

@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"testing"
+	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
 )
 
@@ -73,5 +75,48 @@ func TestForeignKeyCascadeIntoGuardedTable(t *testing.T) {
 	}
 	if _, err := c.Exec("DELETE FROM cat WHERE id = 2"); err == nil {
 		t.Fatal("a write to the parent of a CASCADE key ran")
+	}
+}
+
+// TestSchemaRefreshSeesNewViews: a view made directly on the primary, not
+// through lockproxy, is seen within backends.schema_refresh: writes
+// through it then take the base row's lock.
+func TestSchemaRefreshSeesNewViews(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 10)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Backends.SchemaRefresh = rules.Duration(200 * time.Millisecond)
+		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(100 * time.Millisecond)}}
+	}, memlock.New(nil, nil))
+	holder, err := p.db(t, db, "").Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	var stock int
+	if err := holder.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, direct, "CREATE VIEW v AS SELECT sku_id AS k, stock AS s FROM sku")
+	c := p.db(t, db, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := c.Exec("UPDATE v SET s = s WHERE k = 1")
+		if err != nil {
+			if me := mysqlErr(t, err); me.Number != 1205 {
+				t.Fatalf("want lockproxy's 1205 once the view is known, got %v", me)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("writes through the new view still take no lock after 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

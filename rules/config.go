@@ -77,6 +77,11 @@ type BackendConfig struct {
 	// ReadYourWrites (default true): after a session writes, a replica
 	// serves its reads only once it has applied the session's last GTID.
 	ReadYourWrites *bool `yaml:"read_your_writes"`
+	// SchemaRefresh (default 30s) is how often the guarded tables' columns
+	// and the primary's views, routines, triggers and foreign keys are
+	// read again, so objects made directly on the primary are seen within
+	// it; 0: only at start, on reload and after DDL through lockproxy.
+	SchemaRefresh Duration `yaml:"schema_refresh"`
 }
 
 // RYW reports whether read-your-writes is on (the default).

@@ -14,6 +14,7 @@ const (
 	DefaultShutdownGrace    = 30 * time.Second
 	DefaultMaxAllowedPacket = 64 << 20
 	DefaultMaxReplicaLag    = 2 * time.Second
+	DefaultSchemaRefresh    = 30 * time.Second
 	DefaultLockBackend      = "memory"
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
@@ -61,6 +62,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 		cfg.Proxy.MaxAllowedPacket = DefaultMaxAllowedPacket
 	}
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
+	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
 	setStr(&cfg.Locks.Backend, DefaultLockBackend)
 	setDur(d, "locks.ttl", &cfg.Locks.TTL, DefaultLockTTL)
 	setDur(d, "locks.wait_timeout", &cfg.Locks.WaitTimeout, DefaultWaitTimeout)

@@ -132,6 +132,9 @@ func (v *validator) backends(b *BackendConfig) {
 	if b.MaxReplicaLag <= 0 {
 		v.add("backends.max_replica_lag", "must be greater than 0")
 	}
+	if b.SchemaRefresh < 0 {
+		v.add("backends.schema_refresh", "must not be negative")
+	}
 }
 
 func (v *validator) locks(l *LockConfig) {
