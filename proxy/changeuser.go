@@ -31,6 +31,7 @@ func (s *session) changeUser(p []byte) error {
 	// connection's reset has done so, before the new user runs anything.
 	old := s.be
 	s.be = nil
+	s.watched.Store(nil)
 	s.srv.pool.putSync(old)
 	s.releaseLocks()
 	clear(s.stmts)

@@ -22,10 +22,12 @@ func (s *session) commandLoop(ctx context.Context) error {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		s.idle.Store(true)
+		s.idleEpoch.Add(1)
 		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Now().Add(it))
 		}
 		_, p, err := s.cr.readLogical(limit)
+		s.idleEpoch.Add(1)
 		s.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
@@ -121,8 +123,9 @@ func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) er
 	return s.relay(kind, binary)
 }
 
-// backendFailed handles a broken primary connection mid-command: the client
-// gets a clear error and the session ends (its transaction state is gone).
+// backendFailed handles a broken primary connection mid-command: the
+// session ends and the client connection is closed (its transaction state
+// is gone).
 func (s *session) backendFailed(b *backendConn, err error) error {
 	var ce clientIOError
 	if errors.As(err, &ce) {
@@ -131,9 +134,10 @@ func (s *session) backendFailed(b *backendConn, err error) error {
 	}
 	b.broken = true
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
-	if !s.midResponse {
-		_ = s.writeErrAt(1, newSQLError(2013, "HY000", "lost connection to the primary: %v", err))
-	}
+	// No ERR packet: 2013 is a client-side code, which client libraries
+	// take for a malformed packet when a server sends it. The client sees
+	// its connection close, as when MariaDB closes it (see gone.go).
+	s.log.Info("lost the connection to the primary; closing the client's", zap.Error(err))
 	return err
 }
 

@@ -244,6 +244,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if rt != nil {
 		rt.Start(s.ctx)
 	}
+	go s.watchBackends(s.ctx)
 	for {
 		c, err := ln.Accept()
 		if err != nil {

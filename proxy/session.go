@@ -86,6 +86,11 @@ type session struct {
 	// (idle) and whether a transaction is open (txnOpen).
 	idle    atomic.Bool
 	txnOpen atomic.Bool
+	// idleEpoch is odd while the session waits for a command and grows
+	// by one at each change, and watched is its pinned primary
+	// connection: what the server's check for closed backends reads.
+	idleEpoch atomic.Uint64
+	watched   atomic.Pointer[backendConn]
 }
 
 // seqErr writes e as the packet with sequence seq and flushes.
@@ -123,6 +128,7 @@ func (s *session) cleanup() {
 			_ = s.conn.Close()
 		}
 	}()
+	s.watched.Store(nil)
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.
@@ -200,6 +206,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 		return err
 	}
 	s.be = be
+	s.watched.Store(be)
 	s.modeMayHaveChanged() // read before the first analysis on this connection
 	s.thread.Store(be.threadID)
 	s.status = be.status
