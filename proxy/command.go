@@ -161,6 +161,7 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: analyse, guard, forward, and release what the
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
+	p = s.ownConnectionID(p)
 	if isShow(p[1:]) {
 		if done, err := s.showLockproxy(p[1:]); done {
 			return err
@@ -212,6 +213,19 @@ func (s *session) query(p []byte) error {
 	s.noteStatement(an)
 	s.afterCommand()
 	return nil
+}
+
+// ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
+// COM_STMT_PREPARE packet to the session's own id, the one its greeting
+// gave: the backend's thread id changes with the connection lockproxy uses
+// (a replica, a new primary connection after COM_CHANGE_USER), and KILL
+// takes lockproxy's ids.
+func (s *session) ownConnectionID(p []byte) []byte {
+	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id)
+	if !ok {
+		return p
+	}
+	return append([]byte{p[0]}, q...)
 }
 
 // analyze returns the facts of a query text, from the cache; nil when no

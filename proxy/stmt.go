@@ -49,6 +49,7 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
+	p = s.ownConnectionID(p)
 	s.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
 		return s.backendFailed(s.be, err)
