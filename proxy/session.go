@@ -39,6 +39,7 @@ type session struct {
 	src    *backendConn // the connection whose response is being relayed
 	stmts  map[uint32]*stmt
 	nextID uint32
+	form   resultForm // how writeResult answers the current command
 	status uint16 // server status after the last response the client saw
 
 	// Per-response relay state.
