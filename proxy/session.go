@@ -40,7 +40,7 @@ type session struct {
 	stmts  map[uint32]*stmt
 	nextID uint32
 	form   resultForm // how writeResult answers the current command
-	status uint16 // server status after the last response the client saw
+	status uint16     // server status after the last response the client saw
 
 	// Per-response relay state.
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
