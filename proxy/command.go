@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -138,6 +139,7 @@ func (s *session) backendFailed(b *backendConn, err error) error {
 	// take for a malformed packet when a server sends it. The client sees
 	// its connection close, as when MariaDB closes it (see gone.go).
 	s.log.Info("lost the connection to the primary; closing the client's", zap.Error(err))
+	s.resetOnClose = errors.Is(err, syscall.ECONNRESET)
 	return err
 }
 
@@ -265,15 +267,26 @@ func (s *session) track(an *parser.Analysis) {
 			s.db = f.UseDB
 			s.be.dbDirty = true
 		case parser.KindDDL:
-			go s.srv.refreshSchema()
+			s.refreshSchemaAsync()
 		}
 	}
 	if an.Unparsed && an.LexKind == parser.KindDDL {
-		go s.srv.refreshSchema() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+		s.refreshSchemaAsync() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// refreshSchemaAsync re-reads the schema after DDL in the background,
+// counted with the session's server so that Shutdown waits for it (the
+// session itself is counted while it runs, so the count cannot be zero).
+func (s *session) refreshSchemaAsync() {
+	s.srv.wg.Add(1)
+	go func() {
+		defer s.srv.wg.Done()
+		s.srv.refreshSchema()
+	}()
 }
 
 // setsCharset reports whether a SET changes the client character set.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,6 +28,20 @@ import (
 // goneCheckEvery is how often idle sessions' primary connections are
 // checked.
 const goneCheckEvery = 250 * time.Millisecond
+
+// peekState is what a backend socket holds while nobody reads it.
+type peekState int
+
+const (
+	peekNothing peekState = iota // idle and open
+	peekData                     // bytes the backend sent unasked (an ERR before it closes)
+	peekClosed                   // the backend closed its side
+	peekReset                    // the backend reset the connection
+)
+
+// peekReadable reports whether the backend socket has anything waiting:
+// on an idle connection, the sign that the backend has ended it.
+func (b *backendConn) peekReadable() bool { return b.peek() != peekNothing }
 
 var errPrimaryGone = errors.New("proxy: the primary closed the session's connection")
 
@@ -60,7 +75,11 @@ func (s *Server) watchBackends(ctx context.Context) {
 func (s *session) closeIfPrimaryGone() {
 	e := s.idleEpoch.Load()
 	be := s.watched.Load()
-	if e%2 == 0 || be == nil || !be.peekReadable() {
+	if e%2 == 0 || be == nil {
+		return
+	}
+	state := be.peek()
+	if state == peekNothing {
 		return
 	}
 	if s.idleEpoch.Load() != e {
@@ -68,7 +87,26 @@ func (s *session) closeIfPrimaryGone() {
 	}
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 	s.log.Info("the primary closed the session's connection; closing the client's")
+	if state == peekReset {
+		resetClose(s.conn)
+		return
+	}
 	_ = s.conn.Close()
+}
+
+// resetClose closes a client connection the way MariaDB drops one whose
+// session it ended at wait_timeout: with a reset, so that the client's
+// next write fails at once (libmariadb then reports 2006, "server has gone
+// away", as it does directly) instead of succeeding into a closed stream.
+// A backend that closed normally (KILL) is mirrored by a normal close.
+func resetClose(c net.Conn) {
+	if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
+		c = nc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 // primaryGone reports, on the session's goroutine between commands,
@@ -77,10 +115,12 @@ func (s *session) primaryGone() bool {
 	if s.be == nil {
 		return false
 	}
-	if s.be.r.buffered() > 0 || s.be.peekReadable() {
+	state := s.be.peek()
+	if s.be.r.buffered() > 0 || state != peekNothing {
 		s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 		s.log.Info("the primary closed the session's connection; closing the client's", zap.Bool("before_replica_read", true))
 		s.be.broken = true
+		s.resetOnClose = state == peekReset
 		return true
 	}
 	return false

@@ -4,24 +4,29 @@ package proxy
 
 import "syscall"
 
-// peekReadable reports whether the backend socket has data or an end of
-// stream waiting, without reading it and without blocking. Safe to call
-// from any goroutine: it reads nothing the session's reader could miss.
-func (b *backendConn) peekReadable() bool {
+// peek reports what waits on the backend socket, without reading it and
+// without blocking. Safe to call from any goroutine: it reads nothing the
+// session's reader could miss.
+func (b *backendConn) peek() peekState {
 	if b.raw == nil {
-		return false
+		return peekNothing
 	}
-	var readable bool
+	state := peekNothing
 	var buf [1]byte
 	err := b.raw.Control(func(fd uintptr) {
 		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		switch {
 		case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
 		case rerr != nil:
-			readable = true // reset or another socket error: the connection is over
+			state = peekReset // reset (MariaDB ending a session at wait_timeout) or another socket error
+		case n == 0:
+			state = peekClosed
 		default:
-			readable = n >= 0 // data, or 0: the server closed its side
+			state = peekData
 		}
 	})
-	return err == nil && readable
+	if err != nil {
+		return peekNothing
+	}
+	return state
 }

@@ -92,6 +92,9 @@ type session struct {
 	// connection: what the server's check for closed backends reads.
 	idleEpoch atomic.Uint64
 	watched   atomic.Pointer[backendConn]
+	// resetOnClose: the primary connection went away, and the client's
+	// is reset when the session ends, as MariaDB resets it (see gone.go).
+	resetOnClose bool
 }
 
 // seqErr writes e as the packet with sequence seq and flushes.
@@ -139,6 +142,9 @@ func (s *session) cleanup() {
 	}
 	s.releaseLocks()
 	s.dropReplica()
+	if s.resetOnClose {
+		resetClose(s.conn)
+	}
 	_ = s.conn.Close()
 }
 
