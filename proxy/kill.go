@@ -32,15 +32,24 @@ func isKill(q []byte) bool {
 // reports false for anything else (an expression id, other text), which
 // then runs as sent.
 func (s *session) killStatement(q []byte) (bool, error) {
+	query, id, ok := parseKill(q)
+	if !ok {
+		return false, nil
+	}
+	return true, s.kill(query, id)
+}
+
+// parseKill reads KILL [QUERY | CONNECTION] <number>.
+func parseKill(q []byte) (query bool, id uint64, ok bool) {
 	stmts, err := parser.Parse(string(q))
 	if err != nil || len(stmts) != 1 {
-		return false, nil
+		return false, 0, false
 	}
-	k, ok := stmts[0].(*ast.KillStmt)
-	if !ok || k.Expr != nil || k.TiDBExtension {
-		return false, nil
+	k, isKill := stmts[0].(*ast.KillStmt)
+	if !isKill || k.Expr != nil || k.TiDBExtension {
+		return false, 0, false
 	}
-	return true, s.kill(k.Query, k.ConnectionID)
+	return k.Query, k.ConnectionID, true
 }
 
 // processKill serves COM_PROCESS_KILL (a connection kill by id).

@@ -42,10 +42,27 @@ func matrixClients() []matrixClient {
 			want: want, directWant: []string{"~guarded unkeyed write: 3"},
 			proxyWant: []string{"~guarded unkeyed write: error 1105"}}
 	}
+	php := func(api string, want ...string) matrixClient {
+		return matrixClient{name: "php-" + api, tool: "php", check: []string{"-r", "exit(extension_loaded('mysqli') && extension_loaded('pdo_mysql') ? 0 : 1);"},
+			args: []string{"testdata/clients/scenario.php"}, env: []string{"LP_API=" + api},
+			want:       append(append([]string{"connection id: true", `after commit: [["9"]]`}, want...), matrixCommon...),
+			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
+			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 8", "~show prepared: 8"}}
+	}
 	pyFull := append([]string{"connection id: True", "after commit: ((9,),)"}, matrixCommon...)
 	return []matrixClient{
 		withShow(py("pymysql", append(pyFull, "ping: ok")...)),
 		withShow(py("mysqldb", pyFull...)),
+		{name: "mysql2", tool: "node", check: []string{"-e", "require('./testdata/clients/node_modules/mysql2')"},
+			args: []string{"testdata/clients/scenario.js"},
+			want: append([]string{"connection id: true", `after commit: [{"stock":9}]`, `reset: [{"v":null}]`,
+				`change user: [{"same":1}]`, "change user, bad password: error 1045", "after a failed change user: "}, matrixCommon...),
+			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
+			proxyWant: []string{"~guarded unkeyed write: error 1105", `~show text: ["name","table","key"]`,
+				`~show prepared: ["name","table","key"]`}},
+		php("mysqli", `change user: [[null,"1"]]`, "change user, bad password: error 1045", `after a failed change user: [["1"]]`),
+		php("pdo"),
+		php("pdo-native"),
 		py("sqlalchemy", "connect: 2", "orm-style read: [(1, 10), (2, 20), (3, 30)]", "params: [(20,)]", "stale, pre-ping: 3"),
 	}
 }

@@ -50,8 +50,8 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 	return s.cw.flush()
 }
 
-// writeColumns writes column definitions and, unless CLIENT_DEPRECATE_EOF,
-// the EOF after them.
+// writeColumns writes column definitions and, unless CLIENT_DEPRECATE_EOF
+// or there are none, the EOF after them.
 func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
 	var err error
 	for _, c := range columns {
@@ -59,7 +59,7 @@ func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
 			return seq, err
 		}
 	}
-	if s.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+	if len(columns) > 0 && s.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
 		if seq, err = s.cw.writePacket(seq, eofPayload(s.status, 0)); err != nil {
 			return seq, err
 		}
