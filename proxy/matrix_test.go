@@ -30,6 +30,9 @@ type matrixClient struct {
 	want, directWant, proxyWant []string
 }
 
+// connectorJ is Debian's libmariadb-java.
+const connectorJ = "/usr/share/java/mariadb-java-client.jar"
+
 // matrixCommon are the lines of the full scenario every client prints.
 var matrixCommon = []string{"connect: 2", "stream: 100000 5000050000", "error: error 1064", "error: error 1062",
 	"error: error 1146", "unkeyed read in a transaction: ", "stale: error", "kill own id: error 1927", "after kill: error"}
@@ -60,6 +63,12 @@ func matrixClients() []matrixClient {
 			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
 			proxyWant: []string{"~guarded unkeyed write: error 1105", `~show text: ["name","table","key"]`,
 				`~show prepared: ["name","table","key"]`}},
+		{name: "connector-j", tool: "java", check: []string{"-cp", connectorJ, "-version"},
+			args: []string{"-cp", connectorJ, "testdata/clients/Scenario.java"},
+			want: append([]string{"after commit: [[9]]", "reset: [[", "stale isValid: true", "kill own id: error"},
+				matrixCommon[:len(matrixCommon)-2]...),
+			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
+			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 8", "~show prepared: 8"}},
 		php("mysqli", `change user: [[null,"1"]]`, "change user, bad password: error 1045", `after a failed change user: [["1"]]`),
 		php("pdo"),
 		php("pdo-native"),
