@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -39,6 +40,7 @@ type poolKey struct {
 type backendConn struct {
 	key      poolKey
 	nc       net.Conn
+	raw      syscall.RawConn // the TCP socket under nc, for peekReadable
 	r        *packetReader
 	w        *packetWriter
 	status   uint16 // server status after the last complete response
@@ -77,7 +79,17 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		c.SetAttributes(map[string]string{"program_name": "lockproxy"})
 		return c.SetCollation(collation)
 	}
-	cc, err := client.ConnectWithContext(ctx, key.addr, key.user, key.password, key.db, dialTimeout, opt)
+	var raw syscall.RawConn
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{Timeout: dialTimeout, KeepAlive: time.Minute}).DialContext(ctx, network, addr)
+		if sc, ok := nc.(syscall.Conn); ok && err == nil {
+			raw, _ = sc.SyscallConn()
+		}
+		return nc, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	cc, err := client.ConnectWithDialer(ctx, "tcp", key.addr, key.user, key.password, key.db, dial, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +101,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	return &backendConn{
 		key:      key,
 		nc:       nc,
+		raw:      raw,
 		r:        newPacketReader(nc, backendBufSize),
 		w:        newPacketWriter(nc, 4<<10),
 		status:   status,
@@ -161,6 +174,10 @@ func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
 		b := list[len(list)-1]
 		p.idle[key] = list[:len(list)-1]
 		p.mu.Unlock()
+		if b.peekReadable() {
+			b.close() // closed by the server while idle (wait_timeout, KILL)
+			continue
+		}
 		if time.Since(b.idleAt) < idleCheckAfter {
 			return b, nil
 		}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -12,18 +13,25 @@ import (
 // the scramble of the initial handshake, then pins a backend connection
 // opened with the new user's credentials. The old connection goes back to
 // the pool, which resets it (rolling back any transaction, dropping
-// statements). A failed change ends the session.
+// statements). A change refused for its credentials leaves the connection
+// as MariaDB leaves it (see failedChangeUser).
 func (s *session) changeUser(p []byte) error {
 	user, auth, db, plugin, collation, err := parseChangeUser(p, s.caps)
 	if err != nil {
 		return s.writeErrAt(1, newSQLError(erHandshake, "08S01", "malformed COM_CHANGE_USER"))
 	}
+	previous := s.user
 	s.user = user
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
 	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
 	_ = s.conn.SetReadDeadline(time.Time{})
+	var refused *sqlError
+	if errors.As(err, &refused) {
+		s.user = previous
+		return s.failedChangeUser()
+	}
 	if err != nil {
 		return err
 	}
@@ -31,6 +39,7 @@ func (s *session) changeUser(p []byte) error {
 	// connection's reset has done so, before the new user runs anything.
 	old := s.be
 	s.be = nil
+	s.watched.Store(nil)
 	s.srv.pool.putSync(old)
 	s.releaseLocks()
 	clear(s.stmts)
@@ -44,6 +53,27 @@ func (s *session) changeUser(p []byte) error {
 	ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
 	defer cancel()
 	return s.pinBackend(ctx, seq)
+}
+
+// failedChangeUser leaves the session as MariaDB leaves a connection whose
+// COM_CHANGE_USER it refused (the client already has the error): still
+// open, as the previous user in the previous database, with its session
+// reset — transaction rolled back, temporary tables, user variables and
+// prepared statements gone, session variables back to their defaults.
+func (s *session) failedChangeUser() error {
+	err := s.be.simpleCommand([]byte{mysql.COM_RESET_CONNECTION})
+	if err != nil && !isMySQLErr(err) {
+		s.be.broken = true
+		return err
+	}
+	s.status = s.be.status
+	s.releaseLocks() // after the rollback
+	clear(s.stmts)
+	clear(s.beliefs)
+	s.dyn.reset()
+	s.dropReplica()
+	s.modeMayHaveChanged()
+	return err
 }
 
 // parseChangeUser decodes a COM_CHANGE_USER payload.

@@ -684,8 +684,19 @@ func rawWorkload(t *testing.T, r *rawConn, p *testProxy, db, other string, viaPr
 	}
 	rows, err = r.query("SELECT DATABASE(), @u, CURRENT_USER() LIKE '" + p.bed.User + "@%'")
 	wantRows(t, "after COM_CHANGE_USER", rows, err, other+" NULL 1")
+	r.query("SET @u = 8")
+	r.query("CREATE TEMPORARY TABLE tmp_cu (x INT)")
+	r.query("BEGIN")
+	r.query("INSERT INTO `" + db + "`.r VALUES (99, 'in txn')")
 	err = r.changeUser(p.bed.User, "wrong-password", db)
 	wantError(t, "COM_CHANGE_USER with a wrong password", err, mysql.ER_ACCESS_DENIED_ERROR, viaProxy)
+	// MariaDB keeps the connection as the previous user in the previous
+	// database, with the session reset: no variables, no transaction.
+	rows, err = r.query("SELECT DATABASE(), @u, CURRENT_USER() LIKE '" + p.bed.User + "@%', @@in_transaction, " +
+		"(SELECT COUNT(*) FROM `" + db + "`.r WHERE id = 99), @@autocommit")
+	wantRows(t, "after a failed COM_CHANGE_USER", rows, err, other+" NULL 1 0 0 1")
+	_, err = r.query("SELECT * FROM tmp_cu")
+	wantError(t, "temporary table after a failed COM_CHANGE_USER", err, 1146, false)
 }
 
 // TestPooledBackendMatchesClient: lockproxy pools backend connections and

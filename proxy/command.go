@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -22,10 +23,12 @@ func (s *session) commandLoop(ctx context.Context) error {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		s.idle.Store(true)
+		s.idleEpoch.Add(1)
 		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Now().Add(it))
 		}
 		_, p, err := s.cr.readLogical(limit)
+		s.idleEpoch.Add(1)
 		s.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
@@ -121,8 +124,9 @@ func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) er
 	return s.relay(kind, binary)
 }
 
-// backendFailed handles a broken primary connection mid-command: the client
-// gets a clear error and the session ends (its transaction state is gone).
+// backendFailed handles a broken primary connection mid-command: the
+// session ends and the client connection is closed (its transaction state
+// is gone).
 func (s *session) backendFailed(b *backendConn, err error) error {
 	var ce clientIOError
 	if errors.As(err, &ce) {
@@ -131,9 +135,11 @@ func (s *session) backendFailed(b *backendConn, err error) error {
 	}
 	b.broken = true
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
-	if !s.midResponse {
-		_ = s.writeErrAt(1, newSQLError(2013, "HY000", "lost connection to the primary: %v", err))
-	}
+	// No ERR packet: 2013 is a client-side code, which client libraries
+	// take for a malformed packet when a server sends it. The client sees
+	// its connection close, as when MariaDB closes it (see gone.go).
+	s.log.Info("lost the connection to the primary; closing the client's", zap.Error(err))
+	s.resetOnClose = errors.Is(err, syscall.ECONNRESET)
 	return err
 }
 
@@ -157,6 +163,7 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: analyse, guard, forward, and release what the
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
+	p = s.ownConnectionID(p)
 	if isShow(p[1:]) {
 		if done, err := s.showLockproxy(p[1:]); done {
 			return err
@@ -210,6 +217,19 @@ func (s *session) query(p []byte) error {
 	return nil
 }
 
+// ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
+// COM_STMT_PREPARE packet to the session's own id, the one its greeting
+// gave: the backend's thread id changes with the connection lockproxy uses
+// (a replica, a new primary connection after COM_CHANGE_USER), and KILL
+// takes lockproxy's ids.
+func (s *session) ownConnectionID(p []byte) []byte {
+	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id)
+	if !ok {
+		return p
+	}
+	return append([]byte{p[0]}, q...)
+}
+
 // analyze returns the facts of a query text, from the cache; nil when no
 // rule could apply, so unguarded traffic pays no parse.
 func (s *session) analyze(q []byte) *parser.Analysis {
@@ -247,15 +267,26 @@ func (s *session) track(an *parser.Analysis) {
 			s.db = f.UseDB
 			s.be.dbDirty = true
 		case parser.KindDDL:
-			go s.srv.refreshSchema()
+			s.refreshSchemaAsync()
 		}
 	}
 	if an.Unparsed && an.LexKind == parser.KindDDL {
-		go s.srv.refreshSchema() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+		s.refreshSchemaAsync() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// refreshSchemaAsync re-reads the schema after DDL in the background,
+// counted with the session's server so that Shutdown waits for it (the
+// session itself is counted while it runs, so the count cannot be zero).
+func (s *session) refreshSchemaAsync() {
+	s.srv.wg.Add(1)
+	go func() {
+		defer s.srv.wg.Done()
+		s.srv.refreshSchema()
+	}()
 }
 
 // setsCharset reports whether a SET changes the client character set.

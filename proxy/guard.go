@@ -26,6 +26,9 @@ type guard struct {
 	rollsBack   bool      // the text is ROLLBACK: it may always run
 	rule        string    // first rule that matched, for messages
 	primary     bool      // a rule or a fact forces the primary
+	// unkeyedReads are plain reads in a transaction whose rows cannot be
+	// keyed and that run without row locks (on_unkeyed_read: allow).
+	unkeyedReads []rules.Unkeyed
 }
 
 // inTxn reports whether the session is inside a transaction for locking
@@ -46,6 +49,7 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 	if d.Reject && g.reject == nil {
 		g.reject = &sqlError{Code: erUnknown, State: "HY000", Msg: d.RejectMessage()}
 	}
+	g.unkeyedReads = append(g.unkeyedReads, d.UnkeyedReads...)
 	if len(d.Keys) == 0 {
 		return
 	}
@@ -94,6 +98,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 		s.audit("statement rejected: keys cannot be derived", g, zap.String("error", g.reject.Msg))
 		return false, s.writeErrAt(1, g.reject)
 	}
+	s.noteUnkeyedReads(g)
 	if len(g.keys) == 0 || s.srv.locker == nil {
 		return true, nil
 	}
@@ -120,6 +125,18 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
 		s.audit("statement rejected: lock service unavailable", g, zap.Error(lerr))
 		return false, s.writeErrAt(1, newSQLError(erUnknown, "HY000", "rule %s: lock service unavailable, statement not run (%v)", g.rule, lerr))
+	}
+}
+
+// noteUnkeyedReads counts and audits the reads in a transaction that run
+// without the row locks read_in_txn asks for, because their rows cannot be
+// keyed (a range, a full scan) and the rule allows that (on_unkeyed_read).
+func (s *session) noteUnkeyedReads(g guard) {
+	for _, u := range g.unkeyedReads {
+		s.srv.metrics.unkeyedReads.WithLabelValues(u.Rule.Name).Inc()
+		s.srv.audit.Info("unkeyed read in a transaction runs without row locks (on_unkeyed_read: allow)",
+			zap.String("rule", u.Rule.Name), zap.String("table", u.Table), zap.String("reason", u.Reason),
+			zap.Uint32("session", s.id), zap.String("user", s.user), zap.String("client", s.conn.RemoteAddr().String()))
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,11 +11,16 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 )
 
-// Clients cancel with KILL QUERY <id>, where id is the connection id of
-// lockproxy's greeting — not the backend's thread id. lockproxy translates
-// the id of one of its sessions into that session's backend thread and
-// sends the KILL on the asking session's own connection, so the backend
-// still decides whether this user may kill that thread.
+// A client has one connection id for its whole life: lockproxy's own, the
+// one its greeting gave, which CONNECTION_ID() answers (see
+// session.ownConnectionID). KILL [QUERY | CONNECTION] <id> and
+// COM_PROCESS_KILL take that id: lockproxy translates it into the backend
+// thread of that session's primary connection and sends the KILL on the
+// asking session's own connection, so MariaDB still decides whether this
+// user may kill that thread (another user's needs PROCESS / CONNECTION
+// ADMIN / SUPER: 1095). MariaDB's answers name the thread; lockproxy
+// gives them back naming the client's id. SHOW PROCESSLIST and
+// information_schema.PROCESSLIST still list backend thread ids.
 
 // isKill is a cheap test for a statement starting with KILL.
 func isKill(q []byte) bool {
@@ -26,15 +32,24 @@ func isKill(q []byte) bool {
 // reports false for anything else (an expression id, other text), which
 // then runs as sent.
 func (s *session) killStatement(q []byte) (bool, error) {
+	query, id, ok := parseKill(q)
+	if !ok {
+		return false, nil
+	}
+	return true, s.kill(query, id)
+}
+
+// parseKill reads KILL [QUERY | CONNECTION] <number>.
+func parseKill(q []byte) (query bool, id uint64, ok bool) {
 	stmts, err := parser.Parse(string(q))
 	if err != nil || len(stmts) != 1 {
-		return false, nil
+		return false, 0, false
 	}
-	k, ok := stmts[0].(*ast.KillStmt)
-	if !ok || k.Expr != nil || k.TiDBExtension {
-		return false, nil
+	k, isKill := stmts[0].(*ast.KillStmt)
+	if !isKill || k.Expr != nil || k.TiDBExtension {
+		return false, 0, false
 	}
-	return true, s.kill(k.Query, k.ConnectionID)
+	return k.Query, k.ConnectionID, true
 }
 
 // processKill serves COM_PROCESS_KILL (a connection kill by id).
@@ -56,7 +71,27 @@ func (s *session) kill(query bool, id uint64) error {
 	if query {
 		verb = "KILL QUERY "
 	}
-	return s.forward(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...), relayResults, false)
+	err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...))
+	var se *sqlError
+	switch {
+	case err == nil:
+		s.status = s.be.status
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+			return err
+		}
+		return s.cw.flush()
+	case errors.As(err, &se):
+		// MariaDB's answer, naming the thread by the id the client knows.
+		switch se.Code {
+		case 1094:
+			se = &sqlError{Code: se.Code, State: se.State, Msg: fmt.Sprintf("Unknown thread id: %d", id)}
+		case 1095:
+			se = &sqlError{Code: se.Code, State: se.State, Msg: fmt.Sprintf("You are not owner of thread %d", id)}
+		}
+		return s.writeErrAt(1, se)
+	default:
+		return s.backendFailed(s.be, err)
+	}
 }
 
 // backendThread is the backend thread id of session id's primary

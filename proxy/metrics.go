@@ -13,6 +13,7 @@ type metrics struct {
 	rejects       *prometheus.CounterVec
 	rewrites      *prometheus.CounterVec
 	fenced        *prometheus.CounterVec
+	unkeyedReads  *prometheus.CounterVec
 
 	// Hot-path children of queries, resolved once.
 	primaryQuery, primaryExecute prometheus.Counter
@@ -53,10 +54,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_fenced_writes_total",
 		Help: "Locked UPDATEs refused by the database because the row carried a newer fencing token; each rolled its transaction back.",
 	}, []string{"rule"})
+	m.unkeyedReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lockproxy_unkeyed_reads_total",
+		Help: "Plain reads inside a transaction whose rows could not be keyed and that ran without row locks (on_unkeyed_read: allow), by rule.",
+	}, []string{"rule"})
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced)
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads)
 	}
 	return m
 }

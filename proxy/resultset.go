@@ -1,43 +1,46 @@
 package proxy
 
 import (
+	"encoding/binary"
+
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// writeResult answers the current command with a text result set that
-// lockproxy makes itself (all columns VARCHAR, NULL for nil).
+// resultForm is how writeResult answers: a text result set (COM_QUERY),
+// the prepare response of a statement lockproxy answers itself
+// (COM_STMT_PREPARE of SHOW LOCKPROXY ...), or a binary result set
+// (COM_STMT_EXECUTE of it).
+type resultForm struct {
+	prepare *stmt // answer COM_STMT_PREPARE for this statement
+	binary  bool  // rows in the binary protocol
+}
+
+// writeResult answers the current command with a result set that lockproxy
+// makes itself (all columns VARCHAR, NULL for nil), in the form s.form
+// says.
 func (s *session) writeResult(columns []string, rows [][]*string) error {
+	if s.form.prepare != nil {
+		return s.writePrepareOK(s.form.prepare, columns)
+	}
 	seq := byte(1)
 	var err error
 	if seq, err = s.cw.writePacket(seq, appendLenEncInt(nil, uint64(len(columns)))); err != nil {
 		return err
 	}
-	for _, c := range columns {
-		if seq, err = s.cw.writePacket(seq, columnDef(c)); err != nil {
-			return err
-		}
-	}
-	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
-	if !deprecate {
-		if seq, err = s.cw.writePacket(seq, eofPayload(s.status, 0)); err != nil {
-			return err
-		}
+	if seq, err = s.writeColumns(seq, columns); err != nil {
+		return err
 	}
 	for _, r := range rows {
-		var b []byte
-		for _, v := range r {
-			if v == nil {
-				b = append(b, 0xfb)
-			} else {
-				b = appendLenEncString(b, *v)
-			}
+		b := textRow(r)
+		if s.form.binary {
+			b = binaryRow(r)
 		}
 		if seq, err = s.cw.writePacket(seq, b); err != nil {
 			return err
 		}
 	}
 	end := eofPayload(s.status, 0)
-	if deprecate {
+	if s.caps&mysql.CLIENT_DEPRECATE_EOF != 0 {
 		end = okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)
 		end[0] = mysql.EOF_HEADER
 	}
@@ -45,6 +48,74 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 		return err
 	}
 	return s.cw.flush()
+}
+
+// writeColumns writes column definitions and, unless CLIENT_DEPRECATE_EOF
+// or there are none, the EOF after them.
+func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
+	var err error
+	for _, c := range columns {
+		if seq, err = s.cw.writePacket(seq, columnDef(c)); err != nil {
+			return seq, err
+		}
+	}
+	if len(columns) > 0 && s.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+		if seq, err = s.cw.writePacket(seq, eofPayload(s.status, 0)); err != nil {
+			return seq, err
+		}
+	}
+	return seq, nil
+}
+
+// writePrepareOK answers COM_STMT_PREPARE of a statement lockproxy
+// answers itself (no parameters) and keeps it for COM_STMT_EXECUTE.
+func (s *session) writePrepareOK(st *stmt, columns []string) error {
+	st.numColumns = len(columns)
+	b := []byte{mysql.OK_HEADER}
+	b = binary.LittleEndian.AppendUint32(b, st.id)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(columns)))
+	b = binary.LittleEndian.AppendUint16(b, 0) // parameters
+	b = append(b, 0, 0, 0)                     // filler, warnings
+	seq, err := s.cw.writePacket(1, b)
+	if err != nil {
+		return err
+	}
+	if _, err := s.writeColumns(seq, columns); err != nil {
+		return err
+	}
+	s.stmts[st.id] = st
+	s.lastOK = true
+	return s.cw.flush()
+}
+
+func textRow(r []*string) []byte {
+	var b []byte
+	for _, v := range r {
+		if v == nil {
+			b = append(b, 0xfb)
+		} else {
+			b = appendLenEncString(b, *v)
+		}
+	}
+	return b
+}
+
+// binaryRow encodes a row of VARCHAR columns in the binary protocol: a
+// header, the NULL bitmap (offset 2), then each non-NULL value.
+func binaryRow(r []*string) []byte {
+	nulls := make([]byte, (len(r)+7+2)/8)
+	for i, v := range r {
+		if v == nil {
+			nulls[(i+2)/8] |= 1 << ((i + 2) % 8)
+		}
+	}
+	b := append([]byte{0x00}, nulls...)
+	for _, v := range r {
+		if v != nil {
+			b = appendLenEncString(b, *v)
+		}
+	}
+	return b
 }
 
 // columnDef encodes a Protocol::ColumnDefinition41 for a VARCHAR column.

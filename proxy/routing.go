@@ -71,6 +71,9 @@ func primaryReason(an *parser.Analysis, g guard) string {
 // false means the caller must run it on the primary (nothing was sent to
 // the client yet).
 func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
+	if s.primaryGone() {
+		return true, errPrimaryGone // the session is over; see gone.go
+	}
 	if !s.srv.config().Backends.RYW() {
 		s.needGTID, s.lastGTID = false, ""
 	}

@@ -245,6 +245,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		rt.Start(s.ctx)
 	}
 	go s.refreshSchemaEvery(s.ctx)
+	go s.watchBackends(s.ctx)
 	for {
 		c, err := ln.Accept()
 		if err != nil {

@@ -39,7 +39,8 @@ type session struct {
 	src    *backendConn // the connection whose response is being relayed
 	stmts  map[uint32]*stmt
 	nextID uint32
-	status uint16 // server status after the last response the client saw
+	form   resultForm // how writeResult answers the current command
+	status uint16     // server status after the last response the client saw
 
 	// Per-response relay state.
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
@@ -86,6 +87,14 @@ type session struct {
 	// (idle) and whether a transaction is open (txnOpen).
 	idle    atomic.Bool
 	txnOpen atomic.Bool
+	// idleEpoch is odd while the session waits for a command and grows
+	// by one at each change, and watched is its pinned primary
+	// connection: what the server's check for closed backends reads.
+	idleEpoch atomic.Uint64
+	watched   atomic.Pointer[backendConn]
+	// resetOnClose: the primary connection went away, and the client's
+	// is reset when the session ends, as MariaDB resets it (see gone.go).
+	resetOnClose bool
 }
 
 // seqErr writes e as the packet with sequence seq and flushes.
@@ -123,6 +132,7 @@ func (s *session) cleanup() {
 			_ = s.conn.Close()
 		}
 	}()
+	s.watched.Store(nil)
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.
@@ -132,6 +142,9 @@ func (s *session) cleanup() {
 	}
 	s.releaseLocks()
 	s.dropReplica()
+	if s.resetOnClose {
+		resetClose(s.conn)
+	}
 	_ = s.conn.Close()
 }
 
@@ -200,6 +213,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 		return err
 	}
 	s.be = be
+	s.watched.Store(be)
 	s.modeMayHaveChanged() // read before the first analysis on this connection
 	s.thread.Store(be.threadID)
 	s.status = be.status

@@ -32,6 +32,9 @@ type stmt struct {
 	// longSent: long data was sent since the last execute; only the
 	// primary's statement has it.
 	longSent bool
+	// local: lockproxy answers the statement itself (SHOW LOCKPROXY);
+	// no backend has it.
+	local bool
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -49,6 +52,10 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
+	p = s.ownConnectionID(p)
+	if done, err := s.prepareLocal(p[1:]); done {
+		return err
+	}
 	s.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
 		return s.backendFailed(s.be, err)
@@ -114,6 +121,9 @@ func (s *session) execute(p []byte) error {
 	st, ok := s.lookupStmt(p)
 	if !ok {
 		return s.unknownStmt(p, "mysqld_stmt_execute")
+	}
+	if st.local {
+		return s.executeLocal(st)
 	}
 	if len(p) < 10 { // command, statement id, flags, iteration count
 		return s.writeErrAt(1, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute"))
@@ -271,6 +281,12 @@ func executeParamTypes(p []byte, numParams int) ([]byte, bool) {
 // stmtCommand forwards a statement command that names a statement id.
 func (s *session) stmtCommand(p []byte, kind relayKind) error {
 	st, ok := s.lookupStmt(p)
+	if ok && st.local {
+		if kind == relayNone {
+			return nil
+		}
+		return s.localStmtCommand(p)
+	}
 	if !ok {
 		if kind == relayNone {
 			return nil // MySQL ignores long data for unknown statements
@@ -288,6 +304,9 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	delete(s.stmts, st.id)
+	if st.local {
+		return nil
+	}
 	if id, ok := s.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)

@@ -140,7 +140,12 @@ type Rule struct {
 	Route       string   `yaml:"route"` // "" | primary
 	WaitTimeout Duration `yaml:"wait_timeout"`
 	OnUnkeyed   string   `yaml:"on_unkeyed"` // reject | allow; default reject
-	Rewrite     *Rewrite `yaml:"rewrite"`
+	// OnUnkeyedRead is what happens to a plain SELECT inside a transaction
+	// (read_in_txn) whose rows lockproxy cannot key (a range, a full
+	// scan): allow (default: it runs without row locks, counted and
+	// audited; it is a read, not a write) or reject (1105, as on_unkeyed).
+	OnUnkeyedRead string   `yaml:"on_unkeyed_read"`
+	Rewrite       *Rewrite `yaml:"rewrite"`
 	// Fence names a BIGINT column of the guarded table that lockproxy
 	// stamps with the lock's fencing token on every locked UPDATE, which
 	// then changes only rows whose fence is below the token: a holder

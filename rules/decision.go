@@ -45,6 +45,25 @@ type Unkeyed struct {
 	Rule   *Rule
 	Table  string // schema.table
 	Reason string
+	// Read: the statement reads the table in a transaction (read_in_txn),
+	// so the rule's on_unkeyed_read decides rather than its on_unkeyed.
+	Read bool
+}
+
+// Rejects reports whether the rule refuses the statement for u.
+func (u Unkeyed) Rejects() bool {
+	if u.Read {
+		return u.Rule.OnUnkeyedRead == OnUnkeyedReject
+	}
+	return u.Rule.OnUnkeyed == OnUnkeyedReject
+}
+
+// setting names the rule setting that decided u.
+func (u Unkeyed) setting() string {
+	if u.Read {
+		return "on_unkeyed_read"
+	}
+	return "on_unkeyed"
 }
 
 // Decision is what the rules say about one statement. The zero Decision
@@ -69,6 +88,12 @@ type Decision struct {
 	// (error 1105, RejectMessage).
 	Unkeyed []Unkeyed
 	Reject  bool
+	// UnkeyedReads lists the rules whose read_in_txn lock a plain SELECT
+	// inside a transaction cannot take because its rows cannot be keyed,
+	// and whose on_unkeyed_read (allow) lets the read run without them.
+	// The read is not a write: it runs unlocked, and the caller counts
+	// and audits it. A rule saying on_unkeyed_read: reject is in Unkeyed.
+	UnkeyedReads []Unkeyed
 	// Hidden lists the writes to guarded tables the statement would make
 	// inside stored routines or triggers, which lockproxy cannot lock and
 	// the rules do not allow: the statement must not run (Reject is true
@@ -102,7 +127,7 @@ func (d Decision) UnkeyedReason() string {
 
 func (d Decision) firstUnkeyed() *Unkeyed {
 	for i := range d.Unkeyed {
-		if d.Unkeyed[i].Rule.OnUnkeyed == OnUnkeyedReject {
+		if d.Unkeyed[i].Rejects() {
 			return &d.Unkeyed[i]
 		}
 	}
@@ -122,8 +147,8 @@ func (d Decision) RejectMessage() string {
 	if !d.Reject || u == nil {
 		return ""
 	}
-	return fmt.Sprintf("lockproxy: rule %s: cannot derive the row keys of %s (%s); on_unkeyed: reject",
-		u.Rule.Name, u.Table, u.Reason)
+	return fmt.Sprintf("lockproxy: rule %s: cannot derive the row keys of %s (%s); %s: reject",
+		u.Rule.Name, u.Table, u.Reason, u.setting())
 }
 
 // WaitTimeout is how long to wait for Keys: the smallest effective

@@ -77,6 +77,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 			r.Lock = []string{LockWrite, LockLockingRead, LockReadInTxn}
 		}
 		setStr(&r.OnUnkeyed, OnUnkeyedReject)
+		setStr(&r.OnUnkeyedRead, OnUnkeyedAllow)
 		if rw := r.Rewrite; rw != nil {
 			setStr(&rw.Scope, ScopeTransaction)
 			setStr(&rw.OnConflict, OnConflictError)

@@ -18,6 +18,7 @@ type pendingTuple struct {
 	cols          []string
 	vals          []parser.Value
 	uses          []Use
+	read          bool // a read in a transaction: see builder.read
 }
 
 // builder accumulates a Decision's hits, keys and unkeyed rules.
@@ -26,7 +27,11 @@ type builder struct {
 	pending []pendingTuple
 	keys    []Key
 	unk     []Unkeyed
+	reads   []Unkeyed // unkeyed read_in_txn reads on_unkeyed_read lets run
 	hidden  []Hidden
+	// read: the table occurrence being keyed is a plain read in a
+	// transaction, governed by on_unkeyed_read rather than on_unkeyed.
+	read bool
 	// via is the view being matched, named in unkeyed reasons.
 	via string
 	// several: the statement names more than one row tuple (an IN list,
@@ -59,7 +64,12 @@ func (b *builder) unkeyed(r *Rule, schema, table, reason string) {
 	if b.via != "" {
 		reason += "; through view " + b.via
 	}
-	b.unk = append(b.unk, Unkeyed{Rule: r, Table: name, Reason: reason})
+	u := Unkeyed{Rule: r, Table: name, Reason: reason, Read: b.read}
+	if u.Read && !u.Rejects() {
+		b.reads = append(b.reads, u)
+		return
+	}
+	b.unk = append(b.unk, u)
 }
 
 // finish resolves the literal tuples and fills d.
@@ -81,10 +91,11 @@ func (b *builder) finish(d Decision) Decision {
 // seal sets Keys (unless still waiting for parameters) and Unkeyed.
 func (b *builder) seal(d Decision) Decision {
 	d.Unkeyed = b.unk
+	d.UnkeyedReads = b.reads
 	d.Hidden = b.hidden
 	d.Reject = len(d.Hidden) > 0
 	for _, u := range d.Unkeyed {
-		if u.Rule.OnUnkeyed == OnUnkeyedReject {
+		if u.Rejects() {
 			d.Reject = true
 		}
 	}
@@ -110,8 +121,8 @@ func (t pendingTuple) needsParams() bool {
 // resolve normalises a tuple (binding placeholders from params) into a key,
 // or records the rule as unkeyed.
 func (b *builder) resolve(t pendingTuple, params []any) {
-	b.via = t.via
-	defer func() { b.via = "" }()
+	b.via, b.read = t.via, t.read
+	defer func() { b.via, b.read = "", false }()
 	vals := make([][]byte, len(t.vals))
 	for i, v := range t.vals {
 		if b.several && temporalAgainstOther(t.info.Column(t.cols[i]), v, params) {
@@ -182,7 +193,8 @@ func (d Decision) Bind(params []any) Decision {
 	if !d.NeedParams {
 		return d
 	}
-	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...), hidden: d.Hidden,
+	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...),
+		reads: append([]Unkeyed(nil), d.UnkeyedReads...), hidden: d.Hidden,
 		several: len(d.done)+len(d.pending) > 1}
 	for _, t := range d.pending {
 		b.resolve(t, params)

@@ -60,7 +60,7 @@ func uniformUses(n int, use Use) []Use {
 
 func (b *builder) add(cr *compiledRule, schema, table string, info *TableInfo, vals []parser.Value, uses []Use) {
 	b.pending = append(b.pending, pendingTuple{rule: cr.rule, schema: schema, table: table,
-		info: info, via: b.via, cols: cr.key, vals: vals, uses: uses})
+		info: info, via: b.via, cols: cr.key, vals: vals, uses: uses, read: b.read})
 }
 
 func noKeysReason(ref parser.TableRef, cr *compiledRule) string {

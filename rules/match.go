@@ -110,7 +110,9 @@ func (rs *RuleSet) matchTable(b *builder, d *Decision, f *parser.Facts, ref pars
 		if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
 			d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
 		}
+		b.read = class == ClassReadInTxn
 		rs.keysFor(b, f, ref, schema, cr)
+		b.read = false
 	}
 }
 

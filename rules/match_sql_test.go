@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -76,5 +77,48 @@ func TestMatchSQLUnparsed(t *testing.T) {
 	}
 	if d := rs.MatchUnparsed(a, "shop"); d.Rule == nil || !d.Reject {
 		t.Fatalf("unparsed write to a guarded table: rule=%v reject=%v", d.Rule != nil, d.Reject)
+	}
+}
+
+// TestUnkeyedReadInTxn: a plain read in a transaction whose rows cannot be
+// keyed runs without locks (reported in UnkeyedReads) unless the rule says
+// on_unkeyed_read: reject; keyed reads and unkeyed writes are unaffected.
+func TestUnkeyedReadInTxn(t *testing.T) {
+	tests := []struct {
+		name, sql, onRead string
+		params            []any
+		reject            bool
+		reads             int
+		keys              string
+	}{
+		{name: "range allowed", sql: "SELECT * FROM sku_stock WHERE sku_id > 5 ORDER BY sku_id", reads: 1},
+		{name: "full scan allowed", sql: "SELECT * FROM sku_stock ORDER BY sku_id", reads: 1},
+		{name: "keyed still locks", sql: "SELECT * FROM sku_stock WHERE sku_id = 7", keys: "sku-stock=shop.sku_stock/7"},
+		{name: "NULL parameter allowed", sql: "SELECT * FROM sku_stock WHERE sku_id = ?", params: []any{nil}, reads: 1},
+		{name: "range rejected", sql: "SELECT * FROM sku_stock WHERE sku_id > 5", onRead: "reject", reject: true},
+		{name: "parameter rejected", sql: "SELECT * FROM sku_stock WHERE sku_id = ?", params: []any{nil}, onRead: "reject", reject: true},
+		{name: "locking read still rejected", sql: "SELECT * FROM sku_stock WHERE sku_id > 5 FOR UPDATE", reject: true},
+		{name: "write still rejected", sql: "UPDATE sku_stock SET stock = 0", reject: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := matchSet(t, Schema{})
+			for i := range rs.cfg.Rules {
+				if tt.onRead != "" {
+					rs.cfg.Rules[i].OnUnkeyedRead = tt.onRead
+				}
+			}
+			a, err := parser.Analyze(tt.sql, "shop")
+			if err != nil || a.Unparsed {
+				t.Fatalf("Analyze: %v", err)
+			}
+			d := rs.Match(a.Stmts[0], "shop", true).Bind(tt.params)
+			if d.Reject != tt.reject || len(d.UnkeyedReads) != tt.reads || keyNames(d) != tt.keys {
+				t.Fatalf("reject=%v (%s) unkeyed reads=%v keys=%q", d.Reject, d.RejectMessage(), d.UnkeyedReads, keyNames(d))
+			}
+			if tt.reject && tt.onRead == "reject" && !strings.Contains(d.RejectMessage(), "on_unkeyed_read: reject") {
+				t.Errorf("message %q does not name on_unkeyed_read", d.RejectMessage())
+			}
+		})
 	}
 }

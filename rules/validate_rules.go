@@ -41,6 +41,9 @@ func (v *validator) rule(p string, r *Rule) {
 	if r.OnUnkeyed != OnUnkeyedReject && r.OnUnkeyed != OnUnkeyedAllow {
 		v.add(p+".on_unkeyed", "must be reject or allow, not %q", r.OnUnkeyed)
 	}
+	if r.OnUnkeyedRead != OnUnkeyedAllow && r.OnUnkeyedRead != OnUnkeyedReject {
+		v.add(p+".on_unkeyed_read", "must be allow or reject, not %q", r.OnUnkeyedRead)
+	}
 	if r.Fence != "" {
 		if !plainIdentifier(r.Fence) {
 			v.add(p+".fence", "must be a plain column name (letters, digits, _ or $), not %q", r.Fence)

@@ -155,6 +155,8 @@ func (rs *RuleSet) view(schema, name string) *viewPlan {
 // view reading a guarded table cannot be keyed.
 func (rs *RuleSet) matchView(b *builder, d *Decision, f *parser.Facts, ref parser.TableRef, v *viewPlan, inTxn bool) {
 	class := classOf(f, ref, inTxn)
+	b.read = class == ClassReadInTxn
+	defer func() { b.read = false }()
 	if v.proj != nil {
 		mf, mref := throughView(f, ref, v.proj)
 		b.via = v.name

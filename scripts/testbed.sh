@@ -71,6 +71,17 @@ missing_packages() {
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pymysql' 2>/dev/null || echo python3-pymysql
 	# PyMySQL needs it for caching_sha2_password's full authentication (RSA)
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import cryptography' 2>/dev/null || echo python3-cryptography
+	# The client matrix (proxy/matrix_test.go): each library runs one scenario
+	# directly and through lockproxy. java runs it as a single-file source,
+	# which needs the JDK's compiler.
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || echo python3-mysqldb
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || echo python3-sqlalchemy
+	first_cmd php >/dev/null || echo php-cli
+	php -r 'exit(extension_loaded("mysqli") && extension_loaded("pdo_mysql") ? 0 : 1);' 2>/dev/null || echo php-mysql
+	[[ -f /usr/share/java/mariadb-java-client.jar ]] || echo libmariadb-java
+	first_cmd javac >/dev/null || echo default-jdk-headless
+	first_cmd node >/dev/null || echo nodejs
+	first_cmd npm >/dev/null || echo npm
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
 	first_cmd socat >/dev/null || echo socat # bench: the socat relay arm of the overhead scenario
@@ -87,10 +98,21 @@ cmd_check() {
 	first_cmd setsid >/dev/null || die "setsid not found (run: $SELF install)"
 }
 
+# install_npm_clients installs the client matrix's npm packages (pinned in
+# proxy/testdata/clients/package-lock.json) next to its scenario scripts.
+install_npm_clients() {
+	local dir
+	dir="$(dirname "$SELF")/../proxy/testdata/clients"
+	[[ -d $dir/node_modules/mysql2 ]] && return 0
+	log "installing the client matrix's npm packages in $dir"
+	(cd "$dir" && npm ci --no-audit --no-fund --silent) || die "npm ci failed in $dir"
+}
+
 cmd_install() {
 	local pkgs sudo=() policy=/usr/sbin/policy-rc.d made_policy=0
 	mapfile -t pkgs < <(missing_packages)
 	if ((${#pkgs[@]} == 0)); then
+		install_npm_clients
 		log "everything needed is installed"
 		return 0
 	fi
@@ -119,6 +141,7 @@ cmd_install() {
 	((rc == 0)) || die "apt-get failed ($rc)"
 	mapfile -t pkgs < <(missing_packages)
 	((${#pkgs[@]} == 0)) || die "still missing after install: ${pkgs[*]}"
+	install_npm_clients
 }
 
 # apt_install [SUDO...] -- PKG...

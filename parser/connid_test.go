@@ -1,0 +1,47 @@
+package parser
+
+import "testing"
+
+func TestReplaceConnectionID(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"SELECT CONNECTION_ID()", "SELECT 42 AS `CONNECTION_ID()`"},
+		{"select connection_id( ) as id", "select 42 as id"},
+		{"SELECT 1, Connection_Id() FROM t WHERE x = 1", "SELECT 1, 42 AS `Connection_Id()` FROM t WHERE x = 1"},
+		{"SELECT CONNECTION_ID() id", "SELECT 42 id"},
+		{"SELECT CONNECTION_ID()+1", "SELECT 42+1"},
+		{"SELECT CONCAT('a', CONNECTION_ID())", "SELECT CONCAT('a', 42)"},
+		{"SELECT x FROM t WHERE id = CONNECTION_ID()", "SELECT x FROM t WHERE id = 42"},
+		{"SELECT (SELECT CONNECTION_ID()) AS c", "SELECT (SELECT 42 AS `CONNECTION_ID()`) AS c"},
+		{"KILL CONNECTION_ID()", "KILL 42"},
+		{"KILL QUERY CONNECTION_ID()", "KILL QUERY 42"},
+		{"SELECT CONNECTION_ID(); SELECT 2", "SELECT 42 AS `CONNECTION_ID()`; SELECT 2"},
+		{"SELECT 'CONNECTION_ID()', `CONNECTION_ID()` FROM t /* CONNECTION_ID() */", ""},
+		{"SELECT db.CONNECTION_ID()", ""},
+		{"SELECT CONNECTION_ID", ""},
+		{"CREATE PROCEDURE p() SELECT CONNECTION_ID()", ""},
+		{"CREATE TABLE t (c INT DEFAULT (CONNECTION_ID()))", ""},
+		{"INSERT INTO t VALUES (CONNECTION_ID())", "INSERT INTO t VALUES (42)"},
+		{"SELECT /*!100000 CONNECTION_ID() */", "SELECT /*!100000 42 AS `CONNECTION_ID()` */"},
+	}
+	for _, tt := range tests {
+		got, ok := ReplaceConnectionID(tt.in, 42)
+		want := tt.want
+		if want == "" {
+			want = tt.in
+		}
+		if got != want || ok != (tt.want != "") {
+			t.Errorf("ReplaceConnectionID(%q) = %q, %v; want %q", tt.in, got, ok, want)
+		}
+	}
+}
+
+func FuzzReplaceConnectionID(f *testing.F) {
+	f.Add("SELECT CONNECTION_ID(), 'x' FROM t")
+	f.Add("KILL `a`CONNECTION_ID()")
+	f.Fuzz(func(t *testing.T, sql string) {
+		got, ok := ReplaceConnectionID(sql, 7)
+		if !ok && got != sql {
+			t.Fatalf("unchanged text altered: %q -> %q", sql, got)
+		}
+	})
+}

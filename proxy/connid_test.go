@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// connectionID runs q on c and returns its one value and column name.
+func connectionID(t *testing.T, c *client.Conn, q string) (uint64, string) {
+	t.Helper()
+	r, err := c.Execute(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	v, err := r.GetUint(0, 0)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return v, string(r.Fields[0].Name)
+}
+
+// A client has one connection id for its whole life, the greeting's:
+// CONNECTION_ID() answers it in autocommit (a replica), in a transaction
+// (the primary) and prepared, and KILL takes it.
+func TestConnectionID(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, owner BIGINT)")
+	waitReplica(t, p)
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := uint64(c.GetConnectionID())
+	for _, q := range []string{"SELECT CONNECTION_ID()", "BEGIN", "SELECT CONNECTION_ID()",
+		"INSERT INTO t VALUES (1, CONNECTION_ID())", "COMMIT", "select connection_id() AS id"} {
+		switch q {
+		case "BEGIN", "COMMIT", "INSERT INTO t VALUES (1, CONNECTION_ID())":
+			if _, err := c.Execute(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			continue
+		}
+		id, name := connectionID(t, c, q)
+		if id != want {
+			t.Errorf("%s = %d, want the greeting's id %d", q, id, want)
+		}
+		if wantName := map[bool]string{true: "id", false: "CONNECTION_ID()"}[q[len(q)-2:] == "id"]; name != wantName {
+			t.Errorf("%s: column %q, want %q", q, name, wantName)
+		}
+	}
+	if id, _ := connectionID(t, c, "SELECT owner FROM t WHERE id = 1"); id != want {
+		t.Errorf("stored CONNECTION_ID() = %d, want %d", id, want)
+	}
+	st, err := c.Prepare("SELECT CONNECTION_ID() + ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Execute(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.GetInt(0, 0); uint64(v) != want {
+		t.Errorf("prepared CONNECTION_ID() = %d, want %d", v, want)
+	}
+	_ = st.Close()
+
+	// KILL of its own id ends the client's own connection, as on MariaDB.
+	_, err = c.Execute("KILL CONNECTION_ID()")
+	var me *gomysql.MyError
+	if !errors.As(err, &me) || me.Code != 1927 {
+		t.Fatalf("KILL CONNECTION_ID(): want MariaDB's 1927, got %v", err)
+	}
+	time.Sleep(2 * goneCheckEvery)
+	if _, err := c.Execute("SELECT 1"); err == nil || errors.As(err, &me) {
+		t.Errorf("after killing itself: want the connection closed, got %v", err)
+	}
+}
+
+// KILL of another user's session is refused as MariaDB refuses it (1095),
+// naming the id the client knows; an unknown id gets 1094.
+func TestKillOtherUser(t *testing.T) {
+	bed := testbedFor(t)
+	base := startProxy(t, nil)
+	users := []rules.User{{User: "lp_kill_a", Password: "kill-a"}, {User: "lp_kill_b", Password: "kill-b"}}
+	for _, u := range users {
+		mustExec(t, base.direct(t, "", ""), fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s'", u.User, u.Password))
+	}
+	p := startProxy(t, func(c *rules.Config) { c.Users = append(c.Users, users...) })
+	a, err := client.Connect(p.addr, users[0].User, users[0].Password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := client.Connect(p.addr, users[1].User, users[1].Password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	own, err := client.Connect(p.addr, bed.User, bed.Password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	for _, tc := range []struct {
+		kill string
+		code uint16
+		msg  string
+	}{
+		{fmt.Sprintf("KILL %d", a.GetConnectionID()), 1095, fmt.Sprintf("You are not owner of thread %d", a.GetConnectionID())},
+		{fmt.Sprintf("KILL QUERY %d", a.GetConnectionID()), 1095, fmt.Sprintf("You are not owner of thread %d", a.GetConnectionID())},
+		{"KILL 4000000000", 1094, "lockproxy: Unknown thread id: 4000000000"},
+	} {
+		_, err := b.Execute(tc.kill)
+		var me *gomysql.MyError
+		if !errors.As(err, &me) || me.Code != tc.code || me.Message != tc.msg {
+			t.Errorf("%s by another user: want %d %q, got %v", tc.kill, tc.code, tc.msg, err)
+		}
+	}
+	if _, err := a.Execute("SELECT 1"); err != nil {
+		t.Fatalf("a refused KILL ended its target: %v", err)
+	}
+	// A user with the privilege (ALL on *.*) may.
+	if _, err := own.Execute(fmt.Sprintf("KILL %d", a.GetConnectionID())); err != nil {
+		t.Fatalf("KILL by a privileged user: %v", err)
+	}
+	time.Sleep(2 * goneCheckEvery)
+	if _, err := a.Execute("SELECT 1"); err == nil {
+		t.Error("the killed session still answers")
+	}
+}

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// SHOW LOCKPROXY ... and KILL <id> are answered by lockproxy also when a
+// client prepares them (mysql2's execute(), mysqli's prepare(), PDO with
+// native prepares, Connector/J with useServerPrepStmts): the statement
+// lives in the session only, with no backend statement behind it. Each
+// execute of a SHOW answers a binary result set made the way the text one
+// is; each execute of a KILL translates lockproxy's id as the text KILL
+// does (a KILL prepared on the backend would take the id for a backend
+// thread id).
+
+// prepareLocal answers COM_STMT_PREPARE of SHOW LOCKPROXY ... or of
+// KILL <id> and reports whether q was one.
+func (s *session) prepareLocal(q []byte) (bool, error) {
+	if isKill(q) {
+		if _, _, ok := parseKill(q); ok {
+			st := &stmt{id: s.nextID + 1, query: string(q), local: true}
+			s.nextID++
+			return true, s.writePrepareOK(st, nil)
+		}
+		return false, nil
+	}
+	if !isShow(q) {
+		return false, nil
+	}
+	st := &stmt{id: s.nextID + 1, query: string(q), local: true}
+	s.form = resultForm{prepare: st}
+	defer func() { s.form = resultForm{} }()
+	done, err := s.showLockproxy(q)
+	if done && s.stmts[st.id] == st {
+		s.nextID++
+	}
+	return done, err
+}
+
+// executeLocal answers COM_STMT_EXECUTE of a statement lockproxy answers
+// itself.
+func (s *session) executeLocal(st *stmt) error {
+	if query, id, ok := parseKill([]byte(st.query)); ok {
+		return s.kill(query, id)
+	}
+	s.form = resultForm{binary: true}
+	defer func() { s.form = resultForm{} }()
+	if _, err := s.showLockproxy([]byte(st.query)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// localStmtCommand answers COM_STMT_RESET (OK) and COM_STMT_FETCH (no
+// cursor: an error, as MariaDB answers a fetch without one) for a
+// statement lockproxy answers itself.
+func (s *session) localStmtCommand(p []byte) error {
+	if p[0] == mysql.COM_STMT_RESET {
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+			return err
+		}
+		return s.cw.flush()
+	}
+	return s.unknownStmt(p, "mysqld_stmt_fetch")
+}

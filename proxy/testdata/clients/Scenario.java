@@ -1,0 +1,92 @@
+// The client-matrix scenario for MariaDB Connector/J, run by
+// TestClientMatrix (java single-file source launch) directly against
+// MariaDB and through lockproxy; see scenario.py for the conventions.
+import java.math.BigDecimal;
+import java.sql.*;
+import java.util.*;
+
+public class Scenario {
+    static String url(String extra) {
+        return "jdbc:mariadb://" + System.getenv("LP_HOST") + ":" + System.getenv("LP_PORT") + "/" + System.getenv("LP_DB")
+            + "?user=" + System.getenv("LP_USER") + "&password=" + System.getenv("LP_PASSWORD") + extra;
+    }
+
+    interface Step { Object run() throws Exception; }
+
+    static void attempt(String label, Step s) {
+        try {
+            System.out.println(label + ": " + s.run());
+        } catch (SQLException e) {
+            System.out.println(label + ": error " + e.getErrorCode());
+        } catch (Exception e) {
+            System.out.println(label + ": error " + e.getClass().getSimpleName());
+        }
+    }
+
+    static List<List<String>> rows(ResultSet rs) throws SQLException {
+        List<List<String>> out = new ArrayList<>();
+        int n = rs.getMetaData().getColumnCount();
+        while (rs.next()) {
+            List<String> r = new ArrayList<>();
+            for (int i = 1; i <= n; i++) r.add(rs.getString(i));
+            out.add(r);
+        }
+        return out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Connection c = DriverManager.getConnection(url("&useServerPrepStmts=true"));
+        Statement st = c.createStatement();
+        System.out.println("connect: " + rows(st.executeQuery("SELECT 1 + 1")).get(0).get(0));
+        st.execute("CREATE TABLE t (id INT PRIMARY KEY, i BIGINT, f DOUBLE, d DECIMAL(12,3), s VARCHAR(20), "
+            + "b VARBINARY(8), dt DATETIME(6), da DATE, n INT NULL, bo BOOLEAN)");
+        st.execute("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)");
+        st.execute("INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)");
+        System.out.println("text: " + rows(st.executeQuery("SELECT 'é', 1.50, NULL, CAST('2024-02-29 12:34:56.789' AS DATETIME(3))")));
+        PreparedStatement ins = c.prepareStatement("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        ins.setInt(1, 1); ins.setLong(2, -4611686018427387904L); ins.setDouble(3, 2.5);
+        ins.setBigDecimal(4, new BigDecimal("-12.345")); ins.setString(5, "naïve ' \\ \"");
+        ins.setBytes(6, new byte[] {0, (byte) 255, 39});
+        ins.setTimestamp(7, Timestamp.valueOf("2024-02-29 01:02:03.456789"));
+        ins.setDate(8, java.sql.Date.valueOf("1999-12-31")); ins.setNull(9, Types.INTEGER); ins.setBoolean(10, true);
+        ins.executeUpdate();
+        PreparedStatement sel = c.prepareStatement("SELECT * FROM t WHERE id = ? AND s = ?");
+        sel.setInt(1, 1); sel.setString(2, "naïve ' \\ \"");
+        System.out.println("params: " + rows(sel.executeQuery()));
+        c.setAutoCommit(false);
+        PreparedStatement fu = c.prepareStatement("SELECT stock FROM sku WHERE sku_id = ? FOR UPDATE");
+        fu.setInt(1, 1);
+        System.out.println("for update: " + rows(fu.executeQuery()));
+        st.executeUpdate("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1");
+        c.commit();
+        System.out.println("after commit: " + rows(st.executeQuery("SELECT stock FROM sku WHERE sku_id = 1")));
+        System.out.println("unkeyed read in a transaction: " + rows(st.executeQuery("SELECT sku_id, stock FROM sku ORDER BY sku_id")));
+        c.commit();
+        c.setAutoCommit(true);
+        Statement stream = c.createStatement();
+        stream.setFetchSize(1000);
+        ResultSet rs = stream.executeQuery("SELECT seq FROM seq_1_to_100000");
+        long n = 0, total = 0;
+        while (rs.next()) { n++; total += rs.getLong(1); }
+        rs.close();
+        System.out.println("stream: " + n + " " + total);
+        attempt("error", () -> st.execute("SELEC 1"));
+        attempt("error", () -> { PreparedStatement p = c.prepareStatement("INSERT INTO sku (sku_id, stock) VALUES (?, ?)"); p.setInt(1, 1); p.setInt(2, 1); return p.executeUpdate(); });
+        attempt("error", () -> st.executeQuery("SELECT * FROM no_such_table"));
+        attempt("~guarded unkeyed write", () -> st.executeUpdate("UPDATE sku SET stock = 0"));
+        attempt("~show text", () -> st.executeQuery("SHOW LOCKPROXY RULES").getMetaData().getColumnCount());
+        attempt("~show prepared", () -> c.prepareStatement("SHOW LOCKPROXY RULES").executeQuery().getMetaData().getColumnCount());
+        st.execute("SET @v = 7");
+        attempt("reset", () -> { c.getClass().getMethod("reset").invoke(c); return rows(st.executeQuery("SELECT @v")); });
+        Connection stale = DriverManager.getConnection(url(""));
+        stale.createStatement().execute("SET SESSION wait_timeout = 1");
+        Thread.sleep(2500);
+        attempt("stale", () -> rows(stale.createStatement().executeQuery("SELECT 1")));
+        attempt("stale isValid", () -> DriverManager.getConnection(url("")).isValid(2));
+        Connection k = DriverManager.getConnection(url(""));
+        attempt("kill own id", () -> k.createStatement().execute("KILL CONNECTION_ID()"));
+        Thread.sleep(600);
+        attempt("after kill", () -> rows(k.createStatement().executeQuery("SELECT 1")));
+        c.close();
+    }
+}
