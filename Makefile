@@ -62,12 +62,14 @@ vet:
 	$(GO) vet ./...
 	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: fail on unformatted files, then go vet
+## lint: fail on unformatted files, go vet, and doc comments that do not
+## start with the name they document (internal/doccheck)
 lint:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) run ./internal/doccheck .
 
 clean:
 	rm -rf bin

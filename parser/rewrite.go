@@ -81,8 +81,8 @@ type RewriteSpec struct {
 	FenceToken uint64
 }
 
-// Exact numbers are kept within MySQL's DECIMAL(65,30): a longer literal
-// would be read back as a DOUBLE.
+// maxDigits and maxScale keep exact numbers within MySQL's DECIMAL(65,30): a
+// longer literal would be read back as a DOUBLE.
 const maxDigits, maxScale = 65, 30
 
 // RewriteUpdate rewrites a single-table UPDATE (f of KindUpdate) into its
