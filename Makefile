@@ -4,6 +4,9 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
 PKGS          ?= ./...
 ARGS          ?=
 BENCH_ARGS    ?=
+# Go modules of their own inside the repository (documentation tools);
+# `./...` does not reach them, so vet and lint visit each.
+SUBMODULES    := docs/tools/waitplot
 
 .PHONY: all build test test-faults run down status bench bench-quick soak fmt vet lint check-config clean
 
@@ -57,12 +60,16 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: fail on unformatted files, then go vet
+## lint: fail on unformatted files, go vet, and doc comments that do not
+## start with the name they document (internal/doccheck)
 lint:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) run ./internal/doccheck .
 
 clean:
 	rm -rf bin

@@ -10,8 +10,8 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// SIGTERM stops accepting, ends idle sessions, lets an open transaction
-// commit within the grace period, then exits.
+// TestDrainOnSIGTERM: SIGTERM stops accepting, ends idle sessions, lets an
+// open transaction commit within the grace period, then exits.
 func TestDrainOnSIGTERM(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_drain"

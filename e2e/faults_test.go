@@ -42,8 +42,9 @@ func keyedTable(t *testing.T, bed *testbed.Bed, db string) {
 	}
 }
 
-// Two transactions on two proxies take keys in opposite orders: one of them
-// must be told 1213 promptly instead of both sitting out wait_timeout.
+// TestDeadlockAcrossProxies: two transactions on two proxies take keys in
+// opposite orders: one of them must be told 1213 promptly instead of both
+// sitting out wait_timeout.
 func TestDeadlockAcrossProxies(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_deadlock"
@@ -104,8 +105,9 @@ func TestDeadlockAcrossProxies(t *testing.T) {
 	}
 }
 
-// A proxy killed while its session holds a key: the other proxy's session
-// gets the key once the lease ends, without anyone releasing it.
+// TestKilledProxyLockExpires: a proxy killed while its session holds a key:
+// the other proxy's session gets the key once the lease ends, without anyone
+// releasing it.
 func TestKilledProxyLockExpires(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_kill"

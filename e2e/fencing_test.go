@@ -12,9 +12,10 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// A proxy paused past its lease while its session holds a key: another
-// proxy takes the key and writes; the first, resumed, must not write —
-// its client gets 1213 and the data shows only the second writer's change.
+// TestPausedHolderCannotWrite: a proxy paused past its lease while its
+// session holds a key: another proxy takes the key and writes; the first,
+// resumed, must not write — its client gets 1213 and the data shows only the
+// second writer's change.
 func TestPausedHolderCannotWrite(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_fencing"

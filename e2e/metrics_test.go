@@ -126,7 +126,7 @@ func get(t *testing.T, url string) []byte {
 
 // TestMetricsExposition runs guarded traffic with contention through a
 // built lockproxy on Redis, then checks /debug/locks while a row is held
-// and the /metrics exposition: every series DESIGN.md §6 names is there,
+// and the /metrics exposition: every contract series of docs/metrics.md is there,
 // and promtool accepts it.
 func TestMetricsExposition(t *testing.T) {
 	tool := promTool(t, "promtool")
@@ -155,7 +155,7 @@ func TestMetricsExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	metrics := scrapeSettled(t, in)
-	t.Run("DESIGN.md series present", func(t *testing.T) {
+	t.Run("contract series present", func(t *testing.T) {
 		for _, want := range []string{
 			`lockproxy_lock_wait_seconds_bucket{rule="sku-stock",le="+Inf"} 6`,
 			`lockproxy_lock_acquire_total{result="acquired",rule="sku-stock"} 5`,

@@ -51,8 +51,9 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-// Rules change on SIGHUP and on a change of the file, open connections
-// survive, and a config that fails validation leaves the old one in force.
+// TestReload: rules change on SIGHUP and on a change of the file, open
+// connections survive, and a config that fails validation leaves the old one
+// in force.
 func TestReload(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_reload"

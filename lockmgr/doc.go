@@ -5,9 +5,12 @@
 // the proxy maps to MySQL errors, the Prometheus metrics and the Ledger behind
 // /debug/locks.
 //
-// Backends live in subpackages (memlock: one process only; redislock: Redis
-// server, Sentinel or Cluster) and import only this package; locktest is the
-// conformance suite they all pass.
+// Backends live in subpackages and import only this package and
+// lockmgr/internal: redislock (one Redis server, Sentinel or Cluster),
+// redlock (a majority of independent Redis servers), mysqllock (rows of an
+// InnoDB table), etcdlock (etcd leases and revisions), zklock (ZooKeeper
+// ephemeral sequential znodes) and memlock (one process only). locktest is
+// the conformance suite they all pass.
 //
 // Deadlocks are prevented, not detected, by wound-wait on transaction age:
 // every Owner carries its transaction's start time. A waiter never waits

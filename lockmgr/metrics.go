@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the lock metrics of DESIGN.md §6. One Metrics per registry;
+// Metrics are the lock metrics of docs/metrics.md. One Metrics per registry;
 // several Lockers may share it. A nil *Metrics records nothing. Safe for
 // concurrent use.
 type Metrics struct {

@@ -1,7 +1,7 @@
 // Package parser turns SQL text into the facts lockproxy decides on: the
 // kind of each statement, its locking clause, the tables it touches with the
 // row keys its WHERE (or VALUES) pins, its assignments, its placeholders and
-// its effects on the session (DESIGN.md §3–§5).
+// its effects on the session (docs/architecture.md shows where they are used).
 //
 // It wraps the TiDB parser (github.com/pingcap/tidb/pkg/parser) with its
 // test_driver value expressions. The text is first read the way MariaDB

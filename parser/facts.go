@@ -439,7 +439,7 @@ type Effects struct {
 }
 
 // Any reports whether the statement has a session effect that pins the
-// session to the primary (DESIGN §4): LAST_INSERT_ID() (and @@identity),
+// session to the primary: LAST_INSERT_ID() (and @@identity),
 // FOUND_ROWS(), SQL_CALC_FOUND_ROWS, ROW_COUNT(), user locks, user
 // variables (assigned or read), SELECT ... INTO.
 func (e Effects) Any() bool {

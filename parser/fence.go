@@ -9,7 +9,7 @@ import (
 )
 
 // FenceUpdate makes a single-table UPDATE f conditional on a fencing token
-// (DESIGN.md §3 and the fencing seeds): the returned update also sets
+// (rules[].fence in docs/configuration.md): the returned update also sets
 // column = token and changes only rows whose column is below token, so a
 // write from a holder whose lease has passed to a newer holder (who wrote
 // a larger token) changes nothing. check is a SELECT COUNT(*) over the

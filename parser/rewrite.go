@@ -46,7 +46,8 @@ const (
 	ReasonNoBackslashEscapes = "NO_BACKSLASH_ESCAPES"
 )
 
-// RewriteSpec is how one rule guards one numeric column (DESIGN.md §5).
+// RewriteSpec is how one rule guards one numeric column (rules[].rewrite in
+// docs/configuration.md).
 type RewriteSpec struct {
 	// Column is the guarded column (case-insensitive).
 	Column string
@@ -80,12 +81,12 @@ type RewriteSpec struct {
 	FenceToken uint64
 }
 
-// Exact numbers are kept within MySQL's DECIMAL(65,30): a longer literal
-// would be read back as a DOUBLE.
+// maxDigits and maxScale keep exact numbers within MySQL's DECIMAL(65,30): a
+// longer literal would be read back as a DOUBLE.
 const maxDigits, maxScale = 65, 30
 
 // RewriteUpdate rewrites a single-table UPDATE (f of KindUpdate) into its
-// guarded form (DESIGN.md §5):
+// guarded form:
 //
 //	SET col = new, Old known, delta: SET col = col + (new - old) WHERE (w) AND col + (new - old) >= min
 //	SET col = new, Old known, cas:   SET col = new WHERE (w) AND col = old

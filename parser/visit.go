@@ -125,7 +125,7 @@ func (an *analyzer) lock(li *ast.SelectLockInfo) {
 }
 
 // sessionFuncs are the functions whose result depends on the session's own
-// history (DESIGN §4): such a statement must run on the primary.
+// history: such a statement must run on the primary.
 var sessionFuncs = map[string]func(e *Effects){
 	"last_insert_id":    func(e *Effects) { e.LastInsertID = true },
 	"found_rows":        func(e *Effects) { e.FoundRows = true },

@@ -25,7 +25,7 @@ func connectionID(t *testing.T, c *client.Conn, q string) (uint64, string) {
 	return v, string(r.Fields[0].Name)
 }
 
-// A client has one connection id for its whole life, the greeting's:
+// TestConnectionID: a client has one connection id for its whole life, the greeting's:
 // CONNECTION_ID() answers it in autocommit (a replica), in a transaction
 // (the primary) and prepared, and KILL takes it.
 func TestConnectionID(t *testing.T) {
@@ -84,7 +84,7 @@ func TestConnectionID(t *testing.T) {
 	}
 }
 
-// KILL of another user's session is refused as MariaDB refuses it (1095),
+// TestKillOtherUser: KILL of another user's session is refused as MariaDB refuses it (1095),
 // naming the id the client knows; an unknown id gets 1094.
 func TestKillOtherUser(t *testing.T) {
 	bed := testbedFor(t)

@@ -24,7 +24,7 @@ func backendThreadOf(t *testing.T, p *testProxy, id uint32) uint32 {
 	return sess.thread.Load()
 }
 
-// When MariaDB closes a session's backend connection, lockproxy closes the
+// TestPrimaryGoneClosesClient: when MariaDB closes a session's backend connection, lockproxy closes the
 // client's, as MariaDB would: no ERR packet with a client-side code, no
 // session that looks alive because its reads go to a replica, and a
 // client pool's liveness check recovers.

@@ -13,7 +13,7 @@ import (
 
 var errNoRow = errors.New("proxy: internal query returned no row")
 
-// readAll reads the next physical packet of an internal exchange.
+// read reads the next physical packet of an internal exchange.
 func (b *backendConn) read() ([]byte, error) {
 	_, p, err := b.r.readPhysical()
 	if err != nil {

@@ -9,8 +9,9 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 )
 
-// KILL QUERY with the connection id of lockproxy's greeting (what clients
-// know, e.g. the mariadb CLI on Ctrl-C) stops that session's query.
+// TestKillQuery: KILL QUERY with the connection id of lockproxy's greeting
+// (what clients know, e.g. the mariadb CLI on Ctrl-C) stops that session's
+// query.
 func TestKillQuery(t *testing.T) {
 	p := startProxy(t, nil)
 	victim, err := client.Connect(p.addr, p.bed.User, p.bed.Password, "")

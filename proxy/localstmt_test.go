@@ -43,7 +43,7 @@ func scanAll(t *testing.T, rows *sql.Rows, err error) (cols []string, out []stri
 	return cols, out
 }
 
-// SHOW LOCKPROXY ... prepared (COM_STMT_PREPARE / COM_STMT_EXECUTE, as
+// TestShowLockproxyPrepared: SHOW LOCKPROXY ... prepared (COM_STMT_PREPARE / COM_STMT_EXECUTE, as
 // mysql2's execute(), mysqli's prepare() and PDO's native prepares send it)
 // answers what the text statement answers, in binary rows.
 func TestShowLockproxyPrepared(t *testing.T) {

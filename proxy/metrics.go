@@ -2,7 +2,7 @@ package proxy
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the proxy's own series (DESIGN.md §6), registered on the
+// metrics are the proxy's own series (docs/metrics.md), registered on the
 // registry the Server is given.
 type metrics struct {
 	connections   prometheus.Gauge

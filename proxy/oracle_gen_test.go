@@ -481,7 +481,8 @@ func (g *gen) multiTable() string {
 	return "UPDATE sku s JOIN acct a ON a.bal = s.stock SET s.stock = s.stock + 1, a.bal = a.bal + 1 WHERE " + sku
 }
 
-// Comments MariaDB treats differently: some run their text, some do not.
+// commentKinds are comments MariaDB treats differently: some run their text,
+// some do not.
 var commentKinds = []string{"/*!", "/*!50700 ", "/*!100000 ", "/*!999999 ", "/*M! ", "/*M!100000 ", "/*M!999999 ", "/*T! ", "/* "}
 
 // decorate puts comments into a statement: between tokens, around

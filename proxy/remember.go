@@ -14,7 +14,7 @@ import (
 const maxRemembered = 1024
 
 // capture watches one result set for the guarded column of one row: the
-// value the application now believes the row holds (DESIGN.md §5).
+// value the application now believes the row holds (rules[].rewrite).
 type capture struct {
 	key     string // the row's lock key
 	colName string // the guarded column, lowercased

@@ -11,7 +11,7 @@ import (
 // runRewritten sends the guarded UPDATE of step on the primary in place of
 // the client's command and answers the client: the backend's OK or error,
 // or, when the UPDATE changed no row because its guard held, what the
-// rule's on_conflict says (DESIGN.md §5).
+// rule's on_conflict says (docs/configuration.md).
 func (s *session) runRewritten(step rewriteStep) error {
 	reply, done, err := s.sendUpdate(step.sql)
 	if done {
@@ -91,7 +91,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 }
 
 // loseRace rolls back the transaction whose guarded UPDATE lost its race,
-// releases its locks and answers the error of DESIGN.md §5: 1213 (40001,
+// releases its locks and answers rewrite.on_conflict's error: 1213 (40001,
 // retry the transaction) when the value read has since changed, 4025
 // (23000, a constraint) when the write would take the column below min.
 func (s *session) loseRace(step rewriteStep) error {

@@ -27,7 +27,7 @@ type replicaState struct {
 }
 
 // replicaEligible reports whether an analysed command may be served by a
-// replica (DESIGN.md §4): autocommit plain SELECTs with no locking clause,
+// replica: autocommit plain SELECTs with no locking clause,
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
 func (s *session) replicaEligible(p plan) bool {

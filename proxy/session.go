@@ -17,8 +17,9 @@ import (
 )
 
 // session is one client connection. All its methods run on the connection's
-// own goroutine, so it needs no locks; the Server only reads the fields it
-// publishes through sessionInfo.
+// own goroutine, so it needs no locks; other goroutines read only its
+// atomic fields (thread, current, idle, txnOpen) and the ones fixed at
+// login (id, user, conn), under Server.mu.
 type session struct {
 	srv  *Server
 	id   uint32
@@ -97,7 +98,7 @@ type session struct {
 	resetOnClose bool
 }
 
-// seqErr writes e as the packet with sequence seq and flushes.
+// writeErrAt writes e as the packet with sequence seq and flushes.
 func (s *session) writeErrAt(seq byte, e *sqlError) error {
 	if _, err := s.cw.writePacket(seq, errPayload(e)); err != nil {
 		return err
@@ -314,5 +315,5 @@ func isClosedConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// sessionInfo is what the server reports about a session.
+// String names the session in logs: its connection id and user.
 func (s *session) String() string { return fmt.Sprintf("session %d (%s)", s.id, s.user) }

@@ -6,8 +6,8 @@ import (
 )
 
 // modeState is what a session knows of how its primary reads SQL text:
-// the server's version and the session's sql_mode (DESIGN.md §5b: parsing
-// depends on it). The sql_mode is read from the pinned connection when a
+// the server's version and the session's sql_mode (parsing depends on
+// it: docs/cannot-see.md). The sql_mode is read from the pinned connection when a
 // statement is next analysed after anything that may have changed it.
 type modeState struct {
 	mode  parser.Mode

@@ -188,7 +188,7 @@ func TestServerReadingGuarded(t *testing.T) {
 }
 
 // TestUncertainTextRefused expects the refusal of Uncertain analyses for
-// guarded tables (DESIGN.md §5b), wired in the guard: a text that changes
+// guarded tables (docs/cannot-see.md), wired in the guard: a text that changes
 // sql_mode before a later statement, whose keys the parser read under the
 // old mode, must be refused with 1105 and change no row.
 func TestUncertainTextRefused(t *testing.T) {

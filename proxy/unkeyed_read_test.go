@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// DB-API clients (PyMySQL, mysqlclient, SQLAlchemy) start with autocommit
+// TestUnkeyedReadInTxn: DB-API clients (PyMySQL, mysqlclient, SQLAlchemy) start with autocommit
 // off, so every read is inside a transaction: a range or a full scan of a
 // guarded table then runs without row locks, counted, unless the rule says
 // on_unkeyed_read: reject.

@@ -13,16 +13,16 @@ import (
 // collation are byte-equal (as far as lockproxy can tell; where it cannot,
 // it merges more, never less):
 //
-//   - "" (unknown), "binary", "*_bin": bytes as they are (the _bin
-//     collations of text columns still ignore trailing spaces);
+//   - "binary", "*_bin": bytes as they are (the _bin collations of text
+//     columns still ignore trailing spaces);
 //   - "*_cs": case and accents matter: bytes as they are;
-//   - anything else (the "*_ci" collations, "*_ai_*"): compatibility
-//     decomposition, accents dropped, case folded, ignorable format
-//     characters dropped, æ and œ expanded; general_ci's ß is s, and
-//     characters beyond the BMP (which utf8mb4_general_ci and the UCA 4.0
-//     collations weigh alike) all become U+FFFD;
-//   - PAD SPACE (every collation but the *_nopad_* ones, and the unknown
-//     one): trailing spaces ignored. charCol trims them always (CHAR
+//   - anything else ("" for unknown, the "*_ci" collations, "*_ai_*"):
+//     compatibility decomposition, accents dropped, case folded, ignorable
+//     format characters dropped, æ and œ expanded; general_ci's ß is s,
+//     and characters beyond the BMP (which utf8mb4_general_ci and the UCA
+//     4.0 collations weigh alike) all become U+FFFD;
+//   - PAD SPACE (every collation but "binary" and the *_nopad_* ones, and
+//     the unknown one): trailing spaces ignored. charCol trims them always (CHAR
 //     columns drop them on storage).
 //
 // An empty collation means "not known" and is treated as _ci, PAD SPACE.

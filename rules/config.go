@@ -89,14 +89,15 @@ func (b BackendConfig) RYW() bool { return b.ReadYourWrites == nil || *b.ReadYou
 
 // LockConfig selects and tunes the distributed lock backend.
 type LockConfig struct {
-	Backend       string       `yaml:"backend"` // redis | memory | mysql | etcd | zookeeper; default memory
-	Redis         *RedisConfig `yaml:"redis"`
-	MySQL         *MySQLLock   `yaml:"mysql"`
-	Etcd          *EtcdConfig  `yaml:"etcd"`
-	ZooKeeper     *ZKConfig    `yaml:"zookeeper"`
-	TTL           Duration     `yaml:"ttl"`            // default 30s
-	WaitTimeout   Duration     `yaml:"wait_timeout"`   // default 5s
-	OnUnavailable string       `yaml:"on_unavailable"` // reject | passthrough; default reject
+	// Backend is one of LockBackends; default memory.
+	Backend       string           `yaml:"backend"`
+	Redis         *RedisConfig     `yaml:"redis"`
+	MySQL         *MySQLLockConfig `yaml:"mysql"`
+	Etcd          *EtcdConfig      `yaml:"etcd"`
+	ZooKeeper     *ZKConfig        `yaml:"zookeeper"`
+	TTL           Duration         `yaml:"ttl"`            // default 30s
+	WaitTimeout   Duration         `yaml:"wait_timeout"`   // default 5s
+	OnUnavailable string           `yaml:"on_unavailable"` // reject | passthrough; default reject
 	// SlowWait: a lock wait longer than this is written to the audit log
 	// with rule, key, waiter and how long it waited. Default 1s.
 	SlowWait Duration `yaml:"slow_wait"`
@@ -114,8 +115,8 @@ type RedisConfig struct {
 	DB         int      `yaml:"db"`
 }
 
-// MySQLLock keeps locks as rows of a table.
-type MySQLLock struct {
+// MySQLLockConfig keeps locks as rows of a table.
+type MySQLLockConfig struct {
 	Table string `yaml:"table"` // default lockproxy_locks
 	Addr  string `yaml:"addr"`  // default: the primary
 }

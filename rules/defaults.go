@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults (DESIGN.md §2).
+// Defaults of rules.yaml (see docs/configuration.md).
 const (
 	DefaultListen           = "127.0.0.1:3307"
 	DefaultAdminListen      = "127.0.0.1:9307"
@@ -15,14 +15,30 @@ const (
 	DefaultMaxAllowedPacket = 64 << 20
 	DefaultMaxReplicaLag    = 2 * time.Second
 	DefaultSchemaRefresh    = 30 * time.Second
-	DefaultLockBackend      = "memory"
+	DefaultLockBackend      = LockBackendMemory
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
 	DefaultSlowWait         = time.Second
 	DefaultMySQLLockTable   = "lockproxy_locks"
 )
 
-// Lock classes a rule may name in lock: (DESIGN.md §3).
+// The values of locks.backend.
+const (
+	LockBackendRedis     = "redis"
+	LockBackendMemory    = "memory"
+	LockBackendMySQL     = "mysql"
+	LockBackendEtcd      = "etcd"
+	LockBackendZooKeeper = "zookeeper"
+)
+
+// LockBackends lists every value locks.backend accepts, in the order
+// problems name them. Validation and the command that builds the lock
+// service both switch on these names; a backend added here must be added
+// to both.
+var LockBackends = []string{LockBackendRedis, LockBackendMemory, LockBackendMySQL, LockBackendEtcd, LockBackendZooKeeper}
+
+// Lock classes a rule may name in lock:, and the values of the other
+// single-word settings of a rule and of locks (see docs/configuration.md).
 const (
 	LockWrite        = "write"
 	LockLockingRead  = "locking_read"

@@ -5,7 +5,8 @@
 // MySQL compares them, encoding row keys as unambiguous lock names
 // (EncodeKey), and matching statement facts against the rules (Compile,
 // RuleSet.Match) to decide which row locks a statement takes, whether it
-// must go to the primary and which rewrite applies (DESIGN.md §2–§3).
+// must go to the primary and which rewrite applies (docs/configuration.md
+// describes every key).
 //
 // A *Config, a Schema and a *RuleSet are immutable once built and safe for
 // concurrent use; a reload builds new ones and swaps them in.

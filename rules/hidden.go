@@ -171,7 +171,7 @@ func spread(nodes []*hiddenNode) {
 	}
 }
 
-// allows reports whether r lets n run although it may touch r's table.
+// allowedBy reports whether r lets n run although it may touch r's table.
 func (n *hiddenNode) allowedBy(r *Rule) bool {
 	if n.firedByWrites() {
 		return r.AllowsTrigger(n.name)

@@ -145,12 +145,12 @@ func (v *validator) locks(l *LockConfig) {
 		v.add("locks.on_unavailable", "must be reject or passthrough, not %q", l.OnUnavailable)
 	}
 	switch l.Backend {
-	case "memory":
-	case "redis":
+	case LockBackendMemory:
+	case LockBackendRedis:
 		v.redis(l.Redis)
-	case "mysql":
+	case LockBackendMySQL:
 		v.mysqlLock(l.MySQL)
-	case "etcd":
+	case LockBackendEtcd:
 		if l.Etcd == nil || len(l.Etcd.Endpoints) == 0 {
 			v.add("locks.etcd.endpoints", "backend etcd needs at least one endpoint")
 			return
@@ -158,11 +158,19 @@ func (v *validator) locks(l *LockConfig) {
 		for i, e := range l.Etcd.Endpoints {
 			v.endpoint(fmt.Sprintf("locks.etcd.endpoints[%d]", i), e)
 		}
-	case "zookeeper":
+	case LockBackendZooKeeper:
 		v.hostList("locks.zookeeper.servers", "zookeeper", zkServers(l.ZooKeeper))
 	default:
-		v.add("locks.backend", "unknown backend %q (want redis, memory, mysql, etcd or zookeeper)", l.Backend)
+		v.add("locks.backend", "unknown backend %q (want %s)", l.Backend, orList(LockBackends))
 	}
+}
+
+// orList writes names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func zkServers(z *ZKConfig) []string {
@@ -226,7 +234,7 @@ func distinct(list []string) int {
 	return len(seen)
 }
 
-func (v *validator) mysqlLock(m *MySQLLock) {
+func (v *validator) mysqlLock(m *MySQLLockConfig) {
 	if m == nil {
 		return // the primary and the default table
 	}

@@ -37,26 +37,41 @@ func newLocker(cfg *rules.Config, reg prometheus.Registerer, log *zap.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	lc := cfg.Locks
-	log = log.Named("locks")
-	switch lc.Backend {
-	case "", "memory":
-		l := memlock.New(log, m)
-		return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
-	case "redis":
-		if lc.Redis != nil && lc.Redis.Mode == "redlock" {
-			return newRedlock(lc, m, log)
-		}
-		return newRedisLocker(lc, m, log)
-	case "mysql":
-		return newMySQLLocker(cfg, m, log)
-	case "etcd":
-		return newEtcdLocker(lc, m, log)
-	case "zookeeper":
-		return newZKLocker(lc, m, log)
-	default:
-		return nil, fmt.Errorf("lockproxy: unknown lock backend %q", lc.Backend)
+	name := cfg.Locks.Backend
+	if name == "" {
+		name = rules.DefaultLockBackend
 	}
+	build, ok := lockBuilders[name]
+	if !ok {
+		return nil, fmt.Errorf("lockproxy: unknown lock backend %q", name)
+	}
+	return build(cfg, m, log.Named("locks"))
+}
+
+// lockBuilders builds each backend of rules.LockBackends (a test checks
+// that the two lists agree).
+var lockBuilders = map[string]func(*rules.Config, *lockmgr.Metrics, *zap.Logger) (*lockBackend, error){
+	rules.LockBackendMemory:    newMemLocker,
+	rules.LockBackendRedis:     newRedisOrRedlock,
+	rules.LockBackendMySQL:     newMySQLLocker,
+	rules.LockBackendEtcd:      newEtcdLocker,
+	rules.LockBackendZooKeeper: newZKLocker,
+}
+
+// newMemLocker is the one-process backend: nothing to reach, always ready.
+func newMemLocker(_ *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	l := memlock.New(log, m)
+	return &lockBackend{locker: l, close: func() { _ = l.Close() }, ping: func(context.Context) error { return nil }}, nil
+}
+
+// newRedisOrRedlock is one Redis deployment (server, Sentinel, Cluster),
+// or with mode: redlock a majority of independent servers.
+func newRedisOrRedlock(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	lc := cfg.Locks
+	if lc.Redis != nil && lc.Redis.Mode == rules.RedisModeRedlock {
+		return newRedlock(lc, m, log)
+	}
+	return newRedisLocker(lc, m, log)
 }
 
 func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
@@ -86,7 +101,7 @@ func newRedlock(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lock
 // with the first user's credentials.
 func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
 	lc := cfg.Locks
-	addr, table := cfg.Backends.Primary, "lockproxy.lockproxy_locks"
+	addr, table := cfg.Backends.Primary, "lockproxy."+rules.DefaultMySQLLockTable
 	if lc.MySQL != nil {
 		if lc.MySQL.Addr != "" {
 			addr = lc.MySQL.Addr
@@ -114,7 +129,8 @@ func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lo
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = db.Close() }, ping: l.Ping}, nil
 }
 
-func newEtcdLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+func newEtcdLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	lc := cfg.Locks
 	if lc.Etcd == nil || len(lc.Etcd.Endpoints) == 0 {
 		return nil, fmt.Errorf("lockproxy: locks.etcd.endpoints is required for the etcd backend")
 	}
@@ -130,7 +146,8 @@ func newEtcdLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*l
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = cli.Close() }, ping: ping}, nil
 }
 
-func newZKLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+func newZKLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+	lc := cfg.Locks
 	if lc.ZooKeeper == nil || len(lc.ZooKeeper.Servers) == 0 {
 		return nil, fmt.Errorf("lockproxy: locks.zookeeper.servers is required for the zookeeper backend")
 	}

@@ -1,4 +1,4 @@
-// Command lockproxy runs the MySQL-protocol proxy described in DESIGN.md:
+// Command lockproxy runs the MySQL-protocol proxy (README.md, docs/):
 //
 //	lockproxy --config rules.yaml          run
 //	lockproxy --check --config rules.yaml  validate and exit

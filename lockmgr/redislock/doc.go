@@ -14,9 +14,9 @@
 //   - lockproxy:{K}:wake   Pub/Sub channel; a release publishes once when
 //     waiters are queued
 //
-// Acquire, release and renew are Lua scripts (acquire.lua, release.lua,
-// renew.lua) that check the holder token; release is compare-and-delete and
-// idempotent. An uncontended Acquire plus Release is two round trips.
+// Acquire, release and renew are Lua scripts that check the holder token
+// (acquire.lua of lockmgr/internal/grantscript, shared with redlock;
+// release.lua, renew.lua); release is compare-and-delete and idempotent. An uncontended Acquire plus Release is two round trips.
 //
 // Inside one Locker, local waiters for a key queue in process (ordered by
 // transaction age) and only the head talks to Redis: it subscribes to the

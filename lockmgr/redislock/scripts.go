@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/grantscript"
 )
 
 var (
-	//go:embed acquire.lua
-	acquireSrc string
 	//go:embed release.lua
 	releaseSrc string
 	//go:embed renew.lua
@@ -25,7 +25,7 @@ type scripts struct {
 
 func newScripts() scripts {
 	return scripts{
-		acquire: redis.NewScript(acquireSrc),
+		acquire: redis.NewScript(grantscript.Source),
 		release: redis.NewScript(releaseSrc),
 		renew:   redis.NewScript(renewSrc),
 	}

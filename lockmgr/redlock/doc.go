@@ -7,8 +7,10 @@
 // tag {K}): lockproxy:{K} (hash: holder token, owner id and age, fence,
 // wounded flag; PEXPIRE ttl), lockproxy:{K}:q and :qx (waiter tickets by
 // owner age, with expiry), lockproxy:{K}:fence (per-server counter). The
-// scripts (try.lua, release.lua, renew.lua, queue.lua) run on each server
-// independently; this package counts the votes.
+// scripts run on each server independently and this package counts the
+// votes: the try script is redislock's acquire script (acquire.lua of
+// lockmgr/internal/grantscript, run without a wound channel, so a wound is
+// only the flag renewal reads), then release.lua, renew.lua, queue.lua.
 //
 // Acquire sends the try script to every server at once with the same
 // token. It succeeds when a majority granted and the validity window is

@@ -12,12 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/grantscript"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
 )
 
 var (
-	//go:embed try.lua
-	trySrc string
 	//go:embed release.lua
 	releaseSrc string
 	//go:embed renew.lua
@@ -25,7 +24,7 @@ var (
 	//go:embed queue.lua
 	queueSrc string
 
-	tryScript     = redis.NewScript(trySrc)
+	tryScript     = redis.NewScript(grantscript.Source)
 	releaseScript = redis.NewScript(releaseSrc)
 	renewScript   = redis.NewScript(renewSrc)
 	queueScript   = redis.NewScript(queueSrc)
@@ -125,7 +124,10 @@ func (s *store) Try(ctx context.Context, r pollwait.Request) (pollwait.Result, e
 	ch := make(chan answer, len(s.srv))
 	for i, c := range s.srv {
 		go func() {
-			raw, err := tryScript.Run(cctx, c, n, r.Tok, r.Owner.ID(), r.Owner.Priority(), s.ttl, s.tkt, s.fence).Slice()
+			// No wound channel (a wound is the flag renewal reads), always
+			// queue, no local waiter's ticket to queue with a grant.
+			raw, err := tryScript.Run(cctx, c, n, r.Tok, r.Owner.ID(), r.Owner.Priority(), s.ttl, s.tkt,
+				"", "1", s.fence, "", 0).Slice()
 			var v vote
 			if err == nil {
 				v, err = parseVote(raw)
@@ -195,7 +197,7 @@ func parseVote(v []any) (vote, error) {
 	if !ok[0] || !ok[1] || !ok[2] {
 		return vote{}, fmt.Errorf("redlock: try script returned %v", v)
 	}
-	if len(v) == 4 {
+	if len(v) >= 4 {
 		out.holder, _ = v[3].(string)
 	}
 	return out, nil

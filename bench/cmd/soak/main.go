@@ -83,6 +83,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	return f, nil
 }
 
+// repoRelative writes path relative to the repository root when it lies
+// inside it, so the report names no directory of the machine it ran on.
+func repoRelative(root, path string) string {
+	if rel, err := filepath.Rel(root, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return path
+}
+
 // outputs resolves the report and CSV paths.
 func outputs(root string, f flags) (out, csv string) {
 	out, csv = f.out, f.csv
@@ -267,7 +276,7 @@ func (s *soak) run(ctx context.Context) (*report, error) {
 	if err := writeCSV(csvPath, smp.all()); err != nil {
 		return nil, err
 	}
-	rep.CSV = csvPath
+	rep.CSV = repoRelative(s.root, csvPath)
 	if !rep.ok() {
 		for i, p := range proxies {
 			s.log.Printf("soak: instance %d log tail:\n%s", i, p.Log())

@@ -18,7 +18,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/procstat"
 )
 
-// Gauges are the series the soak samples from each instance's /metrics, in
+// gauges are the series the soak samples from each instance's /metrics, in
 // CSV column order.
 var gauges = []string{
 	"go_goroutines",

@@ -316,3 +316,14 @@ func TestOutputs(t *testing.T) {
 		t.Errorf("defaults = %+v, %v", f, err)
 	}
 }
+
+func TestRepoRelative(t *testing.T) {
+	for _, c := range []struct{ path, want string }{
+		{"/r/bench/results/soak.csv", "bench/results/soak.csv"},
+		{"/tmp/x.csv", "/tmp/x.csv"},
+	} {
+		if got := repoRelative("/r", c.path); got != c.want {
+			t.Errorf("repoRelative(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
+}

@@ -38,9 +38,10 @@ const (
 	// plus one connection churner and one abandoner spread over both
 	// instances: 2*(4+2+2+1)+2 = 20 client goroutines.
 
-	// Mean pause between two operations of one client (each pause is
-	// drawn from ±50% of it): the pacing that keeps the 20 clients from
-	// saturating a 2-core host.
+	// buyerPause and the five below are the mean pause between two
+	// operations of one client of each kind (each pause is drawn from ±50%
+	// of it): the pacing that keeps the 20 clients from saturating a
+	// 2-core host.
 	buyerPause   = 60 * time.Millisecond
 	readerPause  = 25 * time.Millisecond
 	counterPause = 40 * time.Millisecond

@@ -10,7 +10,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/env"
 )
 
-// Table is the guarded table every contention scenario uses, in its own
+// TableName is the guarded table every contention scenario uses, in its own
 // database so scenarios never see each other's rows.
 const TableName = "sku_stock"
 

@@ -13,7 +13,7 @@ import (
 )
 
 // LockMetrics are the sums of lockproxy's lock histograms over all rules
-// (DESIGN §6: lockproxy_lock_wait_seconds, lockproxy_lock_hold_seconds).
+// (lockproxy_lock_wait_seconds, lockproxy_lock_hold_seconds).
 // Plain data.
 type LockMetrics struct {
 	WaitSum, WaitCount float64

@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Arm names through lockproxy, for n instances.
+// lockTxnName and rewriteName name the arms through lockproxy, for n
+// instances.
 func lockTxnName(prepared bool, n int) string {
 	return fmt.Sprintf("lock rule: unsafe txn, %s, ×%d", proto(prepared), n)
 }

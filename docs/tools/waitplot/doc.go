@@ -9,7 +9,9 @@
 //
 //	docs/tools/waitplot/run.sh
 //
-// It is a documentation tool: nothing in lockproxy imports it, and it must
-// never import lockproxy's own packages (it talks to lockproxy only over
-// the MySQL protocol and HTTP, as an operator would).
+// It is a documentation tool and a Go module of its own (go.mod beside
+// this file), so its dependencies never enter lockproxy's build: nothing
+// in lockproxy imports it, and it must never import lockproxy's own
+// packages (it talks to lockproxy only over the MySQL protocol and HTTP,
+// as an operator would).
 package main

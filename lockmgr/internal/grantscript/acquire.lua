@@ -1,12 +1,15 @@
--- Grant one lock key, queue a waiter, or wound a younger holder.
+-- Grant one lock key, queue a waiter, or wound a younger holder. Used by
+-- redislock (one Redis deployment) and by redlock on each of its servers.
 -- KEYS[1] lock hash {tok, own, prio, ch, f, wounded}; KEYS[2] wait queue
 -- (ZSET tok -> owner priority, ties by tok bytes); KEYS[3] ticket expiry
 -- (ZSET tok -> ms); KEYS[4] fence counter.
 -- ARGV: 1 tok, 2 owner id, 3 owner priority (µs), 4 ttl ms, 5 ticket ttl ms,
--- 6 the requesting Locker's wound channel, 7 "1" to queue if not granted,
--- 8 fence counter ttl ms, 9 the ticket of the requesting Locker's next
--- local waiter ('' if none), queued with it when this request is granted so
--- that instance keeps its place, 10 that waiter's owner priority.
+-- 6 the requesting Locker's wound channel ('' for none: the hash then has
+-- no ch and a wound is only the wounded flag, with no PUBLISH), 7 "1" to
+-- queue if not granted, 8 fence counter ttl ms, 9 the ticket of the
+-- requesting Locker's next local waiter ('' if none), queued with it when
+-- this request is granted so that instance keeps its place, 10 that
+-- waiter's owner priority.
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
 -- holder's owner, queued, rank} held by another, {2, 0, 0, '', queued,
 -- rank} free but an older waiter goes first; queued is the wait queue's
@@ -48,7 +51,11 @@ if not h[1] then
     if f < us then f = us end
     local fs = string.format('%.0f', f)
     redis.call('SET', fence, fs, 'PX', ARGV[8])
-    redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'ch', ARGV[6], 'f', fs)
+    if ARGV[6] ~= '' then
+      redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'ch', ARGV[6], 'f', fs)
+    else
+      redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'f', fs)
+    end
     redis.call('PEXPIRE', lock, ARGV[4])
     if ARGV[9] ~= '' and ARGV[9] ~= tok then
       redis.call('ZADD', q, 'NX', tonumber(ARGV[10]), ARGV[9])
@@ -69,6 +76,6 @@ if ARGV[7] == '1' then
 end
 if h[2] ~= own and older(prio, own, tonumber(h[3]), h[2]) then
   redis.call('HSET', lock, 'wounded', '1')
-  redis.call('PUBLISH', h[4], h[1])
+  if h[4] then redis.call('PUBLISH', h[4], h[1]) end
 end
 return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q), redis.call('ZRANK', q, tok)}
