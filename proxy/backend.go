@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/rules"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 )
 
@@ -33,6 +35,9 @@ type poolKey struct {
 	db        string
 	caps      uint32
 	collation uint8
+	// tls, when not nil, is the TLS configuration to the backend
+	// (backends.tls); a reload that changes it gives new keys.
+	tls *tls.Config
 }
 
 // backendConn is one authenticated connection to a MySQL server, used raw
@@ -77,22 +82,37 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		}
 		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
 		c.SetAttributes(map[string]string{"program_name": "lockproxy"})
+		if key.tls != nil {
+			c.SetTLSConfig(rules.ForAddr(key.tls, key.addr))
+		}
 		return c.SetCollation(collation)
 	}
 	var raw syscall.RawConn
+	var tcp net.Conn
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := (&net.Dialer{Timeout: dialTimeout, KeepAlive: time.Minute}).DialContext(ctx, network, addr)
-		if sc, ok := nc.(syscall.Conn); ok && err == nil {
+		if err != nil {
+			return nil, err
+		}
+		if sc, ok := nc.(syscall.Conn); ok {
 			raw, _ = sc.SyscallConn()
 		}
-		return nc, err
+		// The greeting, TLS and authentication get the dial's time too:
+		// a server that accepts and says nothing must not hang a login.
+		_ = nc.SetDeadline(time.Now().Add(dialTimeout))
+		tcp = nc
+		return nc, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	cc, err := client.ConnectWithDialer(ctx, "tcp", key.addr, key.user, key.password, key.db, dial, opt)
 	if err != nil {
+		if tcp != nil {
+			_ = tcp.Close()
+		}
 		return nil, err
 	}
+	_ = tcp.SetDeadline(time.Time{})
 	nc := cc.Conn.Conn
 	status := uint16(0)
 	if cc.IsAutoCommit() {

@@ -48,6 +48,7 @@ func (s *Server) loadSchema(cfg *rules.Config, log *zap.Logger) (rules.Schema, e
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Users[0].User, cfg.Users[0].Password, "tcp", cfg.Backends.Primary
 	mc.Timeout = schemaTimeout
+	mc.TLS = rules.ForAddr(s.backendTLS.Load(), cfg.Backends.Primary)
 	connector, err := mysql.NewConnector(mc)
 	if err != nil {
 		return rules.Schema{}, err

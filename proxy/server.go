@@ -38,13 +38,15 @@ type Options struct {
 // Server accepts MySQL client connections and serves each in a session of
 // its own. Its methods are safe for concurrent use.
 type Server struct {
-	cfg        atomic.Pointer[rules.Config]
-	log        *zap.Logger
-	audit      *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
-	metrics    *metrics
-	pool       *pool
-	logins     *loginThrottle
-	tlsConfig  *tls.Config
+	cfg       atomic.Pointer[rules.Config]
+	log       *zap.Logger
+	audit     *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
+	metrics   *metrics
+	pool      *pool
+	logins    *loginThrottle
+	tlsConfig *tls.Config
+	// backendTLS is backends.tls loaded (nil: plain connections).
+	backendTLS atomic.Pointer[tls.Config]
 	authPlugin string
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
@@ -118,8 +120,14 @@ func (s *Server) Reload(cfg *rules.Config) error {
 		s.tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		s.mu.Unlock()
 	}
+	btls, err := cfg.Backends.TLS.Load()
+	if err != nil {
+		return err
+	}
+	old := s.backendTLS.Swap(btls) // the schema is read with it
 	rs, err := s.compileRules(cfg)
 	if err != nil {
+		s.backendTLS.Store(old)
 		return err
 	}
 	s.cfg.Store(cfg)
@@ -137,6 +145,9 @@ func (s *Server) updateRouter(cfg *rules.Config) {
 		MaxLag: cfg.Backends.MaxReplicaLag.D()}
 	if len(cfg.Users) > 0 {
 		rc.User, rc.Password = cfg.Users[0].User, cfg.Users[0].Password
+	}
+	if btls := s.backendTLS.Load(); btls != nil {
+		rc.TLS = btls
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,7 +218,7 @@ func (s *Server) probeVersion(ctx context.Context) {
 		return
 	}
 	u := cfg.Users[0]
-	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation})
+	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation, tls: s.backendTLS.Load()})
 	if err != nil {
 		s.log.Warn("cannot reach the primary to learn its version", zap.String("primary", cfg.Backends.Primary), zap.Error(err))
 		return

@@ -297,6 +297,7 @@ func (s *session) backendKey() poolKey {
 		db:        s.db,
 		caps:      s.caps & mirroredCaps,
 		collation: s.collation,
+		tls:       s.srv.backendTLS.Load(),
 	}
 }
 

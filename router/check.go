@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -149,6 +150,12 @@ func (b *backend) openDB(s dialSettings) (*sql.DB, error) {
 	cfg.Timeout = s.connectTimeout
 	cfg.ReadTimeout, cfg.WriteTimeout = s.queryTimeout, s.queryTimeout
 	cfg.Logger = &mysql.NopLogger{} // failures are reported through the check result
+	if s.tls != nil {
+		cfg.TLS = s.tls.Clone()
+		if cfg.TLS.ServerName == "" {
+			cfg.TLS.ServerName = hostOf(b.addr)
+		}
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
@@ -165,4 +172,13 @@ func (b *backend) closeDB() {
 		_ = b.db.Close()
 		b.db = nil
 	}
+}
+
+// hostOf is the host of a host:port address.
+func hostOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return host
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"crypto/tls"
 	"strings"
 	"time"
 )
@@ -37,6 +38,9 @@ type Config struct {
 	// ConnectTimeout bounds dialing and the handshake of a monitoring
 	// connection; QueryTimeout bounds each statement of a check.
 	ConnectTimeout, QueryTimeout time.Duration
+	// TLS, when not nil, makes the monitoring connections use TLS; the
+	// server name, when it names none, is each backend's host.
+	TLS *tls.Config
 }
 
 // String describes c without its password, so a Config may be logged.
@@ -79,10 +83,11 @@ func (c Config) normalized() Config {
 type dialSettings struct {
 	user, password               string
 	connectTimeout, queryTimeout time.Duration
+	tls                          *tls.Config
 }
 
 func (c Config) dial() dialSettings {
-	return dialSettings{c.User, c.Password, c.ConnectTimeout, c.QueryTimeout}
+	return dialSettings{c.User, c.Password, c.ConnectTimeout, c.QueryTimeout, c.TLS}
 }
 
 // checkTimeout bounds one whole check: a connect and up to two statements.

@@ -82,6 +82,23 @@ type BackendConfig struct {
 	// read again, so objects made directly on the primary are seen within
 	// it; 0: only at start, on reload and after DDL through lockproxy.
 	SchemaRefresh Duration `yaml:"schema_refresh"`
+	// TLS, when set, makes every connection lockproxy opens to the
+	// primary and the replicas (sessions, health checks, schema reads,
+	// the mysql lock table on the primary) use TLS.
+	TLS *TLSClientConfig `yaml:"tls"`
+}
+
+// TLSClientConfig is how lockproxy connects to a server with TLS. The
+// server's certificate is verified against CA (the system's roots when
+// empty) for ServerName (the host of the address dialled when empty);
+// SkipVerify turns verification off (encryption without authentication:
+// for tests only). Cert and Key, together, are the client certificate.
+type TLSClientConfig struct {
+	CA         string `yaml:"ca"`
+	Cert       string `yaml:"cert"`
+	Key        string `yaml:"key"`
+	ServerName string `yaml:"server_name"`
+	SkipVerify bool   `yaml:"skip_verify"`
 }
 
 // RYW reports whether read-your-writes is on (the default).

@@ -135,6 +135,7 @@ func (v *validator) backends(b *BackendConfig) {
 	if b.SchemaRefresh < 0 {
 		v.add("backends.schema_refresh", "must not be negative")
 	}
+	v.tlsClient("backends.tls", b.TLS)
 }
 
 func (v *validator) locks(l *LockConfig) {
@@ -262,4 +263,19 @@ func validTableName(s string) bool {
 		}
 	}
 	return true
+}
+
+// tlsClient checks a TLS client block: cert and key go together, and the
+// files load.
+func (v *validator) tlsClient(path string, t *TLSClientConfig) {
+	if t == nil {
+		return
+	}
+	if (t.Cert == "") != (t.Key == "") {
+		v.add(path, "cert and key must be given together")
+		return
+	}
+	if _, err := t.Load(); err != nil {
+		v.add(path, "%v", err)
+	}
 }

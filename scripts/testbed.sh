@@ -27,6 +27,7 @@ SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]
 
 DB_USER=lockproxy_test
 DB_PASSWORD=lockproxy-test
+TLS_USER=lockproxy_tls # like DB_USER, but MariaDB requires it to use TLS
 REPL_USER=lockproxy_repl
 REPL_PASSWORD=lockproxy-repl
 START_TIMEOUT=60 # seconds a server may take to answer
@@ -85,6 +86,7 @@ missing_packages() {
 	first_cmd setsid >/dev/null || echo util-linux
 	first_cmd make >/dev/null || echo make
 	first_cmd socat >/dev/null || echo socat # bench: the socat relay arm of the overhead scenario
+	first_cmd openssl >/dev/null || echo openssl # the bed's TLS certificates
 	[[ -d /usr/share/zoneinfo ]] || echo tzdata
 	return 0
 }
@@ -260,6 +262,26 @@ show_log() {
 
 # ---------------------------------------------------------------- MariaDB
 
+# ensure_tls makes the bed's TLS certificates once: a CA, and a server
+# certificate it signed for 127.0.0.1 and localhost that every server of
+# the bed presents (MariaDB with ssl-*, Redis with tls-*).
+ensure_tls() {
+	local t="$DIR/tls"
+	[[ -s $t/server.pem ]] && return 0
+	first_cmd openssl >/dev/null || die "openssl not found (run: $SELF install)"
+	mkdir -p "$t"
+	(
+		cd "$t"
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+			-subj /CN=lockproxy-testbed-ca -keyout ca-key.pem -out ca.pem
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+			-subj /CN=127.0.0.1 -keyout server-key.pem -out server.csr
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >server.ext
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 3650 \
+			-extfile server.ext -out server.pem
+	) >/dev/null 2>&1 || die "making the bed's TLS certificates failed"
+}
+
 write_mysql_cnf() {
 	local name=$1 id=2 d
 	d=$(sdir "$name")
@@ -297,6 +319,9 @@ slave-net-timeout=10
 loose-feedback=OFF
 EOF
 	[[ $name == replica ]] && echo "read-only=1" >>"$d/my.cnf"
+	if [[ -s $DIR/tls/server.pem ]]; then
+		printf 'ssl-ca=%s\nssl-cert=%s\nssl-key=%s\n' "$DIR/tls/ca.pem" "$DIR/tls/server.pem" "$DIR/tls/server-key.pem" >>"$d/my.cnf"
+	fi
 	return 0
 }
 
@@ -508,6 +533,11 @@ setup_primary() {
 			echo "ALTER USER $u IDENTIFIED BY '$DB_PASSWORD';"
 			echo "GRANT ALL PRIVILEGES ON *.* TO $u WITH GRANT OPTION;"
 		done
+		for h in '%' '127.0.0.1' 'localhost'; do
+			u="'$TLS_USER'@'$h'"
+			echo "CREATE USER IF NOT EXISTS $u IDENTIFIED BY '$DB_PASSWORD' REQUIRE SSL;"
+			echo "GRANT ALL PRIVILEGES ON *.* TO $u;"
+		done
 		u="'$REPL_USER'@'127.0.0.1'"
 		echo "CREATE USER IF NOT EXISTS $u IDENTIFIED BY '$REPL_PASSWORD';"
 		echo "ALTER USER $u IDENTIFIED BY '$REPL_PASSWORD';"
@@ -592,6 +622,10 @@ write_env() {
 		echo "LOCKPROXY_REDIS=127.0.0.1:$(port_of redis)"
 		echo "LOCKPROXY_DB_USER=$DB_USER"
 		echo "LOCKPROXY_DB_PASSWORD=$DB_PASSWORD"
+		echo "LOCKPROXY_TLS_USER=$TLS_USER"
+		echo "LOCKPROXY_TLS_CA=$DIR/tls/ca.pem"
+		echo "LOCKPROXY_TLS_CERT=$DIR/tls/server.pem"
+		echo "LOCKPROXY_TLS_KEY=$DIR/tls/server-key.pem"
 		for n in primary replica redis; do
 			N=${n^^}
 			echo "LOCKPROXY_${N}_PID_FILE=$(pidfile_of "$n")"
@@ -634,6 +668,7 @@ cmd_up() {
 	if [[ ! -d $DIR/primary/data/mysql || ! -d $DIR/replica/data/mysql ]]; then
 		tpl=$(ensure_template) || tpl=""
 	fi
+	ensure_tls
 	init_mysql primary "$tpl" &
 	local p1=$!
 	init_mysql replica "$tpl" &

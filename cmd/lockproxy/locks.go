@@ -98,7 +98,7 @@ func newRedlock(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lock
 }
 
 // newMySQLLocker keeps locks as rows on the primary (or locks.mysql.addr),
-// with the first user's credentials.
+// with the first user's credentials, over TLS when backends.tls is set.
 func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
 	lc := cfg.Locks
 	addr, table := cfg.Backends.Primary, "lockproxy."+rules.DefaultMySQLLockTable
@@ -116,7 +116,17 @@ func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lo
 	if len(cfg.Users) == 0 {
 		return nil, fmt.Errorf("lockproxy: the mysql lock backend needs a user")
 	}
-	conn, err := mysqllock.Connector(mysqllock.DriverConfig(addr, cfg.Users[0].User, cfg.Users[0].Password, lockOpTimeout))
+	dc := mysqllock.DriverConfig(addr, cfg.Users[0].User, cfg.Users[0].Password, lockOpTimeout)
+	if cfg.Backends.TLS != nil {
+		// The lock table's server is the primary, or one beside it:
+		// backends.tls applies to it too.
+		btls, err := cfg.Backends.TLS.Load()
+		if err != nil {
+			return nil, err
+		}
+		dc.TLS = rules.ForAddr(btls, addr)
+	}
+	conn, err := mysqllock.Connector(dc)
 	if err != nil {
 		return nil, err
 	}

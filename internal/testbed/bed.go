@@ -29,6 +29,11 @@ type Bed struct {
 	// User and Password have all privileges on both MariaDB servers over
 	// TCP from 127.0.0.1.
 	User, Password string
+	// TLSUser has the same password and privileges as User, but MariaDB
+	// requires it to connect with TLS (REQUIRE SSL). TLSCA is the CA that
+	// signed the certificate every server of the bed presents, for
+	// 127.0.0.1 and localhost (TLSCert and TLSKey, its certificate and key).
+	TLSUser, TLSCA, TLSCert, TLSKey string
 	// Shared is true when other test processes may use the bed at the same
 	// time; destructive helpers then return ErrShared.
 	Shared bool

@@ -34,6 +34,10 @@ func load(dir string) (*Bed, error) {
 		RedisAddr:   env["LOCKPROXY_REDIS"],
 		User:        env["LOCKPROXY_DB_USER"],
 		Password:    env["LOCKPROXY_DB_PASSWORD"],
+		TLSUser:     env["LOCKPROXY_TLS_USER"],
+		TLSCA:       env["LOCKPROXY_TLS_CA"],
+		TLSCert:     env["LOCKPROXY_TLS_CERT"],
+		TLSKey:      env["LOCKPROXY_TLS_KEY"],
 		env:         env,
 	}
 	for _, k := range []string{"LOCKPROXY_PRIMARY", "LOCKPROXY_REPLICA", "LOCKPROXY_REDIS", "LOCKPROXY_DB_USER"} {
