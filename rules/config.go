@@ -130,6 +130,9 @@ type RedisConfig struct {
 	Username   string   `yaml:"username"`
 	Password   string   `yaml:"password"`
 	DB         int      `yaml:"db"`
+	// TLS, when set, makes every connection to Redis (servers, sentinels,
+	// cluster nodes) use TLS, verified as for backends.tls.
+	TLS *TLSClientConfig `yaml:"tls"`
 }
 
 // MySQLLockConfig keeps locks as rows of a table.

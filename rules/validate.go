@@ -204,6 +204,7 @@ func (v *validator) redis(r *RedisConfig) {
 		return
 	}
 	v.hostList("locks.redis.addrs", "redis", r.Addrs)
+	v.tlsClient("locks.redis.tls", r.TLS)
 	switch r.Mode {
 	case "":
 		if distinct(r.Addrs) > 1 && r.MasterName == "" && !r.Cluster {

@@ -81,6 +81,11 @@ func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*
 	}
 	opts := redislock.ClientOptions(rc.Addrs, rc.MasterName, rc.Cluster)
 	opts.Username, opts.Password, opts.DB = rc.Username, rc.Password, rc.DB
+	tc, err := rc.TLS.Load() // a server name left empty is each node's host
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: locks.redis.tls: %w", err)
+	}
+	opts.TLSConfig = tc
 	rdb := redis.NewUniversalClient(opts)
 	l := redislock.New(rdb, &redislock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m})
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
@@ -89,8 +94,12 @@ func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*
 
 func newRedlock(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
 	rc := lc.Redis
+	tc, err := rc.TLS.Load()
+	if err != nil {
+		return nil, fmt.Errorf("lockproxy: locks.redis.tls: %w", err)
+	}
 	l, err := redlock.Dial(rc.Addrs, rc.Username, rc.Password,
-		&redlock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m})
+		&redlock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m, TLS: tc})
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: redlock: %w", err)
 	}

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -38,6 +39,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Metrics, if not nil, records the lock metrics.
 	Metrics *lockmgr.Metrics
+	// TLS, if not nil, is how Dial connects to every server (its server
+	// name, when empty, is each address's host).
+	TLS *tls.Config
 }
 
 func (o *Options) withDefaults() Options {
@@ -87,6 +91,9 @@ func Dial(addrs []string, username, password string, o *Options) (*Locker, error
 	for i, a := range addrs {
 		co := ClientOptions(a)
 		co.Username, co.Password = username, password
+		if o != nil {
+			co.TLSConfig = o.TLS
+		}
 		clients[i] = redis.NewClient(co)
 	}
 	l, err := New(clients, o)
