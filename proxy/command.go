@@ -267,15 +267,32 @@ func (s *session) track(an *parser.Analysis) {
 			s.db = f.UseDB
 			s.be.dbDirty = true
 		case parser.KindDDL:
-			s.refreshSchemaAsync()
+			s.refreshSchemaAfter(f.Text)
 		}
 	}
 	if an.Unparsed && an.LexKind == parser.KindDDL {
-		s.refreshSchemaAsync() // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+		s.refreshSchemaAfter(an.SQL) // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded. When
+// ddl names a rule's table (one that exists or one it creates), or a view,
+// routine or trigger that reaches one, the schema is read before the
+// session's next command, so its own next statement is keyed with the new
+// columns; other DDL is followed in the background. Temporary tables are
+// not in the schema lockproxy reads.
+func (s *session) refreshSchemaAfter(ddl string) {
+	if len(s.srv.config().Rules) == 0 || strings.Contains(strings.ToLower(ddl), "temporary") {
+		return
+	}
+	if rs := s.srv.ruleSet(); rs.Mentions(ddl) != nil || rs.MentionsAnyTable(ddl) {
+		s.srv.refreshSchema()
+		return
+	}
+	s.refreshSchemaAsync()
 }
 
 // refreshSchemaAsync re-reads the schema after DDL in the background,
