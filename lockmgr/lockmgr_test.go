@@ -197,3 +197,27 @@ func gauge(t *testing.T, g prometheus.Gatherer, name string) prometheus.Collecto
 	c.Set(sum)
 	return c
 }
+
+// TestInitRules: every per-rule series and every renewal result exists at
+// 0 before anything happened, so an alert on them sees 0, not nothing.
+func TestInitRules(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.InitRules([]string{"a", "b"})
+	for name, want := range map[string]int{
+		"lockproxy_lock_lease_lost_total": 2,
+		"lockproxy_lock_acquire_total":    2 * len(lockmgr.AcquireResults),
+		"lockproxy_lock_renewals_total":   3,
+		"lockproxy_lock_wait_seconds":     2,
+		"lockproxy_lock_hold_seconds":     2,
+		"lockproxy_lock_handoff_seconds":  2,
+		"lockproxy_lock_waiters_per_key":  2,
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
+			t.Errorf("%s: %d series, %v; want %d", name, n, err, want)
+		}
+	}
+}

@@ -70,7 +70,34 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	for _, r := range []string{RenewOK, RenewError, RenewLost} {
+		m.renewals.WithLabelValues(r)
+	}
 	return m, nil
+}
+
+// AcquireResults are the result label values of
+// lockproxy_lock_acquire_total (see Result).
+var AcquireResults = []string{"acquired", "timeout", "deadlock", "unavailable", "error"}
+
+// InitRules creates, at 0, every series of the per-rule lock metrics for
+// the named rules, so dashboards and alerts see 0 rather than nothing
+// before the first event. Call it at start and after each reload (series
+// of rules that went away stay until the process restarts).
+func (m *Metrics) InitRules(rules []string) {
+	if m == nil {
+		return
+	}
+	for _, rule := range rules {
+		m.wait.WithLabelValues(rule)
+		m.hold.WithLabelValues(rule)
+		m.lost.WithLabelValues(rule)
+		m.handoff.WithLabelValues(rule)
+		m.queue.WithLabelValues(rule)
+		for _, res := range AcquireResults {
+			m.acquires.WithLabelValues(rule, res)
+		}
+	}
 }
 
 // ObserveAcquire records the outcome of one Acquire that started at start:

@@ -185,6 +185,32 @@ func (s *session) finishRewrite(step rewriteStep) {
 	}
 }
 
+// initRuleMetrics creates, at 0, the series lockproxy's own labelled
+// metrics will have, so dashboards and alerts see 0 rather than nothing
+// before the first event: queries by route and kind, backend errors, and
+// per rule its rejections, unkeyed reads, fenced writes and rewrites.
+func (m *metrics) initRuleMetrics(cfg *rules.Config) {
+	for _, route := range []string{"primary", "replica"} {
+		for _, kind := range []string{"query", "execute"} {
+			m.queries.WithLabelValues(route, kind)
+		}
+		m.backendErrors.WithLabelValues(route)
+	}
+	for _, r := range cfg.Rules {
+		for _, reason := range []string{"unkeyed", "unavailable"} {
+			m.rejects.WithLabelValues(r.Name, reason)
+		}
+		if r.Rewrite != nil {
+			m.rejects.WithLabelValues(r.Name, "unpaired")
+		}
+		if r.Fence != "" {
+			m.fenced.WithLabelValues(r.Name)
+		}
+		m.unkeyedReads.WithLabelValues(r.Name)
+	}
+	m.initRewriteMetrics(cfg)
+}
+
 // initRewriteMetrics creates every result of lockproxy_rewrites_total for
 // each rewrite rule of cfg, so a dashboard sees 0 before the first event.
 func (m *metrics) initRewriteMetrics(cfg *rules.Config) {

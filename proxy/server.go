@@ -132,7 +132,7 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	}
 	s.cfg.Store(cfg)
 	s.rules.Store(rs)
-	s.metrics.initRewriteMetrics(cfg)
+	s.metrics.initRuleMetrics(cfg)
 	s.updateRouter(cfg)
 	return nil
 }

@@ -27,6 +27,8 @@ type lockBackend struct {
 	close  func()
 	// ping reports whether the lock service answers (for /readyz).
 	ping func(ctx context.Context) error
+	// metrics are the lock metrics the backend records.
+	metrics *lockmgr.Metrics
 }
 
 const lockOpTimeout = time.Second
@@ -45,7 +47,22 @@ func newLocker(cfg *rules.Config, reg prometheus.Registerer, log *zap.Logger) (*
 	if !ok {
 		return nil, fmt.Errorf("lockproxy: unknown lock backend %q", name)
 	}
-	return build(cfg, m, log.Named("locks"))
+	lb, err := build(cfg, m, log.Named("locks"))
+	if err != nil {
+		return nil, err
+	}
+	lb.metrics = m
+	m.InitRules(ruleNames(cfg))
+	return lb, nil
+}
+
+// ruleNames are the names of cfg's rules, for the per-rule metric series.
+func ruleNames(cfg *rules.Config) []string {
+	names := make([]string, 0, len(cfg.Rules))
+	for _, r := range cfg.Rules {
+		names = append(names, r.Name)
+	}
+	return names
 }
 
 // lockBuilders builds each backend of rules.LockBackends (a test checks

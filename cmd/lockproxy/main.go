@@ -119,6 +119,7 @@ func serve(cfg *rules.Config, path, authPlugin string, log *zap.Logger) error {
 		zap.String("admin", cfg.Admin.Listen), zap.String("primary", cfg.Backends.Primary))
 
 	reloads := newReloader(path, srv, reg, log)
+	reloads.loaded = func(cfg *rules.Config) { locks.metrics.InitRules(ruleNames(cfg)) }
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	go reloads.watch(ctx)

@@ -21,6 +21,8 @@ type reloader struct {
 	log     *zap.Logger
 	results *prometheus.CounterVec
 	modTime time.Time
+	// loaded, when set, is told of each configuration a reload applied.
+	loaded func(*rules.Config)
 }
 
 func newReloader(path string, srv *proxy.Server, reg prometheus.Registerer, log *zap.Logger) *reloader {
@@ -32,6 +34,9 @@ func newReloader(path string, srv *proxy.Server, reg prometheus.Registerer, log 
 		}, []string{"result"}),
 	}
 	reg.MustRegister(r.results)
+	for _, res := range []string{"success", "failure"} {
+		r.results.WithLabelValues(res)
+	}
 	if st, err := os.Stat(path); err == nil {
 		r.modTime = st.ModTime()
 	}
@@ -74,5 +79,8 @@ func (r *reloader) reload(why string) {
 		return
 	}
 	r.results.WithLabelValues("success").Inc()
+	if r.loaded != nil {
+		r.loaded(cfg)
+	}
 	r.log.Info("config reloaded", zap.String("trigger", why))
 }
