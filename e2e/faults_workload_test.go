@@ -244,9 +244,9 @@ func fencedSaleTables(t *testing.T, direct *sql.DB) {
 type event struct {
 	at    time.Time // when it finished
 	began time.Time
-	read bool   // an autocommit read, not a buy
-	code string // "" on success; see classify
-	msg  string
+	read  bool   // an autocommit read, not a buy
+	code  string // "" on success; see classify
+	msg   string
 }
 
 // workload runs buyers and readers through every node until stopped.
