@@ -132,10 +132,10 @@ func TestFailoverRecovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			killed := time.Now()
 			if err := g.KillNode(ctx, master); err != nil {
 				t.Fatal(err)
 			}
+			killed := time.Now() // KillNode returns once the process is gone
 			rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
 			defer rcancel()
 			back := loop.awaitGrant(t, rctx, killed)
