@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/redis/go-redis/v9"
 )
 
 // The fault harness: `make test-faults` (LOCKPROXY_FAULTS_LONG=1 for longer
@@ -297,7 +299,7 @@ func (r *rig) locksHeld(t *testing.T) string {
 		}
 		_ = rows.Close()
 	}
-	keys, err := r.redis.Keys(t.Context(), "lockproxy:{*}").Result()
+	keys, err := lockKeys(t.Context(), r.redis, "lockproxy:{*}")
 	if err != nil {
 		held = append(held, "redis: "+err.Error())
 	}
@@ -305,6 +307,29 @@ func (r *rig) locksHeld(t *testing.T) string {
 		held = append(held, "redis key "+k)
 	}
 	return strings.Join(held, "; ")
+}
+
+// lockKeys lists the keys in rdb that match pattern ("lockproxy:{*}": the
+// lock hashes, not their fence counters): on every master of a Cluster,
+// else on the one server.
+func lockKeys(ctx context.Context, rdb redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Keys(ctx, pattern).Result()
+	}
+	var mu sync.Mutex
+	var keys []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		ks, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		cc.ReloadState(ctx) // a master died: the next call sees who took over
+	}
+	return keys, err
 }
 
 // checkServing asserts a fresh connection through each proxy runs SELECT 1.

@@ -61,8 +61,9 @@ type node struct {
 }
 
 // faultConfig is a config with the bed's replica, Redis locks with a short
-// lease, and the flash-sale rule.
-func faultConfig(bed *testbed.Bed, listen, admin string) string {
+// lease on the Redis that redisYAML (the lines of locks.redis) names, and
+// the flash-sale rule.
+func faultConfig(bed *testbed.Bed, listen, admin, redisYAML string) string {
 	return fmt.Sprintf(`proxy:
   listen: %s
   shutdown_grace: 2s
@@ -78,20 +79,23 @@ backends:
 locks:
   backend: redis
   redis:
-    addrs: [%s]
+%s
   ttl: %s
   wait_timeout: %s
   on_unavailable: reject
-%s`, listen, admin, bed.User, bed.Password, bed.PrimaryAddr, bed.ReplicaAddr, bed.RedisAddr,
+%s`, listen, admin, bed.User, bed.Password, bed.PrimaryAddr, bed.ReplicaAddr, redisYAML,
 		faultTTL, faultWait, saleRule(faultDB)+"    fence: fence\n")
 }
 
-func startNode(t *testing.T, bed *testbed.Bed, conns int) *node {
+// bedRedis is the locks.redis of the bed's own Redis.
+func bedRedis(bed *testbed.Bed) string { return "    addrs: [" + bed.RedisAddr + "]" }
+
+func startNode(t *testing.T, bed *testbed.Bed, conns int, redisYAML string) *node {
 	t.Helper()
 	dir := t.TempDir()
 	n := &node{instance: &instance{addr: freePort(t), admin: freePort(t), log: filepath.Join(dir, "lockproxy.log")},
 		cfg: filepath.Join(dir, "rules.yaml")}
-	if err := os.WriteFile(n.cfg, []byte(faultConfig(bed, n.addr, n.admin)), 0o600); err != nil {
+	if err := os.WriteFile(n.cfg, []byte(faultConfig(bed, n.addr, n.admin, redisYAML)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -203,7 +207,7 @@ type rig struct {
 	bed    *testbed.Bed
 	direct *sql.DB
 	nodes  []*node
-	redis  *redis.Client
+	redis  redis.UniversalClient // the lock service, for checkLocksClear
 	plan   faultPlan
 }
 
@@ -211,31 +215,38 @@ func newRig(t *testing.T) *rig {
 	bed := testbed.Private(t)
 	r := &rig{bed: bed, plan: currentPlan()}
 	r.direct = freshDB(t, bed, faultDB)
-	// The stock row carries a fence column: a holder paused past its lease
-	// cannot write over the next holder (rules[].fence).
-	fenced := "CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)"
-	for _, s := range []string{fenced, ordersSchema} {
-		if _, err := r.direct.Exec(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fencedSaleTables(t, r.direct)
 	if err := bed.WaitReplicaCaughtUp(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		r.nodes = append(r.nodes, startNode(t, bed, r.plan.buyersPerProxy+2))
+		r.nodes = append(r.nodes, startNode(t, bed, r.plan.buyersPerProxy+2, bedRedis(bed)))
 	}
 	r.redis = redis.NewClient(&redis.Options{Addr: bed.RedisAddr, MaxRetries: -1})
 	t.Cleanup(func() { _ = r.redis.Close() })
 	return r
 }
 
+// fencedSaleTables makes the fenced stock table and the orders table.
+func fencedSaleTables(t *testing.T, direct *sql.DB) {
+	t.Helper()
+	// The stock row carries a fence column: a holder paused past its lease
+	// cannot write over the next holder (rules[].fence).
+	fenced := "CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)"
+	for _, s := range []string{fenced, ordersSchema} {
+		if _, err := direct.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // event is one finished attempt of the workload.
 type event struct {
-	at   time.Time
-	read bool   // an autocommit read, not a buy
-	code string // "" on success; see classify
-	msg  string
+	at    time.Time // when it finished
+	began time.Time
+	read  bool   // an autocommit read, not a buy
+	code  string // "" on success; see classify
+	msg   string
 }
 
 // workload runs buyers and readers through every node until stopped.
@@ -261,8 +272,8 @@ func (r *rig) startWorkload(t *testing.T) *workload {
 	return w
 }
 
-func (w *workload) record(read bool, err error) {
-	e := event{at: time.Now(), read: read}
+func (w *workload) record(began time.Time, read bool, err error) {
+	e := event{at: time.Now(), began: began, read: read}
 	if err != nil {
 		e.code, e.msg = classify(err), err.Error()
 	}
@@ -276,10 +287,11 @@ func (w *workload) buyer(ctx context.Context, db *sql.DB, name string, prepared 
 	for ctx.Err() == nil {
 		// A paused proxy holds a client past the fault's length; the
 		// attempt's own bound is generous.
+		began := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := buy(actx, db, name, prepared)
 		cancel()
-		w.record(false, err)
+		w.record(began, false, err)
 		if err != nil {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -290,11 +302,12 @@ func (w *workload) buyer(ctx context.Context, db *sql.DB, name string, prepared 
 func (w *workload) reader(ctx context.Context, db *sql.DB) {
 	defer w.wg.Done()
 	for ctx.Err() == nil {
+		began := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var stock int
 		err := db.QueryRowContext(actx, "SELECT stock FROM sku_stock WHERE sku_id = 1").Scan(&stock)
 		cancel()
-		w.record(true, err)
+		w.record(began, true, err)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -311,6 +324,19 @@ func (w *workload) firstBuySince(from time.Time) (time.Time, bool) {
 	defer w.mu.Unlock()
 	for _, e := range w.events {
 		if !e.read && e.code == "" && !e.at.Before(from) {
+			return e.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// firstBuyBegunSince returns when the first successful buy that began at
+// or after from finished, and whether there was one.
+func (w *workload) firstBuyBegunSince(from time.Time) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.events {
+		if !e.read && e.code == "" && !e.began.Before(from) {
 			return e.at, true
 		}
 	}

@@ -59,6 +59,11 @@ func buy(ctx context.Context, db *sql.DB, buyer string, prepared bool) (bought b
 	if err != nil {
 		return false, err
 	}
+	return buyIn(ctx, tx, buyer, prepared)
+}
+
+// buyIn is buy after BEGIN: it commits tx or rolls it back.
+func buyIn(ctx context.Context, tx *sql.Tx, buyer string, prepared bool) (bought bool, err error) {
 	defer func() {
 		if err != nil {
 			_ = tx.Rollback()

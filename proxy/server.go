@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -274,6 +275,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// errDraining is what Ready reports once Shutdown has begun.
+var errDraining = errors.New("draining (SIGTERM)")
+
 func (s *Server) isDraining() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -395,12 +399,17 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Ready reports whether the primary answers.
+// Ready reports whether the server takes new clients: it is not draining
+// and the primary answers. A load balancer that checks /readyz thus stops
+// sending clients as soon as SIGTERM arrives.
 func (s *Server) Ready(ctx context.Context) error {
+	if s.isDraining() {
+		return errDraining
+	}
 	d := net.Dialer{}
 	c, err := d.DialContext(ctx, "tcp", s.config().Backends.Primary)
 	if err != nil {
-		return err
+		return fmt.Errorf("primary: %w", err)
 	}
 	return c.Close()
 }

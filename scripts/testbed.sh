@@ -16,6 +16,16 @@
 #   testbed.sh stop DIR NAME      stop one server cleanly
 #   testbed.sh start DIR NAME     start one stopped server on its old port
 #   testbed.sh restart DIR NAME   stop (if running) and start one server
+#   testbed.sh sentinel DIR       start (or reuse) a Redis Sentinel group in
+#                                 DIR/sentinel: a master, 2 replicas, 3 sentinels
+#                                 watching it as "lockproxy"; print its env
+#   testbed.sh cluster DIR        start (or reuse) a Redis Cluster in DIR/cluster:
+#                                 3 masters, 3 replicas; print its env
+#   testbed.sh kill-node DIR ADDR SIGKILL the Sentinel or Cluster node on ADDR
+#
+# `down` stops the Sentinel group and the Cluster of DIR too. Their nodes
+# detect a failure in 2 s (down-after-milliseconds, cluster-node-timeout),
+# so a killed master is replaced within seconds.
 #
 # With LOCKPROXY_TESTBED_OWNER_PID set, `up` also starts a watchdog that
 # takes the bed down when that process exits (so a crashed test binary
@@ -84,6 +94,7 @@ missing_packages() {
 	first_cmd node >/dev/null || echo nodejs
 	first_cmd npm >/dev/null || echo npm
 	first_cmd setsid >/dev/null || echo util-linux
+	first_cmd haproxy /usr/sbin/haproxy >/dev/null || echo haproxy # e2e: instances behind a load balancer
 	first_cmd make >/dev/null || echo make
 	first_cmd socat >/dev/null || echo socat # bench: the socat relay arm of the overhead scenario
 	first_cmd openssl >/dev/null || echo openssl # the bed's TLS certificates
@@ -638,6 +649,242 @@ write_env() {
 	mv "$f.tmp" "$f"
 }
 
+# ---------------------------------------------------------------- Sentinel and Cluster
+
+# A group (sentinel or cluster) keeps one directory per node under
+# DIR/GROUP/PORT (config, pid, log, data), the node ports in DIR/GROUP/nodes
+# and the addresses clients need in DIR/GROUP/env.
+
+# pick_group_port prints a free port that no node of DIR/GROUP has taken
+# yet (also not as a cluster bus port) and records it in DIR/GROUP/ports.
+pick_group_port() {
+	local g=$1 p i
+	for i in $(seq 500); do
+		p=$((20000 + RANDOM % 12000))
+		grep -qx "$p" "$DIR/$g/ports" 2>/dev/null && continue
+		[[ $p == "$(port_of primary)" || $p == "$(port_of replica)" || $p == "$(port_of redis)" ]] && continue
+		if port_free "$p"; then
+			echo "$p" >>"$DIR/$g/ports"
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# node_pid GROUP PORT prints the pid of that node if it runs and is still
+# our redis-server.
+node_pid() {
+	local f="$DIR/$1/$2/redis.pid" pid cmd
+	[[ -s $f ]] || return 1
+	pid=$(tr -dc 0-9 <"$f")
+	[[ -n $pid ]] && running "$pid" || return 1
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+	[[ $cmd == *redis-server*":$2"* || $cmd == *"$DIR/$1/$2/"* ]] || return 1
+	echo "$pid"
+}
+
+# rcli PORT ARGS...: redis-cli against one node of a group.
+rcli() {
+	local port=$1
+	shift
+	"$(redis_cli_bin)" -h 127.0.0.1 -p "$port" "$@"
+}
+
+# launch_node GROUP PORT ARGS...: start redis-server with ARGS (a config
+# file and options) in its own session and wait until it answers PING.
+launch_node() {
+	local g=$1 port=$2 d i
+	shift 2
+	d="$DIR/$g/$port"
+	mkdir -p "$d"
+	rm -f "$d/redis.pid"
+	setsid "$(redis_bin)" "$@" </dev/null >>"$d/stdout.log" 2>&1 &
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		if node_pid "$g" "$port" >/dev/null && [[ $(rcli "$port" ping 2>/dev/null) == PONG ]]; then
+			echo "$port" >>"$DIR/$g/nodes"
+			return 0
+		fi
+		sleep 0.1
+	done
+	tail -n 20 "$d/redis.log" >&2 2>/dev/null || true
+	die "$g: redis-server on port $port did not come up"
+}
+
+# data_node_opts GROUP PORT: the options every data node of a group shares
+# (no persistence: a restarted node comes back empty).
+data_node_opts() {
+	local d="$DIR/$1/$2"
+	echo --port "$2" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+		--pidfile "$d/redis.pid" --logfile "$d/redis.log" --dir "$d"
+}
+
+group_alive() {
+	local g=$1 port
+	[[ -s $DIR/$g/env && -s $DIR/$g/nodes ]] || return 1
+	while read -r port; do
+		node_pid "$g" "$port" >/dev/null || return 1
+	done <"$DIR/$g/nodes"
+}
+
+# sentinel_settled PORT: the sentinel on PORT sees 2 replicas and 2 other
+# sentinels.
+sentinel_settled() {
+	rcli "$1" sentinel master lockproxy 2>/dev/null | tr -d '\r' |
+		awk 'p {v[k]=$0; p=0; next} {k=$0; p=1} END {exit !(v["num-slaves"] == 2 && v["num-other-sentinels"] == 2)}'
+}
+
+cmd_sentinel() {
+	set_dir "${1:-}"
+	if group_alive sentinel; then
+		start_watchdog
+		cat "$DIR/sentinel/env"
+		return 0
+	fi
+	cmd_check
+	stop_group sentinel
+	rm -rf "$DIR/sentinel"
+	mkdir -p "$DIR/sentinel"
+	local m r p i d ok s sentinels=() replicas=()
+	m=$(pick_group_port sentinel)
+	# shellcheck disable=SC2046
+	launch_node sentinel "$m" $(data_node_opts sentinel "$m")
+	for i in 1 2; do
+		r=$(pick_group_port sentinel)
+		# shellcheck disable=SC2046
+		launch_node sentinel "$r" $(data_node_opts sentinel "$r") --replicaof 127.0.0.1 "$m"
+		replicas+=("$r")
+	done
+	for i in 1 2 3; do
+		p=$(pick_group_port sentinel)
+		d="$DIR/sentinel/$p"
+		mkdir -p "$d"
+		cat >"$d/sentinel.conf" <<EOF
+# Written by scripts/testbed.sh; Sentinel rewrites it as the group changes.
+port $p
+bind 127.0.0.1
+daemonize no
+pidfile $d/redis.pid
+logfile $d/redis.log
+dir $d
+sentinel monitor lockproxy 127.0.0.1 $m 2
+sentinel down-after-milliseconds lockproxy 2000
+sentinel failover-timeout lockproxy 10000
+sentinel parallel-syncs lockproxy 2
+EOF
+		launch_node sentinel "$p" "$d/sentinel.conf" --sentinel
+		sentinels+=("127.0.0.1:$p")
+	done
+	# Settled: both replicas in sync, every sentinel knows both replicas
+	# and the other two sentinels.
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		ok=1
+		for r in "${replicas[@]}"; do
+			rcli "$r" info replication 2>/dev/null | grep -q 'master_link_status:up' || ok=0
+		done
+		for s in "${sentinels[@]}"; do
+			sentinel_settled "${s##*:}" || ok=0
+		done
+		((ok)) && break
+		sleep 0.1
+	done
+	((ok)) || die "sentinel: the group did not settle (logs in $DIR/sentinel)"
+	{
+		echo "# Written by scripts/testbed.sh sentinel"
+		echo "LOCKPROXY_SENTINEL_ADDRS=$(IFS=,; echo "${sentinels[*]}")"
+		echo "LOCKPROXY_SENTINEL_MASTER=lockproxy"
+	} >"$DIR/sentinel/env"
+	start_watchdog
+	cat "$DIR/sentinel/env"
+}
+
+# cluster_settled: every node says cluster_state:ok and every replica's
+# link to its master is up.
+cluster_settled() {
+	local p
+	while read -r p; do
+		rcli "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || return 1
+		if rcli "$p" info replication 2>/dev/null | grep -q 'role:slave'; then
+			rcli "$p" info replication 2>/dev/null | grep -q 'master_link_status:up' || return 1
+		fi
+	done <"$DIR/cluster/nodes"
+}
+
+cmd_cluster() {
+	set_dir "${1:-}"
+	if group_alive cluster; then
+		start_watchdog
+		cat "$DIR/cluster/env"
+		return 0
+	fi
+	cmd_check
+	stop_group cluster
+	rm -rf "$DIR/cluster"
+	mkdir -p "$DIR/cluster"
+	local i p bus addrs=()
+	for i in 1 2 3 4 5 6; do
+		p=$(pick_group_port cluster)
+		bus=$(pick_group_port cluster)
+		# shellcheck disable=SC2046
+		launch_node cluster "$p" $(data_node_opts cluster "$p") --cluster-enabled yes \
+			--cluster-port "$bus" --cluster-config-file "$DIR/cluster/$p/nodes.conf" \
+			--cluster-node-timeout 2000 --cluster-replica-validity-factor 0
+		addrs+=("127.0.0.1:$p")
+	done
+	rcli "${addrs[0]##*:}" --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+		>"$DIR/cluster/create.log" 2>&1 || {
+		tail -n 20 "$DIR/cluster/create.log" >&2
+		die "cluster: redis-cli --cluster create failed"
+	}
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		cluster_settled && break
+		sleep 0.1
+	done
+	cluster_settled || die "cluster: not settled after ${START_TIMEOUT}s (logs in $DIR/cluster)"
+	{
+		echo "# Written by scripts/testbed.sh cluster"
+		echo "LOCKPROXY_CLUSTER_ADDRS=$(IFS=,; echo "${addrs[*]}")"
+	} >"$DIR/cluster/env"
+	start_watchdog
+	cat "$DIR/cluster/env"
+}
+
+# stop_group GROUP stops every node of it (SIGTERM, SIGKILL after 10 s).
+stop_group() {
+	local g=$1 port pid i pids=()
+	[[ -f $DIR/$g/nodes ]] || return 0
+	while read -r port; do
+		if pid=$(node_pid "$g" "$port"); then
+			kill -TERM "$pid" 2>/dev/null || true
+			pids+=("$pid")
+		fi
+	done <"$DIR/$g/nodes"
+	for pid in "${pids[@]}"; do
+		for ((i = 0; i < 100; i++)); do
+			running "$pid" || break
+			sleep 0.1
+		done
+		if running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+	done
+	return 0
+}
+
+# cmd_kill_node DIR ADDR: SIGKILL the Sentinel or Cluster node on ADDR.
+cmd_kill_node() {
+	set_dir "${1:-}"
+	local port=${2:-} g pid
+	port=${port##*:}
+	[[ $port =~ ^[0-9]+$ ]] || die "usage: $SELF kill-node DIR 127.0.0.1:PORT"
+	for g in sentinel cluster; do
+		if grep -qx "$port" "$DIR/$g/nodes" 2>/dev/null && pid=$(node_pid "$g" "$port"); then
+			kill -KILL "$pid"
+			while running "$pid"; do sleep 0.05; done
+			return 0
+		fi
+	done
+	die "no running Sentinel or Cluster node of $DIR on port $port"
+}
+
 # ---------------------------------------------------------------- commands
 
 set_dir() {
@@ -731,6 +978,8 @@ cmd_down() {
 		kill "$wpid" 2>/dev/null || true
 		rm -f "$DIR/watchdog.pid"
 	fi
+	stop_group sentinel &
+	stop_group cluster &
 	stop_server replica TERM &
 	stop_server redis TERM &
 	wait
@@ -791,6 +1040,9 @@ env)
 	cat "$DIR/env"
 	;;
 kill | stop | start | restart) cmd_one "$CMD" "$@" ;;
+sentinel) cmd_sentinel "$@" ;;
+cluster) cmd_cluster "$@" ;;
+kill-node) cmd_kill_node "$@" ;;
 watchdog) cmd_watchdog "$@" ;;
 *)
 	sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//' >&2

@@ -15,7 +15,8 @@ import (
 )
 
 // startAdmin serves /metrics, /healthz and /readyz on addr (loopback by default).
-// /readyz fails when the primary or the lock service cannot be reached.
+// /readyz fails when the primary or the lock service cannot be reached, and
+// from the moment SIGTERM starts the drain.
 func startAdmin(addr, token string, srv *proxy.Server, lockPing func(context.Context) error, reg *prometheus.Registry, log *zap.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -26,7 +27,7 @@ func startAdmin(addr, token string, srv *proxy.Server, lockPing func(context.Con
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := srv.Ready(ctx); err != nil {
-			http.Error(w, "not ready: primary: "+err.Error(), http.StatusServiceUnavailable)
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		if err := lockPing(ctx); err != nil {

@@ -52,12 +52,33 @@
 // valid. The price: for one ttl after a Redis start, contended or not, no
 // lock is granted.
 //
-// Not covered: a Sentinel or Cluster failover to a replica that had not
-// received a grant. The new master has been up for long, so another Locker
-// may grant the key before the holder's next renewal finds it taken and
-// reports the lease lost (within ttl/3). Like every single-master Redis
-// lock, that window stays open; the fence token lets storage reject the
-// older holder's writes.
+// Sentinel and Cluster. A Sentinel client asks the sentinels for the
+// master at every dial. A Cluster client reloads its slot map whenever a
+// call finds its node away or the cluster changing (cluster.go), not only
+// on MOVED or once a minute as go-redis would, and the restart guard hooks
+// every node client. After a master dies, grants resume once a replica is
+// promoted: 3-5 s with a 2 s failure detection (TestFailoverRecovery; e2e
+// TestFaultRedisFailover has the figures under a flash sale). Each lock key
+// has its own hash tag, so keys spread over every master while the scripts'
+// keys of one lock stay on one slot.
+//
+// The window asynchronous replication leaves: a grant (or the renewal
+// that would restore it) the old master acknowledged may not have reached
+// the replica that is promoted. The new master then has no such lock, and
+// another Locker may grant the key before the holder's next renewal
+// (within ttl/3) finds it taken and loses the lease (the client gets 1213,
+// its transaction is rolled back). Until then two sessions believe they
+// hold the key. Two things close it:
+//   - The fence. The new grant's token is max(previous+1, server time in
+//     µs); the counter may be lost with the lock, but server time has moved
+//     past the old token (masters' clocks must agree to within the time
+//     between the two grants). With a rule's fence column, the write of
+//     the holder with the older token is refused, so the row never takes
+//     writes from both.
+//   - The restart grace. A master that restarted empty, whether failed
+//     over to or not, is younger than RestartGrace: grants on it wait until
+//     leases from before have run out or been restored. A replica promoted
+//     after running for long is not held back; that case is the fence's.
 //
 // The package imports only lockmgr and lockmgr/internal/leasebook (the
 // bookkeeping it shares with the other backends) among lockproxy packages

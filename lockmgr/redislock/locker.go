@@ -92,7 +92,9 @@ type Locker struct {
 var _ lockmgr.Locker = (*Locker)(nil)
 
 // New makes a Locker on rdb. It adds a hook to rdb (to notice reconnects
-// after a server restart), preloads the scripts and subscribes to its wound
+// after a server restart; on a Cluster client also to reload the slot map
+// when a node is away, so rdb must be new: node clients made before New
+// are not watched), preloads the scripts and subscribes to its wound
 // channel, but does not fail when Redis is down: Acquire reports
 // lockmgr.ErrUnavailable until it is back.
 func New(rdb redis.UniversalClient, o *Options) *Locker {
@@ -103,7 +105,11 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		ledger: lockmgr.NewLedger(opt.Metrics), ctx: ctx, cancel: cancel,
 		book: leasebook.New(opt.Logger),
 	}
-	rdb.AddHook(&l.restart)
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		l.followCluster(cc)
+	} else {
+		rdb.AddHook(&l.restart)
+	}
 	l.notify = newNotifier(l)
 	l.wg.Add(2)
 	go l.renewLoop()
