@@ -35,8 +35,11 @@ type matrixClient struct {
 	// tool and check prove the runtime and the library are installed.
 	tool  string
 	check []string
-	args  []string // the scenario, after the tool
-	env   []string
+	// runner, if set, is the program run instead of the tool (which the
+	// scenario then finds in LP_MARIADB).
+	runner string
+	args   []string // the scenario, after the tool or runner
+	env    []string
 	// want are lines every direct transcript must contain (so that two
 	// identical wrong transcripts cannot pass); proxyWant and directWant
 	// the "~" lines of each side.
@@ -117,6 +120,18 @@ func matrixClients() []matrixClient {
 			want:       []string{"connect: 2", "orm-style read: [(1, 10), (2, 20), (3, 30)]", "params: [(20,)]", "stale, pre-ping: 3"},
 			directWant: []string{"~guarded unkeyed write: 3"}, proxyWant: []string{"~guarded unkeyed write: error 1105"},
 			tlsWant: []string{"tls connect: 2", "tls for update: [(10,)]", "tls after commit: [(9,)]", "tls, another CA: error 2026"}},
+		{name: "mariadb-cli", tool: "mariadb", check: []string{"--version"}, runner: "bash",
+			args: []string{"testdata/clients/scenario.sh"},
+			want: []string{"connect", "é\t1.50\tNULL\t2024-02-29 12:34:56.789\t", "1\t-4611686018427387904\t2.5\t-12.345\tnaïve ' \\\\ \"\t00FF27\t",
+				"for update", "after commit", "100000\t5000050000",
+				"ERROR 1064 (42000) at line 17: You have an error in your SQL syntax", "ERROR 1062 (23000) at line 18: Duplicate entry '1'",
+				"ERROR 1146 (42S02) at line 19: Table '<db>.no_such_table' doesn't exist", "after all"},
+			directWant: []string{"~guarded unkeyed write: 3", "~show: ERROR 1064 (42000) at line 27"},
+			proxyWant:  []string{"~guarded unkeyed write: ERROR 1105 (HY000) at line 22: lockproxy: rule sku", "~show: name\ttable\tkey"},
+			tlsWant: []string{"tls connect", "tls for update", "tls after commit", "7bc113dc472de03c10055f1852b4df86\t2097152",
+				"ERROR 1062 (23000) at line 13", "tls client: Cipher in use", "tls, another CA: ERROR 2026 (HY000)"},
+			tlsDirectWant: []string{"~tls guarded unkeyed write: 3"},
+			tlsProxyWant:  []string{"~tls guarded unkeyed write: ERROR 1105 (HY000) at line 16: lockproxy: rule sku"}},
 	}
 }
 
@@ -170,6 +185,10 @@ func TestClientMatrix(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			tool := requireTool(t, c.tool, c.check...)
+			prog := tool
+			if c.runner != "" {
+				prog = requireTool(t, c.runner)
+			}
 			runs := []struct {
 				name, addr, user string
 				tls              bool
@@ -187,7 +206,7 @@ func TestClientMatrix(t *testing.T) {
 				db := freshNamedDB(t, p, "mx_"+strings.ReplaceAll(c.name, "-", "_")+"_"+r.name)
 				host, port := splitAddr(t, r.addr)
 				env := append([]string{"LP_HOST=" + host, "LP_PORT=" + port, "LP_USER=" + r.user,
-					"LP_PASSWORD=" + bed.Password, "LP_DB=" + db}, c.env...)
+					"LP_PASSWORD=" + bed.Password, "LP_DB=" + db, "LP_MARIADB=" + tool}, c.env...)
 				if r.tls {
 					env = append(env, "LP_TLS_CA="+bed.TLSCA, "LP_TLS_OTHER_CA="+otherCA)
 				}
@@ -196,7 +215,7 @@ func TestClientMatrix(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					outs[i], errs[i] = execClient(db, env, "", tool, c.args...)
+					outs[i], errs[i] = execClient(db, env, "", prog, c.args...)
 				}()
 			}
 			wg.Wait()
