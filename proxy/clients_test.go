@@ -75,6 +75,16 @@ type runOutput struct {
 // print.
 func runClient(t *testing.T, db string, env []string, stdin string, name string, args ...string) runOutput {
 	t.Helper()
+	out, err := execClient(db, env, stdin, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// execClient is runClient for any goroutine: a program that could not be
+// run (not one that exited with an error) is an error.
+func execClient(db string, env []string, stdin string, name string, args ...string) (runOutput, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -82,7 +92,7 @@ func runClient(t *testing.T, db string, env []string, stdin string, name string,
 	if stdin != "" {
 		f, err := os.Open(stdin)
 		if err != nil {
-			t.Fatal(err)
+			return runOutput{}, err
 		}
 		defer f.Close()
 		cmd.Stdin = f
@@ -92,10 +102,10 @@ func runClient(t *testing.T, db string, env []string, stdin string, name string,
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("%s: %v", name, err)
+		return runOutput{}, fmt.Errorf("%s: %w", name, err)
 	}
 	r := strings.NewReplacer(db, "<db>")
-	return runOutput{stdout: r.Replace(stdout.String()), stderr: r.Replace(stderr.String()), code: cmd.ProcessState.ExitCode()}
+	return runOutput{stdout: r.Replace(stdout.String()), stderr: r.Replace(stderr.String()), code: cmd.ProcessState.ExitCode()}, nil
 }
 
 // assertSameOutput fails when a run differs from the direct one.

@@ -298,12 +298,32 @@ func (s *session) refreshSchemaAfter(ddl string) {
 // refreshSchemaAsync re-reads the schema after DDL in the background,
 // counted with the session's server so that Shutdown waits for it (the
 // session itself is counted while it runs, so the count cannot be zero).
+// The client has its OK at once; the session's next plan waits for the
+// read (awaitSchema), so the statement after a CREATE TABLE or CREATE
+// VIEW is keyed with the new table's column types and meets the rules
+// through the new view. A session's reads run one after another, so the
+// last one stored is the one its last DDL started.
 func (s *session) refreshSchemaAsync() {
+	prev, done := s.schemaRead, make(chan struct{})
+	s.schemaRead = done
 	s.srv.wg.Add(1)
 	go func() {
 		defer s.srv.wg.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
 		s.srv.refreshSchema()
 	}()
+}
+
+// awaitSchema waits for the schema read the session's last DDL started,
+// if it is still running (it gives up within the schema read's timeouts).
+func (s *session) awaitSchema() {
+	if s.schemaRead != nil {
+		<-s.schemaRead
+		s.schemaRead = nil
+	}
 }
 
 // setsCharset reports whether a SET changes the client character set.

@@ -51,8 +51,10 @@ type planEnv struct {
 	analyze func(sql string) *parser.Analysis
 }
 
-// planEnv returns the session's planning environment.
+// planEnv returns the session's planning environment, with the schema its
+// last DDL changed.
 func (s *session) planEnv() planEnv {
+	s.awaitSchema()
 	return planEnv{
 		rs:            s.srv.ruleSet(),
 		db:            s.db,

@@ -76,6 +76,11 @@ type session struct {
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState
 
+	// schemaRead is closed when the schema re-read after this session's
+	// last DDL has been stored (nil: none pending); the session's next
+	// plan waits for it (see refreshSchemaAsync).
+	schemaRead chan struct{}
+
 	// thread is the backend thread id of the pinned primary connection,
 	// for KILL from other sessions.
 	thread atomic.Uint32

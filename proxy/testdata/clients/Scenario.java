@@ -1,6 +1,9 @@
 // The client-matrix scenario for MariaDB Connector/J, run by
 // TestClientMatrix (java single-file source launch) directly against
 // MariaDB and through lockproxy; see scenario.py for the conventions.
+// With LP_TLS_CA it runs the TLS scenario (useSsl with serverSslCert: the
+// certificate's chain and name are verified; Connector/J keeps its TLS
+// socket to itself, so the client side's TLS state is not shown).
 import java.math.BigDecimal;
 import java.sql.*;
 import java.util.*;
@@ -34,7 +37,41 @@ public class Scenario {
         return out;
     }
 
+    static String tlsURL(String ca) {
+        return url("&useServerPrepStmts=true&useSsl=true&serverSslCert=" + ca);
+    }
+
+    static void tls() throws Exception {
+        Connection c = DriverManager.getConnection(tlsURL(System.getenv("LP_TLS_CA")));
+        Statement st = c.createStatement();
+        System.out.println("tls connect: " + rows(st.executeQuery("SELECT 1 + 1")).get(0).get(0));
+        System.out.println("~tls server: " + rows(st.executeQuery("SHOW SESSION STATUS LIKE 'Ssl_version'")).get(0).get(1));
+        st.execute("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)");
+        st.execute("INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)");
+        c.setAutoCommit(false);
+        PreparedStatement fu = c.prepareStatement("SELECT stock FROM sku WHERE sku_id = ? FOR UPDATE");
+        fu.setInt(1, 1);
+        System.out.println("tls for update: " + rows(fu.executeQuery()));
+        st.executeUpdate("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1");
+        c.commit();
+        c.setAutoCommit(true);
+        System.out.println("tls after commit: " + rows(st.executeQuery("SELECT stock FROM sku WHERE sku_id = 1")));
+        PreparedStatement big = c.prepareStatement("SELECT REPEAT(?, 1 << 20)");
+        big.setString(1, "é");
+        String v = rows(big.executeQuery()).get(0).get(0);
+        System.out.println("tls long value: " + v.length() + " " + v.equals("é".repeat(1 << 20)));
+        attempt("tls error", () -> { PreparedStatement p = c.prepareStatement("INSERT INTO sku (sku_id, stock) VALUES (?, ?)"); p.setInt(1, 1); p.setInt(2, 1); return p.executeUpdate(); });
+        attempt("~tls guarded unkeyed write", () -> st.executeUpdate("UPDATE sku SET stock = 0"));
+        attempt("~tls show prepared", () -> c.prepareStatement("SHOW LOCKPROXY RULES").executeQuery().getMetaData().getColumnCount());
+        attempt("tls, another CA", () -> { DriverManager.getConnection(tlsURL(System.getenv("LP_TLS_OTHER_CA"))).close(); return "connected"; });
+        c.close();
+    }
+
     public static void main(String[] args) throws Exception {
+        if (System.getenv("LP_TLS_CA") != null) {
+            tls();
+            return;
+        }
         Connection c = DriverManager.getConnection(url("&useServerPrepStmts=true"));
         Statement st = c.createStatement();
         System.out.println("connect: " + rows(st.executeQuery("SELECT 1 + 1")).get(0).get(0));

@@ -1,15 +1,18 @@
 // The client-matrix scenario for node mysql2, run by TestClientMatrix
 // directly against MariaDB and through lockproxy (see scenario.py for the
-// conventions: LP_* settings, "~" lines that differ by design).
+// conventions: LP_* settings, LP_TLS_CA for the TLS scenario, "~" lines
+// that differ by design).
 'use strict';
+const fs = require('fs');
 const mysql = require('mysql2/promise');
 
 const cfg = () => ({
   host: process.env.LP_HOST, port: Number(process.env.LP_PORT), user: process.env.LP_USER,
   password: process.env.LP_PASSWORD, database: process.env.LP_DB, charset: 'UTF8MB4_GENERAL_CI',
   dateStrings: true, supportBigNumbers: true, bigNumberStrings: true,
-  ssl: process.env.LP_TLS === '1' ? { rejectUnauthorized: false } : undefined,
 });
+// tlsCfg verifies the server's certificate against ca, and its name.
+const tlsCfg = (ca) => ({ ...cfg(), ssl: { ca: fs.readFileSync(ca), rejectUnauthorized: true, verifyIdentity: true } });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const show = (v) => JSON.stringify(v, (k, x) => (Buffer.isBuffer(x) ? 'hex:' + x.toString('hex') : x));
 
@@ -79,4 +82,33 @@ async function main() {
   await c.end();
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+// tls is the TLS scenario; the client side's TLS state is the socket's.
+async function tls() {
+  const c = await mysql.createConnection(tlsCfg(process.env.LP_TLS_CA));
+  const [[one]] = await c.query('SELECT 1 + 1 AS v');
+  console.log('tls connect:', one.v);
+  const sock = c.connection.stream;
+  console.log('tls client:', sock.encrypted === true && sock.authorized === true, sock.getProtocol());
+  console.log('~tls client cipher:', sock.getCipher().standardName);
+  console.log('~tls server:', (await c.query("SHOW SESSION STATUS LIKE 'Ssl_version'"))[0][0].Value);
+  await c.query('CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)');
+  await c.query('INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)');
+  await c.beginTransaction();
+  console.log('tls for update:', show((await c.execute('SELECT stock FROM sku WHERE sku_id = ? FOR UPDATE', [1]))[0]));
+  await c.execute('UPDATE sku SET stock = stock - 1 WHERE sku_id = ?', [1]);
+  await c.commit();
+  console.log('tls after commit:', show((await c.query('SELECT stock FROM sku WHERE sku_id = 1'))[0]));
+  const [[big]] = await c.execute('SELECT REPEAT(?, 1 << 20) AS v', ['é']);
+  console.log('tls long value:', big.v.length, [...new Set(big.v)].join(''));
+  await attempt('tls error', () => c.execute('INSERT INTO sku (sku_id, stock) VALUES (?, ?)', [1, 1]));
+  await attempt('~tls guarded unkeyed write', async () => (await c.query('UPDATE sku SET stock = 0'))[0].affectedRows);
+  await attempt('~tls show prepared', async () => (await c.execute('SHOW LOCKPROXY RULES'))[1].map((f) => f.name).slice(0, 3));
+  await attempt('tls, another CA', async () => {
+    const o = await mysql.createConnection(tlsCfg(process.env.LP_TLS_OTHER_CA));
+    await o.end();
+    return 'connected';
+  });
+  await c.end();
+}
+
+(process.env.LP_TLS_CA ? tls() : main()).catch((e) => { console.error(e); process.exit(1); });

@@ -2,23 +2,38 @@
 // The client-matrix scenario for PHP, run by TestClientMatrix directly
 // against MariaDB and through lockproxy (see scenario.py for the
 // conventions). LP_API: mysqli, pdo (emulated prepares) or pdo-native.
+// With LP_TLS_CA it runs the TLS scenario: mysqlnd verifies the server's
+// certificate against that CA and its name, but shows nothing of the
+// client side's TLS state.
 $api = getenv('LP_API');
 $host = getenv('LP_HOST'); $port = (int)getenv('LP_PORT'); $user = getenv('LP_USER');
 $pass = getenv('LP_PASSWORD'); $db = getenv('LP_DB');
 mysqli_report(MYSQLI_REPORT_ERROR | MYSQLI_REPORT_STRICT);
 
-function connect() {
+function connect($ca = null) {
     global $api, $host, $port, $user, $pass, $db;
     if ($api === 'mysqli') {
-        $c = new mysqli($host, $user, $pass, $db, $port);
+        $c = mysqli_init();
+        $flags = 0;
+        if ($ca !== null) {
+            $c->ssl_set(null, null, $ca, null, null);
+            $c->options(MYSQLI_OPT_SSL_VERIFY_SERVER_CERT, true);
+            $flags = MYSQLI_CLIENT_SSL;
+        }
+        $c->real_connect($host, $user, $pass, $db, $port, null, $flags);
         $c->set_charset('utf8mb4');
         return $c;
     }
-    return new PDO("mysql:host=$host;port=$port;dbname=$db;charset=utf8mb4", $user, $pass, [
+    $opts = [
         PDO::ATTR_ERRMODE => PDO::ERRMODE_EXCEPTION,
         PDO::ATTR_EMULATE_PREPARES => $api === 'pdo',
         PDO::ATTR_STRINGIFY_FETCHES => true,
-    ]);
+    ];
+    if ($ca !== null) {
+        $opts[PDO::MYSQL_ATTR_SSL_CA] = $ca;
+        $opts[PDO::MYSQL_ATTR_SSL_VERIFY_SERVER_CERT] = true;
+    }
+    return new PDO("mysql:host=$host;port=$port;dbname=$db;charset=utf8mb4", $user, $pass, $opts);
 }
 
 function code($e) {
@@ -65,6 +80,26 @@ function p($c, $sql, $args) {
     $st = $c->prepare($sql);
     $st->execute($args);
     return $st->columnCount() ? $st->fetchAll(PDO::FETCH_NUM) : $st->rowCount();
+}
+
+if (getenv('LP_TLS_CA')) {
+    $c = connect(getenv('LP_TLS_CA'));
+    echo "tls connect: ", q($c, "SELECT 1 + 1")[0][0], "\n";
+    echo "~tls server: ", q($c, "SHOW SESSION STATUS LIKE 'Ssl_version'")[0][1], "\n";
+    q($c, "CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)");
+    q($c, "INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)");
+    $api === 'mysqli' ? $c->begin_transaction() : $c->beginTransaction();
+    echo "tls for update: ", json_encode(p($c, "SELECT stock FROM sku WHERE sku_id = ? FOR UPDATE", [1])), "\n";
+    p($c, "UPDATE sku SET stock = stock - 1 WHERE sku_id = ?", [1]);
+    $c->commit();
+    echo "tls after commit: ", json_encode(q($c, "SELECT stock FROM sku WHERE sku_id = 1")), "\n";
+    $big = p($c, "SELECT REPEAT(?, 1 << 20)", ['é'])[0][0];
+    echo "tls long value: ", strlen($big), " bytes, ", json_encode($big === str_repeat('é', 1 << 20)), "\n";
+    attempt('tls error', fn() => p($c, "INSERT INTO sku (sku_id, stock) VALUES (?, ?)", [1, 1]));
+    attempt('~tls guarded unkeyed write', fn() => q($c, "UPDATE sku SET stock = 0"));
+    attempt('~tls show prepared', fn() => count(p($c, "SHOW LOCKPROXY RULES", [])[0]));
+    attempt('tls, another CA', fn() => @connect(getenv('LP_TLS_OTHER_CA')) ? 'connected' : 'no');
+    exit(0);
 }
 
 $c = connect();

@@ -3,10 +3,13 @@ TestClientMatrix directly against MariaDB and through lockproxy.
 
 LP_DRIVER picks the driver: pymysql, mysqldb (mysqlclient) or sqlalchemy
 (over mysqlclient, with pool_pre_ping). Connection settings come from
-LP_HOST, LP_PORT, LP_USER, LP_PASSWORD, LP_DB; LP_TLS=1 connects with TLS
-(not verifying the certificate). Lines starting with "~" may differ by
-design between the two paths (lockproxy's own rules and statements); every
-other line must be the same.
+LP_HOST, LP_PORT, LP_USER, LP_PASSWORD, LP_DB. With LP_TLS_CA set it runs
+the TLS scenario instead: every connection uses TLS and verifies the
+server's certificate against that CA (and its name, where the driver
+can), and one made with LP_TLS_OTHER_CA, a CA that signed nothing, must
+fail. Lines starting with "~" may differ by design between the two paths
+(lockproxy's own rules and statements, the TLS links lockproxy makes);
+every other line must be the same.
 """
 import datetime
 import decimal
@@ -28,8 +31,6 @@ def connect(**kw):
     if DRIVER != "pymysql":
         args["db"] = args.pop("database")
         args["passwd"] = args.pop("password")
-    if os.environ.get("LP_TLS") == "1":
-        args["ssl"] = {"check_hostname": False} if DRIVER == "pymysql" else {"ssl_mode": "REQUIRED"}
     args.update(kw)
     return db.connect(**args)
 
@@ -54,8 +55,6 @@ def main():
     conn = connect()
     cur = conn.cursor()
     print("connect:", fetch(cur, "SELECT 1 + 1")[0][0], "autocommit", conn.get_autocommit())
-    if os.environ.get("LP_TLS") == "1":
-        print("tls:", fetch(cur, "SHOW STATUS LIKE 'Ssl_cipher'")[0][1] != "")
     cur.execute("CREATE TABLE t (id INT PRIMARY KEY, i BIGINT, f DOUBLE, d DECIMAL(12,3), s VARCHAR(20), "
                 "b VARBINARY(8), dt DATETIME(6), da DATE, n INT NULL, bo BOOLEAN)")
     cur.execute("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)")
@@ -105,13 +104,66 @@ def main():
     conn.close()
 
 
+def tls_main():
+    """The TLS scenario. PyMySQL checks the certificate's chain and name
+    (ssl.create_default_context); mysqlclient (MariaDB Connector/C) its
+    chain. Only PyMySQL shows the client side's TLS state."""
+    conn = connect(ssl={"ca": os.environ["LP_TLS_CA"]})
+    cur = conn.cursor()
+    print("tls connect:", fetch(cur, "SELECT 1 + 1")[0][0])
+    if DRIVER == "pymysql":
+        print("tls client:", conn._sock.version())
+        print("~tls client cipher:", conn._sock.cipher()[0])
+    print("~tls server:", fetch(cur, "SHOW SESSION STATUS LIKE 'Ssl_version'")[0][1])
+    cur.execute("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)")
+    cur.execute("INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)")
+    conn.commit()
+    cur.execute("BEGIN")
+    print("tls for update:", fetch(cur, "SELECT stock FROM sku WHERE sku_id = %s FOR UPDATE", (1,)))
+    cur.execute("UPDATE sku SET stock = stock - 1 WHERE sku_id = %s", (1,))
+    conn.commit()
+    print("tls after commit:", fetch(cur, "SELECT stock FROM sku WHERE sku_id = 1"))
+    big = fetch(cur, "SELECT REPEAT(%s, 1 << 20)", ("é",))[0][0]
+    print("tls long value:", len(big), set(big))
+    attempt("tls error", lambda: cur.execute("INSERT INTO sku (sku_id, stock) VALUES (1, 1)"))
+    conn.rollback()
+    attempt("~tls guarded unkeyed write", lambda: cur.execute("UPDATE sku SET stock = 0"))
+    conn.rollback()
+    attempt("tls, another CA", lambda: connect(ssl={"ca": os.environ["LP_TLS_OTHER_CA"]}) and "connected")
+    conn.close()
+
+
+def sqlalchemy_engine(**connect_args):
+    import sqlalchemy as sa
+    url = "mysql+mysqldb://%s:%s@%s:%s/%s?charset=utf8mb4" % (
+        os.environ["LP_USER"], os.environ["LP_PASSWORD"], os.environ["LP_HOST"], os.environ["LP_PORT"],
+        os.environ["LP_DB"])
+    return sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=0, connect_args=connect_args)
+
+
+def sqlalchemy_tls_main():
+    import sqlalchemy as sa
+    eng = sqlalchemy_engine(ssl={"ca": os.environ["LP_TLS_CA"]})
+    with eng.begin() as c:
+        print("tls connect:", c.execute(sa.text("SELECT 1 + 1")).scalar())
+        print("~tls server:", c.execute(sa.text("SHOW SESSION STATUS LIKE 'Ssl_version'")).one()[1])
+        c.execute(sa.text("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)"))
+        c.execute(sa.text("INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 20), (3, 30)"))
+    with eng.begin() as c:
+        print("tls for update:", c.execute(sa.text("SELECT stock FROM sku WHERE sku_id = :id FOR UPDATE"), {"id": 1}).all())
+        c.execute(sa.text("UPDATE sku SET stock = stock - 1 WHERE sku_id = :id"), {"id": 1})
+    with eng.connect() as c:
+        print("tls after commit:", c.execute(sa.text("SELECT stock FROM sku WHERE sku_id = 1")).all())
+    try:
+        sqlalchemy_engine(ssl={"ca": os.environ["LP_TLS_OTHER_CA"]}).connect()
+        print("tls, another CA: connected")
+    except sa.exc.DBAPIError as e:
+        print("tls, another CA: error", e.orig.args[0])
+
+
 def sqlalchemy_main():
     import sqlalchemy as sa
-    tls = "&ssl_mode=REQUIRED" if os.environ.get("LP_TLS") == "1" else ""
-    url = "mysql+mysqldb://%s:%s@%s:%s/%s?charset=utf8mb4%s" % (
-        os.environ["LP_USER"], os.environ["LP_PASSWORD"], os.environ["LP_HOST"], os.environ["LP_PORT"],
-        os.environ["LP_DB"], tls)
-    eng = sa.create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=0)
+    eng = sqlalchemy_engine()
     with eng.begin() as c:
         print("connect:", c.execute(sa.text("SELECT 1 + 1")).scalar())
         c.execute(sa.text("CREATE TABLE sku (sku_id INT PRIMARY KEY, stock INT NOT NULL)"))
@@ -134,7 +186,9 @@ def sqlalchemy_main():
         pass
 
 
-if DRIVER == "sqlalchemy":
+if os.environ.get("LP_TLS_CA"):
+    sqlalchemy_tls_main() if DRIVER == "sqlalchemy" else tls_main()
+elif DRIVER == "sqlalchemy":
     sqlalchemy_main()
 else:
     main()
