@@ -278,18 +278,11 @@ func (s *session) track(an *parser.Analysis) {
 	}
 }
 
-// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded. When
-// ddl names a rule's table (one that exists or one it creates), or a view,
-// routine or trigger that reaches one, the schema is read before the
-// session's next command, so its own next statement is keyed with the new
-// columns; other DDL is followed in the background. Temporary tables are
-// not in the schema lockproxy reads.
+// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
+// refreshSchemaAsync). Temporary tables are not in the schema lockproxy
+// reads, and without rules nothing reads it.
 func (s *session) refreshSchemaAfter(ddl string) {
 	if len(s.srv.config().Rules) == 0 || strings.Contains(strings.ToLower(ddl), "temporary") {
-		return
-	}
-	if rs := s.srv.ruleSet(); rs.Mentions(ddl) != nil || rs.MentionsAnyTable(ddl) {
-		s.srv.refreshSchema()
 		return
 	}
 	s.refreshSchemaAsync()

@@ -40,21 +40,6 @@ func (rs *RuleSet) Mentions(text string) *Rule {
 	return rs.mentionsObject(lower)
 }
 
-// MentionsAnyTable reports whether the table of any rule (locking or not)
-// appears in text as a word, as Mentions looks for it.
-func (rs *RuleSet) MentionsAnyTable(text string) bool {
-	if rs == nil {
-		return false
-	}
-	lower := strings.ToLower(text)
-	for i := range rs.cfg.Rules {
-		if _, table, ok := SplitTable(rs.cfg.Rules[i].Table); ok && containsWord(lower, strings.ToLower(table)) {
-			return true
-		}
-	}
-	return false
-}
-
 // mentionsObject is Mentions for the views, routines and triggers that
 // reach a guarded table: the name of such a view or routine, or of a table
 // with such a trigger, in lower.
