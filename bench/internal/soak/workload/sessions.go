@@ -113,29 +113,32 @@ func (w *Workload) abandoner() op {
 			_ = c.Close()
 			return err
 		}
-		// Drop the connection with the transaction open.
-		if abrupt {
-			if tc, ok := raw.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0) // RST, as a crashed client
-			}
-			_ = raw.Close()
-		} else {
-			_ = c.Raw(func(dc any) error {
-				if cl, ok := dc.(interface{ Close() error }); ok {
-					return cl.Close() // COM_QUIT without COMMIT
-				}
-				return nil
-			})
-		}
+		how := dropConn(c, raw, abrupt)
 		_ = tx.Rollback() // the driver's side only; the connection is gone
 		_ = c.Close()
-		how := "COM_QUIT"
-		if abrupt {
-			how = "TCP reset"
-		}
 		w.t.Add("abandoned txn holding a row lock ("+how+")", 1)
 		return w.checkRelease(ctx, (inst+1)%len(w.addrs), k)
 	}
+}
+
+// dropConn drops c, whose transaction is open, without COMMIT: abruptly
+// (a TCP reset on raw, its socket, as a crashed client) or politely (a
+// COM_QUIT). It returns how, for the tally.
+func dropConn(c *sql.Conn, raw net.Conn, abrupt bool) string {
+	if abrupt {
+		if tc, ok := raw.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // RST, as a crashed client
+		}
+		_ = raw.Close()
+		return "TCP reset"
+	}
+	_ = c.Raw(func(dc any) error {
+		if cl, ok := dc.(interface{ Close() error }); ok {
+			return cl.Close() // COM_QUIT without COMMIT
+		}
+		return nil
+	})
+	return "COM_QUIT"
 }
 
 // checkRelease takes row k's lock in a transaction through instance inst
