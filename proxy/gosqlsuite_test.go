@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/lockproxy/lockproxy/rules"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,16 @@ func TestGoSQLDriverSuite(t *testing.T) {
 	if _, err := os.Stat(goBin); err != nil {
 		goBin = requireTool(t, "go", "version")
 	}
-	p := startProxy(t, nil)
+	// The bed's servers speak TLS, so the suite's TLS tests run directly:
+	// lockproxy offers TLS to its clients with the bed's certificate too,
+	// and uses it to MariaDB (TestTLS reads Ssl_cipher, which through
+	// lockproxy describes lockproxy's own link to MariaDB).
+	p := startProxy(t, func(c *rules.Config) {
+		if bed := testbedFor(t); bed.TLSCert != "" {
+			c.Proxy.TLS = &rules.TLSConfig{Cert: bed.TLSCert, Key: bed.TLSKey}
+			c.Backends.TLS = &rules.TLSClientConfig{CA: bed.TLSCA}
+		}
+	})
 	run := func(side, addr string) map[string]string {
 		db := freshNamedDB(t, p, "gosql_suite_"+side)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
