@@ -14,6 +14,11 @@ const (
 	DefaultShutdownGrace    = 30 * time.Second
 	DefaultMaxAllowedPacket = 64 << 20
 	DefaultMaxReplicaLag    = 2 * time.Second
+	DefaultMaxHandshakes    = 256
+	DefaultMemoryBudget     = 1 << 30
+	MinSessionMemory        = 128 << 20
+	DefaultMaxStatementSize = 2 << 20
+	DefaultMaxNesting       = 256
 	DefaultLockBackend      = "memory"
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
@@ -49,6 +54,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 	if !d.isSet("proxy.max_allowed_packet") {
 		cfg.Proxy.MaxAllowedPacket = DefaultMaxAllowedPacket
 	}
+	proxyLimitDefaults(&cfg.Proxy, d)
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setStr(&cfg.Locks.Backend, DefaultLockBackend)
 	setDur(d, "locks.ttl", &cfg.Locks.TTL, DefaultLockTTL)
@@ -96,4 +102,27 @@ func (r *Rule) Locks(c LockClass) bool {
 		}
 	}
 	return false
+}
+
+// proxyLimitDefaults fills the limits that keep hostile clients from
+// exhausting connections and memory. The session budget follows
+// max_allowed_packet (a session must be able to hold its largest packet
+// twice: the packet and the statement made from it); the global budget is
+// at least one session's.
+func proxyLimitDefaults(p *ProxyConfig, d *decoder) {
+	if !d.isSet("proxy.max_handshakes") {
+		p.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if !d.isSet("proxy.session_memory") {
+		p.SessionMemory = max(MinSessionMemory, 2*p.MaxAllowedPacket)
+	}
+	if !d.isSet("proxy.memory_budget") {
+		p.MemoryBudget = max(DefaultMemoryBudget, p.SessionMemory)
+	}
+	if !d.isSet("proxy.max_statement_size") {
+		p.MaxStatementSize = DefaultMaxStatementSize
+	}
+	if !d.isSet("proxy.max_nesting") {
+		p.MaxNesting = DefaultMaxNesting
+	}
 }
