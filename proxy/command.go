@@ -30,6 +30,14 @@ func (s *session) commandLoop(ctx context.Context) error {
 		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
+		if se, ok := err.(*sqlError); ok && se.Code == erOutOfResources {
+			// The packet was read past: refuse it, keep the session.
+			s.srv.metrics.memoryRefused.Inc()
+			if err := s.writeErrAt(1, se); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			if err == errPacketTooLarge {
 				_ = s.writeErrAt(1, toSQLError(err))
@@ -43,7 +51,9 @@ func (s *session) commandLoop(ctx context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, newSQLError(1053, "08S01", "server shutdown in progress"))
 		}
-		if err := s.dispatch(p); err != nil {
+		err = s.dispatch(p)
+		s.cr.shrink()
+		if err != nil {
 			return err
 		}
 	}
@@ -88,7 +98,7 @@ func (s *session) dispatch(p []byte) error {
 		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
-			st.long, st.longSent = nil, false
+			s.resetLongData(st)
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -144,7 +154,7 @@ func (s *session) resetConnection(p []byte) error {
 		return err
 	}
 	if s.lastOK {
-		clear(s.stmts)
+		s.forgetStmts()
 		clear(s.beliefs)
 		s.dyn.reset()
 		s.dropReplica()
@@ -156,6 +166,11 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: analyse, guard, forward, and release what the
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
+	release, refused := s.admitStatement(p[1:])
+	defer release()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
+	}
 	if isShow(p[1:]) {
 		if done, err := s.showLockproxy(p[1:]); done {
 			return err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -58,14 +59,21 @@ type Server struct {
 	hardCtx    context.Context // cancelled when the shutdown grace ends
 	hardCancel context.CancelFunc
 
+	// mem is the process's memory budget for what clients make lockproxy
+	// hold (proxy.memory_budget); see memory.go.
+	mem *memBudget
+
 	mu       sync.Mutex
 	ln       net.Listener
 	sessions map[uint32]*session
-	nextID   uint32
-	draining bool
-	wg       sync.WaitGroup
-	ctx      context.Context // cancelled when draining starts
-	cancel   context.CancelFunc
+	// handshaking are the sessions of sessions still authenticating
+	// (proxy.max_handshakes); they do not count against max_connections.
+	handshaking map[uint32]*session
+	nextID      uint32
+	draining    bool
+	wg          sync.WaitGroup
+	ctx         context.Context // cancelled when draining starts
+	cancel      context.CancelFunc
 }
 
 // New builds a Server for cfg. It loads the TLS key pair when cfg names one.
@@ -82,18 +90,26 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		return nil, errors.New("proxy: auth plugin must be mysql_native_password or caching_sha2_password")
 	}
 	s := &Server{
-		log:        log,
-		audit:      log.Named("audit"),
-		metrics:    newMetrics(opts.Registry),
-		pool:       newPool(),
-		logins:     newLoginThrottle(),
-		authPlugin: plugin,
-		sessions:   make(map[uint32]*session),
-		locker:     opts.Locker,
-		reg:        opts.Registry,
-		started:    time.Now(),
-		instance:   opts.Instance,
-		analyzer:   parser.NewCache(analysisCacheSize),
+		log:         log,
+		audit:       log.Named("audit"),
+		metrics:     newMetrics(opts.Registry),
+		pool:        newPool(),
+		logins:      newLoginThrottle(),
+		authPlugin:  plugin,
+		sessions:    make(map[uint32]*session),
+		handshaking: make(map[uint32]*session),
+		mem:         newMemBudget(int64(cfg.Proxy.MemoryBudget)),
+		locker:      opts.Locker,
+		reg:         opts.Registry,
+		started:     time.Now(),
+		instance:    opts.Instance,
+		analyzer:    parser.NewCache(analysisCacheSize),
+	}
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockproxy_memory_budget_used_bytes",
+			Help: "Bytes of proxy.memory_budget that client packets, long data, plans and statements being analysed hold.",
+		}, func() float64 { return float64(s.mem.used.Load()) }))
 	}
 	if s.instance == "" {
 		s.instance = newInstanceID()
@@ -124,6 +140,9 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	}
 	s.cfg.Store(cfg)
 	s.rules.Store(rs)
+	if s.mem != nil {
+		s.mem.setLimit(int64(cfg.Proxy.MemoryBudget))
+	}
 	s.updateRouter(cfg)
 	return nil
 }
@@ -243,19 +262,30 @@ func (s *Server) Serve(ln net.Listener) error {
 	if rt != nil {
 		rt.Start(s.ctx)
 	}
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if s.isDraining() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if !temporaryAccept(err) {
+				return err
 			}
-			return err
+			// Out of file descriptors (or another passing failure): wait
+			// and go on serving, as net/http does. Closing the oldest
+			// connection still authenticating frees a descriptor for a
+			// real login.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if isFDExhaustion(err) {
+				s.evictHandshake("out of file descriptors")
+			}
+			s.metrics.acceptErrors.Inc()
+			s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		s.accept(c)
 	}
 }
@@ -266,20 +296,27 @@ func (s *Server) isDraining() bool {
 	return s.draining
 }
 
-// accept starts a session for c, or refuses it with 1040 when
-// max_connections sessions are open.
+// accept starts a session for c. Until it has authenticated, the session
+// counts against max_handshakes, and the oldest such session is closed to
+// make room when they are all taken; max_connections counts sessions that
+// have logged in (see loggedIn).
 func (s *Server) accept(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	cfg := s.config()
 	s.mu.Lock()
-	if s.draining || len(s.sessions) >= s.config().Proxy.MaxConnections {
+	if s.draining {
 		s.mu.Unlock()
 		s.metrics.rejected.Inc()
 		go refuse(c, newSQLError(erConCount, "08004", "Too many connections"))
 		return
 	}
+	for len(s.handshaking) >= cfg.Proxy.MaxHandshakes {
+		s.evictHandshakeLocked("proxy.max_handshakes reached")
+	}
 	s.nextID++
+	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
 	sess := &session{
 		srv:   s,
 		id:    s.nextID,
@@ -288,22 +325,93 @@ func (s *Server) accept(c net.Conn) {
 		cw:    newPacketWriter(c, clientBufSize),
 		stmts: make(map[uint32]*stmt),
 		ctx:   s.hardCtx,
+		mem:   mem,
 	}
+	sess.cr.mem = mem
 	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
 	s.sessions[sess.id] = sess
+	s.handshaking[sess.id] = sess
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
+	s.metrics.handshakes.Inc()
 	go func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.sessions, sess.id)
+			if _, ok := s.handshaking[sess.id]; ok {
+				delete(s.handshaking, sess.id)
+				s.metrics.handshakes.Dec()
+			}
 			s.mu.Unlock()
 			s.metrics.connections.Dec()
 			s.wg.Done()
 		}()
 		sess.run(s.ctx)
 	}()
+}
+
+// loggedIn moves an authenticated session out of the handshake count into
+// max_connections. It fails with 1040 when max_connections sessions are
+// logged in, and with 08S01 when the session was closed meanwhile to make
+// room for newer handshakes.
+func (s *Server) loggedIn(sess *session) *sqlError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.handshaking[sess.id]; !ok {
+		return newSQLError(erHandshake, "08S01", "Bad handshake: closed to make room for newer connections")
+	}
+	if len(s.sessions)-len(s.handshaking) >= s.config().Proxy.MaxConnections {
+		s.metrics.rejected.Inc()
+		return newSQLError(erConCount, "08004", "Too many connections")
+	}
+	delete(s.handshaking, sess.id)
+	s.metrics.handshakes.Dec()
+	return nil
+}
+
+// evictHandshake closes the oldest connection still authenticating.
+func (s *Server) evictHandshake(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evictHandshakeLocked(why)
+}
+
+// evictHandshakeLocked is evictHandshake with s.mu held. Session ids grow
+// with time, so the oldest is the smallest. Its goroutine sees the closed
+// socket and ends.
+func (s *Server) evictHandshakeLocked(why string) {
+	var oldest *session
+	for id, sess := range s.handshaking {
+		if oldest == nil || id < oldest.id {
+			oldest = sess
+		}
+	}
+	if oldest == nil {
+		return
+	}
+	delete(s.handshaking, oldest.id)
+	s.metrics.handshakes.Dec()
+	s.metrics.handshakesEvicted.Inc()
+	oldest.log.Debug("closing a connection still authenticating", zap.String("reason", why))
+	_ = oldest.conn.Close()
+}
+
+// temporaryAccept reports whether an accept error passes with time: file
+// descriptors or buffers running out, a connection reset before it was
+// accepted, a timeout.
+func temporaryAccept(err error) bool {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Temporary() || errno == syscall.ENOBUFS || errno == syscall.ENOMEM
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isFDExhaustion reports whether err is EMFILE or ENFILE.
+func isFDExhaustion(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // refuse sends e in place of the greeting and closes c.

@@ -27,6 +27,8 @@ type session struct {
 	cw   *packetWriter
 	log  *zap.Logger
 	tls  bool
+	// mem is the session's memory budget (see memory.go).
+	mem *sessionMem
 
 	salt      []byte
 	caps      uint32 // capabilities the client negotiated
@@ -127,6 +129,11 @@ func (s *session) cleanup() {
 	s.releaseLocks()
 	s.dropReplica()
 	_ = s.conn.Close()
+	// Whatever the session still had charged (packet buffer, long data,
+	// plans) goes back to the process's budget.
+	if s.mem != nil {
+		s.mem.give(s.mem.used)
+	}
 }
 
 // handshake runs the connection phase: greeting, optional TLS,
@@ -179,6 +186,10 @@ func (s *session) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if e := s.srv.loggedIn(s); e != nil {
+		_ = s.writeErrAt(seq, e)
+		return e
+	}
 	return s.pinBackend(ctx, seq)
 }
 
@@ -210,9 +221,17 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
 	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
-	who := s.user + "@" + host // failures count per account and address, as MySQL's connection_control does
-	if d := s.srv.logins.delay(who); d > 0 {
-		time.Sleep(d)
+	turn, admitted := s.srv.logins.admit(s.user, host, s.srv.config().Proxy.HandshakeTimeout.D())
+	if !admitted {
+		s.srv.metrics.loginsThrottled.Inc()
+		s.srv.audit.Info("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
+		e := newSQLError(erHostBlocked, "HY000", "Host '%s' is blocked because of many failed logins; try again later", host)
+		_ = s.writeErrAt(seq, e)
+		return 0, e
+	}
+	defer turn.done()
+	if turn.wait > 0 {
+		time.Sleep(turn.wait)
 	}
 	u, known := s.srv.lookupUser(s.user)
 	// A client answering with another plugin than the one announced did not
@@ -247,17 +266,19 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	}
 	if !ok {
 		s.srv.metrics.authFailures.Inc()
-		s.srv.logins.failed(who)
+		s.srv.logins.failed(s.user, host)
 		usingPw := "YES"
 		if len(auth) == 0 {
 			usingPw = "NO"
 		}
+		s.srv.audit.Info("login failed", zap.String("user", s.user), zap.String("client", host),
+			zap.Bool("known_user", known), zap.String("using_password", usingPw))
 		e := newSQLError(erAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
 	s.password = u.Password
-	s.srv.logins.succeeded(who)
+	s.srv.logins.succeeded(s.user, host)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
 		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err

@@ -29,6 +29,14 @@ type stmt struct {
 	// longSent: long data was sent since the last execute; only the
 	// primary's statement has it.
 	longSent bool
+
+	// Memory (see admit.go): the budget charged for the plan and for long
+	// data; longLost: long data did not fit, so the next execute is
+	// refused; unpinned: the plan did not fit and is made at each execute
+	// from the text, under db (the database current at prepare).
+	planCost, longCost int64
+	longLost, unpinned bool
+	db                 string
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -46,6 +54,11 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
+	release, refused := s.admitStatement(p[1:])
+	defer release()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
+	}
 	s.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
 		return s.backendFailed(s.be, err)
@@ -93,6 +106,7 @@ func (s *session) relayPrepare(query string) error {
 		}
 	}
 	st.an = s.analyze([]byte(query))
+	s.keepPlan(st)
 	s.stmts[st.id] = st
 	s.lastOK = true
 	return s.flushClient()
@@ -114,6 +128,11 @@ func (s *session) execute(p []byte) error {
 	}
 	if len(p) < 10 { // command, statement id, flags, iteration count
 		return s.writeErrAt(1, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute"))
+	}
+	done, refused := s.admitExecute(st)
+	defer done()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
 	}
 	if types, ok := executeParamTypes(p, st.numParams); ok {
 		st.paramTypes = append(st.paramTypes[:0], types...)
@@ -177,19 +196,11 @@ func (s *session) execute(p []byte) error {
 }
 
 // longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
-// and forwards it.
+// (see keepLongData) and forwards it.
 func (s *session) longData(p []byte) error {
 	if st, ok := s.lookupStmt(p); ok {
 		st.longSent = true
-	}
-	if st, ok := s.lookupStmt(p); ok && st.an != nil && len(p) >= 7 {
-		param := int(binary.LittleEndian.Uint16(p[5:]))
-		if st.long == nil {
-			st.long = make(map[int][]byte)
-		}
-		if len(st.long[param])+len(p)-7 <= maxLongKey {
-			st.long[param] = append(st.long[param], p[7:]...)
-		}
+		s.keepLongData(st, p)
 	}
 	return s.stmtCommand(p, relayNone)
 }
@@ -231,6 +242,7 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	delete(s.stmts, st.id)
+	s.forgetStmt(st)
 	if id, ok := s.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)
