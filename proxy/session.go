@@ -74,6 +74,11 @@ type session struct {
 	// for KILL from other sessions.
 	thread atomic.Uint32
 
+	// What the backend said of the user's PROCESS privilege, for SHOW
+	// LOCKPROXY LOCKS (privUser: the user it was asked for).
+	privUser               string
+	privKnown, privProcess bool
+
 	// current is the text of the statement being served (when analysed),
 	// for /debug/locks.
 	current atomic.Pointer[string]
