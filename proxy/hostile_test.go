@@ -140,6 +140,49 @@ func TestHandshakeLimit(t *testing.T) {
 	}
 }
 
+// TestHandshakeFlood: sockets that reconnect as fast as they are closed,
+// from another address, take handshake slots continuously; real logins
+// still succeed every time, because a connection that has not answered the
+// greeting, from the address holding the most handshakes, goes first.
+func TestHandshakeFlood(t *testing.T) {
+	p := startProxy(t, func(c *rules.Config) {
+		c.Proxy.MaxHandshakes = 8
+		c.Proxy.HandshakeTimeout = rules.Duration(time.Minute)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+			for ctx.Err() == nil {
+				c, err := d.DialContext(ctx, "tcp", p.addr)
+				if err != nil {
+					continue
+				}
+				go func() { <-ctx.Done(); _ = c.Close() }()
+				_, _ = io.Copy(io.Discard, c)
+				_ = c.Close()
+			}
+		}()
+	}
+	eventually(t, 10*time.Second, "the flood fills the handshake slots", func() bool {
+		return testutil.ToFloat64(p.srv.metrics.handshakesEvicted) > 100
+	})
+	for i := 0; i < 20; i++ {
+		c, err := client.ConnectWithTimeout(p.addr, p.bed.User, p.bed.Password, "", 10*time.Second)
+		if err != nil {
+			t.Fatalf("login %d during the flood: %v", i, err)
+		}
+		if _, err := c.Execute("SELECT 1"); err != nil {
+			t.Fatalf("query %d during the flood: %v", i, err)
+		}
+		c.Close()
+	}
+}
+
 // emfileListener fails its first n accepts with EMFILE.
 type emfileListener struct {
 	net.Listener

@@ -328,6 +328,7 @@ func (s *Server) accept(c net.Conn) {
 		mem:   mem,
 	}
 	sess.cr.mem = mem
+	sess.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())
 	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
 	s.sessions[sess.id] = sess
 	s.handshaking[sess.id] = sess
@@ -377,24 +378,42 @@ func (s *Server) evictHandshake(why string) {
 	s.evictHandshakeLocked(why)
 }
 
-// evictHandshakeLocked is evictHandshake with s.mu held. Session ids grow
-// with time, so the oldest is the smallest. Its goroutine sees the closed
-// socket and ends.
+// evictHandshakeLocked is evictHandshake with s.mu held. The victim is
+// chosen so that a flood of sockets cannot starve real logins: first
+// connections that have not yet sent a complete handshake response (a
+// real client answers the greeting at once), then those of the client
+// address holding the most handshakes, then the oldest (session ids grow
+// with time). Its goroutine sees the closed socket and ends.
 func (s *Server) evictHandshakeLocked(why string) {
-	var oldest *session
-	for id, sess := range s.handshaking {
-		if oldest == nil || id < oldest.id {
-			oldest = sess
+	perHost := make(map[string]int, 8)
+	for _, sess := range s.handshaking {
+		perHost[sess.host]++
+	}
+	var victim *session
+	for _, sess := range s.handshaking {
+		if victim == nil || evictBefore(sess, victim, perHost) {
+			victim = sess
 		}
 	}
-	if oldest == nil {
+	if victim == nil {
 		return
 	}
-	delete(s.handshaking, oldest.id)
+	delete(s.handshaking, victim.id)
 	s.metrics.handshakes.Dec()
 	s.metrics.handshakesEvicted.Inc()
-	oldest.log.Debug("closing a connection still authenticating", zap.String("reason", why))
-	_ = oldest.conn.Close()
+	victim.log.Debug("closing a connection still authenticating", zap.String("reason", why))
+	_ = victim.conn.Close()
+}
+
+// evictBefore reports whether a should be closed before b.
+func evictBefore(a, b *session, perHost map[string]int) bool {
+	if aa, ba := a.answered.Load(), b.answered.Load(); aa != ba {
+		return !aa
+	}
+	if perHost[a.host] != perHost[b.host] {
+		return perHost[a.host] > perHost[b.host]
+	}
+	return a.id < b.id
 }
 
 // temporaryAccept reports whether an accept error passes with time: file

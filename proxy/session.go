@@ -29,6 +29,11 @@ type session struct {
 	tls  bool
 	// mem is the session's memory budget (see memory.go).
 	mem *sessionMem
+	// host is the client's address without the port; answered is set once
+	// the client has sent a whole handshake response (see
+	// Server.evictHandshakeLocked).
+	host     string
+	answered atomic.Bool
 
 	salt      []byte
 	caps      uint32 // capabilities the client negotiated
@@ -178,6 +183,7 @@ func (s *session) handshake(ctx context.Context) error {
 	} else if s.srv.requireTLS() {
 		return s.writeErrAt(seq+1, newSQLError(erAccessDenied, "28000", "connections must use TLS"))
 	}
+	s.answered.Store(true)
 	resp, err := parseHandshakeResponse(p)
 	if err != nil {
 		_ = s.writeErrAt(seq+1, newSQLError(erHandshake, "08S01", "bad handshake"))
@@ -229,7 +235,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	turn, admitted := s.srv.logins.admit(s.user, host, s.srv.config().Proxy.HandshakeTimeout.D())
 	if !admitted {
 		s.srv.metrics.loginsThrottled.Inc()
-		s.srv.audit.Info("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
+		s.srv.audit.Debug("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
 		e := newSQLError(erHostBlocked, "HY000", "Host '%s' is blocked because of many failed logins; try again later", host)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
