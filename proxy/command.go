@@ -52,7 +52,7 @@ func (s *session) commandLoop(ctx context.Context) error {
 			return s.writeErrAt(1, newSQLError(1053, "08S01", "server shutdown in progress"))
 		}
 		err = s.dispatch(p)
-		s.cr.shrink()
+		s.shrinkBuffers()
 		if err != nil {
 			return err
 		}

@@ -44,6 +44,16 @@ func TestPacketReaderBounds(t *testing.T) {
 			t.Errorf("the reader allocated %d bytes for a packet it refused", cap(r.buf))
 		}
 	})
+	t.Run("backend buffer given back", func(t *testing.T) {
+		r := newPacketReader(bytes.NewReader(frame(0, make([]byte, 1<<20))), 4096)
+		if _, p, err := r.readPhysical(); err != nil || len(p) != 1<<20 {
+			t.Fatalf("1 MiB packet: %d bytes, %v", len(p), err)
+		}
+		r.shrink()
+		if cap(r.buf) != 0 {
+			t.Errorf("a backend reader keeps a %d-byte buffer after shrink", cap(r.buf))
+		}
+	})
 	t.Run("budget", func(t *testing.T) {
 		global := newMemBudget(1 << 20)
 		mem := &sessionMem{global: global, limit: 512 << 10}

@@ -100,3 +100,16 @@ func errOutOfMemory(what string, n int64) *sqlError {
 	return newSQLError(erOutOfResources, "HY000",
 		"Out of memory: %s needs %d bytes over proxy.session_memory or proxy.memory_budget; try again later", what, n)
 }
+
+// shrinkBuffers drops packet buffers a command grew beyond freePacketBuf:
+// the client's (charged to the budget) and the backends' (a large row or
+// result packet), so an idle session holds little whatever it last did.
+func (s *session) shrinkBuffers() {
+	s.cr.shrink()
+	if s.be != nil {
+		s.be.r.shrink()
+	}
+	if s.replica.conn != nil {
+		s.replica.conn.r.shrink()
+	}
+}
