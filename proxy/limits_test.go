@@ -194,8 +194,12 @@ func TestLoginThrottleSpray(t *testing.T) {
 			t.Fatalf("attempt %d (a fresh name) delayed %v", i, d)
 		}
 	}
+	attempt(t, th, clk, "app", "10.0.0.9", true) // a user who knows the password, before the spray
 	if d := attempt(t, th, clk, "yet-another-name", "10.0.0.9", false); d == 0 {
 		t.Error("the address's next attempt, on a fresh name, is not delayed")
+	}
+	if d := attempt(t, th, clk, "app", "10.0.0.9", true); d != 0 {
+		t.Errorf("a user who logged in from the address before is delayed %v by the spray", d)
 	}
 	if d := attempt(t, th, clk, "app", "10.0.0.10", true); d != 0 {
 		t.Errorf("another address is delayed %v", d)

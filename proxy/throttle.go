@@ -28,6 +28,10 @@ const (
 	maxWaiting     = 2
 	maxTracked     = 20000
 	maxKeyName     = 64 // longer user names are counted by their hash
+	// trustedFor: an account that logged in from an address is exempt
+	// from that address's own count for this long, so a spray from a
+	// shared address does not slow the users who know their passwords.
+	trustedFor = time.Hour
 )
 
 // loginThrottle counts recent failed logins. Safe for concurrent use.
@@ -70,10 +74,14 @@ func (t *loginThrottle) admit(user, host string, maxWait time.Duration) (turn lo
 	now := t.now()
 	var waiting []*failures
 	var until time.Time
-	for _, k := range []struct {
+	counts := []struct {
 		key  string
 		free int
-	}{{accountKey(user, host), freeLogins}, {"h:" + host, freeHostLogins}} {
+	}{{accountKey(user, host), freeLogins}, {"h:" + host, freeHostLogins}}
+	if ok, found := t.keys.Get("ok:" + accountKey(user, host)); found && now.Sub(ok.last) < trustedFor {
+		counts = counts[:1]
+	}
+	for _, k := range counts {
 		f, _ := t.keys.Get(k.key)
 		d := f.delay(now, k.free)
 		if d == 0 {
@@ -135,12 +143,13 @@ func (t *loginThrottle) failed(user, host string) {
 	}
 }
 
-// succeeded forgets the failures of user from host. The address's own
-// count stays: one account that works must not clear the way for guesses
-// at others.
+// succeeded forgets the failures of user from host, and exempts it from
+// the address's count for trustedFor. The address's count itself stays:
+// one account that works must not clear the way for guesses at others.
 func (t *loginThrottle) succeeded(user, host string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.keys.Add("ok:"+accountKey(user, host), &failures{last: t.now()})
 	if f, ok := t.keys.Get(accountKey(user, host)); ok && f.waiting == 0 {
 		t.keys.Remove(accountKey(user, host))
 	} else if ok {
