@@ -229,3 +229,28 @@ func (s *session) resetLongData(st *stmt) {
 	s.mem.give(st.longCost)
 	st.long, st.longSent, st.longLost, st.longCost = nil, false, false, 0
 }
+
+// bindOnPrimary makes sure the primary's copy of st knows its parameter
+// types before it executes. An execute that does not bind them
+// (new_params_bound_flag 0) relies on types the server was given before;
+// when the statement's earlier executes went to a replica, the primary
+// was never given any, and MariaDB 10.11 then crashes converting the
+// parameters. Such a packet gets the remembered types bound.
+func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, *sqlError) {
+	if st.numParams == 0 {
+		return p, nil
+	}
+	if _, bound := executeParamTypes(p, st.numParams); bound {
+		st.primaryTyped = true
+		return p, nil
+	}
+	if st.primaryTyped {
+		return p, nil
+	}
+	out, err := withParamTypes(p, st.numParams, st.paramTypes)
+	if err != nil || len(out) == len(p) {
+		return nil, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
+	}
+	st.primaryTyped = true
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -582,5 +583,79 @@ func toString(v any) string {
 		return x.Error()
 	default:
 		return ""
+	}
+}
+
+// TestPrimaryGetsParamTypes: a statement first executed on a replica, then
+// executed on the primary without binding its types (as clients do after
+// the first execute), reaches the primary with the types bound: MariaDB
+// 10.11 crashes on an execute that relies on types it was never given.
+func TestPrimaryGetsParamTypes(t *testing.T) {
+	bed := testbedFor(t)
+	p := startProxy(t, func(c *rules.Config) { c.Backends.Replicas = []string{bed.ReplicaAddr} })
+	db := freshDB(t, p)
+	direct := p.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE item (id BIGINT PRIMARY KEY, name VARCHAR(64))", "INSERT INTO item VALUES (1, 'one'), (2, 'two')")
+	eventually(t, 30*time.Second, "the replica takes reads", func() bool {
+		var n int
+		return replicaReady(p.srv) && openDB(t, p.bed.DSN(bed.ReplicaAddr, db, "")).QueryRow("SELECT COUNT(*) FROM item").Scan(&n) == nil && n == 2
+	})
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Prepare("SELECT name FROM item WHERE id IN (?, ?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := []byte{mysql.MYSQL_TYPE_LONGLONG, 0, mysql.MYSQL_TYPE_LONGLONG, 0}
+	replicaReads := func() float64 { return testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "execute")) }
+	before := replicaReads()
+	r := bufio.NewReader(c.Conn.Conn)
+	if _, err := c.Conn.Conn.Write(frame(0, execute(st.ID, 0, ll, le64(1), le64(2)))); err != nil {
+		t.Fatal(err)
+	}
+	readResult(t, c, r)
+	eventually(t, 5*time.Second, "the first execute is served by the replica", func() bool { return replicaReads() > before })
+	// A cursor keeps it on the primary; the types are not bound again.
+	again := stmtID(mysql.COM_STMT_EXECUTE, st.ID, 1) // CURSOR_TYPE_READ_ONLY
+	again = binary.LittleEndian.AppendUint32(again, 1)
+	again = append(again, 0, 0) // null bitmap, new_params_bound_flag = 0
+	again = append(append(again, le64(1)...), le64(2)...)
+	if _, err := c.Conn.Conn.Write(frame(0, again)); err != nil {
+		t.Fatal(err)
+	}
+	readResult(t, c, r)
+	var one int
+	if err := direct.QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("the primary is gone after the execute: %v", err)
+	}
+}
+
+// readResult sends a sentinel query after the command just written and
+// reads raw packets up to the sentinel's row, failing on an error packet
+// before it.
+func readResult(t *testing.T, c *client.Conn, r *bufio.Reader) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Conn.Conn.Write(frame(0, query("SELECT '"+fuzzSentinel+"'"))); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var hdr [4]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		p := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+		if _, err := io.ReadFull(r, p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p) > 0 && p[0] == 0xff {
+			t.Fatalf("error: %v", parseErrPayload(p))
+		}
+		if len(p) == len(fuzzSentinel)+1 && string(p[1:]) == fuzzSentinel {
+			return
+		}
 	}
 }

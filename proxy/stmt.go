@@ -37,6 +37,9 @@ type stmt struct {
 	planCost, longCost int64
 	longLost, unpinned bool
 	db                 string
+	// primaryTyped: the primary's copy has been given parameter types
+	// (see bindOnPrimary).
+	primaryTyped bool
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -182,6 +185,9 @@ func (s *session) execute(p []byte) error {
 			return err
 		}
 	} else {
+		if p, refused = s.bindOnPrimary(st, p); refused != nil {
+			return s.writeErrAt(1, refused)
+		}
 		binary.LittleEndian.PutUint32(p[1:], st.backendID)
 		if err := s.forward(p, relayResults, true); err != nil {
 			return err
