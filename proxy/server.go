@@ -272,15 +272,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			if !temporaryAccept(err) {
 				return err
 			}
-			// Out of file descriptors (or another passing failure): wait
-			// and go on serving, as net/http does. Closing the oldest
-			// connection still authenticating frees a descriptor for a
-			// real login.
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			if isFDExhaustion(err) {
-				s.evictHandshake("out of file descriptors")
-			}
+			// Out of file descriptors (or another passing failure): go on
+			// serving, as net/http does. Out of descriptors, closing
+			// connections still authenticating frees some at once, and
+			// accepting right away keeps the queue of waiting clients
+			// (real logins among them) moving; otherwise wait, doubling.
 			s.metrics.acceptErrors.Inc()
+			if isFDExhaustion(err) && s.evictHandshakes(fdEvictions, "out of file descriptors") > 0 {
+				backoff = 0
+				continue
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
 			s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
 			time.Sleep(backoff)
 			continue
@@ -371,11 +373,20 @@ func (s *Server) loggedIn(sess *session) *sqlError {
 	return nil
 }
 
-// evictHandshake closes the oldest connection still authenticating.
-func (s *Server) evictHandshake(why string) {
+// fdEvictions is how many connections still authenticating are closed
+// when accept runs out of file descriptors.
+const fdEvictions = 8
+
+// evictHandshakes closes up to n connections still authenticating (see
+// evictHandshakeLocked) and returns how many it closed.
+func (s *Server) evictHandshakes(n int, why string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.evictHandshakeLocked(why)
+	closed := 0
+	for ; closed < n && len(s.handshaking) > 0; closed++ {
+		s.evictHandshakeLocked(why)
+	}
+	return closed
 }
 
 // evictHandshakeLocked is evictHandshake with s.mu held. The victim is
