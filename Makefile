@@ -8,7 +8,7 @@ BENCH_ARGS    ?=
 # `./...` does not reach them, so vet and lint visit each.
 SUBMODULES    := docs/tools/waitplot
 
-.PHONY: all build test test-faults run down status bench bench-quick soak fmt vet lint check-config clean
+.PHONY: all build test test-faults run down status bench bench-quick soak hostile fmt vet lint check-config clean
 
 all: build
 
@@ -50,6 +50,14 @@ bench-quick:
 ## goroutines, fds or memory, or on lost updates (see bench/SOAK.md)
 soak:
 	$(GO) run ./bench/cmd/soak
+
+## hostile: every known attack on one lockproxy at once for 10 minutes while
+## a flash sale runs through it; fails on RSS over its bound, a panic, an
+## oversold item or lost update, a failed legitimate login, or a leaked
+## statement (HOSTILE_ARGS="-duration 1m" for a short try)
+HOSTILE_ARGS ?=
+hostile:
+	$(GO) run ./bench/cmd/hostile $(HOSTILE_ARGS)
 
 ## check-config: validate rules.yaml (needs the bed's variables, as in make run)
 check-config: build

@@ -42,7 +42,7 @@ func (s *session) changeUser(p []byte) error {
 	s.watched.Store(nil)
 	s.srv.pool.putSync(old)
 	s.releaseLocks()
-	clear(s.stmts)
+	s.forgetStmts()
 	clear(s.beliefs)
 	s.dyn.reset()
 	s.dropReplica()

@@ -33,6 +33,14 @@ func (s *session) commandLoop(ctx context.Context) error {
 		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
+		if se, ok := err.(*sqlError); ok && se.Code == erOutOfResources {
+			// The packet was read past: refuse it, keep the session.
+			s.srv.metrics.memoryRefused.Inc()
+			if err := s.writeErrAt(1, se); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			if err == errPacketTooLarge {
 				_ = s.writeErrAt(1, toSQLError(err))
@@ -46,7 +54,9 @@ func (s *session) commandLoop(ctx context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, newSQLError(1053, "08S01", "server shutdown in progress"))
 		}
-		if err := s.dispatch(p); err != nil {
+		err = s.dispatch(p)
+		s.shrinkBuffers()
+		if err != nil {
 			return err
 		}
 	}
@@ -91,7 +101,7 @@ func (s *session) dispatch(p []byte) error {
 		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
-			st.long, st.longCut, st.longSent = nil, nil, false
+			s.resetLongData(st)
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -150,7 +160,7 @@ func (s *session) resetConnection(p []byte) error {
 		return err
 	}
 	if s.lastOK {
-		clear(s.stmts)
+		s.forgetStmts()
 		clear(s.beliefs)
 		s.dyn.reset()
 		s.dropReplica()
@@ -164,6 +174,11 @@ func (s *session) resetConnection(p []byte) error {
 // end of a transaction frees.
 func (s *session) query(p []byte) error {
 	p = s.ownConnectionID(p)
+	release, refused := s.admitStatement(p[1:])
+	defer release()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
+	}
 	if isShow(p[1:]) {
 		if done, err := s.showLockproxy(p[1:]); done {
 			return err

@@ -20,6 +20,10 @@ const (
 	erWrongArguments  = 1210 // ER_WRONG_ARGUMENTS
 	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
+	erOutOfResources  = 1041 // ER_OUT_OF_RESOURCES
+	erHostBlocked     = 1129 // ER_HOST_IS_BLOCKED
+	erParse           = 1064 // ER_PARSE_ERROR
+	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.
 	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED

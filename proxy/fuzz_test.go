@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/router"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -39,6 +40,7 @@ const (
 // fuzzProxy is a Server for a fuzz target, started once per target, whose
 // error-level log entries are captured.
 type fuzzProxy struct {
+	srv  *Server
 	addr string
 	bed  *testbed.Bed
 	logs *observer.ObservedLogs
@@ -48,11 +50,24 @@ type fuzzProxy struct {
 // locking paths see the fuzzed statements too.
 func startFuzzProxy(f *testing.F) *fuzzProxy {
 	f.Helper()
+	return startFuzzProxyOn(f, false)
+}
+
+// startFuzzProxyOn is startFuzzProxy, with the bed's replica behind the
+// proxy too when withReplica.
+func startFuzzProxyOn(f *testing.F, withReplica bool) *fuzzProxy {
+	f.Helper()
 	bed := testbed.Get(f)
+	replicas := ""
+	if withReplica {
+		replicas = "  replicas: [" + bed.ReplicaAddr + "]\n  max_replica_lag: 10s\n"
+	}
 	direct := openDB(f, bed.DSN(bed.PrimaryAddr, "", ""))
 	mustExec(f, direct, "CREATE DATABASE IF NOT EXISTS "+fuzzDB,
 		"CREATE TABLE IF NOT EXISTS "+fuzzDB+".sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note VARCHAR(64))",
-		"INSERT IGNORE INTO "+fuzzDB+".sku VALUES (1, 1000000, 'a'), (2, 1000000, 'b')")
+		"INSERT IGNORE INTO "+fuzzDB+".sku VALUES (1, 1000000, 'a'), (2, 1000000, 'b')",
+		"CREATE TABLE IF NOT EXISTS "+fuzzDB+".item (id BIGINT PRIMARY KEY, name VARCHAR(64))",
+		"INSERT IGNORE INTO "+fuzzDB+".item VALUES (1, 'one'), (2, 'two')")
 	cfg, err := rules.LoadBytes("fuzz.yaml", []byte(`proxy:
   handshake_timeout: 1s
 users:
@@ -60,7 +75,7 @@ users:
     password: "`+bed.Password+`"
 backends:
   primary: `+bed.PrimaryAddr+`
-locks:
+`+replicas+`locks:
   backend: memory
 `))
 	if err != nil {
@@ -88,7 +103,28 @@ locks:
 			f.Errorf("Serve: %v", err)
 		}
 	})
-	return &fuzzProxy{addr: ln.Addr().String(), bed: bed, logs: logs}
+	if withReplica {
+		// Reads go to the replica once the router has measured its lag.
+		deadline := time.Now().Add(30 * time.Second)
+		for !replicaReady(srv) {
+			if time.Now().After(deadline) {
+				f.Fatalf("the replica never became eligible: %+v", srv.Backends())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return &fuzzProxy{srv: srv, addr: ln.Addr().String(), bed: bed, logs: logs}
+}
+
+// replicaReady reports whether srv's router finds a replica healthy with
+// a known lag.
+func replicaReady(srv *Server) bool {
+	for _, b := range srv.Backends() {
+		if b.Role == router.RoleReplica && b.Healthy && b.LagKnown {
+			return true
+		}
+	}
+	return false
 }
 
 // check fails t if the proxy logged a panic, or no longer serves a fresh

@@ -197,6 +197,7 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 	}
 	s.conn = tc
 	s.cr = newPacketReader(tc, clientBufSize)
+	s.cr.mem = s.mem
 	s.cw = newPacketWriter(tc, clientBufSize)
 	s.tls = true
 	return nil

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -88,31 +89,138 @@ func TestIdleTimeout(t *testing.T) {
 	})
 }
 
-func TestLoginThrottle(t *testing.T) {
+// fakeClock is a throttle's clock that tests move by hand.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestThrottle() (*loginThrottle, *fakeClock) {
 	th := newLoginThrottle()
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	th.now = clk.now
+	return th, clk
+}
+
+// attempt runs one admitted attempt to its end, as a session would, and
+// returns its wait.
+func attempt(t *testing.T, th *loginThrottle, clk *fakeClock, user, host string, ok bool) time.Duration {
+	t.Helper()
+	turn, admitted := th.admit(user, host, time.Minute)
+	if !admitted {
+		t.Fatalf("attempt by %s from %s refused", user, host)
+	}
+	clk.t = clk.t.Add(turn.wait)
+	if ok {
+		th.succeeded(user, host)
+	} else {
+		th.failed(user, host)
+	}
+	turn.done()
+	return turn.wait
+}
+
+func TestLoginThrottle(t *testing.T) {
+	th, clk := newTestThrottle()
 	for i := 0; i < freeLogins; i++ {
-		if d := th.delay("10.0.0.1"); d != 0 {
+		if d := attempt(t, th, clk, "app", "10.0.0.1", false); d != 0 {
 			t.Fatalf("attempt %d delayed %v", i, d)
 		}
-		th.failed("10.0.0.1")
 	}
 	var last time.Duration
 	for i := 0; i < 10; i++ {
-		d := th.delay("10.0.0.1")
+		d := attempt(t, th, clk, "app", "10.0.0.1", false)
 		if d < last || d == 0 || d > maxLoginDelay {
 			t.Fatalf("after %d more failures: delay %v (previous %v)", i, d, last)
 		}
 		last = d
-		th.failed("10.0.0.1")
 	}
 	if last != maxLoginDelay {
 		t.Errorf("delay capped at %v, want %v", last, maxLoginDelay)
 	}
-	if d := th.delay("10.0.0.2"); d != 0 {
+	if d := attempt(t, th, clk, "app", "10.0.0.2", true); d != 0 {
 		t.Errorf("another address is delayed %v", d)
 	}
-	th.succeeded("10.0.0.1")
-	if d := th.delay("10.0.0.1"); d != 0 {
-		t.Errorf("delay %v after a successful login", d)
+	th.succeeded("app", "10.0.0.1")
+	if turn, _ := th.admit("app", "10.0.0.1", time.Minute); turn.wait != 0 {
+		t.Errorf("delay %v after a successful login", turn.wait)
+	}
+	clk.t = clk.t.Add(2 * throttleWindow)
+	if d := attempt(t, th, clk, "other", "10.0.0.1", false); d != 0 {
+		t.Errorf("delay %v after the window passed", d)
+	}
+}
+
+// TestLoginThrottleParallel: attempts on a throttled account wait in line
+// (each one delay after the previous), at most maxWaiting at a time; the
+// rest are refused at once instead of all being answered after one delay.
+func TestLoginThrottleParallel(t *testing.T) {
+	th, clk := newTestThrottle()
+	for i := 0; i < freeLogins+3; i++ {
+		attempt(t, th, clk, "app", "10.0.0.1", false)
+	}
+	var turns []loginTurn
+	refused := 0
+	for i := 0; i < 200; i++ {
+		turn, ok := th.admit("app", "10.0.0.1", time.Minute)
+		if !ok {
+			refused++
+			continue
+		}
+		turns = append(turns, turn)
+	}
+	if len(turns) != maxWaiting || refused != 200-maxWaiting {
+		t.Fatalf("%d attempts admitted, %d refused; want %d admitted", len(turns), refused, maxWaiting)
+	}
+	if turns[1].wait <= turns[0].wait {
+		t.Errorf("second waiting attempt waits %v, first %v: they are not in line", turns[1].wait, turns[0].wait)
+	}
+	if _, ok := th.admit("app", "10.0.0.1", turns[0].wait/2); ok {
+		t.Error("an attempt that would outwait the handshake was admitted")
+	}
+	for _, turn := range turns {
+		turn.done()
+	}
+	if _, ok := th.admit("app", "10.0.0.1", time.Minute); !ok {
+		t.Error("attempts are still refused after the line emptied")
+	}
+}
+
+// TestLoginThrottleSpray: one address trying one password on many user
+// names is slowed on its own count.
+func TestLoginThrottleSpray(t *testing.T) {
+	th, clk := newTestThrottle()
+	for i := 0; i < freeHostLogins; i++ {
+		if d := attempt(t, th, clk, fmt.Sprintf("user%d", i), "10.0.0.9", false); d != 0 {
+			t.Fatalf("attempt %d (a fresh name) delayed %v", i, d)
+		}
+	}
+	attempt(t, th, clk, "app", "10.0.0.9", true) // a user who knows the password, before the spray
+	if d := attempt(t, th, clk, "yet-another-name", "10.0.0.9", false); d == 0 {
+		t.Error("the address's next attempt, on a fresh name, is not delayed")
+	}
+	if d := attempt(t, th, clk, "app", "10.0.0.9", true); d != 0 {
+		t.Errorf("a user who logged in from the address before is delayed %v by the spray", d)
+	}
+	if d := attempt(t, th, clk, "app", "10.0.0.10", true); d != 0 {
+		t.Errorf("another address is delayed %v", d)
+	}
+}
+
+// TestLoginThrottleBounded: the table keeps at most maxTracked counts
+// whatever names and addresses are tried, and long names are kept short.
+func TestLoginThrottleBounded(t *testing.T) {
+	th, clk := newTestThrottle()
+	long := strings.Repeat("x", 4000)
+	for i := 0; i < 30000; i++ {
+		th.failed(fmt.Sprintf("%s%d", long, i), fmt.Sprintf("10.1.%d.%d", i/250, i%250))
+		clk.t = clk.t.Add(time.Millisecond)
+	}
+	if n := th.tracked(); n > maxTracked {
+		t.Errorf("%d counts tracked, want at most %d", n, maxTracked)
+	}
+	for _, k := range th.keys.Keys() {
+		if len(k) > 2*maxKeyName+40 {
+			t.Fatalf("a count is kept under a %d-byte key", len(k))
+		}
 	}
 }

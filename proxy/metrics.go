@@ -15,6 +15,15 @@ type metrics struct {
 	fenced        *prometheus.CounterVec
 	unkeyedReads  *prometheus.CounterVec
 
+	// Hostile clients: connections authenticating and those closed to
+	// make room, accept failures, commands refused for memory, logins
+	// refused by the throttle.
+	handshakes        prometheus.Gauge
+	handshakesEvicted prometheus.Counter
+	acceptErrors      prometheus.Counter
+	memoryRefused     prometheus.Counter
+	loginsThrottled   prometheus.Counter
+
 	// Hot-path children of queries, resolved once.
 	primaryQuery, primaryExecute prometheus.Counter
 }
@@ -58,10 +67,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_unkeyed_reads_total",
 		Help: "Plain reads inside a transaction whose rows could not be keyed and that ran without row locks (on_unkeyed_read: allow), by rule.",
 	}, []string{"rule"})
+	m.handshakes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lockproxy_client_handshakes",
+		Help: "Client connections still authenticating (bounded by proxy.max_handshakes).",
+	})
+	m.handshakesEvicted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockproxy_handshakes_evicted_total",
+		Help: "Connections closed while authenticating to make room for newer ones (proxy.max_handshakes, or out of file descriptors).",
+	})
+	m.acceptErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockproxy_accept_errors_total",
+		Help: "Failed accepts (such as EMFILE) after which the listener backed off and went on.",
+	})
+	m.memoryRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockproxy_memory_refusals_total",
+		Help: "Commands answered with 1041 because proxy.session_memory or proxy.memory_budget had no room.",
+	})
+	m.loginsThrottled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockproxy_logins_throttled_total",
+		Help: "Login attempts refused unanswered because too many were already waiting for the same account or address.",
+	})
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads)
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads,
+			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
 	}
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -61,14 +62,21 @@ type Server struct {
 	hardCtx    context.Context // cancelled when the shutdown grace ends
 	hardCancel context.CancelFunc
 
+	// mem is the process's memory budget for what clients make lockproxy
+	// hold (proxy.memory_budget); see memory.go.
+	mem *memBudget
+
 	mu       sync.Mutex
 	ln       net.Listener
 	sessions map[uint32]*session
-	nextID   uint32
-	draining bool
-	wg       sync.WaitGroup
-	ctx      context.Context // cancelled when draining starts
-	cancel   context.CancelFunc
+	// handshaking are the sessions of sessions still authenticating
+	// (proxy.max_handshakes); they do not count against max_connections.
+	handshaking map[uint32]*session
+	nextID      uint32
+	draining    bool
+	wg          sync.WaitGroup
+	ctx         context.Context // cancelled when draining starts
+	cancel      context.CancelFunc
 }
 
 // New builds a Server for cfg. It loads the TLS key pair when cfg names one.
@@ -85,18 +93,26 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		return nil, errors.New("proxy: auth plugin must be mysql_native_password or caching_sha2_password")
 	}
 	s := &Server{
-		log:        log,
-		audit:      log.Named("audit"),
-		metrics:    newMetrics(opts.Registry),
-		pool:       newPool(),
-		logins:     newLoginThrottle(),
-		authPlugin: plugin,
-		sessions:   make(map[uint32]*session),
-		locker:     opts.Locker,
-		reg:        opts.Registry,
-		started:    time.Now(),
-		instance:   opts.Instance,
-		analyzer:   parser.NewCache(analysisCacheSize),
+		log:         log,
+		audit:       log.Named("audit"),
+		metrics:     newMetrics(opts.Registry),
+		pool:        newPool(),
+		logins:      newLoginThrottle(),
+		authPlugin:  plugin,
+		sessions:    make(map[uint32]*session),
+		handshaking: make(map[uint32]*session),
+		mem:         newMemBudget(int64(cfg.Proxy.MemoryBudget)),
+		locker:      opts.Locker,
+		reg:         opts.Registry,
+		started:     time.Now(),
+		instance:    opts.Instance,
+		analyzer:    parser.NewCache(analysisCacheSize),
+	}
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockproxy_memory_budget_used_bytes",
+			Help: "Bytes of proxy.memory_budget that client packets, long data, plans and statements being analysed hold.",
+		}, func() float64 { return float64(s.mem.used.Load()) }))
 	}
 	if s.instance == "" {
 		s.instance = newInstanceID()
@@ -134,6 +150,9 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	s.cfg.Store(cfg)
 	s.rules.Store(rs)
 	s.metrics.initRuleMetrics(cfg)
+	if s.mem != nil {
+		s.mem.setLimit(int64(cfg.Proxy.MemoryBudget))
+	}
 	s.updateRouter(cfg)
 	return nil
 }
@@ -258,19 +277,32 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	go s.refreshSchemaEvery(s.ctx)
 	go s.watchBackends(s.ctx)
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if s.isDraining() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
+			if !temporaryAccept(err) {
+				return err
+			}
+			// Out of file descriptors (or another passing failure): go on
+			// serving, as net/http does. Out of descriptors, closing
+			// connections still authenticating frees some at once, and
+			// accepting right away keeps the queue of waiting clients
+			// (real logins among them) moving; otherwise wait, doubling.
+			s.metrics.acceptErrors.Inc()
+			if isFDExhaustion(err) && s.evictHandshakes(fdEvictions, "out of file descriptors") > 0 {
+				backoff = 0
 				continue
 			}
-			return err
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+			time.Sleep(backoff)
+			continue
 		}
+		backoff = 0
 		s.accept(c)
 	}
 }
@@ -284,20 +316,27 @@ func (s *Server) isDraining() bool {
 	return s.draining
 }
 
-// accept starts a session for c, or refuses it with 1040 when
-// max_connections sessions are open.
+// accept starts a session for c. Until it has authenticated, the session
+// counts against max_handshakes, and the oldest such session is closed to
+// make room when they are all taken; max_connections counts sessions that
+// have logged in (see loggedIn).
 func (s *Server) accept(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	cfg := s.config()
 	s.mu.Lock()
-	if s.draining || len(s.sessions) >= s.config().Proxy.MaxConnections {
+	if s.draining {
 		s.mu.Unlock()
 		s.metrics.rejected.Inc()
 		go refuse(c, newSQLError(erConCount, "08004", "Too many connections"))
 		return
 	}
+	for len(s.handshaking) >= cfg.Proxy.MaxHandshakes {
+		s.evictHandshakeLocked("proxy.max_handshakes reached")
+	}
 	s.nextID++
+	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
 	sess := &session{
 		srv:   s,
 		id:    s.nextID,
@@ -306,22 +345,121 @@ func (s *Server) accept(c net.Conn) {
 		cw:    newPacketWriter(c, clientBufSize),
 		stmts: make(map[uint32]*stmt),
 		ctx:   s.hardCtx,
+		mem:   mem,
 	}
+	sess.cr.mem = mem
+	sess.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())
 	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
 	s.sessions[sess.id] = sess
+	s.handshaking[sess.id] = sess
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
+	s.metrics.handshakes.Inc()
 	go func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.sessions, sess.id)
+			if _, ok := s.handshaking[sess.id]; ok {
+				delete(s.handshaking, sess.id)
+				s.metrics.handshakes.Dec()
+			}
 			s.mu.Unlock()
 			s.metrics.connections.Dec()
 			s.wg.Done()
 		}()
 		sess.run(s.ctx)
 	}()
+}
+
+// loggedIn moves an authenticated session out of the handshake count into
+// max_connections. It fails with 1040 when max_connections sessions are
+// logged in, and with 08S01 when the session was closed meanwhile to make
+// room for newer handshakes.
+func (s *Server) loggedIn(sess *session) *sqlError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.handshaking[sess.id]; !ok {
+		return newSQLError(erHandshake, "08S01", "Bad handshake: closed to make room for newer connections")
+	}
+	if len(s.sessions)-len(s.handshaking) >= s.config().Proxy.MaxConnections {
+		s.metrics.rejected.Inc()
+		return newSQLError(erConCount, "08004", "Too many connections")
+	}
+	delete(s.handshaking, sess.id)
+	s.metrics.handshakes.Dec()
+	return nil
+}
+
+// fdEvictions is how many connections still authenticating are closed
+// when accept runs out of file descriptors.
+const fdEvictions = 8
+
+// evictHandshakes closes up to n connections still authenticating (see
+// evictHandshakeLocked) and returns how many it closed.
+func (s *Server) evictHandshakes(n int, why string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	closed := 0
+	for ; closed < n && len(s.handshaking) > 0; closed++ {
+		s.evictHandshakeLocked(why)
+	}
+	return closed
+}
+
+// evictHandshakeLocked is evictHandshake with s.mu held. The victim is
+// chosen so that a flood of sockets cannot starve real logins: first
+// connections that have not yet sent a complete handshake response (a
+// real client answers the greeting at once), then those of the client
+// address holding the most handshakes, then the oldest (session ids grow
+// with time). Its goroutine sees the closed socket and ends.
+func (s *Server) evictHandshakeLocked(why string) {
+	perHost := make(map[string]int, 8)
+	for _, sess := range s.handshaking {
+		perHost[sess.host]++
+	}
+	var victim *session
+	for _, sess := range s.handshaking {
+		if victim == nil || evictBefore(sess, victim, perHost) {
+			victim = sess
+		}
+	}
+	if victim == nil {
+		return
+	}
+	delete(s.handshaking, victim.id)
+	s.metrics.handshakes.Dec()
+	s.metrics.handshakesEvicted.Inc()
+	victim.log.Debug("closing a connection still authenticating", zap.String("reason", why))
+	_ = victim.conn.Close()
+}
+
+// evictBefore reports whether a should be closed before b.
+func evictBefore(a, b *session, perHost map[string]int) bool {
+	if aa, ba := a.answered.Load(), b.answered.Load(); aa != ba {
+		return !aa
+	}
+	if perHost[a.host] != perHost[b.host] {
+		return perHost[a.host] > perHost[b.host]
+	}
+	return a.id < b.id
+}
+
+// temporaryAccept reports whether an accept error passes with time: file
+// descriptors or buffers running out, a connection reset before it was
+// accepted, a timeout.
+func temporaryAccept(err error) bool {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Temporary() || errno == syscall.ENOBUFS || errno == syscall.ENOMEM
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// isFDExhaustion reports whether err is EMFILE or ENFILE.
+func isFDExhaustion(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // refuse sends e in place of the greeting and closes c.

@@ -28,6 +28,13 @@ type session struct {
 	cw   *packetWriter
 	log  *zap.Logger
 	tls  bool
+	// mem is the session's memory budget (see memory.go).
+	mem *sessionMem
+	// host is the client's address without the port; answered is set once
+	// the client has sent a whole handshake response (see
+	// Server.evictHandshakeLocked).
+	host     string
+	answered atomic.Bool
 
 	salt      []byte
 	caps      uint32 // capabilities the client negotiated
@@ -84,6 +91,11 @@ type session struct {
 	// thread is the backend thread id of the pinned primary connection,
 	// for KILL from other sessions.
 	thread atomic.Uint32
+
+	// What the backend said of the user's PROCESS privilege, for SHOW
+	// LOCKPROXY LOCKS (privUser: the user it was asked for).
+	privUser               string
+	privKnown, privProcess bool
 
 	// current is the text of the statement being served (when analysed),
 	// for /debug/locks.
@@ -152,6 +164,11 @@ func (s *session) cleanup() {
 		resetClose(s.conn)
 	}
 	_ = s.conn.Close()
+	// Whatever the session still had charged (packet buffer, long data,
+	// plans) goes back to the process's budget.
+	if s.mem != nil {
+		s.mem.give(s.mem.used)
+	}
 }
 
 // handshake runs the connection phase: greeting, optional TLS,
@@ -191,6 +208,7 @@ func (s *session) handshake(ctx context.Context) error {
 	} else if s.srv.requireTLS() {
 		return s.writeErrAt(seq+1, newSQLError(erAccessDenied, "28000", "connections must use TLS"))
 	}
+	s.answered.Store(true)
 	resp, err := parseHandshakeResponse(p)
 	if err != nil {
 		_ = s.writeErrAt(seq+1, newSQLError(erHandshake, "08S01", "bad handshake"))
@@ -203,6 +221,10 @@ func (s *session) handshake(ctx context.Context) error {
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
 		return err
+	}
+	if e := s.srv.loggedIn(s); e != nil {
+		_ = s.writeErrAt(seq, e)
+		return e
 	}
 	return s.pinBackend(ctx, seq)
 }
@@ -237,9 +259,17 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
 	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
-	who := s.user + "@" + host // failures count per account and address, as MySQL's connection_control does
-	if d := s.srv.logins.delay(who); d > 0 {
-		time.Sleep(d)
+	turn, admitted := s.srv.logins.admit(s.user, host, s.srv.config().Proxy.HandshakeTimeout.D())
+	if !admitted {
+		s.srv.metrics.loginsThrottled.Inc()
+		s.srv.audit.Debug("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
+		e := newSQLError(erHostBlocked, "HY000", "Host '%s' is blocked because of many failed logins; try again later", host)
+		_ = s.writeErrAt(seq, e)
+		return 0, e
+	}
+	defer turn.done()
+	if turn.wait > 0 {
+		time.Sleep(turn.wait)
 	}
 	u, known := s.srv.lookupUser(s.user)
 	// A client answering with another plugin than the one announced did not
@@ -274,17 +304,19 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	}
 	if !ok {
 		s.srv.metrics.authFailures.Inc()
-		s.srv.logins.failed(who)
+		s.srv.logins.failed(s.user, host)
 		usingPw := "YES"
 		if len(auth) == 0 {
 			usingPw = "NO"
 		}
+		s.srv.audit.Info("login failed", zap.String("user", s.user), zap.String("client", host),
+			zap.Bool("known_user", known), zap.String("using_password", usingPw))
 		e := newSQLError(erAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
 	s.password = u.Password
-	s.srv.logins.succeeded(who)
+	s.srv.logins.succeeded(s.user, host)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
 		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err

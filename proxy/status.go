@@ -33,7 +33,15 @@ type LockInfo struct {
 }
 
 // Locks lists what this instance's sessions hold and wait for, oldest first.
+// It is what /debug/locks shows (behind the admin token): statements are
+// shown with their literals unless a rule has sensitive columns.
 func (s *Server) Locks() []LockInfo {
+	return s.locks(func(*session) bool { return false })
+}
+
+// locks is Locks with the statements of the sessions for which redact
+// says so shown without their literals.
+func (s *Server) locks(redact func(owner *session) bool) []LockInfo {
 	if s.locker == nil {
 		return nil
 	}
@@ -54,7 +62,7 @@ func (s *Server) Locks() []LockInfo {
 		if sess := s.sessions[uint32(e.Session)]; sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
 			if q := sess.current.Load(); q != nil {
-				li.Statement = shownStatement(*q, hide)
+				li.Statement = shownStatement(*q, hide || redact(sess))
 			}
 		}
 		out = append(out, li)
@@ -66,10 +74,11 @@ func (s *Server) Locks() []LockInfo {
 
 // shownStatement is a statement as /debug/locks and SHOW LOCKPROXY LOCKS
 // show it: cut to 512 bytes, and with every literal replaced by "?" when
-// hide (some rule has sensitive columns).
+// hide (some rule has sensitive columns, or the viewer may not see it).
+// Long statements are cut before redaction, so redaction stays cheap.
 func shownStatement(q string, hide bool) string {
 	if hide {
-		q = parser.Redact(q)
+		q = parser.Redact(truncate(q, 4096))
 	}
 	return truncate(q, 512)
 }
@@ -138,9 +147,15 @@ func (s *session) showLockproxy(q []byte) (bool, error) {
 
 func str(s string) *string { return &s }
 
+// showLocks answers SHOW LOCKPROXY LOCKS. As SHOW PROCESSLIST does, it
+// shows other users' statements only to a user with the PROCESS privilege;
+// others see their own user's statements, and everyone else's as shapes
+// without literals.
 func (s *session) showLocks() error {
+	seeAll := s.hasProcessPrivilege()
+	user := s.user
 	var rows [][]*string
-	for _, l := range s.srv.Locks() {
+	for _, l := range s.srv.locks(func(owner *session) bool { return !seeAll && owner.user != user }) {
 		var holder, position *string // NULL for held locks and when unknown
 		if l.Holder != "" {
 			holder = str(l.Holder)

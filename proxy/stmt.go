@@ -35,6 +35,17 @@ type stmt struct {
 	// local: lockproxy answers the statement itself (SHOW LOCKPROXY);
 	// no backend has it.
 	local bool
+
+	// Memory (see admit.go): the budget charged for the plan and for long
+	// data; longLost: long data did not fit, so the next execute is
+	// refused; unpinned: the plan did not fit and is made at each execute
+	// from the text, under db (the database current at prepare).
+	planCost, longCost int64
+	longLost, unpinned bool
+	db                 string
+	// primaryTyped: the primary's copy has been given parameter types
+	// (see bindOnPrimary).
+	primaryTyped bool
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -53,6 +64,11 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
 	p = s.ownConnectionID(p)
+	release, refused := s.admitStatement(p[1:])
+	defer release()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
+	}
 	if done, err := s.prepareLocal(p[1:]); done {
 		return err
 	}
@@ -103,6 +119,7 @@ func (s *session) relayPrepare(query string) error {
 		}
 	}
 	st.an = s.analyze([]byte(query))
+	s.keepPlan(st)
 	s.stmts[st.id] = st
 	s.lastOK = true
 	return s.flushClient()
@@ -127,6 +144,11 @@ func (s *session) execute(p []byte) error {
 	}
 	if len(p) < 10 { // command, statement id, flags, iteration count
 		return s.writeErrAt(1, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute"))
+	}
+	done, refused := s.admitExecute(st)
+	defer done()
+	if refused != nil {
+		return s.writeErrAt(1, refused)
 	}
 	if types, ok := executeParamTypes(p, st.numParams); ok {
 		st.paramTypes = append(st.paramTypes[:0], types...)
@@ -194,6 +216,9 @@ func (s *session) execute(p []byte) error {
 			return err
 		}
 	} else {
+		if p, refused = s.bindOnPrimary(st, p); refused != nil {
+			return s.writeErrAt(1, refused)
+		}
 		binary.LittleEndian.PutUint32(p[1:], st.backendID)
 		if err := s.forward(p, relayResults, true); err != nil {
 			return err
@@ -232,31 +257,11 @@ func (s *session) dropLongData(st *stmt) error {
 }
 
 // longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
-// and forwards it.
+// (see keepLongData) and forwards it.
 func (s *session) longData(p []byte) error {
 	if st, ok := s.lookupStmt(p); ok {
 		st.longSent = true
-	}
-	if st, ok := s.lookupStmt(p); ok && st.an != nil && len(p) >= 7 {
-		param := int(binary.LittleEndian.Uint16(p[5:]))
-		if st.long == nil {
-			st.long = make(map[int][]byte)
-		}
-		switch {
-		case param >= st.numParams || st.longCut[param]:
-			// MariaDB ignores long data for a parameter the statement
-			// does not have; a value already too long stays so.
-		case len(st.long[param])+len(p)-7 <= maxLongKey:
-			st.long[param] = append(st.long[param], p[7:]...)
-		default:
-			// Too long to keep: its key is not known (a prefix could
-			// name another row: '000…0001001' is 1001 to an integer).
-			if st.longCut == nil {
-				st.longCut = make(map[int]bool)
-			}
-			st.longCut[param] = true
-			delete(st.long, param)
-		}
+		s.keepLongData(st, p)
 	}
 	return s.stmtCommand(p, relayNone)
 }
@@ -304,6 +309,7 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	delete(s.stmts, st.id)
+	s.forgetStmt(st)
 	if st.local {
 		return nil
 	}

@@ -24,20 +24,34 @@ type packetReader struct {
 	r   *bufio.Reader
 	buf []byte // reused across reads; a returned payload is valid until the next read
 	hdr [4]byte
+	// mem, when set, is charged for buf beyond freePacketBuf (client
+	// connections); charged is what buf holds of it now.
+	mem     *sessionMem
+	charged int64
 }
+
+// freePacketBuf is the packet buffer every client connection may keep
+// without charge to its memory budget.
+const freePacketBuf = 64 << 10
 
 func newPacketReader(r io.Reader, size int) *packetReader {
 	return &packetReader{r: bufio.NewReaderSize(r, size)}
 }
 
 // readPhysical reads one physical packet: its sequence id and payload. The
-// payload aliases the reader's buffer.
+// payload aliases the reader's buffer. Without a memory budget (backends)
+// the announced length is allocated as it comes.
 func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 	if _, err = io.ReadFull(p.r, p.hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
-	if cap(p.buf) < n {
+	switch {
+	case p.mem != nil:
+		if err := p.grow(n); err != nil {
+			return 0, nil, err
+		}
+	case cap(p.buf) < n:
 		p.buf = make([]byte, n, max(n, 2*cap(p.buf)))
 	}
 	p.buf = p.buf[:n]
@@ -48,30 +62,93 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 }
 
 // readLogical reads a whole logical packet (joining continuations), refusing
-// one larger than limit bytes (0: no limit). It returns the sequence id of
-// the last physical packet. The payload is valid until the next read.
+// one larger than limit bytes (0: no limit) before allocating for it. It
+// returns the sequence id of the last physical packet. The payload is valid
+// until the next read. A packet the reader's memory budget cannot hold is
+// read past and answered with errOutOfMemory: the connection stays usable.
 func (p *packetReader) readLogical(limit int) (lastSeq byte, payload []byte, err error) {
-	var out []byte
-	for {
-		seq, part, err := p.readPhysical()
-		if err != nil {
+	total := 0
+	for first := true; ; first = false {
+		if _, err = io.ReadFull(p.r, p.hdr[:]); err != nil {
+			if !first {
+				err = unexpectedEOF(err)
+			}
 			return 0, nil, err
 		}
-		if out != nil && seq != lastSeq+1 {
+		n := int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
+		if !first && p.hdr[3] != lastSeq+1 {
 			return 0, nil, errBadSequence
 		}
-		lastSeq = seq
-		if limit > 0 && len(out)+len(part) > limit {
+		lastSeq = p.hdr[3]
+		if limit > 0 && total+n > limit {
 			return 0, nil, errPacketTooLarge
 		}
-		if out == nil && len(part) < maxPayload {
-			return seq, part, nil
+		if err := p.grow(total + n); err != nil {
+			if serr := p.skip(n); serr != nil {
+				return 0, nil, serr
+			}
+			return 0, nil, err
 		}
-		out = append(out, part...)
-		if len(part) < maxPayload {
-			return lastSeq, out, nil
+		if _, err = io.ReadFull(p.r, p.buf[total:total+n]); err != nil {
+			return 0, nil, unexpectedEOF(err)
+		}
+		total += n
+		if n < maxPayload {
+			return lastSeq, p.buf[:total], nil
 		}
 	}
+}
+
+// grow makes buf hold at least n bytes (keeping what it holds), charging
+// the memory budget for what goes beyond freePacketBuf.
+func (p *packetReader) grow(n int) error {
+	if cap(p.buf) >= n {
+		p.buf = p.buf[:n]
+		return nil
+	}
+	size := n
+	if n <= freePacketBuf {
+		size = max(n, min(2*cap(p.buf), freePacketBuf))
+	}
+	cost := int64(max(size-freePacketBuf, 0))
+	if cost > p.charged {
+		if !p.mem.take(cost-p.charged, shareAll) {
+			return errOutOfMemory("a client packet", int64(n))
+		}
+		p.charged = cost
+	}
+	nb := make([]byte, n, size)
+	copy(nb, p.buf)
+	p.buf = nb
+	return nil
+}
+
+// skip reads past the rest of a logical packet whose current physical part
+// has n bytes left, without keeping it.
+func (p *packetReader) skip(n int) error {
+	for {
+		if _, err := io.CopyN(io.Discard, p.r, int64(n)); err != nil {
+			return unexpectedEOF(err)
+		}
+		if n < maxPayload {
+			return nil
+		}
+		if _, err := io.ReadFull(p.r, p.hdr[:]); err != nil {
+			return unexpectedEOF(err)
+		}
+		n = int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
+	}
+}
+
+// shrink drops a buffer grown beyond freePacketBuf by a large packet and
+// returns its charge, so an idle session holds no more than that.
+func (p *packetReader) shrink() {
+	if cap(p.buf) <= freePacketBuf {
+		return
+	}
+	p.buf = nil
+	p.mem.give(p.charged)
+	p.charged = 0
 }
 
 // buffered reports how many bytes can be read without blocking.

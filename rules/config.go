@@ -47,6 +47,22 @@ type ProxyConfig struct {
 	// IdleTimeout closes a client connection idle between commands for
 	// longer than this; 0 (default) leaves it to the backend's wait_timeout.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHandshakes bounds the connections still authenticating, counted
+	// apart from MaxConnections; over it the oldest of them is closed, so
+	// idle sockets cannot keep real logins out.
+	MaxHandshakes int `yaml:"max_handshakes"` // default 256
+	// MemoryBudget bounds the bytes all sessions together may hold in
+	// buffered client packets, long data, prepared statements' plans and
+	// statements being analysed; a command that would exceed it gets 1041.
+	MemoryBudget int `yaml:"memory_budget"` // default 1 GiB
+	// SessionMemory is the same bound for one session.
+	SessionMemory int `yaml:"session_memory"` // default 2 x max_allowed_packet, at least 128 MiB
+	// MaxStatementSize is the longest statement text lockproxy analyses;
+	// longer ones are refused (when any rule or replica needs analysis).
+	MaxStatementSize int `yaml:"max_statement_size"` // default 2 MiB
+	// MaxNesting is the deepest nesting of parentheses a statement may
+	// have; deeper ones are refused with 1473 before the parser sees them.
+	MaxNesting int `yaml:"max_nesting"` // default 256
 }
 
 // TLSConfig names a PEM certificate and key for client TLS.

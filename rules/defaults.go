@@ -15,6 +15,11 @@ const (
 	DefaultMaxAllowedPacket = 64 << 20
 	DefaultMaxReplicaLag    = 2 * time.Second
 	DefaultSchemaRefresh    = 30 * time.Second
+	DefaultMaxHandshakes    = 256
+	DefaultMemoryBudget     = 1 << 30
+	MinSessionMemory        = 128 << 20
+	DefaultMaxStatementSize = 2 << 20
+	DefaultMaxNesting       = 256
 	DefaultLockBackend      = LockBackendMemory
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
@@ -77,6 +82,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 	if !d.isSet("proxy.max_allowed_packet") {
 		cfg.Proxy.MaxAllowedPacket = DefaultMaxAllowedPacket
 	}
+	proxyLimitDefaults(&cfg.Proxy, d)
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
 	setStr(&cfg.Locks.Backend, DefaultLockBackend)
@@ -131,4 +137,27 @@ func (r *Rule) Locks(c LockClass) bool {
 		}
 	}
 	return false
+}
+
+// proxyLimitDefaults fills the limits that keep hostile clients from
+// exhausting connections and memory. The session budget follows
+// max_allowed_packet (a session must be able to hold its largest packet
+// twice: the packet and the statement made from it); the global budget is
+// at least one session's.
+func proxyLimitDefaults(p *ProxyConfig, d *decoder) {
+	if !d.isSet("proxy.max_handshakes") {
+		p.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if !d.isSet("proxy.session_memory") {
+		p.SessionMemory = max(MinSessionMemory, 2*p.MaxAllowedPacket)
+	}
+	if !d.isSet("proxy.memory_budget") {
+		p.MemoryBudget = max(DefaultMemoryBudget, p.SessionMemory)
+	}
+	if !d.isSet("proxy.max_statement_size") {
+		p.MaxStatementSize = DefaultMaxStatementSize
+	}
+	if !d.isSet("proxy.max_nesting") {
+		p.MaxNesting = DefaultMaxNesting
+	}
 }

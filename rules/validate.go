@@ -53,6 +53,26 @@ func (v *validator) proxy(p *ProxyConfig) {
 	if p.IdleTimeout < 0 {
 		v.add("proxy.idle_timeout", "must not be negative")
 	}
+	v.proxyLimits(p)
+}
+
+// proxyLimits checks the connection and memory limits against each other.
+func (v *validator) proxyLimits(p *ProxyConfig) {
+	if p.MaxHandshakes <= 0 {
+		v.add("proxy.max_handshakes", "must be at least 1, got %d", p.MaxHandshakes)
+	}
+	if p.SessionMemory < p.MaxAllowedPacket {
+		v.add("proxy.session_memory", "must be at least proxy.max_allowed_packet (%d), got %d", p.MaxAllowedPacket, p.SessionMemory)
+	}
+	if p.MemoryBudget < p.SessionMemory {
+		v.add("proxy.memory_budget", "must be at least proxy.session_memory (%d), got %d", p.SessionMemory, p.MemoryBudget)
+	}
+	if p.MaxStatementSize < 1024 {
+		v.add("proxy.max_statement_size", "must be at least 1024 bytes, got %d", p.MaxStatementSize)
+	}
+	if p.MaxNesting < 8 {
+		v.add("proxy.max_nesting", "must be at least 8, got %d", p.MaxNesting)
+	}
 }
 
 func (v *validator) tls(t *TLSConfig) {

@@ -67,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = log.Sync() }()
 	warnIfReadable(*configPath, cfg, log)
+	raiseFDLimit(cfg.Proxy, log)
+	setMemoryLimit(cfg.Proxy, log)
 	if err := serve(cfg, *configPath, *authPlugin, log); err != nil {
 		log.Error("lockproxy stopped", zap.Error(err))
 		return 1

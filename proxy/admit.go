@@ -1,0 +1,270 @@
+package proxy
+
+import (
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// Admission: what a statement may cost lockproxy before it is analysed,
+// and what a prepared statement may keep afterwards.
+//
+// The parser allocates 130-270 bytes per byte of statement text (bulk
+// INSERTs least, long expressions most), and walks its trees recursively.
+// So before a text reaches the parser it must be no longer than
+// proxy.max_statement_size, nest parentheses no deeper than
+// proxy.max_nesting, and find room in the memory budgets for its parse.
+
+// parseCostPerByte is the memory reserved per byte of text while it is
+// analysed (the most the parser was measured to allocate, rounded up).
+const parseCostPerByte = 256
+
+// freeParse is the longest text analysed without a reservation: short
+// statements are the common case and their parse is small and brief.
+const freeParse = 4 << 10
+
+// admitStatement decides whether the statement text q may be analysed. It
+// returns the error the client gets instead, or a func that gives back
+// the memory reserved for the analysis; call it once the statement has
+// been served. Texts are checked only when lockproxy analyses statements
+// at all (any rule or replica).
+func (s *session) admitStatement(q []byte) (release func(), refused *sqlError) {
+	release = func() {}
+	if !s.srv.needsFacts() {
+		return release, nil
+	}
+	p := s.srv.config().Proxy
+	if len(q) > p.MaxStatementSize {
+		return release, newSQLError(erParse, "42000",
+			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
+	}
+	if nestingOver(q, p.MaxNesting) {
+		return release, newSQLError(erTooDeepNesting, "HY000",
+			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
+	}
+	if len(q) <= freeParse {
+		return release, nil
+	}
+	// A session analyses one statement at a time, so max_statement_size
+	// bounds its share; the process's budget bounds them all.
+	cost := int64(len(q)) * parseCostPerByte
+	if !s.srv.mem.take(cost, shareAll) {
+		s.srv.metrics.memoryRefused.Inc()
+		return release, errOutOfMemory("analysing a statement", cost)
+	}
+	return func() { s.srv.mem.give(cost) }, nil
+}
+
+// nestingOver reports whether parentheses in q, outside string literals,
+// quoted identifiers and comments, nest deeper than limit. Executable
+// comments (/*! ... */, /*M! ... */) count as code, as MariaDB runs them.
+func nestingOver(q []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(q); i++ {
+		switch c := q[i]; c {
+		case '(':
+			if depth++; depth > limit {
+				return true
+			}
+		case ')':
+			depth = max(depth-1, 0)
+		case '\'', '"', '`':
+			i = skipQuoted(q, i, c)
+		case '#':
+			i = skipLine(q, i)
+		case '-':
+			if i+2 < len(q) && q[i+1] == '-' && (q[i+2] == ' ' || q[i+2] == '\t' || q[i+2] == '\n') {
+				i = skipLine(q, i)
+			}
+		case '/':
+			if i+2 < len(q) && q[i+1] == '*' && q[i+2] != '!' && q[i+2] != 'M' {
+				i = skipComment(q, i)
+			}
+		}
+	}
+	return false
+}
+
+// skipQuoted returns the index of the quote closing the literal that opens
+// at q[i] (a doubled quote or, outside backticks, a backslash escapes).
+func skipQuoted(q []byte, i int, quote byte) int {
+	for j := i + 1; j < len(q); j++ {
+		switch q[j] {
+		case '\\':
+			if quote != '`' {
+				j++
+			}
+		case quote:
+			if j+1 < len(q) && q[j+1] == quote {
+				j++
+				continue
+			}
+			return j
+		}
+	}
+	return len(q)
+}
+
+func skipLine(q []byte, i int) int {
+	for ; i < len(q) && q[i] != '\n'; i++ {
+	}
+	return i
+}
+
+func skipComment(q []byte, i int) int {
+	for j := i + 2; j+1 < len(q); j++ {
+		if q[j] == '*' && q[j+1] == '/' {
+			return j + 1
+		}
+	}
+	return len(q)
+}
+
+// keepPlan charges a newly prepared statement's analysis to the memory
+// budgets. One the budgets cannot hold (a plan may weigh a hundred times
+// its text) is not kept: the statement is analysed again at each execute
+// (see pinPlan), which costs time instead of memory.
+func (s *session) keepPlan(st *stmt) {
+	st.db = s.db
+	if st.an == nil {
+		return
+	}
+	w := parser.Weight(st.an)
+	if !s.mem.take(w, sharePlans) {
+		st.an, st.unpinned = nil, true
+		return
+	}
+	st.planCost = w
+}
+
+// pinPlan gives an execute of st the analysis keepPlan did not keep, for
+// the duration of the execute; unpinPlan drops it again.
+func (s *session) pinPlan(st *stmt) {
+	if !st.unpinned {
+		return
+	}
+	// The statement's text means what it meant under the database current
+	// when it was prepared.
+	db := s.db
+	s.db = st.db
+	st.an = s.analyze([]byte(st.query))
+	s.db = db
+}
+
+func unpinPlan(st *stmt) {
+	if st.unpinned {
+		st.an = nil
+	}
+}
+
+// forgetStmt gives back what a statement held of the memory budgets.
+func (s *session) forgetStmt(st *stmt) {
+	s.mem.give(st.planCost + st.longCost)
+	st.planCost, st.longCost = 0, 0
+}
+
+// forgetStmts forgets every prepared statement of the session (the
+// backend dropped them).
+func (s *session) forgetStmts() {
+	for _, st := range s.stmts {
+		s.forgetStmt(st)
+	}
+	clear(s.stmts)
+}
+
+// keepLongData keeps a COM_STMT_SEND_LONG_DATA chunk for key derivation,
+// for a parameter the statement has, up to maxLongKey bytes per parameter
+// and within the memory budgets. A chunk that does not fit dooms the next
+// execute (see admitExecute): its keys could not be derived.
+func (s *session) keepLongData(st *stmt, p []byte) {
+	if st.an == nil && !st.unpinned || len(p) < 7 {
+		return
+	}
+	param := int(binary.LittleEndian.Uint16(p[5:]))
+	if param >= st.numParams {
+		return // MariaDB refuses the execute; nothing to derive from
+	}
+	chunk := p[7:]
+	if st.longCut[param] {
+		return // already too long to key: it stays so
+	}
+	if len(st.long[param])+len(chunk) > maxLongKey {
+		// Too long to keep: its key is not known (a prefix could name
+		// another row: '000…0001001' is 1001 to an integer column), so
+		// the execute is keyed on no value of it (see execute).
+		if st.longCut == nil {
+			st.longCut = make(map[int]bool)
+		}
+		st.longCut[param] = true
+		kept := int64(len(st.long[param]))
+		s.mem.give(kept)
+		st.longCost -= kept
+		delete(st.long, param)
+		return
+	}
+	if !s.mem.take(int64(len(chunk)), shareAll) {
+		st.longLost = true
+		return
+	}
+	if st.long == nil {
+		st.long = make(map[int][]byte)
+	}
+	st.long[param] = append(st.long[param], chunk...)
+	st.longCost += int64(len(chunk))
+}
+
+// admitExecute prepares an execute of st: it refuses one whose long data
+// could not be kept (resetting the statement on the backend so the client
+// can send it again), and gives the execute the plan keepPlan did not
+// keep. Call the returned func (never nil) when the execute ends: it gives
+// back the long data's memory and drops such a plan again.
+func (s *session) admitExecute(st *stmt) (done func(), refused *sqlError) {
+	done = func() {
+		s.mem.give(st.longCost)
+		st.longCost = 0
+		unpinPlan(st)
+	}
+	if st.longLost {
+		st.longLost = false
+		st.long, st.longCut, st.longSent = nil, nil, false
+		reset := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID)
+		if err := s.be.writeCommand(reset); err == nil {
+			_, _ = s.be.read()
+		}
+		return done, errOutOfMemory("long data of a prepared statement", maxLongKey)
+	}
+	s.pinPlan(st)
+	return done, nil
+}
+
+// resetLongData forgets the long data of st (COM_STMT_RESET).
+func (s *session) resetLongData(st *stmt) {
+	s.mem.give(st.longCost)
+	st.long, st.longCut, st.longSent, st.longLost, st.longCost = nil, nil, false, false, 0
+}
+
+// bindOnPrimary makes sure the primary's copy of st knows its parameter
+// types before it executes. An execute that does not bind them
+// (new_params_bound_flag 0) relies on types the server was given before;
+// when the statement's earlier executes went to a replica, the primary
+// was never given any, and MariaDB 10.11 then crashes converting the
+// parameters. Such a packet gets the remembered types bound.
+func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, *sqlError) {
+	if st.numParams == 0 {
+		return p, nil
+	}
+	if _, bound := executeParamTypes(p, st.numParams); bound {
+		st.primaryTyped = true
+		return p, nil
+	}
+	if st.primaryTyped {
+		return p, nil
+	}
+	out, err := withParamTypes(p, st.numParams, st.paramTypes)
+	if err != nil || len(out) == len(p) {
+		return nil, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
+	}
+	st.primaryTyped = true
+	return out, nil
+}

@@ -1,0 +1,29 @@
+package proxy
+
+import "go.uber.org/zap"
+
+// processPrivilegeQuery counts the PROCESS privilege among the current
+// user's global privileges (ALL PRIVILEGES is listed privilege by
+// privilege). GRANTEE is written 'user'@'host', CURRENT_USER() user@host
+// (the host never holds an @).
+const processPrivilegeQuery = `SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES ` +
+	`WHERE PRIVILEGE_TYPE = 'PROCESS' AND GRANTEE = CONCAT('''', ` +
+	`LEFT(CURRENT_USER(), LENGTH(CURRENT_USER()) - LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), ` +
+	`'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')`
+
+// hasProcessPrivilege asks the backend, over the session's own
+// connection, whether the session's user has the PROCESS privilege, once
+// per user the session is logged in as. When the backend cannot say, the
+// answer is no.
+func (s *session) hasProcessPrivilege() bool {
+	if s.privKnown && s.privUser == s.user {
+		return s.privProcess
+	}
+	v, err := s.be.queryValue(processPrivilegeQuery)
+	if err != nil {
+		s.log.Warn("cannot learn whether the user has the PROCESS privilege; showing other users' statements as shapes", zap.Error(err))
+		return false
+	}
+	s.privUser, s.privKnown, s.privProcess = s.user, true, len(v) > 0 && string(v) != "0"
+	return s.privProcess
+}
