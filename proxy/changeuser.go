@@ -21,7 +21,7 @@ func (s *session) changeUser(p []byte) error {
 		return s.writeErrAt(1, newSQLError(erHandshake, "08S01", "malformed COM_CHANGE_USER"))
 	}
 	previous := s.user
-	s.user = user
+	s.setUser(user)
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
@@ -29,7 +29,7 @@ func (s *session) changeUser(p []byte) error {
 	_ = s.conn.SetReadDeadline(time.Time{})
 	var refused *sqlError
 	if errors.As(err, &refused) {
-		s.user = previous
+		s.setUser(previous)
 		return s.failedChangeUser()
 	}
 	if err != nil {
@@ -110,4 +110,13 @@ func parseChangeUser(p []byte, caps uint32) (user string, auth []byte, db, plugi
 		}
 	}
 	return
+}
+
+// setUser changes the session's user. The session's own goroutine reads it
+// freely; others (SHOW LOCKPROXY LOCKS, /debug/locks) read it under the
+// server's mu, so it is written under it.
+func (s *session) setUser(user string) {
+	s.srv.mu.Lock()
+	s.user = user
+	s.srv.mu.Unlock()
 }

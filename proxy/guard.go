@@ -16,6 +16,10 @@ import (
 // with its lease.
 const releaseTimeout = 3 * time.Second
 
+// rollbackTimeout bounds the ROLLBACK lockproxy sends itself (a deadlock
+// victim, a lost lease): past it the backend connection is given up.
+const rollbackTimeout = 5 * time.Second
+
 // guard is what lockproxy must do around one command: the locks to take, a
 // rejection to answer instead, whether it ends the transaction.
 type guard struct {
@@ -144,7 +148,12 @@ func (s *session) noteUnkeyedReads(g guard) {
 // answers 1213: the fate of a deadlock victim or of a lost lease.
 func (s *session) abortTxn(cause error, rule string) error {
 	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
-		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil {
+		// A primary that does not answer must not hold the session (and
+		// its locks) forever: the ROLLBACK gets a deadline.
+		_ = s.be.nc.SetDeadline(time.Now().Add(rollbackTimeout))
+		err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...))
+		_ = s.be.nc.SetDeadline(time.Time{})
+		if err != nil {
 			s.be.broken = true
 			return err
 		}

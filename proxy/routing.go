@@ -31,7 +31,7 @@ type replicaState struct {
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
 func (s *session) replicaEligible(p plan) bool {
-	if s.srv.router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary {
+	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary {
 		return false
 	}
 	return p.primaryWhy == ""
@@ -82,7 +82,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 			return false, nil
 		}
 	}
-	addr, release, ok := s.srv.router.PickAndTrack()
+	addr, release, ok := s.srv.loaded().router.PickAndTrack()
 	if !ok {
 		return false, nil
 	}
@@ -134,7 +134,9 @@ func (s *session) replicaBroken(addr string, err error) {
 	s.log.Debug("replica unusable; reading from the primary", zap.String("replica", addr), zap.Error(err))
 	s.srv.metrics.backendErrors.WithLabelValues("replica").Inc()
 	if !isMySQLErr(err) {
-		s.srv.router.MarkDown(addr, err)
+		if rt := s.srv.loaded().router; rt != nil {
+			rt.MarkDown(addr, err)
+		}
 	}
 	if s.replica.conn != nil {
 		s.replica.conn.broken = true
@@ -227,7 +229,7 @@ func (s *session) learnLastGTID() error {
 // later routing: writes need read-your-writes, SETs are replayed on
 // replica connections, temporary tables pin the session to the primary.
 func (s *session) noteStatement(an *parser.Analysis) {
-	if s.srv.router == nil || an == nil {
+	if s.srv.loaded().router == nil || an == nil {
 		return
 	}
 	if an.Unparsed {

@@ -215,7 +215,7 @@ func waitReplica(t *testing.T, p *testProxy) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "router sees the replica healthy", func() bool {
-		_, ok := p.srv.router.Pick()
+		_, ok := p.srv.loaded().router.Pick()
 		return ok
 	})
 }

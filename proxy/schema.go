@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -23,16 +24,16 @@ const (
 // compares them, and with the primary's views, routines and triggers, so
 // that writes through them meet the rules. When the primary cannot be asked, rules still compile
 // (values then normalise by their literal form) and a warning says so.
-func (s *Server) compileRules(cfg *rules.Config) (*rules.RuleSet, error) {
-	return s.compileRulesLogged(cfg, s.log)
+func (s *Server) compileRules(cfg *rules.Config, btls *tls.Config) (*rules.RuleSet, error) {
+	return s.compileRulesLogged(cfg, btls, s.log)
 }
 
 // compileRulesLogged is compileRules reporting what it read to log.
-func (s *Server) compileRulesLogged(cfg *rules.Config, log *zap.Logger) (*rules.RuleSet, error) {
+func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *zap.Logger) (*rules.RuleSet, error) {
 	if len(cfg.Rules) == 0 {
 		return rules.Compile(cfg, rules.Schema{})
 	}
-	schema, err := s.loadSchema(cfg, log)
+	schema, err := s.loadSchema(cfg, btls, log)
 	if err != nil {
 		s.log.Warn("cannot read the guarded tables' key columns and the views, routines and triggers from the primary; "+
 			"keys normalise by literal form and every CALL is refused until they can be read",
@@ -41,14 +42,14 @@ func (s *Server) compileRulesLogged(cfg *rules.Config, log *zap.Logger) (*rules.
 	return rules.Compile(cfg, schema)
 }
 
-func (s *Server) loadSchema(cfg *rules.Config, log *zap.Logger) (rules.Schema, error) {
+func (s *Server) loadSchema(cfg *rules.Config, btls *tls.Config, log *zap.Logger) (rules.Schema, error) {
 	if len(cfg.Users) == 0 {
 		return rules.Schema{}, nil
 	}
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Users[0].User, cfg.Users[0].Password, "tcp", cfg.Backends.Primary
 	mc.Timeout = schemaTimeout
-	mc.TLS = rules.ForAddr(s.backendTLS.Load(), cfg.Backends.Primary)
+	mc.TLS = rules.ForAddr(btls, cfg.Backends.Primary)
 	connector, err := mysql.NewConnector(mc)
 	if err != nil {
 		return rules.Schema{}, err
@@ -74,15 +75,13 @@ func (s *Server) refreshSchema() { s.refreshSchemaLogged(s.log) }
 
 // refreshSchemaLogged is refreshSchema reporting what it read to log.
 func (s *Server) refreshSchemaLogged(log *zap.Logger) {
-	cfg := s.config()
-	rs, err := s.compileRulesLogged(cfg, log)
+	cur := s.loaded()
+	rs, err := s.compileRulesLogged(cur.cfg, cur.backendTLS, log)
 	if err != nil {
 		s.log.Warn("re-reading the schema failed; the rules keep the schema read before", zap.Error(err))
 		return
 	}
-	if s.config() == cfg {
-		s.rules.Store(rs)
-	}
+	s.swapRules(cur.cfg, rs)
 }
 
 // refreshSchemaEvery re-reads the schema every backends.schema_refresh

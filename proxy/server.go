@@ -40,23 +40,19 @@ type Options struct {
 // Server accepts MySQL client connections and serves each in a session of
 // its own. Its methods are safe for concurrent use.
 type Server struct {
-	cfg       atomic.Pointer[rules.Config]
+	// rt is what the configuration in force built; Reload swaps it whole.
+	rt        atomic.Pointer[loaded]
 	log       *zap.Logger
 	audit     *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
 	metrics   *metrics
 	pool      *pool
 	logins    *loginThrottle
-	tlsConfig *tls.Config
-	// backendTLS is backends.tls loaded (nil: plain connections).
-	backendTLS atomic.Pointer[tls.Config]
 	authPlugin string
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
 	locker     lockmgr.Locker
 	instance   string
 	analyzer   *parser.Cache
-	rules      atomic.Pointer[rules.RuleSet]
-	router     *router.Router // nil when no replicas are configured
 	reg        prometheus.Registerer
 	started    time.Time
 	hardCtx    context.Context // cancelled when the shutdown grace ends
@@ -65,6 +61,9 @@ type Server struct {
 	// mem is the process's memory budget for what clients make lockproxy
 	// hold (proxy.memory_budget); see memory.go.
 	mem *memBudget
+
+	// reloadMu orders the swaps of rt (Reload and schema refreshes).
+	reloadMu sync.Mutex
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -125,64 +124,97 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// loaded is everything one configuration builds: the configuration, its
+// rules compiled against the primary's schema, the TLS configurations, and
+// the router. It is built and validated whole, then swapped in at once
+// (Reload), so a session never sees half of a reload, and never modified:
+// a schema refresh swaps in a copy with new rules.
+type loaded struct {
+	cfg        *rules.Config
+	rules      *rules.RuleSet
+	clientTLS  *tls.Config    // proxy.tls; nil: clients cannot switch to TLS
+	backendTLS *tls.Config    // backends.tls; nil: plain connections
+	router     *router.Router // nil while no replicas were ever configured
+}
+
+// loaded returns what the configuration in force built.
+func (s *Server) loaded() *loaded { return s.rt.Load() }
+
 // Reload swaps in a new configuration. Sessions pick it up at their next
-// command; open connections are not dropped.
+// command; open connections are not dropped. Everything the configuration
+// needs is built before anything changes: a configuration that fails
+// leaves the old one in force, whole.
 func (s *Server) Reload(cfg *rules.Config) error {
+	next := &loaded{cfg: cfg}
 	if cfg.Proxy.TLS != nil {
 		cert, err := tls.LoadX509KeyPair(cfg.Proxy.TLS.Cert, cfg.Proxy.TLS.Key)
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		s.mu.Unlock()
+		next.clientTLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	btls, err := cfg.Backends.TLS.Load()
 	if err != nil {
 		return err
 	}
-	old := s.backendTLS.Swap(btls) // the schema is read with it
-	rs, err := s.compileRules(cfg)
-	if err != nil {
-		s.backendTLS.Store(old)
+	next.backendTLS = btls
+	if next.rules, err = s.compileRules(cfg, btls); err != nil {
 		return err
 	}
-	s.cfg.Store(cfg)
-	s.rules.Store(rs)
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	next.router = s.routerFor(cfg, btls)
+	s.rt.Store(next)
 	s.metrics.initRuleMetrics(cfg)
 	if s.mem != nil {
 		s.mem.setLimit(int64(cfg.Proxy.MemoryBudget))
 	}
-	s.updateRouter(cfg)
 	return nil
 }
 
-// updateRouter creates the router when replicas are configured, or hands
-// it the new backends on reload. (A router, once made, stays: with no
-// replicas left it simply picks none.)
-func (s *Server) updateRouter(cfg *rules.Config) {
+// routerFor hands the router in force the new backends, or makes one when
+// replicas are configured for the first time. (A router, once made, stays:
+// with no replicas left it simply picks none.) Called with reloadMu held.
+func (s *Server) routerFor(cfg *rules.Config, btls *tls.Config) *router.Router {
 	rc := router.Config{Primary: cfg.Backends.Primary, Replicas: cfg.Backends.Replicas,
-		MaxLag: cfg.Backends.MaxReplicaLag.D()}
+		MaxLag: cfg.Backends.MaxReplicaLag.D(), TLS: btls}
 	if len(cfg.Users) > 0 {
 		rc.User, rc.Password = cfg.Users[0].User, cfg.Users[0].Password
 	}
-	if btls := s.backendTLS.Load(); btls != nil {
-		rc.TLS = btls
+	var rt *router.Router
+	if cur := s.loaded(); cur != nil {
+		rt = cur.router
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
-	case s.router != nil:
-		s.router.Update(rc)
+	case rt != nil:
+		rt.Update(rc)
 	case len(rc.Replicas) > 0:
-		s.router = router.New(rc, s.log.Named("router"), s.reg)
-		if s.ln != nil {
-			go s.router.Start(s.ctx)
+		rt = router.New(rc, s.log.Named("router"), s.reg)
+		s.mu.Lock()
+		serving := s.ln != nil
+		s.mu.Unlock()
+		if serving {
+			go rt.Start(s.ctx)
 		}
 	}
+	return rt
 }
 
-func (s *Server) ruleSet() *rules.RuleSet { return s.rules.Load() }
+// swapRules puts rs in force with the rest of the runtime as it is, unless
+// a reload replaced the configuration rs was compiled for.
+func (s *Server) swapRules(cfg *rules.Config, rs *rules.RuleSet) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cur := s.loaded()
+	if cur == nil || cur.cfg != cfg {
+		return
+	}
+	next := *cur
+	next.rules = rs
+	s.rt.Store(&next)
+}
+
+func (s *Server) ruleSet() *rules.RuleSet { return s.loaded().rules }
 
 // hasRewrites reports whether any rule rewrites.
 func (s *Server) hasRewrites() bool {
@@ -210,7 +242,7 @@ func (s *Server) needsFacts() bool {
 	return len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0
 }
 
-func (s *Server) config() *rules.Config { return s.cfg.Load() }
+func (s *Server) config() *rules.Config { return s.loaded().cfg }
 
 func (s *Server) requireTLS() bool { return s.config().Proxy.RequireTLS }
 
@@ -238,7 +270,7 @@ func (s *Server) probeVersion(ctx context.Context) {
 		return
 	}
 	u := cfg.Users[0]
-	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation, tls: s.backendTLS.Load()})
+	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation, tls: s.loaded().backendTLS})
 	if err != nil {
 		s.log.Warn("cannot reach the primary to learn its version", zap.String("primary", cfg.Backends.Primary), zap.Error(err))
 		return
@@ -267,8 +299,8 @@ func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.ln = ln
-	rt := s.router
 	s.mu.Unlock()
+	rt := s.loaded().router
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	s.probeVersion(ctx)
 	cancel()
@@ -495,23 +527,38 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-tick.C:
 			s.closeIdleSessions()
 		case <-ctx.Done():
+			// The grace is over: wake every session, whether it waits on
+			// its client or on a reply from its primary, and give them a
+			// moment to give their locks back; then return, as net/http's
+			// Shutdown does, whether or not every one has ended.
 			s.hardCancel()
 			s.mu.Lock()
 			for _, sess := range s.sessions {
 				_ = sess.conn.Close()
+				if b := sess.watched.Load(); b != nil {
+					_ = b.nc.Close()
+				}
 			}
 			s.mu.Unlock()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(shutdownStraggle):
+				s.log.Warn("sessions still ending after the shutdown grace; returning without them")
+			}
 			s.closeBackends()
 			return ctx.Err()
 		}
 	}
 }
 
+// shutdownStraggle is how long Shutdown waits, once its grace is over and
+// every connection is closed, for sessions to give their locks back.
+const shutdownStraggle = releaseTimeout + time.Second
+
 func (s *Server) closeBackends() {
 	s.pool.close()
-	if s.router != nil {
-		s.router.Close()
+	if rt := s.loaded().router; rt != nil {
+		rt.Close()
 	}
 }
 

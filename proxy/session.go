@@ -184,7 +184,8 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.salt = salt
 	caps := uint32(serverCaps)
-	if s.srv.tlsConfig != nil {
+	clientTLS := s.srv.loaded().clientTLS
+	if clientTLS != nil {
 		caps |= mysql.CLIENT_SSL
 	}
 	plugin := s.srv.authPlugin
@@ -199,7 +200,7 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	if isSSLRequest(p) {
-		if err := s.upgradeTLS(s.srv.tlsConfig); err != nil {
+		if err := s.upgradeTLS(clientTLS); err != nil {
 			return err
 		}
 		if seq, p, err = s.cr.readLogical(4096); err != nil {
@@ -334,7 +335,7 @@ func (s *session) backendKey() poolKey {
 		db:        s.db,
 		caps:      s.caps & mirroredCaps,
 		collation: s.collation,
-		tls:       s.srv.backendTLS.Load(),
+		tls:       s.srv.loaded().backendTLS,
 	}
 }
 

@@ -113,9 +113,7 @@ func nonNil(l []LockInfo) []LockInfo {
 // Backends reports the primary and replicas as the router sees them (nil
 // without replicas).
 func (s *Server) Backends() []router.BackendStatus {
-	s.mu.Lock()
-	rt := s.router
-	s.mu.Unlock()
+	rt := s.loaded().router
 	if rt == nil {
 		return nil
 	}

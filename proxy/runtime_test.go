@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// TestReloadUnderLoad swaps configurations (rules on and off, replicas on
+// and off, client TLS on and off) while sessions read, write under locks
+// and log in: under -race this shows sessions never read a half-swapped
+// configuration, and the load sees no error a reload should not cause.
+func TestReloadUnderLoad(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 1000000), (2, 1000000)")
+	bed := testbedFor(t)
+	variant := func(i int) func(*rules.Config) {
+		return func(c *rules.Config) {
+			c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+				Lock: []string{rules.LockWrite, rules.LockLockingRead}, OnUnkeyed: rules.OnUnkeyedReject,
+				WaitTimeout: rules.Duration(5 * time.Second)}}
+			if i%2 == 1 {
+				c.Backends.Replicas = []string{bed.ReplicaAddr}
+				c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
+			}
+			if i%3 == 1 && bed.TLSCert != "" {
+				c.Proxy.TLS = &rules.TLSConfig{Cert: bed.TLSCert, Key: bed.TLSKey}
+			}
+		}
+	}
+	p := startProxyWith(t, variant(0), memlock.New(nil, nil))
+	configs := make([]*rules.Config, 6)
+	for i := range configs {
+		c := *p.srv.config()
+		variant(i)(&c)
+		configs[i] = &c
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	work := func(f func(*sql.DB) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := p.db(t, db, "")
+			for ctx.Err() == nil {
+				if err := f(c); err != nil && ctx.Err() == nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 3 {
+		work(func(c *sql.DB) error {
+			_, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+			return err
+		})
+		work(func(c *sql.DB) error {
+			var n int
+			return c.QueryRow("SELECT stock FROM sku WHERE sku_id = 2").Scan(&n)
+		})
+	}
+	work(func(c *sql.DB) error { // new logins, each on a fresh connection
+		conn, err := c.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return conn.Raw(func(any) error { return nil })
+	})
+	reloads := 0
+	for ctx.Err() == nil {
+		if err := p.srv.Reload(configs[reloads%len(configs)]); err != nil {
+			t.Fatalf("reload %d: %v", reloads, err)
+		}
+		reloads++
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("load during reloads: %v", err)
+		}
+	}
+	if reloads < 10 {
+		t.Fatalf("only %d reloads ran", reloads)
+	}
+}
+
+// TestShutdownWakesBackendWaits: when the shutdown grace ends, a session
+// waiting for its primary's reply (a long statement) is woken too, and
+// Shutdown returns rather than waiting for the statement.
+func TestShutdownWakesBackendWaits(t *testing.T) {
+	p := startProxy(t, nil)
+	c := p.db(t, "", "")
+	tx, err := c.Begin() // in a transaction: draining lets it run to the grace
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	running := make(chan error, 1)
+	go func() {
+		_, err := tx.Exec("SELECT SLEEP(120)")
+		running <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the statement reaches MariaDB
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	returned := make(chan error, 1)
+	go func() { returned <- p.srv.Shutdown(ctx) }()
+	select {
+	case err := <-returned:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown after its grace: %v, want the context's deadline", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Shutdown still waits for a statement its grace has run out on")
+	}
+	select {
+	case err := <-running:
+		if err == nil {
+			t.Fatal("the 120 s statement answered as if it ran to its end")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session waiting for its primary was not woken")
+	}
+}
