@@ -1,9 +1,9 @@
 package proxy
 
 import (
-	"crypto/tls"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
 	"os"

@@ -41,12 +41,12 @@ type Options struct {
 // its own. Its methods are safe for concurrent use.
 type Server struct {
 	// rt is what the configuration in force built; Reload swaps it whole.
-	rt        atomic.Pointer[loaded]
-	log       *zap.Logger
-	audit     *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
-	metrics   *metrics
-	pool      *pool
-	logins    *loginThrottle
+	rt         atomic.Pointer[loaded]
+	log        *zap.Logger
+	audit      *zap.Logger // lock waits over slow_wait, victims, rejections, rewrite conflicts
+	metrics    *metrics
+	pool       *pool
+	logins     *loginThrottle
 	authPlugin string
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
