@@ -29,18 +29,18 @@ const freeParse = 4 << 10
 // the memory reserved for the analysis; call it once the statement has
 // been served. Texts are checked only when lockproxy analyses statements
 // at all (any rule or replica).
-func (s *session) admitStatement(q []byte) (release func(), refused *sqlError) {
+func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	release = func() {}
 	if !s.srv.needsFacts() {
 		return release, nil
 	}
 	p := s.srv.config().Proxy
 	if len(q) > p.MaxStatementSize {
-		return release, newSQLError(erParse, "42000",
+		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
 	if nestingOver(q, p.MaxNesting) {
-		return release, newSQLError(erTooDeepNesting, "HY000",
+		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
 	}
 	if len(q) <= freeParse {
@@ -51,7 +51,7 @@ func (s *session) admitStatement(q []byte) (release func(), refused *sqlError) {
 	cost := int64(len(q)) * parseCostPerByte
 	if !s.srv.mem.take(cost, shareAll) {
 		s.srv.metrics.memoryRefused.Inc()
-		return release, errOutOfMemory("analysing a statement", cost)
+		return release, outOfMemory("analysing a statement", cost)
 	}
 	return func() { s.srv.mem.give(cost) }, nil
 }
@@ -219,7 +219,7 @@ func (s *session) keepLongData(st *stmt, p []byte) {
 // can send it again), and gives the execute the plan keepPlan did not
 // keep. Call the returned func (never nil) when the execute ends: it gives
 // back the long data's memory and drops such a plan again.
-func (s *session) admitExecute(st *stmt) (done func(), refused *sqlError) {
+func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 	done = func() {
 		s.mem.give(st.longCost)
 		st.longCost = 0
@@ -232,7 +232,7 @@ func (s *session) admitExecute(st *stmt) (done func(), refused *sqlError) {
 		if err := s.be.writeCommand(reset); err == nil {
 			_, _ = s.be.read()
 		}
-		return done, errOutOfMemory("long data of a prepared statement", maxLongKey)
+		return done, outOfMemory("long data of a prepared statement", maxLongKey)
 	}
 	s.pinPlan(st)
 	return done, nil
@@ -250,7 +250,7 @@ func (s *session) resetLongData(st *stmt) {
 // when the statement's earlier executes went to a replica, the primary
 // was never given any, and MariaDB 10.11 then crashes converting the
 // parameters. Such a packet gets the remembered types bound.
-func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, *sqlError) {
+func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, error) {
 	if st.numParams == 0 {
 		return p, nil
 	}
@@ -263,7 +263,7 @@ func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, *sqlError) {
 	}
 	out, err := withParamTypes(p, st.numParams, st.paramTypes)
 	if err != nil || len(out) == len(p) {
-		return nil, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
+		return nil, errorf(errWrongArguments, "Incorrect arguments to mysqld_stmt_execute")
 	}
 	st.primaryTyped = true
 	return out, nil

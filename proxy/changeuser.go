@@ -18,7 +18,7 @@ import (
 func (s *session) changeUser(p []byte) error {
 	user, auth, db, plugin, collation, err := parseChangeUser(p, s.caps)
 	if err != nil {
-		return s.writeErrAt(1, newSQLError(erHandshake, "08S01", "malformed COM_CHANGE_USER"))
+		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}
 	previous := s.user
 	s.setUser(user)
@@ -27,8 +27,7 @@ func (s *session) changeUser(p []byte) error {
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
 	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
 	_ = s.conn.SetReadDeadline(time.Time{})
-	var refused *sqlError
-	if errors.As(err, &refused) {
+	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) {
 		s.setUser(previous)
 		return s.failedChangeUser()
 	}

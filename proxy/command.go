@@ -33,26 +33,26 @@ func (s *session) commandLoop(ctx context.Context) error {
 		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
-		if se, ok := err.(*sqlError); ok && se.Code == erOutOfResources {
+		if errors.Is(err, errOutOfMemory) {
 			// The packet was read past: refuse it, keep the session.
 			s.srv.metrics.memoryRefused.Inc()
-			if err := s.writeErrAt(1, se); err != nil {
-				return err
+			if werr := s.writeErrAt(1, err); werr != nil {
+				return werr
 			}
 			continue
 		}
 		if err != nil {
 			if err == errPacketTooLarge {
-				_ = s.writeErrAt(1, toSQLError(err))
+				_ = s.writeErrAt(1, err)
 			}
 			return err
 		}
 		if len(p) == 0 {
-			return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "empty command packet"))
+			return s.writeErrAt(1, errorf(errBadCommand, "empty command packet"))
 		}
 		if ctx.Err() != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 			// Draining: outside a transaction the session ends here.
-			return s.writeErrAt(1, newSQLError(1053, "08S01", "server shutdown in progress"))
+			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
 		err = s.dispatch(p)
 		s.shrinkBuffers()
@@ -109,7 +109,7 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_CLOSE:
 		return s.closeStmt(p)
 	default:
-		return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "command 0x%02x is not supported through the proxy", p[0]))
+		return s.writeErrAt(1, errorf(errBadCommand, "command 0x%02x is not supported through the proxy", p[0]))
 	}
 }
 

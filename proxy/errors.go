@@ -11,6 +11,8 @@ import (
 // MySQL error codes lockproxy writes itself.
 const (
 	erConCount        = 1040 // ER_CON_COUNT_ERROR
+	erServerShutdown  = 1053 // ER_SERVER_SHUTDOWN
+	erNoSuchThread    = 1094 // ER_NO_SUCH_THREAD
 	erAccessDenied    = 1045 // ER_ACCESS_DENIED_ERROR
 	erUnknownCom      = 1047 // ER_UNKNOWN_COM_ERROR
 	erUnknown         = 1105 // ER_UNKNOWN_ERROR
@@ -27,6 +29,9 @@ const (
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.
 	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED
+	// erConnHost is the client library's "cannot connect" code: the
+	// primary could not be reached for a login.
+	erConnHost = 2003 // CR_CONN_HOST_ERROR
 )
 
 // sqlError is an error that reaches the client as a MySQL error packet.
@@ -40,27 +45,45 @@ type sqlError struct {
 
 func (e *sqlError) Error() string { return fmt.Sprintf("ERROR %d (%s): %s", e.Code, e.State, e.Msg) }
 
-// newSQLError makes an error of lockproxy's own.
+// newSQLError makes an error of lockproxy's own with the code and SQLSTATE
+// given, for a caller that writes the packet itself. Prefer returning a
+// sentinel of clientErrors and letting toSQLError decide.
 func newSQLError(code uint16, state, format string, args ...any) *sqlError {
 	return &sqlError{Code: code, State: state, Msg: "lockproxy: " + fmt.Sprintf(format, args...)}
 }
 
 // toSQLError is the one place where any error becomes what the client sees.
-// Backend errors pass through untouched; everything else becomes 1105 with a
-// message of lockproxy's own.
+// An error with a row in clientErrors gets that row's code and SQLSTATE
+// (the sentinel decides, even over a lock service's own MySQL error deeper
+// in the chain); backend errors pass through untouched; anything else
+// becomes 1105. The message of lockproxy's own errors begins "lockproxy: ".
 func toSQLError(err error) *sqlError {
+	if row, ok := clientErrorOf(err); ok {
+		text := err.Error()
+		if row.text != nil {
+			text = row.text(err)
+		}
+		return &sqlError{Code: row.code, State: row.state, Msg: "lockproxy: " + text}
+	}
+	if se, ok := asIs(err); ok {
+		return se
+	}
+	return &sqlError{Code: erUnknown, State: "HY000", Msg: "lockproxy: " + err.Error()}
+}
+
+// asIs finds in err's chain an error that reaches the client as it is: a
+// backend's error packet (also as go-mysql's *mysql.MyError), or an
+// answer lockproxy has already made.
+func asIs(err error) (*sqlError, bool) {
 	var se *sqlError
 	if errors.As(err, &se) {
-		return se
+		return se, true
 	}
 	var me *mysql.MyError
 	if errors.As(err, &me) || errors.As(perrors.Cause(err), &me) {
-		return &sqlError{Code: me.Code, State: me.State, Msg: me.Message}
+		return &sqlError{Code: me.Code, State: me.State, Msg: me.Message}, true
 	}
-	if errors.Is(err, errPacketTooLarge) {
-		return newSQLError(erNetPacketTooBig, "08S01", "got a packet bigger than 'max_allowed_packet' bytes")
-	}
-	return newSQLError(erUnknown, "HY000", "%v", err)
+	return nil, false
 }
 
 // errPayload encodes e as an ERR packet payload (protocol 4.1).

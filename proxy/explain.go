@@ -53,7 +53,8 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 		e.Keys = append(e.Keys, k.Rule+": "+k.Name)
 	}
 	if g.reject != nil {
-		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", g.reject.Code, g.reject.State, g.reject.Msg)
+		se := toSQLError(g.reject)
+		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", se.Code, se.State, se.Msg)
 	}
 	e.explainRewrite(p.rewrite, old)
 	e.Route, e.RouteWhy = "primary", p.primaryWhy

@@ -25,11 +25,11 @@ const rollbackTimeout = 5 * time.Second
 type guard struct {
 	keys        []lockmgr.Key
 	waitTimeout time.Duration
-	reject      *sqlError // answer this instead of running the command
-	commits     bool      // the text contains COMMIT (or an implicit commit)
-	rollsBack   bool      // the text is ROLLBACK: it may always run
-	rule        string    // first rule that matched, for messages
-	primary     bool      // a rule or a fact forces the primary
+	reject      error  // answer this instead of running the command
+	commits     bool   // the text contains COMMIT (or an implicit commit)
+	rollsBack   bool   // the text is ROLLBACK: it may always run
+	rule        string // first rule that matched, for messages
+	primary     bool   // a rule or a fact forces the primary
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
@@ -51,7 +51,7 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 	}
 	g.primary = g.primary || d.RoutePrimary
 	if d.Reject && g.reject == nil {
-		g.reject = &sqlError{Code: erUnknown, State: "HY000", Msg: d.RejectMessage()}
+		g.reject = errorf(errRejected, "%s", d.RejectReason())
 	}
 	g.unkeyedReads = append(g.unkeyedReads, d.UnkeyedReads...)
 	if len(d.Keys) == 0 {
@@ -99,7 +99,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	}
 	if g.reject != nil {
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unkeyed").Inc()
-		s.audit("statement rejected: keys cannot be derived", g, zap.String("error", g.reject.Msg))
+		s.audit("statement rejected: keys cannot be derived", g, zap.String("error", toSQLError(g.reject).Msg))
 		return false, s.writeErrAt(1, g.reject)
 	}
 	s.noteUnkeyedReads(g)
@@ -118,8 +118,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	case lerr == nil:
 		return true, nil
 	case errors.Is(lerr, lockmgr.ErrWaitTimeout):
-		return false, s.writeErrAt(1, &sqlError{Code: erLockWaitTimeout, State: "HY000",
-			Msg: "lockproxy: Lock wait timeout exceeded; try restarting transaction (" + lerr.Error() + ")"})
+		return false, s.writeErrAt(1, lerr)
 	case errors.Is(lerr, lockmgr.ErrDeadlock), errors.Is(lerr, lockmgr.ErrLeaseLost):
 		return false, s.abortTxn(lerr, g.rule)
 	case errors.Is(lerr, lockmgr.ErrUnavailable) && s.srv.config().Locks.OnUnavailable == "passthrough":
@@ -128,7 +127,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	default:
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
 		s.audit("statement rejected: lock service unavailable", g, zap.Error(lerr))
-		return false, s.writeErrAt(1, newSQLError(erUnknown, "HY000", "rule %s: lock service unavailable, statement not run (%v)", g.rule, lerr))
+		return false, s.writeErrAt(1, fmt.Errorf("rule %s: lock service unavailable, statement not run (%w)", g.rule, lerr))
 	}
 }
 
@@ -145,7 +144,8 @@ func (s *session) noteUnkeyedReads(g guard) {
 }
 
 // abortTxn rolls the backend transaction back, releases every lock, and
-// answers 1213: the fate of a deadlock victim or of a lost lease.
+// answers cause, lockmgr.ErrDeadlock or lockmgr.ErrLeaseLost (1213): the
+// fate of a deadlock victim or of a lost lease.
 func (s *session) abortTxn(cause error, rule string) error {
 	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		// A primary that does not answer must not hold the session (and
@@ -165,8 +165,7 @@ func (s *session) abortTxn(cause error, rule string) error {
 		event = "lease lost: transaction rolled back"
 	}
 	s.audit(event, guard{rule: rule}, zap.Error(cause))
-	return s.writeErrAt(1, &sqlError{Code: erLockDeadlock, State: "40001",
-		Msg: "lockproxy: Deadlock found when trying to get lock; try restarting transaction (" + cause.Error() + "; transaction rolled back)"})
+	return s.writeErrAt(1, fmt.Errorf("%w; transaction rolled back", cause))
 }
 
 // audit writes one line of the audit log: the event, the rule and keys,

@@ -182,7 +182,7 @@ func supportedPlugin(plugin string) bool {
 // upgradeTLS turns the client connection into a TLS server connection.
 func (s *session) upgradeTLS(cfg *tls.Config) error {
 	if cfg == nil {
-		return newSQLError(erHandshake, "08S01", "TLS is not configured on this proxy")
+		return errorf(errHandshake, "TLS is not configured on this proxy")
 	}
 	// The client starts its TLS handshake right after the SSLRequest; bytes
 	// of it the packet reader has already buffered must reach TLS first.

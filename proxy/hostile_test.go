@@ -65,8 +65,7 @@ func TestPacketReaderBounds(t *testing.T) {
 		r := newPacketReader(&in, 4096)
 		r.mem = mem
 		_, _, err := r.readLogical(1 << 20)
-		var se *sqlError
-		if !errors.As(err, &se) || se.Code != erOutOfResources || !strings.HasPrefix(se.Msg, "lockproxy: ") {
+		if se := toSQLError(err); !errors.Is(err, errOutOfMemory) || se.Code != erOutOfResources || !strings.HasPrefix(se.Msg, "lockproxy: ") {
 			t.Fatalf("600 KiB over a 512 KiB session budget: want 1041, got %v", err)
 		}
 		if _, p, err := r.readLogical(1 << 20); err != nil || string(p) != "next" {

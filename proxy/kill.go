@@ -55,7 +55,7 @@ func parseKill(q []byte) (query bool, id uint64, ok bool) {
 // processKill serves COM_PROCESS_KILL (a connection kill by id).
 func (s *session) processKill(p []byte) error {
 	if len(p) < 5 {
-		return s.writeErrAt(1, newSQLError(erUnknownCom, "08S01", "malformed COM_PROCESS_KILL"))
+		return s.writeErrAt(1, errorf(errBadCommand, "malformed COM_PROCESS_KILL"))
 	}
 	return s.kill(false, uint64(binary.LittleEndian.Uint32(p[1:])))
 }
@@ -65,7 +65,7 @@ func (s *session) processKill(p []byte) error {
 func (s *session) kill(query bool, id uint64) error {
 	thread, ok := s.srv.backendThread(id)
 	if !ok {
-		return s.writeErrAt(1, &sqlError{Code: 1094, State: "HY000", Msg: fmt.Sprintf("lockproxy: Unknown thread id: %d", id)})
+		return s.writeErrAt(1, errorf(errUnknownThread, "Unknown thread id: %d", id))
 	}
 	verb := "KILL CONNECTION "
 	if query {

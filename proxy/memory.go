@@ -95,9 +95,10 @@ const (
 	sharePlans = 0.5
 )
 
-// errOutOfMemory answers a command whose memory would exceed a budget.
-func errOutOfMemory(what string, n int64) *sqlError {
-	return newSQLError(erOutOfResources, "HY000",
+// outOfMemory is the errOutOfMemory that refuses a command whose memory
+// would exceed a budget.
+func outOfMemory(what string, n int64) error {
+	return errorf(errOutOfMemory,
 		"Out of memory: %s needs %d bytes over proxy.session_memory or proxy.memory_budget; try again later", what, n)
 }
 

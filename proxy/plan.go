@@ -234,7 +234,7 @@ func (pl *planner) unrewritable(f *parser.Facts, d rules.Decision) {
 		if a.Column == strings.ToLower(rw.Column) && (a.Kind == parser.AssignLiteral || a.Kind == parser.AssignParam) {
 			g := &pl.p.guard
 			if g.reject == nil {
-				g.reject = newSQLError(erUnknown, "HY000",
+				g.reject = errorf(errRejected,
 					"rule %s: an absolute write of %s through dynamic SQL is not rewritten; rewrite.on_unpaired: reject", d.RewriteRule.Name, rw.Column)
 			}
 			if g.rule == "" {

@@ -34,9 +34,9 @@ type rewriteStep struct {
 	mode    string
 	column  string
 	min     string
-	key     string    // the row an UPDATE writes (its belief is consumed)
-	zero    bool      // on_conflict: zero_rows
-	reject  *sqlError // on_unpaired: reject, for an unpaired write
+	key     string // the row an UPDATE writes (its belief is consumed)
+	zero    bool   // on_conflict: zero_rows
+	reject  error  // on_unpaired: reject, for an unpaired write
 	// fenced is the guarded UPDATE fenced in the same pass, when the
 	// table's fence rule applies (update empty otherwise).
 	fenced fenceStep
@@ -144,7 +144,7 @@ func (s *session) rewriteUnpaired(step *rewriteStep, f *parser.Facts, reject boo
 	if reject {
 		event = "unpaired write refused (on_unpaired: reject)"
 		s.srv.metrics.rejects.WithLabelValues(step.rule, "unpaired").Inc()
-		step.reject = newSQLError(erUnknown, "HY000",
+		step.reject = errorf(errRejected,
 			"rule %q key %q: UPDATE sets %s without a read of it in the same transaction; read and write the row in one transaction (rewrite.on_unpaired: reject)",
 			step.rule, step.key, step.column)
 	}

@@ -74,7 +74,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 		// The row could not be read back (a lock wait, a deadlock): the
 		// client gets that error, never a silent 0 rows.
 		s.lastOK = false
-		return s.writeErrAt(1, err.(*sqlError))
+		return s.writeErrAt(1, err)
 	case err != nil:
 		return s.backendFailed(b, err)
 	}
@@ -111,13 +111,13 @@ func (s *session) loseRace(step rewriteStep) error {
 }
 
 // raceError is the error a lost race answers (docs: README "Rewriting").
-func raceError(step rewriteStep, ended string) *sqlError {
+func raceError(step rewriteStep, ended string) error {
 	if step.guard == parser.GuardMin {
-		return newSQLError(erConstraintFailed, "23000",
+		return errorf(errConstraint,
 			"CONSTRAINT %s >= %s failed for rule %q key %q: the UPDATE would take %s below its min, so it changed no row; %s",
 			step.column, step.min, step.rule, step.key, step.column, ended)
 	}
-	return newSQLError(erLockDeadlock, "40001",
+	return errorf(errRaceLost,
 		"rule %q key %q: %s changed after it was read, so the guarded UPDATE changed no row; %s, try restarting transaction",
 		step.rule, step.key, step.column, ended)
 }

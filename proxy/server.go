@@ -361,7 +361,7 @@ func (s *Server) accept(c net.Conn) {
 	if s.draining {
 		s.mu.Unlock()
 		s.metrics.rejected.Inc()
-		go refuse(c, newSQLError(erConCount, "08004", "Too many connections"))
+		go refuse(c, toSQLError(errorf(errTooManyConnections, "Too many connections")))
 		return
 	}
 	for len(s.handshaking) >= cfg.Proxy.MaxHandshakes {
@@ -408,15 +408,15 @@ func (s *Server) accept(c net.Conn) {
 // max_connections. It fails with 1040 when max_connections sessions are
 // logged in, and with 08S01 when the session was closed meanwhile to make
 // room for newer handshakes.
-func (s *Server) loggedIn(sess *session) *sqlError {
+func (s *Server) loggedIn(sess *session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.handshaking[sess.id]; !ok {
-		return newSQLError(erHandshake, "08S01", "Bad handshake: closed to make room for newer connections")
+		return errorf(errHandshake, "Bad handshake: closed to make room for newer connections")
 	}
 	if len(s.sessions)-len(s.handshaking) >= s.config().Proxy.MaxConnections {
 		s.metrics.rejected.Inc()
-		return newSQLError(erConCount, "08004", "Too many connections")
+		return errorf(errTooManyConnections, "Too many connections")
 	}
 	delete(s.handshaking, sess.id)
 	s.metrics.handshakes.Dec()

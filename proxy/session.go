@@ -115,9 +115,10 @@ type session struct {
 	resetOnClose bool
 }
 
-// writeErrAt writes e as the packet with sequence seq and flushes.
-func (s *session) writeErrAt(seq byte, e *sqlError) error {
-	if _, err := s.cw.writePacket(seq, errPayload(e)); err != nil {
+// writeErrAt answers e as the error packet with sequence seq and flushes;
+// toSQLError decides the code, SQLSTATE and message the client reads.
+func (s *session) writeErrAt(seq byte, e error) error {
+	if _, err := s.cw.writePacket(seq, errPayload(toSQLError(e))); err != nil {
 		return err
 	}
 	return s.cw.flush()
@@ -207,12 +208,12 @@ func (s *session) handshake(ctx context.Context) error {
 			return err
 		}
 	} else if s.srv.requireTLS() {
-		return s.writeErrAt(seq+1, newSQLError(erAccessDenied, "28000", "connections must use TLS"))
+		return s.writeErrAt(seq+1, errorf(errAccessDenied, "connections must use TLS"))
 	}
 	s.answered.Store(true)
 	resp, err := parseHandshakeResponse(p)
 	if err != nil {
-		_ = s.writeErrAt(seq+1, newSQLError(erHandshake, "08S01", "bad handshake"))
+		_ = s.writeErrAt(seq+1, errorf(errHandshake, "bad handshake"))
 		return err
 	}
 	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
@@ -264,7 +265,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	if !admitted {
 		s.srv.metrics.loginsThrottled.Inc()
 		s.srv.audit.Debug("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
-		e := newSQLError(erHostBlocked, "HY000", "Host '%s' is blocked because of many failed logins; try again later", host)
+		e := errorf(errHostBlocked, "Host '%s' is blocked because of many failed logins; try again later", host)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
@@ -312,7 +313,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		}
 		s.srv.audit.Info("login failed", zap.String("user", s.user), zap.String("client", host),
 			zap.Bool("known_user", known), zap.String("using_password", usingPw))
-		e := newSQLError(erAccessDenied, "28000", "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
+		e := errorf(errAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
@@ -339,15 +340,15 @@ func (s *session) backendKey() poolKey {
 	}
 }
 
-// backendDialError turns a failure to open a backend connection into what
-// the client sees: the backend's own error when it sent one (unknown
-// database, access denied), else a lockproxy error naming the backend.
-func backendDialError(err error) *sqlError {
-	se := toSQLError(err)
-	if se.Code == erUnknown {
-		return newSQLError(2003, "HY000", "cannot connect to the primary: %v", err)
+// backendDialError turns a failure to open a backend connection into the
+// error the client gets: the backend's own when it sent one (unknown
+// database, access denied), else errPrimaryUnreachable naming the cause.
+func backendDialError(err error) error {
+	_, backends := asIs(err)
+	if _, mapped := clientErrorOf(err); backends || mapped {
+		return err
 	}
-	return se
+	return errorf(errPrimaryUnreachable, "cannot connect to the primary: %w", err)
 }
 
 func isClosedConn(err error) bool {

@@ -140,7 +140,7 @@ func (s *session) showLockproxy(q []byte) (bool, error) {
 	case "rules":
 		return true, s.showRules()
 	}
-	return true, s.writeErrAt(1, newSQLError(1064, "42000", "SHOW LOCKPROXY takes LOCKS, STATUS or RULES"))
+	return true, s.writeErrAt(1, errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS or RULES"))
 }
 
 func str(s string) *string { return &s }

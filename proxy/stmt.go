@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -143,7 +142,7 @@ func (s *session) execute(p []byte) error {
 		return s.executeLocal(st)
 	}
 	if len(p) < 10 { // command, statement id, flags, iteration count
-		return s.writeErrAt(1, newSQLError(erWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute"))
+		return s.writeErrAt(1, errorf(errWrongArguments, "Incorrect arguments to mysqld_stmt_execute"))
 	}
 	done, refused := s.admitExecute(st)
 	defer done()
@@ -153,7 +152,7 @@ func (s *session) execute(p []byte) error {
 	if types, ok := executeParamTypes(p, st.numParams); ok {
 		st.paramTypes = append(st.paramTypes[:0], types...)
 	} else if st.numParams > 0 && st.paramTypes == nil {
-		return s.writeErrAt(1, newSQLError(erUnknown, "HY000", "statement %d executed without parameter types", st.id))
+		return s.writeErrAt(1, errorf(errBadParams, "statement %d executed without parameter types", st.id))
 	}
 	// This execute consumes the long data, whatever becomes of it.
 	long, longCut, longSent := st.long, st.longCut, st.longSent
@@ -168,7 +167,7 @@ func (s *session) execute(p []byte) error {
 		}
 		var err error
 		if params, err = executeParams(p, st.numParams, st.paramTypes, long); err != nil {
-			return s.notExecuted(st, longSent, newSQLError(erUnknown, "HY000", "%v", err))
+			return s.notExecuted(st, longSent, err)
 		}
 		for i := range longCut {
 			if i < len(params) {
@@ -234,7 +233,7 @@ func (s *session) execute(p []byte) error {
 
 // notExecuted answers an execute lockproxy does not send, and drops the
 // long data the backend holds for it (see dropLongData).
-func (s *session) notExecuted(st *stmt, longSent bool, e *sqlError) error {
+func (s *session) notExecuted(st *stmt, longSent bool, e error) error {
 	if longSent {
 		if err := s.dropLongData(st); err != nil {
 			return err
@@ -328,6 +327,5 @@ func (s *session) unknownStmt(p []byte, where string) error {
 	if len(p) >= 5 {
 		id = binary.LittleEndian.Uint32(p[1:])
 	}
-	return s.writeErrAt(1, &sqlError{Code: erUnknownStmt, State: "HY000",
-		Msg: fmt.Sprintf("lockproxy: Unknown prepared statement handler (%d) given to %s", id, where)})
+	return s.writeErrAt(1, errorf(errUnknownStmt, "Unknown prepared statement handler (%d) given to %s", id, where))
 }

@@ -65,7 +65,7 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 // one larger than limit bytes (0: no limit) before allocating for it. It
 // returns the sequence id of the last physical packet. The payload is valid
 // until the next read. A packet the reader's memory budget cannot hold is
-// read past and answered with errOutOfMemory: the connection stays usable.
+// read past and answered with outOfMemory: the connection stays usable.
 func (p *packetReader) readLogical(limit int) (lastSeq byte, payload []byte, err error) {
 	total := 0
 	for first := true; ; first = false {
@@ -113,7 +113,7 @@ func (p *packetReader) grow(n int) error {
 	cost := int64(max(size-freePacketBuf, 0))
 	if cost > p.charged {
 		if !p.mem.take(cost-p.charged, shareAll) {
-			return errOutOfMemory("a client packet", int64(n))
+			return outOfMemory("a client packet", int64(n))
 		}
 		p.charged = cost
 	}

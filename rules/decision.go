@@ -85,7 +85,7 @@ type Decision struct {
 	// Unkeyed lists the rules that should lock but whose keys cannot be
 	// derived (with why). Reject is true when one of them says on_unkeyed:
 	// reject, or when Hidden is not empty: the statement must not run
-	// (error 1105, RejectMessage).
+	// (error 1105, RejectReason).
 	Unkeyed []Unkeyed
 	Reject  bool
 	// UnkeyedReads lists the rules whose read_in_txn lock a plain SELECT
@@ -137,9 +137,10 @@ func (d Decision) firstUnkeyed() *Unkeyed {
 	return nil
 }
 
-// RejectMessage is the client error text for a rejected statement, naming
-// the rule and the table ("" when the decision does not reject).
-func (d Decision) RejectMessage() string {
+// RejectReason says why the statement is rejected, naming the rule and
+// the table ("" when the decision does not reject). The proxy answers it
+// as its own error, prefixed "lockproxy: ".
+func (d Decision) RejectReason() string {
 	if d.Reject && len(d.Hidden) > 0 {
 		return hiddenMessage(d.Hidden[0])
 	}
@@ -147,7 +148,7 @@ func (d Decision) RejectMessage() string {
 	if !d.Reject || u == nil {
 		return ""
 	}
-	return fmt.Sprintf("lockproxy: rule %s: cannot derive the row keys of %s (%s); %s: reject",
+	return fmt.Sprintf("rule %s: cannot derive the row keys of %s (%s); %s: reject",
 		u.Rule.Name, u.Table, u.Reason, u.setting())
 }
 

@@ -11,7 +11,7 @@ import (
 // Hidden is a write to a guarded table that a statement makes where
 // lockproxy cannot see it: in the body of a stored procedure or function
 // it calls, or of a trigger that fires on a table it writes. The statement
-// must not run (error 1105, RejectMessage) unless the rule allows the
+// must not run (error 1105, RejectReason) unless the rule allows the
 // routine or trigger (allow_routines, allow_triggers).
 type Hidden struct {
 	Rule *Rule
@@ -306,12 +306,12 @@ func refSchema(ref parser.TableRef, currentDB string) string {
 	return ref.Schema
 }
 
-// hiddenMessage is the client error for a hidden write.
+// hiddenMessage is the reason a hidden write is rejected.
 func hiddenMessage(h Hidden) string {
 	key := "allow_routines"
 	if strings.HasPrefix(h.Object, "trigger ") {
 		key = "allow_triggers"
 	}
-	return fmt.Sprintf("lockproxy: rule %s: %s may write %s where lockproxy cannot lock its rows (%s); statement not run (the rule's %s lets it run unlocked)",
+	return fmt.Sprintf("rule %s: %s may write %s where lockproxy cannot lock its rows (%s); statement not run (the rule's %s lets it run unlocked)",
 		h.Rule.Name, h.Object, h.Table, h.Reason, key)
 }

@@ -147,7 +147,7 @@ func TestMatchObjects(t *testing.T) {
 			if d.Rule != nil {
 				rule = d.Rule.Name
 			}
-			msg := d.RejectMessage()
+			msg := d.RejectReason()
 			switch {
 			case rule != tt.rule:
 				t.Fatalf("rule %q, want %q (%s)", rule, tt.rule, msg)
@@ -155,7 +155,7 @@ func TestMatchObjects(t *testing.T) {
 				t.Fatalf("rejected: %s", msg)
 			case tt.reject != "" && (!d.Reject || !strings.Contains(msg, tt.reject)):
 				t.Fatalf("reject=%v %q, want a rejection containing %q", d.Reject, msg, tt.reject)
-			case d.Reject && !strings.HasPrefix(msg, "lockproxy: rule "+tt.rule+": "):
+			case d.Reject && !strings.HasPrefix(msg, "rule "+tt.rule+": "):
 				t.Fatalf("rejection %q does not start with lockproxy: and the rule", msg)
 			case keyNames(d) != tt.keys:
 				t.Fatalf("keys %q, want %q", keyNames(d), tt.keys)
@@ -177,8 +177,8 @@ func TestMatchObjectsUnknown(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := rs.Match(a.Stmts[0], "shop", false)
-		if d.Reject != reject || (reject && !strings.Contains(d.RejectMessage(), "could not read the primary's stored routines")) {
-			t.Fatalf("%s: reject=%v %q", sql, d.Reject, d.RejectMessage())
+		if d.Reject != reject || (reject && !strings.Contains(d.RejectReason(), "could not read the primary's stored routines")) {
+			t.Fatalf("%s: reject=%v %q", sql, d.Reject, d.RejectReason())
 		}
 	}
 }
@@ -199,8 +199,8 @@ func TestMatchUnparsedObjects(t *testing.T) {
 				t.Fatalf("want unparsed text: %v", err)
 			}
 			d := rs.MatchUnparsed(a, "shop")
-			if !d.Reject || !strings.Contains(d.RejectMessage(), tt.reject) {
-				t.Fatalf("reject=%v %q, want %q", d.Reject, d.RejectMessage(), tt.reject)
+			if !d.Reject || !strings.Contains(d.RejectReason(), tt.reject) {
+				t.Fatalf("reject=%v %q, want %q", d.Reject, d.RejectReason(), tt.reject)
 			}
 		})
 	}

@@ -114,10 +114,10 @@ func TestUnkeyedReadInTxn(t *testing.T) {
 			}
 			d := rs.Match(a.Stmts[0], "shop", true).Bind(tt.params)
 			if d.Reject != tt.reject || len(d.UnkeyedReads) != tt.reads || keyNames(d) != tt.keys {
-				t.Fatalf("reject=%v (%s) unkeyed reads=%v keys=%q", d.Reject, d.RejectMessage(), d.UnkeyedReads, keyNames(d))
+				t.Fatalf("reject=%v (%s) unkeyed reads=%v keys=%q", d.Reject, d.RejectReason(), d.UnkeyedReads, keyNames(d))
 			}
-			if tt.reject && tt.onRead == "reject" && !strings.Contains(d.RejectMessage(), "on_unkeyed_read: reject") {
-				t.Errorf("message %q does not name on_unkeyed_read", d.RejectMessage())
+			if tt.reject && tt.onRead == "reject" && !strings.Contains(d.RejectReason(), "on_unkeyed_read: reject") {
+				t.Errorf("message %q does not name on_unkeyed_read", d.RejectReason())
 			}
 		})
 	}

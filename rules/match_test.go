@@ -146,8 +146,8 @@ func TestMatch(t *testing.T) {
 				t.Fatalf("got rule=%q class=%q keys=%q unkeyed=%v(%s) reject=%v primary=%v rewrite=%v needParams=%v",
 					gotRule, d.Class, keyNames(d), d.IsUnkeyed(), d.UnkeyedReason(), d.Reject, d.RoutePrimary, d.Rewrite != nil, d.NeedParams)
 			}
-			if tt.reject && !strings.HasPrefix(d.RejectMessage(), "lockproxy: rule "+tt.rule+":") {
-				t.Errorf("reject message %q", d.RejectMessage())
+			if tt.reject && !strings.HasPrefix(d.RejectReason(), "rule "+tt.rule+":") {
+				t.Errorf("reject message %q", d.RejectReason())
 			}
 		})
 	}

@@ -88,8 +88,8 @@ func TestBindTypedParam(t *testing.T) {
 			"sku_id": {Name: "sku_id", DataType: tt.dataType, ColumnType: tt.dataType},
 		}, UniqueKeys: [][]string{{"sku_id"}}}
 		d := matchSet(t, NewSchema(info)).Match(f, "shop", false).Bind(params)
-		if keyNames(d) != tt.keys || d.Reject != (tt.reason != "") || !strings.Contains(d.RejectMessage(), tt.reason) {
-			t.Errorf("%s key: keys=%q reject=%v %q", tt.dataType, keyNames(d), d.Reject, d.RejectMessage())
+		if keyNames(d) != tt.keys || d.Reject != (tt.reason != "") || !strings.Contains(d.RejectReason(), tt.reason) {
+			t.Errorf("%s key: keys=%q reject=%v %q", tt.dataType, keyNames(d), d.Reject, d.RejectReason())
 		}
 	}
 }
@@ -106,13 +106,13 @@ func TestBindTemporalInList(t *testing.T) {
 	one := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("shop", "sku_stock", true,
 		or(parser.Conj{eq("sku_id", param(0))}))}}
 	if d := rs.Match(one, "shop", false).Bind([]any{date}); d.Reject || keyNames(d) != "sku-stock=shop.sku_stock/20001001" {
-		t.Fatalf("alone: keys=%q %q", keyNames(d), d.RejectMessage())
+		t.Fatalf("alone: keys=%q %q", keyNames(d), d.RejectReason())
 	}
 	list := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("shop", "sku_stock", true,
 		or(parser.Conj{eq("sku_id", param(0))}, parser.Conj{eq("sku_id", param(1))}))}}
 	d := rs.Match(list, "shop", false).Bind([]any{date, Param{Type: ParamInt, Int: 100}})
-	if !d.Reject || !strings.Contains(d.RejectMessage(), "parameter 1: a date or time among several values") {
-		t.Fatalf("in a list: keys=%q reject=%v %q", keyNames(d), d.Reject, d.RejectMessage())
+	if !d.Reject || !strings.Contains(d.RejectReason(), "parameter 1: a date or time among several values") {
+		t.Fatalf("in a list: keys=%q reject=%v %q", keyNames(d), d.Reject, d.RejectReason())
 	}
 }
 
