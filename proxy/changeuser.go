@@ -49,7 +49,7 @@ func (s *session) changeUser(p []byte) error {
 	if collation != 0 {
 		s.collation = collation
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+	ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
 	defer cancel()
 	return s.pinBackend(ctx, seq)
 }

@@ -13,24 +13,25 @@ import (
 )
 
 // commandLoop reads one command at a time and serves it. It returns when the
-// client quits or the connection fails.
-func (s *session) commandLoop(ctx context.Context) error {
+// client quits or the connection fails, or, once drain is cancelled (the
+// proxy is shutting down), when the session is outside a transaction.
+func (s *session) commandLoop(drain context.Context) error {
 	limit := s.srv.config().Proxy.MaxAllowedPacket
 	for {
 		inTxn := s.status&mysql.SERVER_STATUS_IN_TRANS != 0
 		s.txnOpen.Store(inTxn)
-		if inTxn && ctx.Err() != nil {
+		if inTxn && drain.Err() != nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		s.idle.Store(true)
 		s.idleEpoch.Add(1)
-		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && ctx.Err() == nil {
+		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Now().Add(it))
 		}
 		_, p, err := s.cr.readLogical(limit)
 		s.idleEpoch.Add(1)
 		s.idle.Store(false)
-		if s.srv.config().Proxy.IdleTimeout > 0 && ctx.Err() == nil {
+		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		if errors.Is(err, errOutOfMemory) {
@@ -50,7 +51,7 @@ func (s *session) commandLoop(ctx context.Context) error {
 		if len(p) == 0 {
 			return s.writeErrAt(1, errorf(errBadCommand, "empty command packet"))
 		}
-		if ctx.Err() != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		if drain.Err() != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}

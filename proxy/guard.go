@@ -106,7 +106,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	if len(g.keys) == 0 || s.srv.locker == nil {
 		return true, nil
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, g.waitTimeout)
+	ctx, cancel := context.WithTimeout(s.hardCtx, g.waitTimeout)
 	defer cancel()
 	var trace lockmgr.WaitTrace
 	begin := time.Now()

@@ -160,7 +160,7 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 	if s.replica.conn == nil {
 		key := s.backendKey()
 		key.addr, key.db = addr, ""
-		ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+		ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
 		b, err := s.srv.pool.get(ctx, key)
 		cancel()
 		if err != nil {

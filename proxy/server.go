@@ -370,14 +370,14 @@ func (s *Server) accept(c net.Conn) {
 	s.nextID++
 	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
 	sess := &session{
-		srv:   s,
-		id:    s.nextID,
-		conn:  c,
-		cr:    newPacketReader(c, clientBufSize),
-		cw:    newPacketWriter(c, clientBufSize),
-		stmts: make(map[uint32]*stmt),
-		ctx:   s.hardCtx,
-		mem:   mem,
+		srv:     s,
+		id:      s.nextID,
+		conn:    c,
+		cr:      newPacketReader(c, clientBufSize),
+		cw:      newPacketWriter(c, clientBufSize),
+		stmts:   make(map[uint32]*stmt),
+		hardCtx: s.hardCtx,
+		mem:     mem,
 	}
 	sess.cr.mem = mem
 	sess.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())

@@ -64,9 +64,9 @@ type session struct {
 	pinnedPrimary bool
 
 	// Locks held for the current transaction or autocommit statement.
-	locks  *lockmgr.Set
-	txnSeq uint64
-	ctx    context.Context // ends when the proxy shuts down for good
+	locks   *lockmgr.Set
+	txnSeq  uint64
+	hardCtx context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
 	// Rewriting: what the session believes rows hold, the capture of the
 	// result being relayed, the guarded UPDATE being served (rw) and
@@ -125,20 +125,21 @@ func (s *session) writeErrAt(seq byte, e error) error {
 }
 
 // run serves the connection until the client quits, the connection breaks
-// or ctx is cancelled by shutdown. Panics are contained to this session.
-func (s *session) run(ctx context.Context) {
+// or drain is cancelled by shutdown (then it ends outside a transaction).
+// Panics are contained to this session.
+func (s *session) run(drain context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("session panic", zap.Any("panic", r), zap.Stack("stack"))
 		}
 		s.cleanup()
 	}()
-	if err := s.handshake(ctx); err != nil {
+	if err := s.handshake(drain); err != nil {
 		s.log.Debug("handshake failed", zap.Error(err))
 		return
 	}
 	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.db))
-	if err := s.commandLoop(ctx); err != nil && !isClosedConn(err) {
+	if err := s.commandLoop(drain); err != nil && !isClosedConn(err) {
 		s.log.Debug("session ended", zap.Error(err))
 	}
 }
