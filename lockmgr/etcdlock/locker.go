@@ -68,11 +68,11 @@ type Locker struct {
 	id     string // unique per Locker: in entries and its wound prefix
 	ledger *lockmgr.Ledger
 
-	seq    atomic.Uint64
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	seq     atomic.Uint64
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopper leasebook.Stopper
 
 	sessMu sync.Mutex // serialises session grants
 
@@ -124,10 +124,7 @@ func (l *Locker) Close() error {
 func (l *Locker) Abandon() { l.stop(false) }
 
 func (l *Locker) stop(release bool) {
-	l.once.Do(func() {
-		if release {
-			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
-		}
+	l.stopper.Stop(release, l.ledger, l.freshCtx, func(bool) {
 		l.mu.Lock() // with session(): no keep-alive starts after this
 		l.cancel()
 		s := l.sess

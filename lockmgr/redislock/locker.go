@@ -80,11 +80,11 @@ type Locker struct {
 	notify  *notifier
 	restart restartGuard
 
-	seq    atomic.Uint64
-	ctx    context.Context // ends at Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	seq     atomic.Uint64
+	ctx     context.Context // ends at Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopper leasebook.Stopper
 
 	book *leasebook.Book // wait queues, wound-wait state, leases
 }
@@ -143,10 +143,7 @@ func (l *Locker) Close() error {
 func (l *Locker) Abandon() { l.stop(false) }
 
 func (l *Locker) stop(release bool) {
-	l.once.Do(func() {
-		if release {
-			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
-		}
+	l.stopper.Stop(release, l.ledger, l.freshCtx, func(bool) {
 		l.cancel()
 		l.notify.close()
 		l.wg.Wait()

@@ -67,7 +67,7 @@ type Locker struct {
 	ctx        context.Context // ends at Close
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
-	once       sync.Once
+	stopper    leasebook.Stopper
 
 	netMu   sync.Mutex
 	cut     bool // Abandon: no more connections
@@ -141,9 +141,8 @@ func (l *Locker) Close() error {
 func (l *Locker) Abandon() { l.stop(false) }
 
 func (l *Locker) stop(release bool) {
-	l.once.Do(func() {
+	l.stopper.Stop(release, l.ledger, l.freshCtx, func(release bool) {
 		if release {
-			leasebook.ReleaseHeld(l.ledger, l.freshCtx)
 			ctx, cancel := l.freshCtx()
 			_, _ = call(ctx, l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(l.woundDir(l.id), -1) })
 			cancel()

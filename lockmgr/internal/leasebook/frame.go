@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -82,4 +83,23 @@ func Defaults(ttl, opTimeout *time.Duration, logger **zap.Logger) {
 	if logger != nil && *logger == nil {
 		*logger = zap.NewNop()
 	}
+}
+
+// Stopper stops a Locker once: by Close (release true: every lease the
+// ledger lists as held is given back first, each on its own context from
+// fresh) or by Abandon (release false: as if the process died, nothing is
+// given back). Teardown is the backend's own part of stopping, run once
+// after the releases. The zero Stopper is ready; it is safe for
+// concurrent use.
+type Stopper struct{ once sync.Once }
+
+// Stop stops the Locker the first time it is called; later calls return at
+// once.
+func (s *Stopper) Stop(release bool, ledger *lockmgr.Ledger, fresh func() (context.Context, context.CancelFunc), teardown func(release bool)) {
+	s.once.Do(func() {
+		if release {
+			ReleaseHeld(ledger, fresh)
+		}
+		teardown(release)
+	})
 }
