@@ -64,8 +64,10 @@ func ParseExecuteImmediate(sql string, m Mode) (im Immediate, ok bool) {
 		stmts, err := parse("EXECUTE lockproxy_immediate USING "+using, m)
 		ex, isExec := firstExecute(stmts)
 		if err != nil || !isExec {
-			im.UsingOther = true
-			return im, true
+			// USING lists expressions, or more text follows (another
+			// statement after a ';'): the text is not one EXECUTE
+			// IMMEDIATE lockproxy can read whole.
+			return Immediate{}, true
 		}
 		for _, u := range ex.UsingVars {
 			v, isVar := u.(*ast.VariableExpr)

@@ -66,6 +66,8 @@ func TestDynamicSQLLocks(t *testing.T) {
 		"SET @q = CONCAT('UPDATE sku ', 'SET stock = 0'); PREPARE p FROM @q",
 		"PREPARE p FROM CONCAT('UPDATE sku ', 'SET stock = 0')",
 		"EXECUTE never_prepared",
+		"EXECUTE IMMEDIATE 'SELECT ?' USING @k; UPDATE sku SET stock = 0",
+		"EXECUTE IMMEDIATE 'SELECT 1'; UPDATE sku SET stock = 0",
 	} {
 		_, err := c.Exec(q)
 		wantRefused(t, q, err)
