@@ -21,6 +21,8 @@ func TestParseExecuteImmediate(t *testing.T) {
 		{"EXECUTE IMMEDIATE 'SELECT 1'; UPDATE t SET a = 0", true, Immediate{}},
 		{"EXECUTE IMMEDIATE 'SELECT \"using\"' USING @x", true, Immediate{SQL: `SELECT "using"`, Using: []string{"x"}}},
 		{"/* c */ EXECUTE IMMEDIATE 'DO 1'", true, Immediate{SQL: "DO 1"}},
+		{"EXECUTE IMMEDIATE /*M! 'UPDATE t SET a = 0 WHERE 1 OR ' */ '1'", true, Immediate{}},
+		{"EXECUTE IMMEDIATE 'SELECT 1' -- x", true, Immediate{}},
 		{"EXECUTE p USING @a", false, Immediate{}},
 		{"SELECT 1", false, Immediate{}},
 	}
