@@ -245,3 +245,32 @@ func TestRefusedExecuteDropsLongData(t *testing.T) {
 		t.Fatalf("row 1001 stock = %d, %v; want 10 (written without its lock)", s1001, err)
 	}
 }
+
+// TestStoredCodeForgetsUserVariables: a stored function (or procedure, or
+// trigger) may SET @k behind lockproxy's back, so after a statement runs
+// one, an EXECUTE keyed on @k is refused instead of keyed on the old value.
+func TestStoredCodeForgetsUserVariables(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 10), (2, 10)",
+		"CREATE FUNCTION setk() RETURNS INT NO SQL BEGIN SET @k = 2; RETURN 1; END")
+	p := guardedProxy(t, db, nil)
+	c := p.db(t, db, "multiStatements=true")
+	c.SetMaxOpenConns(1)
+	if _, err := c.Exec("SET @k = 1; PREPARE p FROM 'UPDATE sku SET stock = 0 WHERE sku_id = ?'"); err != nil {
+		t.Fatal(err)
+	}
+	var one int
+	if err := c.QueryRow("SELECT setk()").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Exec("EXECUTE p USING @k")
+	wantRefused(t, "EXECUTE after a function set @k", err)
+	var stock int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 2").Scan(&stock); err != nil || stock != 10 {
+		t.Fatalf("row 2: stock %d, %v; want 10, untouched", stock, err)
+	}
+}

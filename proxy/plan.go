@@ -260,6 +260,10 @@ func (pl *planner) noteVars(f *parser.Facts) {
 		// values is not tracked.
 		pl.p.dyn.unknownVars = true
 	}
+	if pl.env.rs.RunsStoredCode(f, pl.env.db) {
+		// A function, procedure or trigger may SET @v or PREPARE.
+		pl.p.dyn.unknownAll = true
+	}
 }
 
 // prepare plans PREPARE name FROM 'text' | @var: the statement it names is

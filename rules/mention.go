@@ -1,6 +1,10 @@
 package rules
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
 
 // Locking returns the first rule (in rules.yaml order) that takes row
 // locks for some class of statement, or nil when none does: the rule to
@@ -112,4 +116,37 @@ func UnkeyedDecision(r *Rule, reason string) Decision {
 	d.Unkeyed = []Unkeyed{{Rule: r, Table: r.Table, Reason: reason}}
 	d.Reject = r.OnUnkeyed == OnUnkeyedReject
 	return d
+}
+
+// RunsStoredCode reports whether f may run code stored on the server that
+// lockproxy does not see: a procedure it calls, a stored function it (or a
+// view it reads) calls, or a trigger on a table it writes. Such code may
+// set user variables and prepare statements. Without the schema's objects
+// (the primary could not be asked) any function call counts.
+func (rs *RuleSet) RunsStoredCode(f *parser.Facts, currentDB string) bool {
+	if f.Procedure != "" {
+		return true
+	}
+	if rs == nil || rs.objects == nil {
+		return len(f.Calls) > 0
+	}
+	for _, c := range f.Calls {
+		if rs.objects.funcs[c] != nil {
+			return true
+		}
+	}
+	for _, ref := range f.Tables {
+		schema := refSchema(ref, currentDB)
+		if v := rs.view(schema, ref.Name); v != nil {
+			for _, c := range v.calls {
+				if rs.objects.funcs[c] != nil {
+					return true
+				}
+			}
+		}
+		if ref.Write && len(rs.objects.triggers[schema+"."+ref.Name]) > 0 {
+			return true
+		}
+	}
+	return false
 }
