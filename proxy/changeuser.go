@@ -67,7 +67,7 @@ func (s *session) failedChangeUser() error {
 	}
 	s.status = s.be.status
 	s.releaseLocks() // after the rollback
-	clear(s.stmts)
+	s.forgetStmts()
 	clear(s.beliefs)
 	s.dyn.reset()
 	s.dropReplica()
