@@ -103,11 +103,11 @@ func (r *run) drain(ctx context.Context) (idle []sampling.Sample, drained bool, 
 			r.o.Log.Printf("soak: instances not idle %s after the clients closed", drainTimeout)
 			break
 		}
-		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+		if err := workload.SleepCtx(ctx, 500*time.Millisecond); err != nil {
 			return nil, false, err
 		}
 	}
-	if err := sleepCtx(ctx, settleTime); err != nil {
+	if err := workload.SleepCtx(ctx, settleTime); err != nil {
 		return nil, false, err
 	}
 	idle, err = r.smp.ReadAll(ctx)
@@ -126,18 +126,6 @@ func quiet(ss []sampling.Sample) bool {
 		}
 	}
 	return true
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("soak: interrupted: %w", ctx.Err())
-	case <-t.C:
-		return nil
-	}
 }
 
 // startCPU starts measuring the primary mysqld's CPU; the function it

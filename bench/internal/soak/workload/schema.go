@@ -124,14 +124,15 @@ func WaitReplica(ctx context.Context, bed *env.Bed) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("soak: replica has not applied the schema after 60 s (last: %d catalog rows, %v)", n, err)
 		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := SleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 	}
 }
 
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx sleeps for d or until ctx ends (then it returns an error
+// wrapping ctx's).
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
