@@ -69,6 +69,9 @@ func (s *session) planEnv() planEnv {
 // plan decides a command of this session (params: the execute-time values
 // of a prepared statement, nil for text).
 func (s *session) plan(an *parser.Analysis, params []any) plan {
+	if an == nil {
+		return plan{} // nothing analysed: no rule or replica needs it
+	}
 	return makePlan(s.planEnv(), an, params)
 }
 
