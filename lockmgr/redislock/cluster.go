@@ -7,12 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// followCluster wires l into a Cluster client: the restart guard sees the
-// dials of every node client (go-redis keeps the hooks of a ClusterClient
-// apart from those of its node clients), and a call that finds its node
+// followCluster wires l into a Cluster client: a call that finds its node
 // away reloads the slot map.
 func (l *Locker) followCluster(cc *redis.ClusterClient) {
-	cc.OnNewNode(func(node *redis.Client) { node.AddHook(&l.restart) })
 	cc.AddHook(slotMapRefresh{cc})
 }
 

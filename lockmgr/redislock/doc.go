@@ -55,8 +55,10 @@
 // Sentinel and Cluster. A Sentinel client asks the sentinels for the
 // master at every dial. A Cluster client reloads its slot map whenever a
 // call finds its node away or the cluster changing (cluster.go), not only
-// on MOVED or once a minute as go-redis would, and the restart guard hooks
-// every node client. After a master dies, grants resume once a replica is
+// on MOVED or once a minute as go-redis would. The restart guard sees only
+// the ClusterClient's own dials, not its node clients' (go-redis keeps
+// their hooks apart): on a Cluster it does not notice a node that
+// restarted empty; the fence column covers that. After a master dies, grants resume once a replica is
 // promoted: 3-5 s with a 2 s failure detection (TestFailoverRecovery; e2e
 // TestFaultRedisFailover has the figures under a flash sale). Each lock key
 // has its own hash tag, so keys spread over every master while the scripts'

@@ -93,8 +93,7 @@ var _ lockmgr.Locker = (*Locker)(nil)
 
 // New makes a Locker on rdb. It adds a hook to rdb (to notice reconnects
 // after a server restart; on a Cluster client also to reload the slot map
-// when a node is away, so rdb must be new: node clients made before New
-// are not watched), preloads the scripts and subscribes to its wound
+// when a node is away), preloads the scripts and subscribes to its wound
 // channel, but does not fail when Redis is down: Acquire reports
 // lockmgr.ErrUnavailable until it is back.
 func New(rdb redis.UniversalClient, o *Options) *Locker {
