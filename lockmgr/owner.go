@@ -53,6 +53,10 @@ func (o Owner) Older(p Owner) bool {
 type Key struct {
 	Name string
 	Rule string
+	// NoHandoff: every grant of the key must come from the lock service
+	// with a new fence (its rule fences writes with it), so a backend never
+	// hands it from one owner to the next inside the instance.
+	NoHandoff bool
 }
 
 // NormalizeKeys returns keys sorted by Name with duplicates removed, the
@@ -64,7 +68,17 @@ func NormalizeKeys(keys []Key) ([]Key, error) {
 	}
 	out := slices.Clone(keys)
 	slices.SortFunc(out, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
-	out = slices.CompactFunc(out, func(a, b Key) bool { return a.Name == b.Name })
+	j := 0
+	for i := range out {
+		switch {
+		case i > 0 && out[i].Name == out[j].Name:
+			out[j].NoHandoff = out[j].NoHandoff || out[i].NoHandoff // one rule that fences is enough
+		case i > 0:
+			j++
+			out[j] = out[i]
+		}
+	}
+	out = out[:j+1]
 	for _, k := range out {
 		if k.Name == "" {
 			return nil, fmt.Errorf("%w: empty key name (rule %q)", ErrInvalidKey, k.Rule)

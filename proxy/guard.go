@@ -60,8 +60,12 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 	if w := d.WaitTimeout(lc); g.waitTimeout == 0 || w < g.waitTimeout {
 		g.waitTimeout = w
 	}
+	fenced := false // a fenced write needs a new token with every grant
+	for _, r := range d.Rules {
+		fenced = fenced || r.Fence != ""
+	}
 	for _, k := range d.Keys {
-		g.keys = append(g.keys, lockmgr.Key{Name: k.Name, Rule: k.Rule})
+		g.keys = append(g.keys, lockmgr.Key{Name: k.Name, Rule: k.Rule, NoHandoff: fenced})
 	}
 }
 

@@ -149,6 +149,19 @@ type RedisConfig struct {
 	// TLS, when set, makes every connection to Redis (servers, sentinels,
 	// cluster nodes) use TLS, verified as for backends.tls.
 	TLS *TLSClientConfig `yaml:"tls"`
+	// LocalHandoffs is how many times in a row a row lock released by one
+	// session may pass to another session of the same instance waiting
+	// for it, without a round trip to Redis; nil: DefaultLocalHandoffs, 0:
+	// every release goes to Redis. Not with mode redlock.
+	LocalHandoffs *int `yaml:"local_handoffs"`
+}
+
+// Handoffs is LocalHandoffs with its default applied.
+func (r *RedisConfig) Handoffs() int {
+	if r == nil || r.LocalHandoffs == nil {
+		return DefaultLocalHandoffs
+	}
+	return *r.LocalHandoffs
 }
 
 // MySQLLockConfig keeps locks as rows of a table.

@@ -24,7 +24,10 @@ const (
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
 	DefaultSlowWait         = time.Second
-	DefaultMySQLLockTable   = "lockproxy_locks"
+	// DefaultLocalHandoffs bounds local lock hand-offs in a row (see
+	// RedisConfig.LocalHandoffs).
+	DefaultLocalHandoffs  = 8
+	DefaultMySQLLockTable = "lockproxy_locks"
 )
 
 // The values of locks.backend.

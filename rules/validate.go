@@ -246,6 +246,9 @@ func (v *validator) redis(r *RedisConfig) {
 	if r.DB < 0 || (r.Cluster && r.DB != 0) {
 		v.add("locks.redis.db", "must be 0 or more (and 0 with cluster), got %d", r.DB)
 	}
+	if h := r.LocalHandoffs; h != nil && (*h < 0 || (*h > 0 && r.Mode == RedisModeRedlock)) {
+		v.add("locks.redis.local_handoffs", "must be 0 or more (and 0 with mode redlock), got %d", *h)
+	}
 }
 
 func distinct(list []string) int {

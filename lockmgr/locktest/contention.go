@@ -23,11 +23,22 @@ func countWaiting(ls []lockmgr.Locker) int {
 }
 
 // testFIFO: waiters that queued one after another (each an older
-// transaction than the next) are granted in that order, across Lockers.
+// transaction than the next) are granted in that order, across Lockers
+// (with hand-offs: on a NoHandoff key, and on any key within one Locker).
 func testFIFO(t *testing.T, b Backend) {
+	if !b.Handoffs {
+		fifo(t, b, false, 2)
+		return
+	}
+	t.Run("AcrossLockers", func(t *testing.T) { fifo(t, b, true, 2) })
+	t.Run("WithinLocker", func(t *testing.T) { fifo(t, b, false, 1) })
+}
+
+func fifo(t *testing.T, b Backend, noHandoff bool, spread int) {
 	const n = 6
 	ls := lockers(t, b, 2)
 	k := keys(t, 1)[0]
+	k.NoHandoff = noHandoff
 	holder := acquire(t, ls[0], newOwner("h"), long, k)
 	var mu sync.Mutex
 	var order []int
@@ -37,7 +48,7 @@ func testFIFO(t *testing.T, b Backend) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lease, err := tryAcquire(ls[i%2], o, long, k)
+			lease, err := tryAcquire(ls[i%spread], o, long, k)
 			if err != nil {
 				t.Errorf("waiter %d: %v", i, err)
 				return

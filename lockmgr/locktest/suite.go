@@ -28,6 +28,13 @@ type Backend struct {
 	// service, losing its state. Choose a ttl longer than a restart takes,
 	// so that a lease from before the restart is still valid after it.
 	Restartable func(t *testing.T) (ls []lockmgr.Locker, ttl time.Duration, restart func())
+	// Handoffs: the Lockers pass a released single-key lease to their
+	// own next waiter (lock cohorting). Fences of such a key then never
+	// decrease rather than grow at each grant, and waiters are served
+	// oldest first within a Locker rather than across Lockers; keys
+	// marked NoHandoff keep the strict guarantees, which the suite checks
+	// on them.
+	Handoffs bool
 }
 
 // Run runs the whole suite as subtests of t.

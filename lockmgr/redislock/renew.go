@@ -58,7 +58,7 @@ func (l *Locker) renewAll() bool {
 			it.cmds = it.cmds[:0]
 			for j, lk := range it.locks {
 				c := l.sc.renew.EvalSha(ctx, p, []string{lk}, h.Tok, l.opt.TTL.Milliseconds(),
-					it.restore, h.Owner.ID(), h.Owner.Priority(), l.woundChannel(), it.r.Fences[j])
+					it.restore, it.r.Owner.ID(), it.r.Prio, l.woundChannel(), it.r.Fences[j])
 				it.cmds = append(it.cmds, c)
 				all = append(all, c)
 			}
@@ -123,13 +123,14 @@ func (l *Locker) renewed(h *leasebook.Held, n int, cmds []*redis.Cmd, until time
 func (l *Locker) restoredAfterRelease(h *leasebook.Held) bool {
 	releasing, keys, _ := l.book.Releasing(h)
 	if !releasing {
+		owner, _ := l.book.OwnerOf(h)
 		l.opt.Logger.Warn("Redis had lost a held lock (restart or failover); restored it while the lease was still valid",
-			zap.String("owner", h.Owner.ID()))
+			zap.String("owner", owner.ID()))
 		return false
 	}
 	ctx, cancel := l.freshCtx()
 	defer cancel()
-	if err := l.releaseKeys(ctx, h.Tok, keys); err != nil {
+	if err := l.releaseKeys(ctx, h.Tok, keys, l.book.StaleTickets(h)...); err != nil {
 		l.opt.Logger.Warn("could not delete a lock restored after its release; it expires with its ttl", zap.Error(err))
 	}
 	return true

@@ -34,28 +34,59 @@ type attempt struct {
 	sub      bool // subscribed to the key's wake-up channel
 	waitDone *lockmgr.Waiting
 	start    time.Time
+	asked    time.Time    // when the acquire script was last sent
 	holder   string       // last holder seen, for the slow-wait log
 	inQueue  int          // the key's queue in Redis at the last miss (0: unknown)
 	rank     atomic.Int64 // our place in it at the last miss (-1: unknown); read by Snapshot
 }
 
-// acquireKey takes key k for h, waiting as long as ctx allows. On error
+// acquireKey takes key k for h, waiting as long as ctx allows. With
+// handoff, the wait may instead end with the lease of another owner of
+// this Locker handed to it (returned as handed, with fence 0). On error
 // nothing of k is left in Redis.
-func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key) (uint64, error) {
+func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key, handoff bool) (fence uint64, handed *leasebook.Held, err error) {
 	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner, h.Tok), start: time.Now()}
 	a.rank.Store(-1)
-	var err error
+	if handoff {
+		l.book.AcceptHandoffs(a.w)
+	}
 	defer func() { a.end(err) }()
 	for {
+		if hh := l.book.TakeHanded(a.w); hh != nil {
+			a.waitDone.Granted(l.book.TakeFreed(a.w))
+			return 0, hh, nil
+		}
 		if !l.book.IsHead(k.Name, a.w) {
 			if err = a.sleep(ctx, -1); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			continue
 		}
+		if holder, prio, ok := l.book.LocalHolder(k.Name); ok && holder != h.Owner && (handoff || a.queued) {
+			// Held here: wait for the local release or hand-off rather
+			// than asking Redis. A wait that hand-offs may end needs no
+			// ticket in Redis meanwhile (the key comes to it or goes back
+			// to Redis, where it asks); another keeps its ticket queued
+			// (fresh each WaitSlice), so it keeps its place among other
+			// instances' waiters. Wound-wait as the acquire script would
+			// do it.
+			left := l.opt.WaitSlice
+			if !handoff {
+				left -= time.Since(a.asked)
+			}
+			if left > 0 {
+				if leasebook.Older(h.Owner, l.book.Priority(h.Owner), holder, prio) {
+					l.book.MarkWounded(holder)
+				}
+				if err = a.sleep(ctx, left); err != nil {
+					return 0, nil, err
+				}
+				continue
+			}
+		}
 		if wait := l.restart.remaining(); wait > 0 {
 			if err = a.sleep(ctx, wait); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			continue
 		}
@@ -65,13 +96,13 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		var r try
 		if r, err = a.run(ctx, l.book); err != nil {
 			err = a.fail(classify(ctx, k, err))
-			return 0, err
+			return 0, nil, err
 		}
 		if r.status == 1 {
 			var ok bool
 			if ok, err = a.checkRestart(ctx, dials); err != nil {
 				err = a.fail(err)
-				return 0, err
+				return 0, nil, err
 			}
 			if !ok {
 				continue
@@ -79,7 +110,10 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			a.queued = false
 			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
 			a.waitDone.Granted(leasebook.Earliest(freed, l.book.TakeFreed(a.w)))
-			return r.fence, nil
+			if hh := l.book.TakeHanded(a.w); hh != nil {
+				l.release(hh) // its grant had run out in Redis: ours is the one
+			}
+			return r.fence, nil, nil
 		}
 		if r.holder != "" {
 			a.holder = ownerOf(r.holder)
@@ -89,7 +123,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		a.rank.Store(int64(r.rank))
 		a.waitDone.Saw(a.holder, 0)
 		if err = a.afterMiss(ctx, r); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 }
@@ -97,7 +131,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 // afterMiss decides what to do when the key was not granted: fail a
 // wounded owner, subscribe and retry at once, or sleep until woken.
 func (a *attempt) afterMiss(ctx context.Context, r try) error {
-	if a.l.book.Wounded(a.h.Owner) {
+	if a.wounded() {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	if !a.sub {
@@ -128,7 +162,7 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 		a.waitDone.Saw(a.holder, 0)
 		a.waitDone.Live(func() (string, int) { return "", a.position() })
 	}
-	if a.l.book.Wounded(a.h.Owner) {
+	if a.wounded() {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	var timer <-chan time.Time
@@ -145,10 +179,17 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 	case <-a.l.ctx.Done():
 		return a.fail(lockmgr.ErrClosed)
 	}
-	if a.l.book.Wounded(a.h.Owner) {
+	if a.wounded() {
 		return a.fail(leasebook.DeadlockErr(a.h.Owner, a.k))
 	}
 	return nil
+}
+
+// wounded reports whether the wait must end because its owner was
+// wounded: not when a lease was handed to it meanwhile, which it takes
+// (a wounded holder keeps what it holds until its next wait).
+func (a *attempt) wounded() bool {
+	return a.l.book.Wounded(a.h.Owner) && !a.l.book.HasHanded(a.w)
 }
 
 // run sends the acquire script, bounded by OpTimeout. A call that failed
@@ -172,11 +213,11 @@ func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) 
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
-	a.queued = true
+	a.queued, a.asked = true, time.Now()
 	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
-		a.h.Tok, a.h.Owner.ID(), a.h.Owner.Priority(), l.opt.TTL.Milliseconds(),
+		a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
 		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds(), nextTok, next.Priority()).Slice()
+		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next)).Slice()
 }
 
 // parseTry reads the acquire script's reply.
@@ -244,6 +285,9 @@ func (a *attempt) end(err error) {
 			zap.Duration("waited", waited), zap.Error(err))
 	}
 	a.l.book.Leave(a.k.Name, a.w)
+	if hh := a.l.book.TakeHanded(a.w); hh != nil {
+		a.l.release(hh) // handed to a wait that failed: pass it on
+	}
 	if a.sub {
 		a.l.notify.unsubscribe(a.n.channel)
 	}

@@ -25,6 +25,8 @@ type Book struct {
 	owners map[lockmgr.Owner]*ownerState
 	held   map[*Held]struct{} // leases (also half-acquired) to renew
 	toks   map[string]*Held
+	// holding is the lease holding each key granted to this Book.
+	holding map[string]*Held
 }
 
 // ownerState is wound-wait bookkeeping for one transaction.
@@ -32,16 +34,28 @@ type ownerState struct {
 	refs    int     // acquires in progress plus leases held
 	wounded bool    // an older transaction waits for a key it holds
 	waiting *Waiter // its wait in progress, if any
+	// prio, when not 0, is the age the owner inherited with a lease
+	// handed to it (HandOff): older than its own, and used for its
+	// requests from then on (see Priority).
+	prio int64
 }
 
 // Held is a lease being acquired or held, which the renewal loop keeps.
-// Tok and Owner are fixed; the rest is guarded by the Book and read or
-// changed through its methods.
+// Tok is fixed, and so is Owner unless the lease is handed to another
+// owner (HandOff: then read it with Book.OwnerOf); the rest is guarded by
+// the Book and read or changed through its methods.
 type Held struct {
 	// Tok is the lease's token at the service, unique per lease.
 	Tok string
 	// Owner is the transaction the lease is for.
 	Owner lockmgr.Owner
+	// prio is the owner priority the service recorded with the grant.
+	prio int64
+	// handoffs counts the local hand-offs since the service granted it;
+	// stale lists the tokens of the waiters it was handed to, whose
+	// tickets may still be queued at the service (see StaleTickets).
+	handoffs int
+	stale    []string
 
 	keys       []lockmgr.Key // granted so far
 	fences     []uint64      // fences[i] was granted with keys[i]
@@ -58,7 +72,7 @@ func New(log *zap.Logger) *Book {
 		log = zap.NewNop()
 	}
 	return &Book{log: log, gates: map[string]*gate{}, owners: map[lockmgr.Owner]*ownerState{},
-		held: map[*Held]struct{}{}, toks: map[string]*Held{}}
+		held: map[*Held]struct{}{}, toks: map[string]*Held{}, holding: map[string]*Held{}}
 }
 
 // Begin registers an acquire in progress for owner under token tok.
@@ -72,6 +86,7 @@ func (b *Book) Begin(tok string, owner lockmgr.Owner) *Held {
 		b.owners[owner] = st
 	}
 	st.refs++
+	h.prio = st.priority(owner)
 	b.held[h] = struct{}{}
 	b.toks[h.Tok] = h
 	return h
@@ -84,6 +99,7 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 	defer b.mu.Unlock()
 	h.keys = append(h.keys, k)
 	h.fences = append(h.fences, fence)
+	b.holding[k.Name] = h
 	if h.validUntil.IsZero() || until.Before(h.validUntil) {
 		h.validUntil = until
 	}
@@ -96,10 +112,10 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lockmgr.Ledger,
 	release func(context.Context) error, fresh func() (context.Context, context.CancelFunc)) (*lockmgr.Lease, error) {
 	b.mu.Lock()
-	validUntil := h.validUntil
+	validUntil, owner := h.validUntil, h.Owner
 	b.mu.Unlock()
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
-		Owner: h.Owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
+		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
 		Release: release, Ledger: ledger,
 	})
 	// From here on renewal talks to the keeper; a loss before that is
@@ -141,22 +157,33 @@ func (b *Book) Releasing(h *Held) (bool, []lockmgr.Key, []uint64) {
 func (b *Book) Forget(h *Held) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if h.released {
+	if !b.forgetLocked(h) {
 		return
+	}
+	now := time.Now()
+	for _, k := range h.keys {
+		if b.holding[k.Name] == h {
+			delete(b.holding, k.Name)
+		}
+		b.freeHeadLocked(k.Name, now)
+	}
+}
+
+// forgetLocked drops h from renewal and owner bookkeeping; false if it
+// was dropped already.
+func (b *Book) forgetLocked(h *Held) bool {
+	if h.released {
+		return false
 	}
 	h.released = true
 	delete(b.held, h)
 	delete(b.toks, h.Tok)
 	if st := b.owners[h.Owner]; st != nil {
-		st.refs--
-		if st.refs == 0 {
+		if st.refs--; st.refs == 0 {
 			delete(b.owners, h.Owner)
 		}
 	}
-	now := time.Now()
-	for _, k := range h.keys {
-		b.freeHeadLocked(k.Name, now)
-	}
+	return true
 }
 
 // All lists every lease the Book keeps (for a Locker that stops).

@@ -25,6 +25,10 @@ type Waiter struct {
 	// proxied: the head queued this waiter's ticket at the service on its
 	// behalf (NextInLine); guarded by Book.mu.
 	proxied bool
+	// single: the wait may end with a local hand-off (AcceptHandoffs);
+	// handed: the lease handed to it (HandOff). Guarded by Book.mu.
+	single bool
+	handed *Held
 }
 
 // Wake is signalled (at most one pending signal) when the waiter should

@@ -47,7 +47,11 @@ func (b *Book) Loop(ctx context.Context, interval time.Duration, round func() bo
 
 // Renewal is one lease to renew in a round: a snapshot of its keys.
 type Renewal struct {
-	H      *Held
+	H *Held
+	// Owner is whom H is held for, Prio the age it asks with (both change
+	// when H is handed off).
+	Owner  lockmgr.Owner
+	Prio   int64
 	Keys   []lockmgr.Key
 	Fences []uint64
 	// Valid: the lease is still within its validity, so the service may
@@ -65,7 +69,8 @@ func (b *Book) Renewals() []Renewal {
 		if len(h.keys) == 0 || h.lost != nil {
 			continue
 		}
-		out = append(out, Renewal{H: h, Keys: h.keys, Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)})
+		out = append(out, Renewal{H: h, Owner: h.Owner, Prio: b.owners[h.Owner].priority(h.Owner),
+			Keys: h.keys, Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)})
 	}
 	return out
 }
@@ -93,10 +98,15 @@ func (b *Book) Lose(h *Held, cause error) {
 		return
 	}
 	h.lost = cause
-	keeper := h.keeper
+	keeper, owner := h.keeper, h.Owner
+	// Local waiters for its keys stop waiting for it and ask the service.
+	now := time.Now()
+	for _, k := range h.keys {
+		b.freeHeadLocked(k.Name, now)
+	}
 	b.mu.Unlock()
 	if keeper != nil && keeper.Lose(cause) {
-		b.log.Warn("lock lease lost", zap.String("owner", h.Owner.ID()), zap.Error(cause))
+		b.log.Warn("lock lease lost", zap.String("owner", owner.ID()), zap.Error(cause))
 	}
 }
 

@@ -1,0 +1,169 @@
+package leasebook
+
+import (
+	"slices"
+	"time"
+
+	"github.com/lockproxy/lockproxy/lockmgr"
+)
+
+// Local hand-off (lock cohorting). A lease on one key that is released
+// while another Acquire of this Book waits for that key can pass to that
+// waiter without a round trip to the lock service: the service keeps the
+// grant under the lease's token, and the Book moves the Held to the new
+// owner. A bounded number of hand-offs in a row (the backend's limit)
+// keeps other instances from starving: the next release goes back to the
+// service, whose queue is ordered by age.
+//
+// Wound-wait stays deadlock-free: the service records the first owner's
+// age with the grant, so the owner the lease passes to inherits that age
+// when it is older than its own (Priority) and asks with it from then on.
+// A waiter elsewhere then waits for it only if it is younger than the age
+// the holder asks with; keys the new owner took before with its own,
+// younger age can only draw more wounds than needed, never fewer. The
+// same fence stays with the key, so a key that must get a new fence with
+// every grant (lockmgr.Key.NoHandoff) is never handed off.
+
+// priority is the age owner o asks with: its own, or the older one it
+// inherited with a handed-off lease.
+func (st *ownerState) priority(o lockmgr.Owner) int64 {
+	if st != nil && st.prio != 0 && st.prio < o.Priority() {
+		return st.prio
+	}
+	return o.Priority()
+}
+
+// Priority is the age (lockmgr.Owner.Priority) owner o asks the service
+// with: its own, or an older one inherited with a lease handed to it.
+func (b *Book) Priority(o lockmgr.Owner) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.owners[o].priority(o)
+}
+
+// OwnerOf is the owner h is held for now, and the age it asks with.
+func (b *Book) OwnerOf(h *Held) (lockmgr.Owner, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return h.Owner, b.owners[h.Owner].priority(h.Owner)
+}
+
+// AcceptHandoffs marks w as a wait that may be ended by a local hand-off:
+// its Acquire is for its key alone, and that key may be handed off.
+func (b *Book) AcceptHandoffs(w *Waiter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w.single = true
+}
+
+// HandOff passes h, being released by its owner, to the head of the local
+// queue of its key, if h holds that one key, is neither lost nor wounded,
+// was handed off fewer than limit times in a row and is still valid, and
+// the head accepts hand-offs and is not wounded. The head is woken and
+// ends its wait with TakeHanded. HandOff reports whether it passed h on;
+// if not, the caller releases h at the service.
+func (b *Book) HandOff(h *Held, limit int) bool {
+	if limit <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(h.keys) != 1 || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
+		!time.Now().Before(h.validUntil) {
+		return false
+	}
+	from := b.owners[h.Owner]
+	if from != nil && from.wounded {
+		return false // an older transaction elsewhere waits: it goes first
+	}
+	g := b.gates[h.keys[0].Name]
+	if g == nil || len(g.queue) == 0 {
+		return false
+	}
+	w := g.queue[0]
+	to := b.owners[w.owner]
+	if !w.single || w.handed != nil || to == nil || to.wounded {
+		return false
+	}
+	if from != nil {
+		if from.refs--; from.refs == 0 {
+			delete(b.owners, h.Owner)
+		}
+	}
+	to.refs++
+	if h.prio < to.priority(w.owner) {
+		to.prio = h.prio
+	}
+	h.Owner = w.owner
+	h.keeper = nil // the old owner's Lease has ended; the new one attaches
+	h.handoffs++
+	h.stale = append(h.stale, w.tok)
+	w.handed = h
+	if w.freed.IsZero() {
+		w.freed = time.Now()
+	}
+	w.poke()
+	return true
+}
+
+// TakeHanded returns the lease handed to w (HandOff), once, or nil.
+func (b *Book) TakeHanded(w *Waiter) *Held {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := w.handed
+	w.handed = nil
+	return h
+}
+
+// HasHanded reports whether a lease was handed to w and not taken yet.
+func (b *Book) HasHanded(w *Waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.handed != nil
+}
+
+// LocalHolder reports whether key is held by a lease of this Book that is
+// not lost or being released, and the age its owner asks with. A waiter
+// for it need not ask the service: it waits for the local release (or
+// hand-off), and wounds the holder itself when it is older.
+func (b *Book) LocalHolder(key string) (owner lockmgr.Owner, prio int64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.holding[key]
+	if h == nil || h.lost != nil || h.releasing || h.released {
+		return lockmgr.Owner{}, 0, false
+	}
+	return h.Owner, b.owners[h.Owner].priority(h.Owner), true
+}
+
+// Drop forgets h, an acquire that ended with a lease handed to its waiter
+// instead (TakeHanded), without waking anyone: it holds no key.
+func (b *Book) Drop(h *Held) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.forgetLocked(h)
+}
+
+// StaleTickets are the tokens of the waiters h was handed to, whose
+// tickets may still be queued at the service: its release removes them.
+func (b *Book) StaleTickets(h *Held) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return h.stale
+}
+
+// Older reports whether an owner o asking with age p has precedence over
+// an owner q asking with age r (lockmgr.Owner.Older with inherited ages).
+func Older(o lockmgr.Owner, p int64, q lockmgr.Owner, r int64) bool {
+	if p != r {
+		return p < r
+	}
+	return o.ID() < q.ID()
+}
+
+// Fences are the fences granted with h's keys, in their order.
+func (b *Book) Fences(h *Held) []uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(h.fences)
+}

@@ -1,0 +1,247 @@
+package redislock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+// TestConformanceHandoff runs the whole backend suite with local
+// hand-offs on: mutual exclusion, FIFO, deadlocks, wounds, expiry and
+// restarts must hold when a lease passes between owners of one Locker.
+func TestConformanceHandoff(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	locktest.Run(t, locktest.Backend{
+		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
+			out := make([]lockmgr.Locker, n)
+			for i := range out {
+				out[i] = redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{
+					TTL: testTTL, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 3,
+				})
+			}
+			return out
+		},
+		TTL:      testTTL,
+		Abandon:  func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
+		Handoffs: true,
+	})
+}
+
+// TestLocalHandoff: a released lease passes to the next waiter of the
+// same Locker without a round trip (Redis still names the first owner and
+// the fence stays), at most LocalHandoffs times in a row; then the release
+// goes to Redis and the next grant comes from there with a new fence. No
+// ticket of a waiter that was handed the lease stays in the Redis queue.
+// A NoHandoff key always goes through Redis.
+func TestLocalHandoff(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := newClient(t, bed.RedisAddr)
+	rt := &pipelines{}
+	rdb.AddHook(rt)
+	pfx := prefix(t)
+	// A long TTL keeps renewal pipelines out of the count.
+	l := redislock.New(rdb, &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 2})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	check := newClient(t, bed.RedisAddr)
+	hashOwner := func(key string) string {
+		v, err := check.HGet(ctx, pfx+":{"+key+"}", "own").Result()
+		if err != nil {
+			t.Fatalf("HGET own of %s: %v", key, err)
+		}
+		return v
+	}
+	owner := func(i uint64) lockmgr.Owner {
+		return lockmgr.Owner{Instance: "ho", Session: i, Txn: 1, Start: time.Now()}
+	}
+
+	run := func(t *testing.T, key lockmgr.Key, wantLocal int) {
+		owners := []lockmgr.Owner{owner(1), owner(2), owner(3), owner(4)}
+		first, err := l.Acquire(ctx, owners[0], []lockmgr.Key{key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The others queue behind it, oldest first.
+		leases := make([]chan *lockmgr.Lease, len(owners))
+		for i := 1; i < len(owners); i++ {
+			leases[i] = make(chan *lockmgr.Lease, 1)
+			go func(i int) {
+				ls, err := l.Acquire(ctx, owners[i], []lockmgr.Key{key})
+				if err != nil {
+					t.Error(err)
+				}
+				leases[i] <- ls
+			}(i)
+			waitFor(t, func() bool { return len(waitingOn(l, key.Name)) == i })
+		}
+		prev := first
+		for i := 1; i < len(owners); i++ {
+			before := rt.n.Load()
+			if err := prev.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			releaseTrips := rt.n.Load() - before
+			next := <-leases[i]
+			if next == nil {
+				t.FailNow()
+			}
+			local := i <= wantLocal
+			switch {
+			case local && releaseTrips != 0:
+				t.Errorf("hand-off %d: the release sent %d pipelines to Redis; want 0", i, releaseTrips)
+			case local && hashOwner(key.Name) != owners[0].ID():
+				t.Errorf("after hand-off %d Redis names %s; want the first owner %s", i, hashOwner(key.Name), owners[0].ID())
+			case local && next.Fence(key.Name) != first.Fence(key.Name):
+				t.Errorf("hand-off %d: fence %d; want the grant's %d", i, next.Fence(key.Name), first.Fence(key.Name))
+			case !local && hashOwner(key.Name) != owners[i].ID():
+				t.Errorf("grant %d: Redis names %s; want %s (a grant from Redis)", i, hashOwner(key.Name), owners[i].ID())
+			case !local && next.Fence(key.Name) <= prev.Fence(key.Name):
+				t.Errorf("grant %d from Redis: fence %d not above %d", i, next.Fence(key.Name), prev.Fence(key.Name))
+			}
+			if next.Owner() != owners[i] {
+				t.Errorf("lease %d owned by %s; want %s", i, next.Owner(), owners[i])
+			}
+			prev = next
+		}
+		if err := prev.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, suffix := range []string{"", ":q", ":qx"} {
+			if n, err := check.Exists(ctx, pfx+":{"+key.Name+"}"+suffix).Result(); err != nil || n != 0 {
+				t.Errorf("after the last release %q exists=%d (%v); want gone (no stale ticket, no lock)", suffix, n, err)
+			}
+		}
+	}
+	t.Run("bounded", func(t *testing.T) { run(t, lockmgr.Key{Name: "hot", Rule: "r"}, 2) })
+	t.Run("no-handoff", func(t *testing.T) { run(t, lockmgr.Key{Name: "fenced", Rule: "r", NoHandoff: true}, 0) })
+}
+
+// TestHandoffInheritsAge: the owner a lease is handed to asks Redis with
+// the first owner's age when that is older, so a waiter elsewhere that is
+// older than it but younger than the age Redis recorded cannot deadlock
+// with it: the receiver, asking with the inherited age, wounds instead of
+// waiting.
+func TestHandoffInheritsAge(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	mk := func(h int) *redislock.Locker {
+		return redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{
+			TTL: 5 * time.Second, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: h,
+		})
+	}
+	here, there := mk(4), mk(4)
+	defer here.Close()
+	defer there.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	a := lockmgr.Owner{Instance: "here", Session: 1, Txn: 1, Start: t0}
+	w := lockmgr.Owner{Instance: "there", Session: 2, Txn: 1, Start: t0.Add(time.Millisecond)}
+	b := lockmgr.Owner{Instance: "here", Session: 3, Txn: 1, Start: t0.Add(2 * time.Millisecond)}
+	k1, k2 := []lockmgr.Key{{Name: "age-1", Rule: "r"}}, []lockmgr.Key{{Name: "age-2", Rule: "r"}}
+
+	la, err := here.Acquire(ctx, a, k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := there.Acquire(ctx, w, k2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lockmgr.Lease, 1)
+	go func() {
+		l, err := here.Acquire(ctx, b, k1)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	waitFor(t, func() bool { return len(waitingOn(here, "age-1")) == 1 })
+	if err := la.Release(ctx); err != nil { // handed to b
+		t.Fatal(err)
+	}
+	lb := <-got
+	if lb == nil {
+		t.FailNow()
+	}
+	// w (younger than a, older than b) now wants k1 and b wants k2: with
+	// b's own age both would wait for the other until wait_timeout.
+	var wg sync.WaitGroup
+	var errW, errB error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
+		defer wcancel()
+		var l *lockmgr.Lease
+		if l, errW = there.Acquire(wctx, w, k1); errW == nil {
+			_ = l.Release(ctx)
+		}
+		_ = lw.Release(ctx)
+	}()
+	waitFor(t, func() bool { return len(waitingOn(there, "age-1")) == 1 })
+	go func() {
+		defer wg.Done()
+		bctx, bcancel := context.WithTimeout(ctx, 8*time.Second)
+		defer bcancel()
+		var l *lockmgr.Lease
+		if l, errB = here.Acquire(bctx, b, k2); errB == nil {
+			_ = l.Release(ctx)
+		}
+		_ = lb.Release(ctx)
+	}()
+	start := time.Now()
+	wg.Wait()
+	if time.Since(start) > 6*time.Second {
+		t.Errorf("the two waits ended only after %s (w: %v, b: %v): a deadlock left to the wait timeout", time.Since(start), errW, errB)
+	}
+	if errB != nil {
+		t.Errorf("b, asking with the inherited older age, should have got k2 (w wounded, then released): %v", errB)
+	}
+}
+
+// pipelines counts pipelines sent: releases (and renewals) go as
+// pipelines, acquires as single commands.
+type pipelines struct{ n atomic.Int64 }
+
+func (r *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (r *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (r *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func waitingOn(l lockmgr.Locker, key string) []lockmgr.Entry {
+	var out []lockmgr.Entry
+	for _, e := range l.Snapshot() {
+		if e.Key == key && e.State == "waiting" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
