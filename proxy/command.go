@@ -123,6 +123,15 @@ func (s *session) forward(p []byte, kind relayKind, binary bool) error {
 	return nil
 }
 
+// forwardReleasing forwards a statement sent as the client sent it and
+// gives back the locks its end frees as soon as the backend has answered,
+// before the answer reaches the client (see session.releaseEarly).
+func (s *session) forwardReleasing(p []byte, binary bool) error {
+	s.releaseEarly = true
+	defer func() { s.releaseEarly = false }()
+	return s.forward(p, relayResults, binary)
+}
+
 // send writes a command to b and relays b's response to the client.
 func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) error {
 	s.src = b
@@ -222,7 +231,7 @@ func (s *session) query(p []byte) error {
 		if err := s.runRewritten(step); err != nil {
 			return err
 		}
-	} else if err := s.forward(p, relayResults, false); err != nil {
+	} else if err := s.forwardReleasing(p, false); err != nil {
 		return err
 	}
 	s.finishRewrite(step)

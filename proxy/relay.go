@@ -88,6 +88,10 @@ func (s *session) relay(kind relayKind, binary bool) error {
 	if err != nil {
 		return err
 	}
+	if s.releaseEarly {
+		s.releaseEarly = false
+		s.afterCommand()
+	}
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
 	}

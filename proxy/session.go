@@ -54,6 +54,12 @@ type session struct {
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
+	// releaseEarly: the statement being relayed was sent as the client
+	// sent it, so the locks its end frees (afterCommand) are given back
+	// once the backend's last packet is read, before the client's copy is
+	// flushed: the next holder of a hot row does not wait on this client's
+	// socket.
+	releaseEarly bool
 
 	// Routing: the replica connection, SETs to replay on it, and what
 	// read-your-writes needs.

@@ -219,7 +219,7 @@ func (s *session) execute(p []byte) error {
 			return s.writeErrAt(1, refused)
 		}
 		binary.LittleEndian.PutUint32(p[1:], st.backendID)
-		if err := s.forward(p, relayResults, true); err != nil {
+		if err := s.forwardReleasing(p, true); err != nil {
 			return err
 		}
 	}
