@@ -16,10 +16,15 @@ import (
 // same rows whose column is already at or past token: run after the
 // update changed no row, a non-zero count tells a stale write from a
 // statement that matched nothing. Placeholders are bound from params as
-// literals (see RewriteUpdate). Both statements are built on a fresh parse
-// of f.Text under f.Mode and restored from the AST for that mode
+// literals (see RewriteUpdate). Both statements are built on a private
+// copy of f's UPDATE (see private) and restored from the AST for f.Mode
 // (RestoreMode).
 func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, check string, ok bool, reason string, err error) {
+	return fenceUpdate(f, column, token, params, false)
+}
+
+// fenceUpdate is FenceUpdate; reparse as for rewriteGuarded.
+func fenceUpdate(f *Facts, column string, token uint64, params []any, reparse bool) (update, check string, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			update, check, ok, reason, err = "", "", false, "", fmt.Errorf("%w: fence panicked: %v", ErrInternal, r)
@@ -36,21 +41,12 @@ func FenceUpdate(f *Facts, column string, token uint64, params []any) (update, c
 			return "", "", false, "assigns the fence column", nil
 		}
 	}
-	fresh := func() (*ast.UpdateStmt, string, error) {
-		stmts, err := ParseMode(f.Text, f.Mode)
-		if err != nil || len(stmts) != 1 {
-			return nil, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
-		}
-		u, isU := stmts[0].(*ast.UpdateStmt)
-		if !isU || u.MultipleTable || u.TableRefs == nil || u.TableRefs.TableRefs == nil || u.TableRefs.TableRefs.Right != nil {
-			return nil, ReasonMultiTable, nil
-		}
-		reason, err := substitute(u, params[f.ParamBase:f.ParamBase+f.Params])
-		return u, reason, err
-	}
-	u, reason, err := fresh()
+	u, reason, err := private(f, params[f.ParamBase:f.ParamBase+f.Params], reparse)
 	if u == nil || reason != "" || err != nil {
 		return "", "", false, reason, err
+	}
+	if u.MultipleTable || u.TableRefs == nil || u.TableRefs.TableRefs == nil || u.TableRefs.TableRefs.Right != nil {
+		return "", "", false, ReasonMultiTable, nil
 	}
 	fc := fencing{column: column, token: token}
 	where := u.Where

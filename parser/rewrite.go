@@ -98,13 +98,14 @@ const maxDigits, maxScale = 65, 30
 // integers, float32/float64, []byte, string) for the statement's `?`, so
 // sql is a complete text statement; other assignments stay as written. It returns ok=false and one of the Reason
 // constants when no rewrite applies; err for an invalid spec, unusable
-// params or an internal failure. The rewrite works on a fresh parse of
-// f.Text (f is not modified) and renders it with Restore: values are AST
-// literals, so their quoting is the restorer's, for the sql_mode f was
-// read under (f.Mode, see RestoreMode). spec.ClientCharset says whether
-// the session reads escaped strings safely. The
-// output is parsed once more to check that it is one UPDATE. Safe for
-// concurrent use.
+// params or an internal failure. The rewrite works on a private copy of
+// f's UPDATE (f is not modified; see private) and renders it with
+// Restore: values are AST literals, so their quoting is the restorer's,
+// for the sql_mode f was read under (f.Mode, see RestoreMode).
+// spec.ClientCharset says whether the session reads escaped strings
+// safely. Nothing is parsed for a text statement (the tests and
+// FuzzRewriteUpdate check that every output parses back as one UPDATE).
+// Safe for concurrent use.
 func RewriteUpdate(f *Facts, spec RewriteSpec, params []any) (sql string, ok bool, reason string, err error) {
 	g, ok, reason, err := RewriteGuarded(f, spec, params)
 	return g.SQL, ok, reason, err
@@ -144,6 +145,12 @@ type Guarded struct {
 
 // RewriteGuarded is RewriteUpdate with the guard and its check query.
 func RewriteGuarded(f *Facts, spec RewriteSpec, params []any) (g Guarded, ok bool, reason string, err error) {
+	return rewriteGuarded(f, spec, params, false)
+}
+
+// rewriteGuarded is RewriteGuarded; reparse makes it work on a fresh parse
+// even where a copy would do (for the tests that compare the two).
+func rewriteGuarded(f *Facts, spec RewriteSpec, params []any, reparse bool) (g Guarded, ok bool, reason string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			g, ok, reason, err = Guarded{}, false, "", fmt.Errorf("%w: rewrite panicked: %v", ErrInternal, r)
@@ -183,7 +190,7 @@ func RewriteGuarded(f *Facts, spec RewriteSpec, params []any) (g Guarded, ok boo
 	if reason != "" || err != nil {
 		return Guarded{}, false, reason, err
 	}
-	g, reason, err = render(f, idx, p, own, fenceOf(f, spec))
+	g, reason, err = render(f, idx, p, own, fenceOf(f, spec), reparse)
 	return g, reason == "" && err == nil, reason, err
 }
 
@@ -200,19 +207,15 @@ func fenceOf(f *Facts, spec RewriteSpec) *fencing {
 	return &fencing{column: spec.Fence, token: spec.FenceToken}
 }
 
-// render applies p to a fresh parse of f.Text whose placeholders it binds
-// to own, and restores it and its check.
-func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing) (Guarded, string, error) {
-	stmts, err := ParseMode(f.Text, f.Mode)
-	if err != nil || len(stmts) != 1 {
-		return Guarded{}, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
-	}
-	u, isU := stmts[0].(*ast.UpdateStmt)
-	if !isU || len(u.List) != len(f.Assignments) {
-		return Guarded{}, "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
-	}
-	if reason, err := substitute(u, own); reason != "" || err != nil {
+// render applies p to a private copy of f's UPDATE whose placeholders it
+// binds to own, and restores it and its check.
+func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing, reparse bool) (Guarded, string, error) {
+	u, reason, err := private(f, own, reparse)
+	if reason != "" || err != nil {
 		return Guarded{}, reason, err
+	}
+	if len(u.List) != len(f.Assignments) {
+		return Guarded{}, "", fmt.Errorf("%w: %d assignments, %d in the facts", ErrInternal, len(u.List), len(f.Assignments))
 	}
 	where := u.Where
 	guard := p.apply(u, u.List[idx])
@@ -226,19 +229,42 @@ func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing) (Guarde
 	if g.SQL, err = RestoreMode(u, f.Mode); err != nil {
 		return Guarded{}, "", fmt.Errorf("%w: restore: %v", ErrInternal, err)
 	}
-	again, err := ParseMode(g.SQL, f.Mode)
-	if err != nil || len(again) != 1 {
-		return Guarded{}, "", fmt.Errorf("%w: rewritten UPDATE does not parse back: %v", ErrInternal, err)
-	}
-	if _, isU := again[0].(*ast.UpdateStmt); !isU {
-		return Guarded{}, "", fmt.Errorf("%w: rewritten UPDATE parses back as %T", ErrInternal, again[0])
-	}
 	if guard != nil {
 		if g.Check, err = RestoreMode(checkOf(u, where, guard), f.Mode); err != nil {
 			return Guarded{}, "", fmt.Errorf("%w: restore check: %v", ErrInternal, err)
 		}
 	}
 	return g, "", nil
+}
+
+// private is an UPDATE render may change without touching f, which is
+// shared: for a text statement (no placeholders) a copy of f's node down
+// to its assignments, the only nodes apply and the fence replace (the
+// WHERE is replaced whole, never changed in place; restoring only reads
+// the shared nodes); for a prepared one, whose placeholders substitute
+// replaces wherever they are (or with reparse), a fresh parse of f.Text.
+func private(f *Facts, own []any, reparse bool) (*ast.UpdateStmt, string, error) {
+	if u, isU := f.Node.(*ast.UpdateStmt); isU && f.Params == 0 && len(own) == 0 && !reparse {
+		c := *u
+		c.List = make([]*ast.Assignment, len(u.List))
+		for i, a := range u.List {
+			ca := *a
+			c.List[i] = &ca
+		}
+		return &c, "", nil
+	}
+	stmts, err := ParseMode(f.Text, f.Mode)
+	if err != nil || len(stmts) != 1 {
+		return nil, "", fmt.Errorf("%w: statement does not parse again: %v", ErrInternal, err)
+	}
+	u, isU := stmts[0].(*ast.UpdateStmt)
+	if !isU {
+		return nil, "", fmt.Errorf("%w: statement parses differently again", ErrInternal)
+	}
+	if reason, err := substitute(u, own); reason != "" || err != nil {
+		return nil, reason, err
+	}
+	return u, "", nil
 }
 
 // checkOf is `SELECT guard FROM <u's table> WHERE <where> FOR UPDATE`.

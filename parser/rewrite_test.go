@@ -2,8 +2,10 @@ package parser
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -453,4 +455,103 @@ func TestRewriteGuardedCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRewriteLeavesSharedFactsAlone: a text UPDATE is rewritten and fenced
+// from a copy of its cached node, not a new parse, so many sessions do it
+// at once on the same Facts (run under -race), every one gets the same
+// statements, each parses back as one UPDATE, and the shared node still
+// restores to what it did before.
+func TestRewriteLeavesSharedFactsAlone(t *testing.T) {
+	a, err := Analyze("UPDATE sku_stock SET stock = 7, note = 'x' WHERE sku_id = 1001 AND (note <> 'y' OR stock > 3)", "shop")
+	if err != nil || a.Unparsed {
+		t.Fatalf("Analyze: %v", err)
+	}
+	f := a.Stmts[0]
+	before, err := RestoreMode(f.Node, f.Mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := RewriteSpec{Column: "stock", Mode: RewriteDelta, Min: "0", Old: []byte("9"), Key: []string{"sku_id"}, Fence: "fence", FenceToken: 42}
+	want, ok, reason, err := RewriteGuarded(f, spec, nil)
+	if err != nil || !ok {
+		t.Fatalf("RewriteGuarded: %v %s", err, reason)
+	}
+	wantFence, _, ok, reason, err := FenceUpdate(f, "fence", 43, nil)
+	if err != nil || !ok {
+		t.Fatalf("FenceUpdate: %v %s", err, reason)
+	}
+	for _, s := range []string{want.SQL, wantFence} {
+		mustOneUpdate(t, s)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				g, _, _, err := RewriteGuarded(f, spec, nil)
+				u, _, _, _, ferr := FenceUpdate(f, "fence", 43, nil)
+				if err != nil || ferr != nil || g != want || u != wantFence {
+					t.Errorf("concurrent rewrite: %+v %q (%v %v); want %+v %q", g, u, err, ferr, want, wantFence)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if after, _ := RestoreMode(f.Node, f.Mode); after != before {
+		t.Errorf("the shared node changed: %q, was %q", after, before)
+	}
+}
+
+// FuzzRewriteCopyMatchesReparse: for text UPDATEs with fuzzed literals,
+// the rewrite and the fence built from a copy of the cached node are
+// exactly those built from a fresh parse of the statement's text, and
+// parse back as one UPDATE.
+func FuzzRewriteCopyMatchesReparse(f *testing.F) {
+	for _, v := range hostile {
+		f.Add(v, int64(5), "9", uint8(0))
+	}
+	f.Add("it's", int64(-3), "1.5", uint8(1))
+	f.Add(`a\b`, int64(0), "0", uint8(2))
+	shapes := []string{
+		"UPDATE sku_stock SET stock = %[2]d, note = %[1]s WHERE sku_id = %[3]s",
+		"UPDATE sku_stock s SET s.note = %[1]s, s.stock = s.stock - %[2]d WHERE s.sku_id = %[3]s AND (s.note <> %[1]s OR s.stock > 1) LIMIT 1",
+		"UPDATE sku_stock SET stock = stock + %[2]d WHERE sku_id IN (%[3]s, %[2]d) ORDER BY sku_id",
+	}
+	f.Fuzz(func(t *testing.T, lit string, n int64, key string, which uint8) {
+		quoted := "'" + strings.ReplaceAll(strings.ReplaceAll(lit, `\`, `\\`), "'", "''") + "'"
+		text := fmt.Sprintf(shapes[int(which)%len(shapes)], quoted, n, key)
+		a, err := Analyze(text, "shop")
+		if err != nil || a.Unparsed || len(a.Stmts) != 1 {
+			return
+		}
+		st := a.Stmts[0]
+		// The TiDB parser keeps a statement's text with a string literal
+		// that is not printable UTF-8 turned into a hex literal, which a
+		// fresh parse of that text then reads as a binary string: the copy
+		// keeps the literal as the client wrote it, so the two are
+		// compared only when the text is the client's.
+		same := st.Text == strings.Trim(text, " ;")
+		for _, mode := range []string{RewriteDelta, RewriteCAS} {
+			spec := RewriteSpec{Column: "stock", Mode: mode, Min: "0", Old: []byte(key), Key: []string{"sku_id"}, Fence: "fence", FenceToken: 7}
+			g1, ok1, r1, e1 := rewriteGuarded(st, spec, nil, false)
+			g2, ok2, r2, e2 := rewriteGuarded(st, spec, nil, true)
+			if same && (g1 != g2 || ok1 != ok2 || r1 != r2 || (e1 == nil) != (e2 == nil)) {
+				t.Fatalf("%q %s: copy %+v %v %q %v; reparse %+v %v %q %v", text, mode, g1, ok1, r1, e1, g2, ok2, r2, e2)
+			}
+			if ok1 {
+				mustOneUpdate(t, g1.SQL)
+			}
+		}
+		u1, c1, ok1, r1, e1 := fenceUpdate(st, "fence", 9, nil, false)
+		u2, c2, ok2, r2, e2 := fenceUpdate(st, "fence", 9, nil, true)
+		if same && (u1 != u2 || c1 != c2 || ok1 != ok2 || r1 != r2 || (e1 == nil) != (e2 == nil)) {
+			t.Fatalf("%q fence: copy %q %q %v %q %v; reparse %q %q %v %q %v", text, u1, c1, ok1, r1, e1, u2, c2, ok2, r2, e2)
+		}
+		if ok1 {
+			mustOneUpdate(t, u1)
+		}
+	})
 }
