@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"github.com/go-mysql-org/go-mysql/client"
 	"testing"
 	"time"
 
@@ -218,4 +219,37 @@ func waitReplica(t *testing.T, p *testProxy) {
 		_, ok := p.srv.loaded().router.Pick()
 		return ok
 	})
+}
+
+// TestExecuteWithoutCursorOnReplica: an execute whose flags ask for no
+// cursor goes to the replica whatever its other flag bits (go-mysql sets
+// 0x08 whenever a statement has parameters); one that asks for a cursor
+// stays on the primary (its fetches go there).
+func TestExecuteWithoutCursorOnReplica(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	waitReplica(t, p)
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Prepare("SELECT @@server_id FROM t WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Execute(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := r.GetInt(0, 0); id != replicaID {
+		t.Errorf("go-mysql execute (flags 0x08) served by server %d, want the replica %d", id, replicaID)
+	}
+	var id int
+	h := p.db(t, db, "")
+	if err := h.QueryRow("SELECT @@server_id FROM t WHERE id = ?", 1).Scan(&id); err != nil || id != replicaID {
+		t.Errorf("go-sql-driver execute (flags 0) served by server %d (%v), want the replica", id, err)
+	}
 }

@@ -195,7 +195,7 @@ func (s *session) execute(p []byte) error {
 	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
-	if !longSent && s.replicaEligible(pl) && p[5] == 0 { // no cursor: rows come back at once
+	if !longSent && s.replicaEligible(pl) && p[5]&cursorTypeBits == 0 { // no cursor: rows come back at once
 		if served, err := s.onReplica(p, st); served || err != nil {
 			if err == nil {
 				s.finishRewrite(step)
@@ -329,3 +329,9 @@ func (s *session) unknownStmt(p []byte, where string) error {
 	}
 	return s.writeErrAt(1, errorf(errUnknownStmt, "Unknown prepared statement handler (%d) given to %s", id, where))
 }
+
+// cursorTypeBits are the bits of COM_STMT_EXECUTE's flags byte that ask
+// for a cursor (read only, for update, scrollable). Others do not: go-mysql
+// sets 0x08 (PARAMETER_COUNT_AVAILABLE, which MariaDB ignores) whenever a
+// statement has parameters.
+const cursorTypeBits = 0x07
