@@ -15,9 +15,11 @@ import (
 
 // Targets the scenario is shown against (reported, not asserted).
 const (
-	TargetVsForUpdate = 1.0 // lockproxy / FOR UPDATE direct throughput, at least
-	TargetVsAppLock   = 3.0 // lockproxy / app-side lock throughput, at least
-	TargetTail        = 4.0 // lockproxy p99 / p50, at most
+	TargetVsForUpdate = 0.60 // lockproxy (lock rule) / FOR UPDATE direct throughput, at least
+	TargetOptimistic  = 1.0  // lockproxy (optimistic rule) / FOR UPDATE direct throughput, at least
+	TargetJain        = 0.95 // Jain's index over the clients through lockproxy (lock rule), at least
+	TargetVsAppLock   = 3.0  // lockproxy / app-side lock throughput, at least
+	TargetTail        = 4.0  // lockproxy p99 / p50, at most
 )
 
 const (

@@ -13,21 +13,23 @@ import (
 
 func TestTargets(t *testing.T) {
 	tests := []struct {
-		name         string
-		ratio, vsApp float64
-		p50, p99     float64
-		lost         int64
-		met          []bool
+		name              string
+		ratio, opt, vsApp float64
+		jain              float64
+		p50, p99          float64
+		lost              int64
+		met               []bool
 	}{
-		{"all met", 1.2, 3.5, 10, 30, 0, []bool{true, true, true, true}},
-		{"slow, long tail, lost", 0.3, 0.9, 10, 41, 2, []bool{false, false, false, false}},
-		{"exactly on the lines", 1.0, 3.0, 10, 40, 0, []bool{true, true, true, true}},
+		{"all met", 0.7, 1.2, 3.5, 0.99, 10, 30, 0, []bool{true, true, true, true, true, true}},
+		{"slow, unfair, long tail, lost", 0.3, 0.8, 0.9, 0.5, 10, 41, 2, []bool{false, false, false, false, false, false}},
+		{"exactly on the lines", 0.6, 1.0, 3.0, 0.95, 10, 40, 0, []bool{true, true, true, true, true, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Data{VsAppLock: tt.vsApp, Main: []contend.Result{
 				{Name: ForUpdate}, {Name: ForUpdateRelay, Baseline: ForUpdate, Via: env.GoRelay, DoneRatio: 0.7, LostMax: 5},
-				{Name: Proxy, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.ratio, P50Ms: tt.p50, P99Ms: tt.p99, LostMax: tt.lost},
+				{Name: Proxy, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.ratio, P50Ms: tt.p50, P99Ms: tt.p99, LostMax: tt.lost, Jain: tt.jain},
+				{Name: Optimistic, Baseline: ForUpdate, Instances: 2, DoneRatio: tt.opt},
 			}}
 			ts := targets(d)
 			if !strings.Contains(ts[0].Got, "(FOR UPDATE via bare Go relay: 0.70×)") {

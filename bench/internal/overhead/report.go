@@ -11,7 +11,7 @@ import (
 
 // Report implements scenario.Scenario: what the relays that parse nothing
 // reached, a table of medians and ratios, the relays' table, CPU per
-// query, and charts (ratio per configuration against the 0.60 target; qps
+// query, and charts (ratio per configuration against the 0.50 target; qps
 // of every target; lockproxy's and the relays' ratios side by side).
 func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, error) {
 	var d Data
