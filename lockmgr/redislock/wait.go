@@ -111,7 +111,11 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
 			a.waitDone.Granted(leasebook.Earliest(freed, l.book.TakeFreed(a.w)))
 			if hh := l.book.TakeHanded(a.w); hh != nil {
-				l.release(hh) // its grant had run out in Redis: ours is the one
+				// Redis granted us the key, so the grant of the lease
+				// handed to us meanwhile is gone (expired, or lost with a
+				// failover): it must not pass on to anyone else here.
+				l.book.Lose(hh, errNotOurs)
+				l.release(hh)
 			}
 			return r.fence, nil, nil
 		}
