@@ -208,13 +208,14 @@ func TestInitRules(t *testing.T) {
 	}
 	m.InitRules([]string{"a", "b"})
 	for name, want := range map[string]int{
-		"lockproxy_lock_lease_lost_total": 2,
-		"lockproxy_lock_acquire_total":    2 * len(lockmgr.AcquireResults),
-		"lockproxy_lock_renewals_total":   3,
-		"lockproxy_lock_wait_seconds":     2,
-		"lockproxy_lock_hold_seconds":     2,
-		"lockproxy_lock_handoff_seconds":  2,
-		"lockproxy_lock_waiters_per_key":  2,
+		"lockproxy_lock_lease_lost_total":     2,
+		"lockproxy_lock_acquire_total":        2 * len(lockmgr.AcquireResults),
+		"lockproxy_lock_renewals_total":       3,
+		"lockproxy_lock_wait_seconds":         2,
+		"lockproxy_lock_hold_seconds":         2,
+		"lockproxy_lock_handoff_seconds":      2,
+		"lockproxy_lock_local_handoffs_total": 2,
+		"lockproxy_lock_waiters_per_key":      2,
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
 			t.Errorf("%s: %d series, %v; want %d", name, n, err, want)

@@ -17,6 +17,7 @@ type Metrics struct {
 	waiters  prometheus.Gauge
 	lost     *prometheus.CounterVec
 	handoff  *prometheus.HistogramVec
+	local    *prometheus.CounterVec
 	queue    *prometheus.HistogramVec
 	renewals *prometheus.CounterVec
 	hot      *hotKeys
@@ -53,6 +54,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "lockproxy_lock_handoff_seconds", Buckets: buckets,
 			Help: "Time from the release that freed a key to its grant to a waiter of this instance.",
 		}, []string{"rule"}),
+		local: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_lock_local_handoffs_total",
+			Help: "Locks passed from a releasing session to a waiting one of this instance without a round trip to the lock service.",
+		}, []string{"rule"}),
 		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockproxy_lock_waiters_per_key",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
@@ -65,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		hot: newHotKeys(),
 	}
 	for _, c := range []prometheus.Collector{m.wait, m.acquires, m.hold, m.held, m.waiters, m.lost,
-		m.handoff, m.queue, m.renewals, m.hot} {
+		m.handoff, m.local, m.queue, m.renewals, m.hot} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -93,6 +98,7 @@ func (m *Metrics) InitRules(rules []string) {
 		m.hold.WithLabelValues(rule)
 		m.lost.WithLabelValues(rule)
 		m.handoff.WithLabelValues(rule)
+		m.local.WithLabelValues(rule)
 		m.queue.WithLabelValues(rule)
 		for _, res := range AcquireResults {
 			m.acquires.WithLabelValues(rule, res)
@@ -119,6 +125,14 @@ func (m *Metrics) ObserveAcquire(keys []Key, start time.Time, err error) {
 func (m *Metrics) observeHandoff(rule string, d time.Duration) {
 	if m != nil {
 		m.handoff.WithLabelValues(rule).Observe(d.Seconds())
+	}
+}
+
+// ObserveLocalHandoff counts a key of rule passed to a waiter of this
+// instance without a round trip to the lock service.
+func (m *Metrics) ObserveLocalHandoff(rule string) {
+	if m != nil {
+		m.local.WithLabelValues(rule).Inc()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
@@ -50,8 +51,13 @@ func TestLocalHandoff(t *testing.T) {
 	rt := &pipelines{}
 	rdb.AddHook(rt)
 	pfx := prefix(t)
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A long TTL keeps renewal pipelines out of the count.
-	l := redislock.New(rdb, &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 2})
+	l := redislock.New(rdb, &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 2, Metrics: m})
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -124,8 +130,33 @@ func TestLocalHandoff(t *testing.T) {
 			}
 		}
 	}
+	local := func(rule string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "lockproxy_lock_local_handoffs_total" {
+				continue
+			}
+			for _, c := range mf.GetMetric() {
+				for _, lp := range c.GetLabel() {
+					if lp.GetName() == "rule" && lp.GetValue() == rule {
+						return c.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
 	t.Run("bounded", func(t *testing.T) { run(t, lockmgr.Key{Name: "hot", Rule: "r"}, 2) })
-	t.Run("no-handoff", func(t *testing.T) { run(t, lockmgr.Key{Name: "fenced", Rule: "r", NoHandoff: true}, 0) })
+	t.Run("no-handoff", func(t *testing.T) { run(t, lockmgr.Key{Name: "fenced", Rule: "f", NoHandoff: true}, 0) })
+	if got := local("r"); got != 2 {
+		t.Errorf("lockproxy_lock_local_handoffs_total{rule=r} = %v; want 2", got)
+	}
+	if got := local("f"); got != 0 {
+		t.Errorf("lockproxy_lock_local_handoffs_total{rule=f} = %v; want 0", got)
+	}
 }
 
 // TestHandoffInheritsAge: the owner a lease is handed to asks Redis with

@@ -54,6 +54,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 	for {
 		if hh := l.book.TakeHanded(a.w); hh != nil {
 			a.waitDone.Granted(l.book.TakeFreed(a.w))
+			l.ledger.Metrics().ObserveLocalHandoff(k.Rule)
 			return 0, hh, nil
 		}
 		if !l.book.IsHead(k.Name, a.w) {
