@@ -28,6 +28,18 @@
 // waiter is still being scheduled; a wait that then fails removes the
 // ticket like its own.
 //
+// With Options.LocalHandoffs, a single-key lease released while a local
+// waiter wants that key alone passes to it without Redis (lock cohorting,
+// see leasebook's handoff.go): Redis keeps the grant under the first token
+// and owner, the receiver inherits the recorded age when it is older, and
+// after LocalHandoffs hand-offs in a row the release goes to Redis, whose
+// queue orders every Locker's waiters by age. Across Lockers a key is then
+// served in bursts rather than strictly by age. A local head behind a
+// lease held by its own Locker waits for it in process (a hand-off wait
+// without a ticket in Redis; another keeps its ticket fresh) and wounds a
+// younger local holder itself. Keys marked lockmgr.Key.NoHandoff always go
+// through Redis, each grant with a new fence.
+//
 // Deadlocks are prevented by wound-wait (see package lockmgr): the acquire
 // script compares the waiter's age with the holder's; an older waiter marks
 // the lock hash wounded and publishes the holder's token on the holder
