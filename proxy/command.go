@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"syscall"
 	"time"
@@ -44,7 +45,7 @@ func (s *session) commandLoop(drain context.Context) error {
 		}
 		if err != nil {
 			if err == errPacketTooLarge {
-				_ = s.writeErrAt(1, err)
+				s.refuseOversized(err)
 			}
 			return err
 		}
@@ -61,6 +62,30 @@ func (s *session) commandLoop(drain context.Context) error {
 			return err
 		}
 	}
+}
+
+// oversizeDrain bounds how long, and how much, refuseOversized reads of
+// the packet it refused.
+const (
+	oversizeDrainTime  = 2 * time.Second
+	oversizeDrainBytes = 64 << 20
+)
+
+// refuseOversized answers a command packet over max_allowed_packet; the
+// session then ends. The client may still be writing the packet: closing
+// with it unread would reset the connection, and a reset discards the
+// answer before the client reads it. So the answer is followed by the end
+// of lockproxy's side of the stream, and what the client still sends is
+// read and dropped, for a bounded time and amount.
+func (s *session) refuseOversized(e error) {
+	if err := s.writeErrAt(1, e); err != nil {
+		return
+	}
+	if cw, ok := s.conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = s.conn.SetReadDeadline(time.Now().Add(oversizeDrainTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(s.conn, oversizeDrainBytes))
 }
 
 // dispatch serves one command packet. A returned error ends the session;
