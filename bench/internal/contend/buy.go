@@ -54,6 +54,10 @@ type TxnStyle struct {
 	Prepared  bool // placeholders (server-side prepared) instead of literal text
 	ForUpdate bool // SELECT ... FOR UPDATE instead of a plain SELECT
 	Order     bool // INSERT an order row after the UPDATE
+	// Guarded sends the UPDATE a delta rewrite rule with min 0 sends in
+	// place of the absolute one (SET stock = stock - 1 WHERE sku_id = k
+	// AND stock - 1 >= 0); a decrement that changed no row is sold out.
+	Guarded bool
 }
 
 // TxnReadWrite is the read-then-write transaction: BEGIN; SELECT stock;
@@ -86,7 +90,16 @@ func TxnReadWrite(pools Pools, key Key, st TxnStyle) Op {
 		if stock <= 0 {
 			return SoldOut, tx.Rollback()
 		}
-		if err = execTx(ctx, tx, st.Prepared, "UPDATE sku_stock SET stock = %d WHERE sku_id = %d", stock-1, k); err != nil {
+		if st.Guarded {
+			q, a := statement(st.Prepared, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d AND stock - 1 >= 0", []int64{k})
+			res, err := tx.ExecContext(ctx, q, a...)
+			if err != nil {
+				return 0, err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return SoldOut, tx.Rollback()
+			}
+		} else if err = execTx(ctx, tx, st.Prepared, "UPDATE sku_stock SET stock = %d WHERE sku_id = %d", stock-1, k); err != nil {
 			return 0, err
 		}
 		if st.Order {

@@ -41,6 +41,10 @@ const (
 	// rewrite and lock: [] (no row lock, no Redis round trip): the
 	// guarded UPDATE is the guarantee and InnoDB serialises the row.
 	Optimistic = "unsafe txn, optimistic rule, 2 instances"
+	// OptimisticRelay is the transaction as the optimistic rule sends it
+	// (the plain SELECT, the guarded relative UPDATE, COMMIT) through the
+	// bare Go relay: the floor for the optimistic rule through any proxy.
+	OptimisticRelay = "txn as the optimistic rule sends it, via bare Go relay"
 )
 
 // Scenario is the hot-key benchmark. The zero value is ready to use.
@@ -141,6 +145,9 @@ func mainArms(t contend.Timing, px, opx []*env.Proxy, relay *env.Relay, rdb *red
 		t.RelayArm(ForUpdateRelay, ForUpdate, relay, txn(true)),
 		t.TimedArm(Proxy, ForUpdate, px[:2], txn(false)),
 		t.TimedArm(Optimistic, ForUpdate, opx[:2], txn(false)),
+		t.RelayArm(OptimisticRelay, ForUpdate, relay, func(p contend.Pools) contend.Op {
+			return contend.TxnReadWrite(p, contend.HotKey, contend.TxnStyle{Guarded: true})
+		}),
 		t.TimedArm(AppLock, ForUpdate, nil, func(p contend.Pools) contend.Op {
 			run++
 			prefix := "bench:hotkey:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(run) + ":"

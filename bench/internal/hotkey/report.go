@@ -24,9 +24,13 @@ func targets(d Data) []results.Target {
 		}
 	}
 	o, _ := contend.Find(d.Main, Optimistic)
+	ofloor := ""
+	if or, ok := contend.Find(d.Main, OptimisticRelay); ok {
+		ofloor = fmt.Sprintf(" (the statements it sends via bare Go relay: %s)", contend.X(or.DoneRatio))
+	}
 	return []results.Target{
 		{Name: "throughput, 2× lockproxy (lock rule) / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.2f×", TargetVsForUpdate), Got: contend.X(p.DoneRatio) + floor, Met: p.DoneRatio >= TargetVsForUpdate},
-		{Name: "throughput, 2× lockproxy (optimistic rule) / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetOptimistic), Got: contend.X(o.DoneRatio) + floor, Met: o.DoneRatio >= TargetOptimistic},
+		{Name: "throughput, 2× lockproxy (optimistic rule) / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetOptimistic), Got: contend.X(o.DoneRatio) + ofloor, Met: o.DoneRatio >= TargetOptimistic},
 		{Name: "Jain's index over clients, 2× lockproxy (lock rule)", Want: fmt.Sprintf("≥ %.2f", TargetJain), Got: fmt.Sprintf("%.3f", p.Jain), Met: p.Jain >= TargetJain},
 		{Name: "throughput, 2× lockproxy / app-side Redis lock", Want: fmt.Sprintf("≥ %.1f×", TargetVsAppLock), Got: contend.X(d.VsAppLock), Met: d.VsAppLock >= TargetVsAppLock},
 		{Name: "2× lockproxy latency p99 / p50", Want: fmt.Sprintf("≤ %.1f×", TargetTail), Got: contend.X(tail), Met: tail > 0 && tail <= TargetTail},
