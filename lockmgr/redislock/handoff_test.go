@@ -33,8 +33,24 @@ func TestConformanceHandoff(t *testing.T) {
 			}
 			return out
 		},
-		TTL:      testTTL,
-		Abandon:  func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
+		TTL:     testTTL,
+		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
+		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
+			own := testbed.Private(t)
+			ls := make([]lockmgr.Locker, 2)
+			for i := range ls {
+				ls[i] = redislock.New(newClient(t, own.RedisAddr), &redislock.Options{
+					TTL: restartTTL, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 3,
+				})
+			}
+			return ls, restartTTL, func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if err := own.RestartRedis(ctx); err != nil {
+					t.Fatalf("restart redis: %v", err)
+				}
+			}
+		},
 		Handoffs: true,
 	})
 }
