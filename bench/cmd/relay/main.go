@@ -9,6 +9,15 @@
 // Once listening it prints the bound address (host:port) on one line on
 // standard output, so a caller that asked for port 0 learns the port. It
 // runs until SIGINT or SIGTERM.
+//
+// With -txn-lock it is the floor for a proxy that locks rows outside the
+// database, as lockproxy's lock rule does: one in-memory lock, handed to
+// its waiters first come first served, is taken when a client sends a
+// COM_QUERY that starts with SELECT and held until the first bytes of the
+// backend's answer to that client's next COMMIT or ROLLBACK arrive (before
+// they are passed on, as lockproxy releases). It reads client packets whole
+// to see their commands, so it assumes clients that wait for each answer
+// before the next command, as the benchmarks' do.
 package main
 
 import (
@@ -39,6 +48,7 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	to := fs.String("to", "", "host:port every accepted connection is relayed to")
+	txnLock := fs.Bool("txn-lock", false, "hold one in-memory lock from a client's SELECT until the answer to its COMMIT or ROLLBACK")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +70,11 @@ func run(args []string, out io.Writer) error {
 		_ = ln.Close()
 	}()
 	logger := log.New(os.Stderr, "relay: ", log.LstdFlags)
-	err = serve(ln, *to, logger)
+	var lk *lock
+	if *txnLock {
+		lk = newLock()
+	}
+	err = serve(ln, *to, lk, logger)
 	if ctx.Err() != nil {
 		return nil // stopped by a signal
 	}
@@ -68,9 +82,10 @@ func run(args []string, out io.Writer) error {
 }
 
 // serve accepts connections on ln until it is closed and relays each to
-// target. It returns the error that ended accepting; connections in flight
-// are left to finish on their own.
-func serve(ln net.Listener, target string, logger *log.Logger) error {
+// target, holding lk as -txn-lock says when lk is not nil. It returns the
+// error that ended accepting; connections in flight are left to finish on
+// their own.
+func serve(ln net.Listener, target string, lk *lock, logger *log.Logger) error {
 	var delay time.Duration
 	for {
 		c, err := ln.Accept()
@@ -85,14 +100,15 @@ func serve(ln net.Listener, target string, logger *log.Logger) error {
 			continue
 		}
 		delay = 0
-		go relay(c, target, logger)
+		go relay(c, target, lk, logger)
 	}
 }
 
-// relay dials target for the accepted connection c and copies both ways;
-// when either direction ends (EOF or error) both connections are closed,
-// which ends the other direction too.
-func relay(c net.Conn, target string, logger *log.Logger) {
+// relay dials target for the accepted connection c and copies both ways
+// (through lk's hold when lk is not nil); when either direction ends (EOF
+// or error) both connections are closed, which ends the other direction
+// too.
+func relay(c net.Conn, target string, lk *lock, logger *log.Logger) {
 	defer c.Close()
 	up, err := net.DialTimeout("tcp", target, 10*time.Second)
 	if err != nil {
@@ -109,16 +125,29 @@ func relay(c net.Conn, target string, logger *log.Logger) {
 			_ = up.Close()
 		})
 	}
+	var h *holder
+	if lk != nil {
+		h = &holder{lk: lk}
+		defer h.drop()
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(up, c)
+		if h != nil {
+			_ = h.commands(up, c)
+		} else {
+			_, _ = io.Copy(up, c)
+		}
 		closeBoth()
 	}()
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(c, up)
+		if h != nil {
+			_ = h.answers(c, up)
+		} else {
+			_, _ = io.Copy(c, up)
+		}
 		closeBoth()
 	}()
 	wg.Wait()

@@ -59,7 +59,7 @@ func startRelay(t *testing.T, target string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	go func() { _ = serve(ln, target, log.New(io.Discard, "", 0)) }()
+	go func() { _ = serve(ln, target, nil, log.New(io.Discard, "", 0)) }()
 	return ln.Addr().String()
 }
 

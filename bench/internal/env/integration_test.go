@@ -86,7 +86,7 @@ func TestRelaysToPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Env{Root: root, Bed: bed, RelayBinary: bin, WorkDir: work}
-	for _, kind := range []string{GoRelay, Socat} {
+	for _, kind := range []string{GoRelay, LockingGoRelay, Socat} {
 		r, err := e.StartRelay(ctx, kind, bed.Primary)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,10 @@ const (
 	// Socat is `socat TCP-LISTEN:PORT,fork,reuseaddr,nodelay,bind=127.0.0.1
 	// TCP:HOST:PORT,nodelay`, a C relay forking one process per connection.
 	Socat = "socat relay"
+	// LockingGoRelay is bench/cmd/relay -txn-lock: the bare Go relay
+	// holding one in-memory lock from a client's SELECT until the answer to
+	// its COMMIT, the floor for a proxy that locks outside the database.
+	LockingGoRelay = "bare Go relay with an in-memory lock"
 )
 
 // BuildRelay compiles ./bench/cmd/relay of the checkout at root into dir
@@ -50,12 +54,14 @@ type Relay struct {
 	process
 }
 
-// StartRelay starts a relay of kind (GoRelay or Socat) in front of target;
-// see StartGoRelay and StartSocat.
+// StartRelay starts a relay of kind (GoRelay, LockingGoRelay or Socat) in
+// front of target; see StartGoRelay and StartSocat.
 func (e *Env) StartRelay(ctx context.Context, kind, target string) (*Relay, error) {
 	switch kind {
 	case GoRelay:
 		return StartGoRelay(ctx, e.RelayBinary, e.WorkDir, target)
+	case LockingGoRelay:
+		return startGoRelay(ctx, kind, e.RelayBinary, e.WorkDir, target, "-txn-lock")
 	case Socat:
 		return StartSocat(ctx, e.WorkDir, target)
 	default:
@@ -67,10 +73,15 @@ func (e *Env) StartRelay(ctx context.Context, kind, target string) (*Relay, erro
 // front of target, reads the address it announces and waits until it
 // accepts a connection.
 func StartGoRelay(ctx context.Context, bin, workDir, target string) (*Relay, error) {
+	return startGoRelay(ctx, GoRelay, bin, workDir, target)
+}
+
+// startGoRelay is StartGoRelay for a relay of kind with extra flags.
+func startGoRelay(ctx context.Context, kind, bin, workDir, target string, flags ...string) (*Relay, error) {
 	if bin == "" {
 		return nil, fmt.Errorf("%w: no relay binary was built (env.BuildRelay)", ErrRelay)
 	}
-	r, logf, err := newRelay(GoRelay, workDir, target)
+	r, logf, err := newRelay(kind, workDir, target)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +91,7 @@ func StartGoRelay(ctx context.Context, bin, workDir, target string) (*Relay, err
 		return nil, fmt.Errorf("%w: %v", ErrRelay, err)
 	}
 	defer pr.Close()
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-to", target)
+	cmd := exec.Command(bin, append([]string{"-listen", "127.0.0.1:0", "-to", target}, flags...)...)
 	cmd.Stdout, cmd.Stderr = pw, logf
 	err = r.start(cmd)
 	_ = pw.Close()

@@ -36,7 +36,13 @@ const (
 	// the floor for any proxy on this host.
 	ForUpdateRelay = "FOR UPDATE txn via bare Go relay"
 	Proxy          = "unsafe txn, lock rule, 2 instances"
-	AppLock        = "app Redis lock + unsafe txn, direct"
+	// ProxyRelay is the unsafe transaction through the bare Go relay
+	// holding one in-memory lock from the SELECT until COMMIT is answered,
+	// where lockproxy's lock rule holds the row lock: the floor for any
+	// proxy that locks outside the database (one process, so its lock is
+	// handed over without a network hop).
+	ProxyRelay = "unsafe txn, in-memory lock at the SELECT, via bare Go relay"
+	AppLock    = "app Redis lock + unsafe txn, direct"
 	// Optimistic is the same unsafe transaction through a rule with
 	// rewrite and lock: [] (no row lock, no Redis round trip): the
 	// guarded UPDATE is the guarantee and InnoDB serialises the row.
@@ -110,12 +116,17 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return fmt.Errorf("hotkey: %w", err)
 	}
 	defer relay.Stop(context.Background())
+	locking, err := e.StartRelay(ctx, env.LockingGoRelay, e.Bed.Primary)
+	if err != nil {
+		return fmt.Errorf("hotkey: %w", err)
+	}
+	defer locking.Stop(context.Background())
 	rdb := contend.NewRedis(e.Bed.Redis, clients)
 	defer rdb.Close()
 	logf := func(f string, a ...any) { e.Log.Printf("hotkey: "+f, a...) }
 
 	t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: clients, Keys: 1, Duration: pl.seconds}
-	main, err := contend.Interleave(ctx, mainArms(t, px, opx, relay, rdb), pl.rounds, logf)
+	main, err := contend.Interleave(ctx, mainArms(t, px, opx, relay, locking, rdb), pl.rounds, logf)
 	if err != nil {
 		return fmt.Errorf("hotkey: %w", err)
 	}
@@ -138,12 +149,13 @@ func txn(forUpdate bool) func(contend.Pools) contend.Op {
 	}
 }
 
-func mainArms(t contend.Timing, px, opx []*env.Proxy, relay *env.Relay, rdb *redis.Client) []contend.Arm {
+func mainArms(t contend.Timing, px, opx []*env.Proxy, relay, locking *env.Relay, rdb *redis.Client) []contend.Arm {
 	run := 0
 	return []contend.Arm{
 		t.TimedArm(ForUpdate, "", nil, txn(true)),
 		t.RelayArm(ForUpdateRelay, ForUpdate, relay, txn(true)),
 		t.TimedArm(Proxy, ForUpdate, px[:2], txn(false)),
+		t.RelayArm(ProxyRelay, ForUpdate, locking, txn(false)),
 		t.TimedArm(Optimistic, ForUpdate, opx[:2], txn(false)),
 		t.RelayArm(OptimisticRelay, ForUpdate, relay, func(p contend.Pools) contend.Op {
 			return contend.TxnReadWrite(p, contend.HotKey, contend.TxnStyle{Guarded: true})

@@ -14,7 +14,11 @@ func targets(d Data) []results.Target {
 	p, _ := contend.Find(d.Main, Proxy)
 	floor := ""
 	if fr, ok := contend.Find(d.Main, ForUpdateRelay); ok {
-		floor = fmt.Sprintf(" (FOR UPDATE via bare Go relay: %s)", contend.X(fr.DoneRatio))
+		floor = fmt.Sprintf(" (FOR UPDATE via bare Go relay: %s", contend.X(fr.DoneRatio))
+		if lr, ok := contend.Find(d.Main, ProxyRelay); ok {
+			floor += fmt.Sprintf("; in-memory lock at the SELECT via bare Go relay: %s", contend.X(lr.DoneRatio))
+		}
+		floor += ")"
 	}
 	tail := contend.Ratio(p.P99Ms, p.P50Ms)
 	var lost int64
@@ -91,7 +95,22 @@ func floorLine(main []contend.Result) string {
 	return fmt.Sprintf("*%s* is the FOR UPDATE transaction sent through `bench/cmd/relay`, a TCP relay that parses nothing: InnoDB does the locking as directly, "+
 		"but each of the four statements inside the serialized critical section crosses one more loopback hop. It reached **%s** FOR UPDATE direct; "+
 		"that is the floor for any proxy on this host. lockproxy against it (median of paired rounds): **%s**.\n\n",
-		ForUpdateRelay, contend.X(fr.DoneRatio), contend.X(contend.PairedRatio(p, fr, contend.Run.DonePerSec)))
+		ForUpdateRelay, contend.X(fr.DoneRatio), contend.X(contend.PairedRatio(p, fr, contend.Run.DonePerSec))) + lockFloorLine(main, p)
+}
+
+// lockFloorLine says what the unsafe transaction reached through the relay
+// holding an in-memory lock where lockproxy's lock rule holds the row
+// lock; empty for results without that arm.
+func lockFloorLine(main []contend.Result, p contend.Result) string {
+	lr, ok := contend.Find(main, ProxyRelay)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("*%s* is the unsafe transaction through the same relay run with `-txn-lock`: it takes one in-memory lock (first come, first served) before passing the SELECT on "+
+		"and gives it back when the answer to COMMIT arrives, where lockproxy's lock rule takes and releases the row lock, so the SELECT's trip to MariaDB is inside the critical section as it is through lockproxy; "+
+		"one process, so the lock passes between clients without a network hop or a Redis script. It reached **%s** FOR UPDATE direct: "+
+		"the floor for any proxy that locks rows outside the database on this host. lockproxy against it (median of paired rounds): **%s**.\n\n",
+		ProxyRelay, contend.X(lr.DoneRatio), contend.X(contend.PairedRatio(p, lr, contend.Run.DonePerSec)))
 }
 
 func clientsOf(a contend.Result) int {
