@@ -429,7 +429,7 @@ func TestPrimaryHint(t *testing.T) {
 // SQL that analyses to the same facts.
 func TestRestoreRoundTrip(t *testing.T) {
 	for _, c := range readCorpus(t) {
-		a := mustAnalyze(t, c.sql, c.db)
+		a := mustAnalyze(t, c.SQL, c.DB)
 		for _, f := range a.Stmts {
 			t.Run(f.Text, func(t *testing.T) {
 				if strings.Contains(f.Text, "_utf8mb4") || strings.Contains(f.Text, "SET TRANSACTION") {
@@ -447,7 +447,7 @@ func TestRestoreRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Restore: %v", err)
 				}
-				b := mustAnalyze(t, sql, c.db)
+				b := mustAnalyze(t, sql, c.DB)
 				if b.Unparsed || len(b.Stmts) != 1 {
 					t.Fatalf("restored %q: unparsed=%v %s", sql, b.Unparsed, b.ParseError)
 				}
@@ -582,9 +582,9 @@ func TestCacheConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range cases {
 				cc := cases[(i+g*37)%len(cases)]
-				a, err := c.Analyze(cc.sql, cc.db)
-				if err != nil || a.SQL != cc.sql {
-					t.Errorf("Analyze(%q): %v", cc.sql, err)
+				a, err := c.Analyze(cc.SQL, cc.DB)
+				if err != nil || a.SQL != cc.SQL {
+					t.Errorf("Analyze(%q): %v", cc.SQL, err)
 					return
 				}
 			}

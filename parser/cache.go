@@ -12,7 +12,11 @@ import (
 type cacheKey struct {
 	db, sql string
 	opts    Options
+	shape   bool // sql is a shape (see shapeOf): the entry is its analysis, or noShape
 }
+
+// noShape is cached for a shape that cannot stand for its texts.
+var noShape = &Analysis{Unparsed: true}
 
 // MaxCachedSQL is the longest text Cache keeps: longer texts (bulk
 // inserts, generated IN lists) rarely repeat and would pin their text and
@@ -28,6 +32,7 @@ type Cache struct {
 	lru    *lru.Cache[cacheKey, *Analysis]
 	budget int64
 	weight atomic.Int64 // estimated bytes held, by Weight
+	shaped atomic.Int64 // texts answered by a shape's analysis
 }
 
 // DefaultCacheBudget is the memory NewCache lets cached analyses take.
@@ -96,19 +101,71 @@ func (c *Cache) AnalyzeWith(sql, currentDB string, o Options) (*Analysis, error)
 	if err != nil {
 		return nil, err
 	}
+	c.add(k, a)
+	return a, nil
+}
+
+// AnalyzeShaped is AnalyzeWith for a text that may share its shape with
+// texts seen before (see shapeOf): when it does, the result is the
+// cached analysis of the shape and params binds its placeholders to the
+// text's literals, as an execute binds a prepared statement's, and the
+// TiDB parser does not run. params is nil when an is the analysis of sql
+// itself. The first text of a shape is analysed both ways, and the shape
+// is used from then on only if the two analyses agree (sameUnderParams).
+// An *Analysis of a shape has `?` in its SQL and statement texts: a
+// caller that needs the text as sent (to show, rewrite or fence it) uses
+// AnalyzeWith.
+func (c *Cache) AnalyzeShaped(sql, currentDB string, o Options) (an *Analysis, params []any, err error) {
+	if len(sql) > MaxCachedSQL {
+		an, err = AnalyzeWith(sql, currentDB, o)
+		return an, nil, err
+	}
+	shape, vals, ok := shapeOf(sql)
+	if !ok {
+		an, err = c.AnalyzeWith(sql, currentDB, o)
+		return an, nil, err
+	}
+	k := cacheKey{db: currentDB, sql: shape, opts: o, shape: true}
+	if sh, ok := c.lru.Get(k); ok {
+		if sh == noShape {
+			an, err = c.AnalyzeWith(sql, currentDB, o)
+			return an, nil, err
+		}
+		c.shaped.Add(1)
+		return sh, bindShape(vals), nil
+	}
+	lit, err := c.AnalyzeWith(sql, currentDB, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	sh, err := AnalyzeWith(shape, currentDB, o)
+	if err != nil || !usableShape(sh, len(vals)) || !sameUnderParams(sh, lit, vals) {
+		c.add(k, noShape)
+		return lit, nil, nil
+	}
+	c.add(k, sh)
+	return sh, bindShape(vals), nil
+}
+
+// add caches a under k within the budget. Two goroutines missing on the
+// same key at once both analyse it; the second add keeps the first.
+func (c *Cache) add(k cacheKey, a *Analysis) {
 	w := Weight(a)
 	if w > c.budget {
-		return a, nil
+		return
 	}
-	if had, _ := c.lru.ContainsOrAdd(k, a); had { // cached meanwhile by another goroutine
-		return a, nil
+	if had, _ := c.lru.ContainsOrAdd(k, a); had {
+		return
 	}
 	c.weight.Add(w) // an entry evicted by the add was subtracted by the callback
 	for c.weight.Load() > c.budget && c.lru.Len() > 1 {
 		c.lru.RemoveOldest()
 	}
-	return a, nil
 }
+
+// Shaped returns how many texts AnalyzeShaped answered with the analysis
+// of a shape seen before (without parsing them).
+func (c *Cache) Shaped() int64 { return c.shaped.Load() }
 
 // Len returns the number of cached analyses.
 func (c *Cache) Len() int { return c.lru.Len() }

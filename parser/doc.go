@@ -24,7 +24,10 @@
 // package's knowledge: Predicate.Keys projects the predicate on them.
 //
 // Analyses are immutable and may be shared; Cache memoises them by
-// (current database, SQL, Options). Restore turns a (modified) AST back into SQL;
+// (current database, SQL, Options), and Cache.AnalyzeShaped by the
+// statement's shape: texts that differ only in integer literals compared
+// or assigned with `=` share the analysis of the text with `?` in their
+// place, bound to each text's literals (see shape.go). Restore turns a (modified) AST back into SQL;
 // Parse gives a private AST to modify. RewriteUpdate (the delta and cas
 // forms of a read-then-write UPDATE) and FenceUpdate (an UPDATE made
 // conditional on a fencing token) build their statements that way, with

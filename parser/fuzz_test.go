@@ -12,7 +12,7 @@ import (
 // internally, and its facts must be self-consistent.
 func FuzzAnalyze(f *testing.F) {
 	for _, c := range readCorpus(f) {
-		f.Add(c.sql, c.db)
+		f.Add(c.SQL, c.DB)
 	}
 	f.Fuzz(func(t *testing.T, sql, db string) {
 		done := make(chan struct{})

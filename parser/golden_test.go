@@ -1,44 +1,23 @@
 package parser
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/sqlcorpus"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-type corpusCase struct {
-	sql, db string
-}
-
 // readCorpus reads testdata/corpus.sql (format in its header).
-func readCorpus(t testing.TB) []corpusCase {
+func readCorpus(t testing.TB) []sqlcorpus.Case {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "corpus.sql"))
+	cases, err := sqlcorpus.Read(filepath.Join("testdata", "corpus.sql"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var cases []corpusCase
-	db := "shop"
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.TrimSpace(line) == "", strings.HasPrefix(line, "//"):
-		case strings.HasPrefix(line, "@db="):
-			db = strings.TrimPrefix(line, "@db=")
-		default:
-			cases = append(cases, corpusCase{sql: line, db: db})
-		}
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return cases
@@ -54,9 +33,9 @@ func TestGolden(t *testing.T) {
 	}
 	var got []analysisSummary
 	for _, c := range cases {
-		a, err := Analyze(c.sql, c.db)
+		a, err := Analyze(c.SQL, c.DB)
 		if err != nil {
-			t.Fatalf("Analyze(%q): %v", c.sql, err)
+			t.Fatalf("Analyze(%q): %v", c.SQL, err)
 		}
 		got = append(got, summarize(a))
 	}

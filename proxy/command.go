@@ -224,11 +224,20 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
-	an := s.analyze(p[1:])
-	if an != nil {
-		s.current.Store(&an.SQL)
+	an, params := s.analyzeQuery(p[1:])
+	pl := s.plan(an, params)
+	if params != nil && !pl.fromShapeOK() {
+		an = s.analyze(p[1:])
+		pl = s.plan(an, nil)
 	}
-	pl := s.plan(an, nil)
+	if an != nil {
+		if params == nil {
+			s.current.Store(&an.SQL)
+		} else {
+			sql := string(p[1:])
+			s.current.Store(&sql)
+		}
+	}
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		return err
@@ -278,6 +287,25 @@ func (s *session) ownConnectionID(p []byte) []byte {
 		return p
 	}
 	return append([]byte{p[0]}, q...)
+}
+
+// analyzeQuery is analyze for a COM_QUERY text, by its shape where it has
+// one (parser.Cache.AnalyzeShaped): a text that differs from one analysed
+// before only in integer literals compared or assigned with `=` comes back
+// as the analysis of the shape, with params binding its placeholders to
+// the text's literals, and is not parsed again. params is nil when an is
+// the text's own analysis. In a client character set where a backslash may
+// end a multi-byte character the text is analysed as it is.
+func (s *session) analyzeQuery(q []byte) (*parser.Analysis, []any) {
+	if !s.srv.needsFacts() || s.unsafeCharset {
+		return s.analyze(q), nil
+	}
+	an, params, err := s.srv.analyzer.AnalyzeShaped(string(q), s.db, s.parseOptions())
+	if err != nil {
+		s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
+		return &parser.Analysis{SQL: string(q), DB: s.db, Unparsed: true, ParseError: err.Error()}, nil
+	}
+	return an, params
 }
 
 // analyze returns the facts of a query text, from the cache; nil when no

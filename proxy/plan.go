@@ -28,6 +28,18 @@ type plan struct {
 	// rule with a rewrite plan and the rule with a fence column guarding
 	// its one table, with the keys of the rows it names there.
 	rewrite, fence target
+	// unkeyed: a matched rule could not key every row a statement names,
+	// or refused it.
+	unkeyed bool
+}
+
+// fromShapeOK reports whether a plan made from a statement shape's
+// analysis (parser.Cache.AnalyzeShaped) may stand for the text's own: it
+// keys every row it names and needs neither the text's parse tree (rewrite,
+// fence) nor its literals in an error message (unkeyed, refused). Any other
+// plan is made again from the text's own analysis.
+func (p plan) fromShapeOK() bool {
+	return !p.unkeyed && !p.needParams && p.rewrite.rule == nil && p.fence.rule == nil && p.guard.reject == nil
 }
 
 // target is a rule and the keys of the rows a statement names in its table.
@@ -192,6 +204,9 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 		pl.p.needParams = true
 	case d.NeedParams:
 		d = d.Bind(params)
+	}
+	if d.Reject || len(d.Unkeyed) > 0 || len(d.UnkeyedReads) > 0 || len(d.Hidden) > 0 {
+		pl.p.unkeyed = true
 	}
 	if depth > 0 {
 		pl.unrewritable(f, d)

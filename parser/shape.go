@@ -1,0 +1,265 @@
+package parser
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// Statement shapes. Applications send the same statement again and again
+// with other numbers in it (`UPDATE sku_stock SET stock = 41 WHERE
+// sku_id = 7`), and each new text would otherwise be parsed by the TiDB
+// parser. A shape is the text with the integer literals that are compared
+// or assigned with `=` written as `?`: it is analysed once, as a prepared
+// statement's text is, and its placeholders are bound to the literals'
+// values, as an execute binds them. MariaDB gives a placeholder bound to
+// an integer the meaning of the same integer literal (Item_param with an
+// integer value compares and assigns as Item_int does), so the planner,
+// which already keys placeholders from execute-time values, reaches the
+// same keys.
+//
+// The scan that finds the literals is deliberately narrow: it gives up on
+// any text it cannot read with certainty (comments, which may be
+// executable or carry hints; backslashes and double quotes, whose meaning
+// depends on sql_mode; user variables; placeholders already present),
+// and it replaces only a run of at most 18 decimal digits that follows a
+// lone `=` and is not part of a word, a number with a fraction or
+// exponent, or a signed number. A shape is used only when its analysis
+// is that of one INSERT, REPLACE, UPDATE, DELETE or SELECT that parsed
+// with certainty, and only after the analysis of the first text seen with
+// that shape matched it field for field once the placeholders were bound
+// (sameUnderParams): a shape whose placeholders change what the analyser
+// concludes (a position in ORDER BY, a literal inside an expression the
+// analyser keeps as text) is remembered as unusable and its texts are
+// analysed one by one as before.
+
+// maxShapeDigits is the longest digit run shaped: every run this long fits
+// an int64, so the literal's value never depends on its length.
+const maxShapeDigits = 18
+
+// shapeOf returns sql with its shapeable integer literals replaced by `?`
+// and their values, in textual order; ok is false when the text has none
+// or cannot be shaped with certainty.
+func shapeOf(sql string) (shape string, vals []Value, ok bool) {
+	var b strings.Builder
+	last := 0     // sql[last:] is not copied to b yet
+	var prev byte // last byte outside blanks, strings and quoted names
+	var prev2 byte
+	for i := 0; i < len(sql); {
+		c := sql[i]
+		switch {
+		case c == '?' || c == '\\' || c == '@' || c == '#' || c == '"':
+			return "", nil, false
+		case c == '/' && i+1 < len(sql) && sql[i+1] == '*',
+			c == '-' && i+1 < len(sql) && sql[i+1] == '-':
+			return "", nil, false
+		case isSpace(c):
+			i++
+			continue
+		case c == '\'' || c == '`':
+			end := strings.IndexByte(sql[i+1:], c)
+			if end < 0 {
+				return "", nil, false
+			}
+			i += end + 2
+			prev2, prev = prev, c
+			continue
+		case isShapeWordByte(c):
+			start := i
+			for i < len(sql) && isShapeWordByte(sql[i]) {
+				i++
+			}
+			run := sql[start:i]
+			if !shapeable(sql, start, i, prev, prev2) {
+				prev2, prev = prev, run[len(run)-1]
+				continue
+			}
+			n, err := strconv.ParseInt(run, 10, 64)
+			if err != nil {
+				return "", nil, false
+			}
+			if b.Len() == 0 {
+				b.Grow(len(sql))
+			}
+			b.WriteString(sql[last:start])
+			b.WriteByte('?')
+			last = i
+			vals = append(vals, Value{Kind: ValueInt, Int: n, Text: strconv.FormatInt(n, 10)})
+			prev2, prev = prev, '?'
+			continue
+		default:
+			prev2, prev = prev, c
+			i++
+		}
+	}
+	if len(vals) == 0 {
+		return "", nil, false
+	}
+	b.WriteString(sql[last:])
+	return b.String(), vals, true
+}
+
+// shapeable reports whether sql[start:end], a maximal run of word bytes,
+// is an integer literal compared or assigned with a lone `=` (prev is the
+// last byte before it outside blanks, prev2 the one before that).
+func shapeable(sql string, start, end int, prev, prev2 byte) bool {
+	if end-start > maxShapeDigits {
+		return false
+	}
+	for i := start; i < end; i++ {
+		if sql[i] < '0' || sql[i] > '9' {
+			return false
+		}
+	}
+	if prev != '=' {
+		return false
+	}
+	switch prev2 {
+	case '<', '>', '!', ':', '=':
+		return false // <=, >=, !=, :=, <=> and == are other operators
+	}
+	// A dot before or after makes it part of a name or a decimal (t.1,
+	// 1.5); the word scan already took letters, so 1e5 and 0x1f are words.
+	if start > 0 && sql[start-1] == '.' {
+		return false
+	}
+	return end == len(sql) || sql[end] != '.'
+}
+
+// isShapeWordByte: bytes of names and numbers (MariaDB's unquoted names
+// take letters, digits, '_', '$' and any byte >= 0x80).
+func isShapeWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '_' || c == '$' || c >= 0x80
+}
+
+// shapeKinds are the statement kinds a shape may stand for.
+var shapeKinds = map[Kind]bool{KindSelect: true, KindInsert: true, KindReplace: true, KindUpdate: true, KindDelete: true}
+
+// usableShape reports whether sh, the analysis of a shape with n
+// placeholders, may stand for the texts of that shape: one statement of a
+// shaped kind, parsed with certainty, with exactly those placeholders.
+func usableShape(sh *Analysis, n int) bool {
+	if sh.Unparsed || sh.Uncertain != "" || sh.PrimaryHint || len(sh.Stmts) != 1 || sh.Params != n {
+		return false
+	}
+	f := sh.Stmts[0]
+	return shapeKinds[f.Kind] && f.Prepared == nil && f.Procedure == "" && !f.ImplicitCommit
+}
+
+// sameUnderParams reports whether the analysis of a shape, with each
+// placeholder bound to vals, says what the analysis of the literal text
+// says: every field equal but the texts, parse trees and placeholder
+// counts, and each placeholder Value where the literal one is vals[i]
+// (an assignment of a placeholder where one of a literal is).
+func sameUnderParams(sh, lit *Analysis, vals []Value) bool {
+	if len(sh.Stmts) != len(lit.Stmts) || sh.Unparsed != lit.Unparsed || sh.Uncertain != lit.Uncertain ||
+		sh.PrimaryHint != lit.PrimaryHint || sh.DB != lit.DB || sh.Mode != lit.Mode || lit.Params != 0 {
+		return false
+	}
+	for i := range sh.Stmts {
+		if !sameFacts(reflect.ValueOf(sh.Stmts[i]).Elem(), reflect.ValueOf(lit.Stmts[i]).Elem(), vals) {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	valueType      = reflect.TypeFor[Value]()
+	assignmentType = reflect.TypeFor[Assignment]()
+	factsType      = reflect.TypeFor[Facts]()
+)
+
+// sameFacts compares s (from the shape) with l (from the literal text)
+// field by field; see sameUnderParams.
+func sameFacts(s, l reflect.Value, vals []Value) bool {
+	if s.Type() != l.Type() {
+		return false
+	}
+	switch s.Type() {
+	case valueType:
+		sv, lv := s.Interface().(Value), l.Interface().(Value)
+		if sv.Kind == ValueParam {
+			return sv.Param >= 0 && sv.Param < len(vals) && lv == vals[sv.Param]
+		}
+		return sv == lv
+	case assignmentType:
+		sa, la := s.Interface().(Assignment), l.Interface().(Assignment)
+		if sa.Kind == AssignParam && la.Kind == AssignLiteral {
+			sa.Kind = AssignLiteral
+		}
+		return sa.Table == la.Table && sa.Column == la.Column && sa.Kind == la.Kind && sa.Op == la.Op &&
+			sameFacts(reflect.ValueOf(sa.Value), reflect.ValueOf(la.Value), vals) &&
+			sameFacts(reflect.ValueOf(sa.Delta), reflect.ValueOf(la.Delta), vals)
+	case factsType:
+		for i := range s.NumField() {
+			switch s.Type().Field(i).Name {
+			case "Node", "Text", "ParamBase", "Params":
+				continue // the texts differ by construction
+			}
+			if !sameFacts(s.Field(i), l.Field(i), vals) {
+				return false
+			}
+		}
+		return true
+	}
+	switch s.Kind() {
+	case reflect.Pointer:
+		if s.IsNil() || l.IsNil() {
+			return s.IsNil() == l.IsNil()
+		}
+		return sameFacts(s.Elem(), l.Elem(), vals)
+	case reflect.Struct:
+		for i := range s.NumField() {
+			if !sameFacts(s.Field(i), l.Field(i), vals) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice, reflect.Array:
+		if s.Kind() == reflect.Slice && s.IsNil() != l.IsNil() || s.Len() != l.Len() {
+			return false
+		}
+		for i := range s.Len() {
+			if !sameFacts(s.Index(i), l.Index(i), vals) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if s.IsNil() != l.IsNil() || s.Len() != l.Len() {
+			return false
+		}
+		it := s.MapRange()
+		for it.Next() {
+			lv := l.MapIndex(it.Key())
+			if !lv.IsValid() || !sameFacts(it.Value(), lv, vals) {
+				return false
+			}
+		}
+		return true
+	case reflect.Interface:
+		if s.IsNil() || l.IsNil() {
+			return s.IsNil() == l.IsNil()
+		}
+		return sameFacts(s.Elem(), l.Elem(), vals)
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return s.Equal(l)
+	}
+	// Functions, channels and the like have no place in facts: never
+	// trust a shape over them.
+	return false
+}
+
+// bindShape returns the execute-time parameters that bind a shape's
+// placeholders to the literals they stand for.
+func bindShape(vals []Value) []any {
+	params := make([]any, len(vals))
+	for i, v := range vals {
+		params[i] = v
+	}
+	return params
+}

@@ -1,0 +1,201 @@
+package parser
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+func TestShapeOf(t *testing.T) {
+	for _, tt := range []struct {
+		sql, shape string
+		vals       []int64
+	}{
+		{"UPDATE sku_stock SET stock = 41 WHERE sku_id = 7", "UPDATE sku_stock SET stock = ? WHERE sku_id = ?", []int64{41, 7}},
+		{"SELECT c FROM sbtest1 WHERE id=5023", "SELECT c FROM sbtest1 WHERE id=?", []int64{5023}},
+		{"select * from t where a=007 and b ='x=1' and `c=2`=3", "select * from t where a=? and b ='x=1' and `c=2`=?", []int64{7, 3}},
+		{"DELETE FROM t WHERE id = 1 LIMIT 1", "DELETE FROM t WHERE id = ? LIMIT 1", []int64{1}},
+		{"UPDATE t SET a = 1, b=2 WHERE k=3", "UPDATE t SET a = ?, b=? WHERE k=?", []int64{1, 2, 3}},
+		{"SELECT * FROM t WHERE id = 123456789012345678", "SELECT * FROM t WHERE id = ?", []int64{123456789012345678}},
+	} {
+		shape, vals, ok := shapeOf(tt.sql)
+		if !ok || shape != tt.shape || len(vals) != len(tt.vals) {
+			t.Errorf("shapeOf(%q) = %q, %v, %v; want %q, %v", tt.sql, shape, vals, ok, tt.shape, tt.vals)
+			continue
+		}
+		for i, v := range vals {
+			if v.Kind != ValueInt || v.Int != tt.vals[i] || v.Text != strconv.FormatInt(tt.vals[i], 10) {
+				t.Errorf("shapeOf(%q) value %d = %+v, want %d", tt.sql, i, v, tt.vals[i])
+			}
+		}
+	}
+	// Texts left alone: nothing to shape, or not read with certainty.
+	for _, sql := range []string{
+		"BEGIN", "SELECT 1", "SELECT * FROM t WHERE id IN (1, 2)", "SELECT * FROM t LIMIT 5",
+		"SELECT * FROM t WHERE id >= 5", "SELECT * FROM t WHERE id <= 5", "SELECT * FROM t WHERE id != 5",
+		"SELECT * FROM t WHERE id <=> 5", "SELECT * FROM t WHERE id = -5", "SELECT * FROM t WHERE id = +5",
+		"SELECT * FROM t WHERE id = 5.0", "SELECT * FROM t WHERE id = 5e3", "SELECT * FROM t WHERE id = 0x1f",
+		"SELECT * FROM t WHERE id = 1234567890123456789", "SELECT * FROM t WHERE t.id = t.1",
+		"SELECT * FROM t WHERE id = 5 -- x", "SELECT * FROM t WHERE id = 5 # x", "SELECT /*+ x */ * FROM t WHERE id = 5",
+		"SELECT * FROM t WHERE id = 5 /*!100100 OR 1=1 */", "SELECT * FROM t WHERE id = ?", "SELECT * FROM t WHERE id = 5 AND s = 'a\\'=1'",
+		"SELECT * FROM t WHERE id = @v := 5", "SELECT * FROM t WHERE id = 5 INTO @x", `SELECT * FROM t WHERE "a" = 5`,
+		"SELECT * FROM t WHERE s = 'unterminated = 5", "SELECT * FROM t WHERE id = 5a",
+	} {
+		if shape, vals, ok := shapeOf(sql); ok {
+			t.Errorf("shapeOf(%q) = %q, %v; want it left alone", sql, shape, vals)
+		}
+	}
+}
+
+// TestShapeStandsForItsTexts: the hot statements of a shop get a usable
+// shape whose analysis, bound, matches each text's own; shapes whose
+// placeholders would change the analysis are refused.
+func TestShapeStandsForItsTexts(t *testing.T) {
+	c := NewCache(64)
+	for _, sql := range []string{
+		"UPDATE sku_stock SET stock = 41 WHERE sku_id = 7",
+		"SELECT stock FROM sku_stock WHERE sku_id = 7 FOR UPDATE",
+		"SELECT c FROM sbtest1 WHERE id=5023",
+		"DELETE FROM orders WHERE order_id = 9",
+		"INSERT INTO orders SET order_id = 5, sku_id = 7",
+		"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 7 AND stock >= 1",
+	} {
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil || params == nil {
+			t.Errorf("%s: params %v, err %v: want the shape", sql, params, err)
+			continue
+		}
+		lit, err := Analyze(sql, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameUnderParams(an, lit, boundValues(params)) {
+			t.Errorf("%s: shape analysis differs from the text's", sql)
+		}
+	}
+	for _, sql := range []string{
+		"SELECT a FROM t WHERE b = 1 ORDER BY 1",  // still shaped: ORDER BY 1 is not after '='
+		"SELECT a = 1 FROM t",                     // a comparison as a column: kept as an expression's text
+		"UPDATE t SET a = 5 + b WHERE id = 1",     // a literal inside an expression
+		"SET @@session.max_statement_time = 5",    // not a DML statement
+		"SELECT * FROM t WHERE id = 1 AND id = 1", // two constraints merge on the literal text
+	} {
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if params != nil {
+			lit, _ := Analyze(sql, "shop")
+			if !sameUnderParams(an, lit, boundValues(params)) {
+				t.Errorf("%s: a shape was used whose analysis differs", sql)
+			}
+			continue
+		}
+		if an.SQL != sql {
+			t.Errorf("%s: without a shape the text's own analysis is returned, got %q", sql, an.SQL)
+		}
+	}
+}
+
+// TestShapeRefusedWhereItWouldDiffer: shapes the first text shows to
+// differ are refused, and later texts of that shape get their own
+// analysis.
+func TestShapeRefusedWhereItWouldDiffer(t *testing.T) {
+	c := NewCache(64)
+	for _, sql := range []string{"UPDATE t SET a = 5 + b WHERE id = 1", "UPDATE t SET a = 6 + b WHERE id = 2"} {
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if params != nil || an.SQL != sql {
+			t.Fatalf("%s: shape used (params %v, SQL %q)", sql, params, an.SQL)
+		}
+	}
+}
+
+var placeholder = regexp.MustCompile(`\?`)
+
+// FuzzShape: for any text a shape is used for, the shape's analysis bound
+// to another text of the same shape (its digits changed) matches that
+// text's own analysis. The first text decides whether a shape is used;
+// this checks that the decision holds for the values that come after.
+func FuzzShape(f *testing.F) {
+	for _, s := range []string{
+		"UPDATE sku_stock SET stock = 41 WHERE sku_id = 7",
+		"SELECT stock FROM sku_stock WHERE sku_id = 7 AND stock = 3 FOR UPDATE",
+		"DELETE FROM t WHERE a = 1 AND (b = 2 OR c = 3)",
+		"INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE b = 3",
+		"SELECT * FROM t WHERE a = 1 AND a = 2",
+		"UPDATE t SET a = 1 WHERE b = 1 ORDER BY c LIMIT 1",
+		"SELECT * FROM t JOIN u ON t.a = u.b WHERE t.a = 5",
+		"SELECT * FROM t WHERE (a, b) = (1, 2)",
+		"SELECT * FROM t WHERE a = 0",
+		"SELECT * FROM t WHERE a = 9223372036854775",
+	} {
+		f.Add(s, uint64(1))
+	}
+	for i, c := range readCorpus(f) {
+		if c.DB == "shop" {
+			f.Add(c.SQL, uint64(i))
+		}
+	}
+	f.Fuzz(func(t *testing.T, sql string, seed uint64) {
+		if len(sql) > 2000 {
+			return
+		}
+		c := NewCache(16)
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil || params == nil {
+			return
+		}
+		shape, _, _ := shapeOf(sql)
+		// Another text of the same shape: new digits where the shape has '?'.
+		r := rand.New(rand.NewPCG(seed, 7))
+		other := ""
+		parts := placeholder.Split(shape, -1)
+		for i, p := range parts {
+			other += p
+			if i < len(parts)-1 {
+				other += strconv.FormatInt(r.Int64N(1_000_000)*int64(1+r.IntN(3)), 10)
+			}
+		}
+		if o, _, ok := shapeOf(other); !ok || o != shape {
+			t.Fatalf("%q does not shape like %q", other, sql)
+		}
+		an2, params2, err := c.AnalyzeShaped(other, "shop", DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if an2 != an || params2 == nil {
+			t.Fatalf("%q: shape not reused", other)
+		}
+		lit, err := Analyze(other, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameUnderParams(an2, lit, boundValues(params2)) {
+			t.Fatalf("shape of %q stands for %q, but the analyses differ:\nshape %s\ntext  %s", sql, other, dump(an2), dump(lit))
+		}
+	})
+}
+
+func dump(a *Analysis) string {
+	s := ""
+	for _, f := range a.Stmts {
+		g := *f
+		g.Node = nil
+		s += fmt.Sprintf("%+v", g)
+	}
+	return s
+}
+
+// boundValues are the Values params binds (AnalyzeShaped's parameters).
+func boundValues(params []any) []Value {
+	vals := make([]Value, len(params))
+	for i, p := range params {
+		vals[i] = p.(Value)
+	}
+	return vals
+}

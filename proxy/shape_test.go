@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestTextShapesLockTheirOwnRows: text UPDATEs that differ only in their
+// numbers are analysed once by their shape, and each still takes the lock
+// of the row it names: with row 1001 held, the UPDATE of row 1001 waits
+// and times out although its shape was first seen naming row 0. Texts
+// whose shape would not key every row are planned from their own text, so
+// a refusal quotes the text's literal, not a placeholder.
+func TestTextShapesLockTheirOwnRows(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (0, 10), (7, 10), (1001, 10)")
+	p := guardedProxy(t, db, nil)
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	ctx := context.Background()
+	stock := func(id int) int {
+		t.Helper()
+		var n int
+		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	if _, err := a.Exec("UPDATE sku SET stock = 5 WHERE sku_id = 0"); err != nil {
+		t.Fatal(err)
+	}
+	shaped := p.srv.analyzer.Shaped()
+	if _, err := a.Exec("UPDATE sku SET stock = 6 WHERE sku_id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.srv.analyzer.Shaped(); got != shaped+1 {
+		t.Fatalf("the second UPDATE of the shape was not answered by it: shaped %d -> %d", shaped, got)
+	}
+	if stock(0) != 5 || stock(7) != 6 {
+		t.Fatalf("stocks %d, %d; want 5, 6", stock(0), stock(7))
+	}
+
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = 1001")
+	if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+		t.Fatalf("while row 1001 is held: want lockproxy's 1205 naming the rule, got %v", me)
+	}
+	if stock(1001) != 10 {
+		t.Fatal("the UPDATE ran while its row was held")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = 1001"); err != nil {
+		t.Fatal(err)
+	}
+	if stock(1001) != 1 {
+		t.Fatalf("stock of 1001 = %d, want 1", stock(1001))
+	}
+
+	// Not keyed from the shape: planned from the text, refused as before.
+	before := p.srv.analyzer.Shaped()
+	for _, q := range []string{"UPDATE sku SET stock = 2 WHERE sku_id = 7 OR stock = 3", "UPDATE sku SET stock = 2 WHERE sku_id = 7 OR stock = 4"} {
+		_, err = a.Exec(q)
+		if me := mysqlErr(t, err); me.Number != 1105 || !strings.Contains(me.Message, "sku-stock") || strings.Contains(me.Message, "parameter") {
+			t.Fatalf("%s: want lockproxy's 1105 from the text's own plan, got %v", q, me)
+		}
+	}
+	if p.srv.analyzer.Shaped() != before+1 {
+		t.Fatalf("the second unkeyed text should have been shaped, then planned again from its text")
+	}
+	if stock(7) != 6 {
+		t.Fatal("a refused UPDATE ran")
+	}
+}
