@@ -369,12 +369,13 @@ func (s *Server) accept(c net.Conn) {
 	}
 	s.nextID++
 	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
+	sio := newSockIO(c)
 	sess := &session{
 		srv:     s,
 		id:      s.nextID,
 		conn:    c,
-		cr:      newPacketReader(c, clientBufSize),
-		cw:      newPacketWriter(c, clientBufSize),
+		cr:      newPacketReader(sio, clientBufSize),
+		cw:      newPacketWriter(sio, clientBufSize),
 		stmts:   make(map[uint32]*stmt),
 		hardCtx: s.hardCtx,
 		mem:     mem,

@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tcpPair returns both ends of a loopback TCP connection.
+func tcpPair(t *testing.T) (a, b net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		done <- c
+	}()
+	a, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-done
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b
+}
+
+// TestSockIO: raw socket reads and writes behave as net.Conn's: data both
+// ways (a write larger than the socket buffers waits for the reader),
+// deadlines end a read with a timeout, a closed peer gives io.EOF, a reset
+// gives ECONNRESET, and a connection closed locally gives net.ErrClosed,
+// each wrapped in a *net.OpError as net.Conn wraps them.
+func TestSockIO(t *testing.T) {
+	a, b := tcpPair(t)
+	ra, rb := newSockIO(a), newSockIO(b)
+	if _, ok := ra.(*sockIO); !ok {
+		t.Fatalf("a TCP connection is not read through sockIO: %T", ra)
+	}
+
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: many EAGAINs
+	got := make(chan []byte, 1)
+	go func() {
+		buf, _ := io.ReadAll(io.LimitReader(rb, int64(len(big))))
+		got <- buf
+	}()
+	if n, err := ra.Write(big); err != nil || n != len(big) {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if buf := <-got; !bytes.Equal(buf, big) {
+		t.Fatalf("read %d bytes, not what was written", len(buf))
+	}
+
+	_ = b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err := rb.Read(make([]byte, 10))
+	var ne net.Error
+	var oe *net.OpError
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) || !errors.As(err, &oe) || oe.Op != "read" {
+		t.Fatalf("read past the deadline = %v, want a read timeout", err)
+	}
+	_ = b.SetReadDeadline(time.Time{})
+
+	if _, err := ra.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 10)
+	if n, err := rb.Read(buf); n != 1 || err != nil || buf[0] != 'x' {
+		t.Fatalf("Read = %d %q, %v", n, buf[:n], err)
+	}
+	_ = a.Close()
+	if _, err := rb.Read(buf); err != io.EOF {
+		t.Fatalf("read after the peer closed = %v, want io.EOF", err)
+	}
+	if _, err := ra.Read(buf); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) || oe.Op != "read" {
+		t.Fatalf("read of a closed connection = %v, want net.ErrClosed", err)
+	}
+	if _, err := ra.Write(buf); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write to a closed connection = %v, want net.ErrClosed", err)
+	}
+
+	// A reset: the peer closes with unread data and SO_LINGER 0.
+	c, d := tcpPair(t)
+	rc := newSockIO(c)
+	_ = d.(*net.TCPConn).SetLinger(0)
+	_ = d.Close()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := rc.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after a reset = %v, want ECONNRESET", err)
+	}
+
+	// A read parked on the poller ends when the connection is closed.
+	e, _ := tcpPair(t)
+	re := newSockIO(e)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := re.Read(buf)
+		ended <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	_ = e.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("parked read ended with %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a parked read did not end when its connection was closed")
+	}
+
+	// Other connections are read as they are.
+	p, q := net.Pipe()
+	defer p.Close()
+	defer q.Close()
+	if rw := newSockIO(p); rw != io.ReadWriter(p) {
+		t.Fatalf("a pipe is wrapped: %T", rw)
+	}
+}
