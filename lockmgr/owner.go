@@ -3,6 +3,7 @@ package lockmgr
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,7 +28,7 @@ type Owner struct {
 
 // ID is the owner's stable text form "instance/session/txn".
 func (o Owner) ID() string {
-	return fmt.Sprintf("%s/%d/%d", o.Instance, o.Session, o.Txn)
+	return o.Instance + "/" + strconv.FormatUint(o.Session, 10) + "/" + strconv.FormatUint(o.Txn, 10)
 }
 
 // String is ID.

@@ -132,7 +132,7 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 		n, err := normalizeBound(t.info.Column(t.cols[i]), v, t.uses[i], params)
 		sensitive := t.rule.IsSensitive(t.cols[i])
 		what := t.cols[i]
-		if v.Kind == parser.ValueParam {
+		if err != nil && v.Kind == parser.ValueParam {
 			what = fmt.Sprintf("%s: parameter %d", t.cols[i], v.Param+1)
 		}
 		switch {
