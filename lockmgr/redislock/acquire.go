@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -40,6 +41,11 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 // be handed off (no round trip), else one pipelined round trip.
 func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 	if l.book.HandOff(h, l.opt.LocalHandoffs) {
+		// The new holder's goroutine is now runnable on this P: let it
+		// run (and send the statement it waited to send) before the
+		// releasing session goes on to answer its own client, so the key
+		// is not idle meanwhile.
+		runtime.Gosched()
 		return nil
 	}
 	keys, _ := l.book.StartRelease(h)
