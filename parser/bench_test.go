@@ -73,3 +73,25 @@ func BenchmarkCacheHitParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkShapeHit is the cost of a keyed UPDATE whose literals are new
+// but whose shape was analysed before (AnalyzeShaped): the scan, the
+// cache lookup and the bound parameters, no parse.
+func BenchmarkShapeHit(b *testing.B) {
+	c := NewCache(1024)
+	if _, params, err := c.AnalyzeShaped("UPDATE sku_stock SET stock = 9 WHERE sku_id = 1001", "shop", DefaultOptions); err != nil || params == nil {
+		b.Fatal("no shape", err)
+	}
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = "UPDATE sku_stock SET stock = " + strconv.Itoa(i) + " WHERE sku_id = 1001"
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, params, err := c.AnalyzeShaped(texts[i%len(texts)], "shop", DefaultOptions); err != nil || params == nil {
+			b.Fatal("shape not used", err)
+		}
+		i++
+	}
+}
