@@ -19,19 +19,21 @@ import (
 // a proxy that spends most of its life waiting for the network, one more
 // syscall and thread wake-up per read and write.
 type sockIO struct {
-	c  net.Conn
-	rc syscall.RawConn
+	c   net.Conn
+	rc  syscall.RawConn
+	net string // "tcp" or "unix", for errors
 }
 
 // newSockIO returns the reader and writer packets of c go through: c
 // itself unless it is a TCP or Unix socket.
 func newSockIO(c net.Conn) io.ReadWriter {
 	var sc syscall.Conn
+	network := "tcp"
 	switch x := c.(type) {
 	case *net.TCPConn:
 		sc = x
 	case *net.UnixConn:
-		sc = x
+		sc, network = x, "unix"
 	default:
 		return c
 	}
@@ -39,7 +41,7 @@ func newSockIO(c net.Conn) io.ReadWriter {
 	if err != nil {
 		return c
 	}
-	return &sockIO{c: c, rc: rc}
+	return &sockIO{c: c, rc: rc, net: network}
 }
 
 func (s *sockIO) Read(p []byte) (int, error) {
@@ -107,5 +109,5 @@ func (s *sockIO) opError(op string, err error) error {
 	if errors.As(err, &oe) {
 		err = oe.Err
 	}
-	return &net.OpError{Op: op, Net: s.c.LocalAddr().Network(), Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: err}
+	return &net.OpError{Op: op, Net: s.net, Source: s.c.LocalAddr(), Addr: s.c.RemoteAddr(), Err: err}
 }

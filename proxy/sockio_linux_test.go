@@ -117,6 +117,38 @@ func TestSockIO(t *testing.T) {
 		t.Fatal("a parked read did not end when its connection was closed")
 	}
 
+	// A Unix socket (a dialled one has no name): the same, errors included.
+	uln, err := net.Listen("unix", t.TempDir()+"/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := uln.Accept()
+		accepted <- c
+	}()
+	u, err := net.Dial("unix", uln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := <-accepted
+	defer us.Close()
+	ru := newSockIO(u)
+	if _, ok := ru.(*sockIO); !ok {
+		t.Fatalf("a Unix connection is not read through sockIO: %T", ru)
+	}
+	if _, err := newSockIO(us).Write([]byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ru.Read(buf); n != 1 || err != nil || buf[0] != 'y' {
+		t.Fatalf("unix Read = %d %q, %v", n, buf[:n], err)
+	}
+	_ = u.Close()
+	if _, err := ru.Read(buf); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) || oe.Net != "unix" {
+		t.Fatalf("read of a closed Unix connection = %v, want net.ErrClosed from a unix OpError", err)
+	}
+
 	// Other connections are read as they are.
 	p, q := net.Pipe()
 	defer p.Close()
