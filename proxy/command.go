@@ -225,8 +225,18 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	an, params := s.analyzeQuery(p[1:])
+	if params != nil {
+		if rs, ok := s.srv.textShapes.Get(an); ok && rs == s.srv.ruleSet() {
+			an, params = s.analyze(p[1:]), nil
+		}
+	}
 	pl := s.plan(an, params)
 	if params != nil && !pl.fromShapeOK() {
+		if pl.rewrite.rule != nil || pl.fence.rule != nil {
+			// Which rule rewrites or fences a statement depends on its
+			// shape and the rules, not on its values.
+			s.srv.textShapes.Add(an, s.srv.ruleSet())
+		}
 		an = s.analyze(p[1:])
 		pl = s.plan(an, nil)
 	}

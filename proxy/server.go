@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/router"
@@ -53,6 +54,11 @@ type Server struct {
 	locker     lockmgr.Locker
 	instance   string
 	analyzer   *parser.Cache
+	// textShapes are the statement shapes whose plan needs the text itself
+	// (a rewrite or fence target) under the rule set they were planned
+	// with: their texts are analysed as they are, without planning the
+	// shape first.
+	textShapes *lru.Cache[*parser.Analysis, *rules.RuleSet]
 	reg        prometheus.Registerer
 	started    time.Time
 	hardCtx    context.Context // cancelled when the shutdown grace ends
@@ -107,6 +113,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		instance:    opts.Instance,
 		analyzer:    parser.NewCache(analysisCacheSize),
 	}
+	s.textShapes, _ = lru.New[*parser.Analysis, *rules.RuleSet](analysisCacheSize) // size > 0: no error
 	if opts.Registry != nil {
 		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lockproxy_memory_budget_used_bytes",

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/rules"
 )
 
 // TestTextShapesLockTheirOwnRows: text UPDATEs that differ only in their
@@ -83,5 +85,35 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	}
 	if stock(7) != 6 {
 		t.Fatal("a refused UPDATE ran")
+	}
+}
+
+// TestTextShapesOfRewrittenUpdates: an UPDATE of a rewrite rule's table is
+// rewritten from its own text (the rewrite needs its parse tree), and
+// after the first one its shape is remembered as needing the text, so the
+// next ones are not planned twice; each is still rewritten with its own
+// value, so a concurrent write between the read and the write is kept.
+func TestTextShapesOfRewrittenUpdates(t *testing.T) {
+	b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: rules.RewriteDelta}, "10")
+	for i, want := range []int{9, 8} {
+		if n, err := buyInTxn(t, b, false, func() {}, func(s int) int { return s - 1 }); err != nil || n != 1 {
+			t.Fatalf("buy %d: %d rows, %v", i, n, err)
+		}
+		if got := b.count(t, "SELECT stock FROM sku WHERE sku_id = 1"); got != want {
+			t.Fatalf("after buy %d: stock %d, want %d", i, got, want)
+		}
+	}
+	if b.p.srv.textShapes.Len() == 0 {
+		t.Fatal("the rewritten UPDATE's shape was not remembered as needing its text")
+	}
+	// Another writer between the read and the write: the delta keeps its
+	// decrement instead of writing the value read minus one over it.
+	if _, err := buyInTxn(t, b, false, func() {
+		mustExec(t, b.direct, "UPDATE sku SET stock = stock - 5 WHERE sku_id = 1")
+	}, func(s int) int { return s - 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.count(t, "SELECT stock FROM sku WHERE sku_id = 1"); got != 2 {
+		t.Fatalf("after a concurrent write: stock %d, want 2 (8 - 5 - 1)", got)
 	}
 }
