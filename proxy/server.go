@@ -21,6 +21,9 @@ import (
 	"go.uber.org/zap"
 )
 
+// textShapesSize bounds Server.textShapes.
+const textShapesSize = 1024
+
 // fallbackVersion is announced when the primary could not be asked for its own.
 const fallbackVersion = "5.5.5-10.11.0-MariaDB-lockproxy"
 
@@ -57,7 +60,8 @@ type Server struct {
 	// textShapes are the statement shapes whose plan needs the text itself
 	// (a rewrite or fence target) under the rule set they were planned
 	// with: their texts are analysed as they are, without planning the
-	// shape first.
+	// shape first. At most textShapesSize: rewrite and fence rules guard
+	// few tables, and each entry keeps its analysis alive.
 	textShapes *lru.Cache[*parser.Analysis, *rules.RuleSet]
 	reg        prometheus.Registerer
 	started    time.Time
@@ -113,7 +117,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		instance:    opts.Instance,
 		analyzer:    parser.NewCache(analysisCacheSize),
 	}
-	s.textShapes, _ = lru.New[*parser.Analysis, *rules.RuleSet](analysisCacheSize) // size > 0: no error
+	s.textShapes, _ = lru.New[*parser.Analysis, *rules.RuleSet](textShapesSize) // size > 0: no error
 	if opts.Registry != nil {
 		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "lockproxy_memory_budget_used_bytes",
