@@ -138,6 +138,10 @@ func (c *Cache) AnalyzeShaped(sql, currentDB string, o Options) (an *Analysis, p
 	if err != nil {
 		return nil, nil, err
 	}
+	if !usableShape(lit, 0) { // a shape could not stand for it: no second parse
+		c.add(k, noShape)
+		return lit, nil, nil
+	}
 	sh, err := AnalyzeWith(shape, currentDB, o)
 	if err != nil || !usableShape(sh, len(vals)) || !sameUnderParams(sh, lit, vals) {
 		c.add(k, noShape)

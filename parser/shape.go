@@ -136,14 +136,14 @@ func isShapeWordByte(c byte) bool {
 // shapeKinds are the statement kinds a shape may stand for.
 var shapeKinds = map[Kind]bool{KindSelect: true, KindInsert: true, KindReplace: true, KindUpdate: true, KindDelete: true}
 
-// usableShape reports whether sh, the analysis of a shape with n
-// placeholders, may stand for the texts of that shape: one statement of a
-// shaped kind, parsed with certainty, with exactly those placeholders.
-func usableShape(sh *Analysis, n int) bool {
-	if sh.Unparsed || sh.Uncertain != "" || sh.PrimaryHint || len(sh.Stmts) != 1 || sh.Params != n {
+// usableShape reports whether a, the analysis of a text or of its shape,
+// is one statement of a shaped kind, parsed with certainty, with exactly n
+// placeholders (0 for the text itself).
+func usableShape(a *Analysis, n int) bool {
+	if a.Unparsed || a.Uncertain != "" || a.PrimaryHint || len(a.Stmts) != 1 || a.Params != n {
 		return false
 	}
-	f := sh.Stmts[0]
+	f := a.Stmts[0]
 	return shapeKinds[f.Kind] && f.Prepared == nil && f.Procedure == "" && !f.ImplicitCommit
 }
 

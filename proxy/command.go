@@ -224,12 +224,7 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
-	an, params := s.analyzeQuery(p[1:])
-	if params != nil {
-		if rs, ok := s.srv.textShapes.Get(an); ok && rs == s.srv.ruleSet() {
-			an, params = s.analyze(p[1:]), nil
-		}
-	}
+	an, params, sql := s.analyzeQuery(p[1:])
 	pl := s.plan(an, params)
 	if params != nil && !pl.fromShapeOK() {
 		if pl.rewrite.rule != nil || pl.fence.rule != nil {
@@ -237,14 +232,13 @@ func (s *session) query(p []byte) error {
 			// shape and the rules, not on its values.
 			s.srv.textShapes.Add(an, s.srv.ruleSet())
 		}
-		an = s.analyze(p[1:])
+		an, params = s.analyzeText(sql), nil
 		pl = s.plan(an, nil)
 	}
 	if an != nil {
 		if params == nil {
 			s.current.Store(&an.SQL)
 		} else {
-			sql := string(p[1:])
 			s.current.Store(&sql)
 		}
 	}
@@ -303,19 +297,41 @@ func (s *session) ownConnectionID(p []byte) []byte {
 // one (parser.Cache.AnalyzeShaped): a text that differs from one analysed
 // before only in integer literals compared or assigned with `=` comes back
 // as the analysis of the shape, with params binding its placeholders to
-// the text's literals, and is not parsed again. params is nil when an is
-// the text's own analysis. In a client character set where a backslash may
-// end a multi-byte character the text is analysed as it is.
-func (s *session) analyzeQuery(q []byte) (*parser.Analysis, []any) {
+// the text's literals, and is not parsed again; sql is then the text
+// itself. params is nil when an is the text's own analysis: in a client
+// character set where a backslash may end a multi-byte character, and for
+// a shape whose plan needs the text (Server.textShapes).
+func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql string) {
 	if !s.srv.needsFacts() || s.unsafeCharset {
-		return s.analyze(q), nil
+		return s.analyze(q), nil, ""
 	}
-	an, params, err := s.srv.analyzer.AnalyzeShaped(string(q), s.db, s.parseOptions())
+	sql = string(q)
+	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, s.parseOptions())
 	if err != nil {
-		s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
-		return &parser.Analysis{SQL: string(q), DB: s.db, Unparsed: true, ParseError: err.Error()}, nil
+		return s.unparsed(sql, err), nil, sql
 	}
-	return an, params
+	if params != nil {
+		if rs, ok := s.srv.textShapes.Peek(an); ok && rs == s.srv.ruleSet() {
+			return s.analyzeText(sql), nil, sql
+		}
+	}
+	return an, params, sql
+}
+
+// analyzeText is analyze for a text already a string, when facts are
+// needed.
+func (s *session) analyzeText(sql string) *parser.Analysis {
+	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, s.parseOptions())
+	if err != nil {
+		return s.unparsed(sql, err)
+	}
+	return an
+}
+
+// unparsed is the analysis of a text the analyser failed on.
+func (s *session) unparsed(sql string, err error) *parser.Analysis {
+	s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
+	return &parser.Analysis{SQL: sql, DB: s.db, Unparsed: true, ParseError: err.Error()}
 }
 
 // analyze returns the facts of a query text, from the cache; nil when no
@@ -328,12 +344,7 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 		s.modeMayHaveChanged()
 		return nil
 	}
-	an, err := s.srv.analyzer.AnalyzeWith(string(q), s.db, s.parseOptions())
-	if err != nil {
-		s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
-		return &parser.Analysis{SQL: string(q), DB: s.db, Unparsed: true, ParseError: err.Error()}
-	}
-	return an
+	return s.analyzeText(string(q))
 }
 
 // track updates what the session knows after a statement succeeded.
