@@ -22,38 +22,7 @@ import (
 // hand-offs on: mutual exclusion, FIFO, deadlocks, wounds, expiry and
 // restarts must hold when a lease passes between owners of one Locker.
 func TestConformanceHandoff(t *testing.T) {
-	bed := testbed.Get(t)
-	pfx := prefix(t)
-	locktest.Run(t, locktest.Backend{
-		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
-			out := make([]lockmgr.Locker, n)
-			for i := range out {
-				out[i] = redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{
-					TTL: testTTL, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 3,
-				})
-			}
-			return out
-		},
-		TTL:     testTTL,
-		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
-		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
-			own := testbed.Private(t)
-			ls := make([]lockmgr.Locker, 2)
-			for i := range ls {
-				ls[i] = redislock.New(newClient(t, own.RedisAddr), &redislock.Options{
-					TTL: restartTTL, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 3,
-				})
-			}
-			return ls, restartTTL, func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := own.RestartRedis(ctx); err != nil {
-					t.Fatalf("restart redis: %v", err)
-				}
-			}
-		},
-		Handoffs: true,
-	})
+	locktest.Run(t, conformance(t, 3))
 }
 
 // TestLocalHandoff: a released lease passes to the next waiter of the

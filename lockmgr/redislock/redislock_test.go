@@ -39,32 +39,35 @@ func newClient(t testing.TB, addr string) redis.UniversalClient {
 // newLockers makes n Lockers, each with its own client, as n proxy
 // instances sharing one Redis.
 func newLockers(t *testing.T, addr, pfx string, n int) []lockmgr.Locker {
+	return newLockersWith(t, addr, pfx, n, redislock.Options{TTL: testTTL})
+}
+
+// newLockersWith is newLockers with options (Prefix and Logger are set).
+func newLockersWith(t *testing.T, addr, pfx string, n int, opt redislock.Options) []lockmgr.Locker {
 	out := make([]lockmgr.Locker, n)
 	for i := range out {
-		out[i] = redislock.New(newClient(t, addr), &redislock.Options{
-			TTL: testTTL, Prefix: pfx, Logger: zaptest.NewLogger(t),
-		})
+		o := opt
+		o.Prefix, o.Logger = pfx, zaptest.NewLogger(t)
+		out[i] = redislock.New(newClient(t, addr), &o)
 	}
 	return out
 }
 
-func TestConformance(t *testing.T) {
+// conformance is the backend suite's view of Lockers built with
+// localHandoffs (Options.LocalHandoffs) on the bed's Redis, and on a
+// private one for the restart test.
+func conformance(t *testing.T, localHandoffs int) locktest.Backend {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
-	locktest.Run(t, locktest.Backend{
+	return locktest.Backend{
 		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
-			return newLockers(t, bed.RedisAddr, pfx, n)
+			return newLockersWith(t, bed.RedisAddr, pfx, n, redislock.Options{TTL: testTTL, LocalHandoffs: localHandoffs})
 		},
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
 		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
 			own := testbed.Private(t)
-			ls := make([]lockmgr.Locker, 2)
-			for i := range ls {
-				ls[i] = redislock.New(newClient(t, own.RedisAddr), &redislock.Options{
-					TTL: restartTTL, Prefix: pfx, Logger: zaptest.NewLogger(t),
-				})
-			}
+			ls := newLockersWith(t, own.RedisAddr, pfx, 2, redislock.Options{TTL: restartTTL, LocalHandoffs: localHandoffs})
 			return ls, restartTTL, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -73,7 +76,12 @@ func TestConformance(t *testing.T) {
 				}
 			}
 		},
-	})
+		Handoffs: localHandoffs > 0,
+	}
+}
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, conformance(t, 0))
 }
 
 // roundTrips counts commands and pipelines sent: one round trip each.

@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// upstream is a loopback server that answers every line with "echo: "
-// and the line, and closes the connection when it reads "bye".
-func upstream(t *testing.T) net.Listener {
+// serveEach is a loopback server that runs handle on each connection it
+// accepts, in a goroutine of its own, and closes it after.
+func serveEach(t *testing.T, handle func(c net.Conn)) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,23 +32,29 @@ func upstream(t *testing.T) net.Listener {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if line == "bye\n" {
-						return
-					}
-					if _, err := io.WriteString(c, "echo: "+line); err != nil {
-						return
-					}
-				}
+				handle(c)
 			}()
 		}
 	}()
 	return ln
+}
+
+// upstream is a loopback server that answers every line with "echo: "
+// and the line, and closes the connection when it reads "bye".
+func upstream(t *testing.T) net.Listener {
+	t.Helper()
+	return serveEach(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil || line == "bye\n" {
+				return
+			}
+			if _, err := io.WriteString(c, "echo: "+line); err != nil {
+				return
+			}
+		}
+	})
 }
 
 // startRelay serves a relay to target on a free loopback port.

@@ -14,36 +14,22 @@ import (
 // payload, and records the COM_QUERY texts in the order it read them.
 func packetUpstream(t *testing.T) (addr string, seen func() []string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
 	var mu sync.Mutex
 	var got []string
-	go func() {
+	ln := serveEach(t, func(c net.Conn) {
 		for {
-			c, err := ln.Accept()
+			p, err := readPacket(c)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				for {
-					p, err := readPacket(c)
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					got = append(got, string(p[1:]))
-					mu.Unlock()
-					if err := writePacket(c, 1, p); err != nil {
-						return
-					}
-				}
-			}()
+			mu.Lock()
+			got = append(got, string(p[1:]))
+			mu.Unlock()
+			if err := writePacket(c, 1, p); err != nil {
+				return
+			}
 		}
-	}()
+	})
 	return ln.Addr().String(), func() []string {
 		mu.Lock()
 		defer mu.Unlock()
