@@ -154,6 +154,11 @@ type RedisConfig struct {
 	// for it, without a round trip to Redis; nil: DefaultLocalHandoffs, 0:
 	// every release goes to Redis. Not with mode redlock.
 	LocalHandoffs *int `yaml:"local_handoffs"`
+	// LocalHandoffWindow also ends a row lock's hand-offs once that long
+	// has passed since Redis granted it to the instance, so long
+	// transactions do not keep other instances waiting for LocalHandoffs
+	// of them; nil: DefaultLocalHandoffWindow, 0: no time bound.
+	LocalHandoffWindow *Duration `yaml:"local_handoff_window"`
 }
 
 // Handoffs is LocalHandoffs with its default applied.
@@ -162,6 +167,14 @@ func (r *RedisConfig) Handoffs() int {
 		return DefaultLocalHandoffs
 	}
 	return *r.LocalHandoffs
+}
+
+// HandoffWindow is LocalHandoffWindow with its default applied.
+func (r *RedisConfig) HandoffWindow() time.Duration {
+	if r == nil || r.LocalHandoffWindow == nil {
+		return DefaultLocalHandoffWindow
+	}
+	return r.LocalHandoffWindow.D()
 }
 
 // MySQLLockConfig keeps locks as rows of a table.

@@ -24,10 +24,13 @@ const (
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
 	DefaultSlowWait         = time.Second
-	// DefaultLocalHandoffs bounds local lock hand-offs in a row (see
-	// RedisConfig.LocalHandoffs).
-	DefaultLocalHandoffs  = 8
-	DefaultMySQLLockTable = "lockproxy_locks"
+	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
+	// hand-offs in a row (see RedisConfig.LocalHandoffs): a short hold
+	// stays on one instance for up to 64 transactions, a long one for up
+	// to 50ms of them.
+	DefaultLocalHandoffs      = 64
+	DefaultLocalHandoffWindow = 50 * time.Millisecond
+	DefaultMySQLLockTable     = "lockproxy_locks"
 )
 
 // The values of locks.backend.

@@ -27,8 +27,9 @@ func TestConformanceHandoff(t *testing.T) {
 
 // TestLocalHandoff: a released lease passes to the next waiter of the
 // same Locker without a round trip (Redis still names the first owner and
-// the fence stays), at most LocalHandoffs times in a row; then the release
-// goes to Redis and the next grant comes from there with a new fence. No
+// the fence stays), at most LocalHandoffs times in a row and only within
+// LocalHandoffWindow of Redis's grant; then the release goes to Redis and
+// the next grant comes from there with a new fence. No
 // ticket of a waiter that was handed the lease stays in the Redis queue.
 // A NoHandoff key always goes through Redis.
 func TestLocalHandoff(t *testing.T) {
@@ -62,7 +63,10 @@ func TestLocalHandoff(t *testing.T) {
 		return lockmgr.Owner{Instance: "ho", Session: i, Txn: 1, Start: time.Now()}
 	}
 
-	run := func(t *testing.T, key lockmgr.Key, wantLocal int) {
+	// run queues owners 2-4 behind owner 1 on key and releases each lease
+	// in turn (after before(i) for the release that grants owner i+1); the
+	// grant to owner i+1 must come from a hand-off exactly when local(i).
+	run := func(t *testing.T, l *redislock.Locker, key lockmgr.Key, local func(i int) bool, before func(i int)) {
 		owners := []lockmgr.Owner{owner(1), owner(2), owner(3), owner(4)}
 		first, err := l.Acquire(ctx, owners[0], []lockmgr.Key{key})
 		if err != nil {
@@ -81,25 +85,26 @@ func TestLocalHandoff(t *testing.T) {
 			}(i)
 			waitFor(t, func() bool { return len(waitingOn(l, key.Name)) == i })
 		}
-		prev := first
+		prev, grant, granted := first, first, 0
 		for i := 1; i < len(owners); i++ {
-			before := rt.n.Load()
+			before(i)
+			trips := rt.n.Load()
 			if err := prev.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			releaseTrips := rt.n.Load() - before
+			releaseTrips := rt.n.Load() - trips
 			next := <-leases[i]
 			if next == nil {
 				t.FailNow()
 			}
-			local := i <= wantLocal
+			local := local(i)
 			switch {
 			case local && releaseTrips != 0:
 				t.Errorf("hand-off %d: the release sent %d pipelines to Redis; want 0", i, releaseTrips)
-			case local && hashOwner(key.Name) != owners[0].ID():
-				t.Errorf("after hand-off %d Redis names %s; want the first owner %s", i, hashOwner(key.Name), owners[0].ID())
-			case local && next.Fence(key.Name) != first.Fence(key.Name):
-				t.Errorf("hand-off %d: fence %d; want the grant's %d", i, next.Fence(key.Name), first.Fence(key.Name))
+			case local && hashOwner(key.Name) != owners[granted].ID():
+				t.Errorf("after hand-off %d Redis names %s; want the owner it granted to, %s", i, hashOwner(key.Name), owners[granted].ID())
+			case local && next.Fence(key.Name) != grant.Fence(key.Name):
+				t.Errorf("hand-off %d: fence %d; want the grant's %d", i, next.Fence(key.Name), grant.Fence(key.Name))
 			case !local && hashOwner(key.Name) != owners[i].ID():
 				t.Errorf("grant %d: Redis names %s; want %s (a grant from Redis)", i, hashOwner(key.Name), owners[i].ID())
 			case !local && next.Fence(key.Name) <= prev.Fence(key.Name):
@@ -107,6 +112,9 @@ func TestLocalHandoff(t *testing.T) {
 			}
 			if next.Owner() != owners[i] {
 				t.Errorf("lease %d owned by %s; want %s", i, next.Owner(), owners[i])
+			}
+			if !local {
+				grant, granted = next, i
 			}
 			prev = next
 		}
@@ -138,13 +146,31 @@ func TestLocalHandoff(t *testing.T) {
 		}
 		return 0
 	}
-	t.Run("bounded", func(t *testing.T) { run(t, lockmgr.Key{Name: "hot", Rule: "r"}, 2) })
-	t.Run("no-handoff", func(t *testing.T) { run(t, lockmgr.Key{Name: "fenced", Rule: "f", NoHandoff: true}, 0) })
-	if got := local("r"); got != 2 {
-		t.Errorf("lockproxy_lock_local_handoffs_total{rule=r} = %v; want 2", got)
-	}
-	if got := local("f"); got != 0 {
-		t.Errorf("lockproxy_lock_local_handoffs_total{rule=f} = %v; want 0", got)
+	now := func(int) {}
+	t.Run("bounded", func(t *testing.T) {
+		run(t, l, lockmgr.Key{Name: "hot", Rule: "r"}, func(i int) bool { return i <= 2 }, now)
+	})
+	t.Run("no-handoff", func(t *testing.T) {
+		run(t, l, lockmgr.Key{Name: "fenced", Rule: "f", NoHandoff: true}, func(int) bool { return false }, now)
+	})
+	// With a window, a release once the window since Redis's grant has
+	// passed goes to Redis however few hand-offs came before; the grant
+	// from Redis starts a new window.
+	const window = 300 * time.Millisecond
+	lw := redislock.New(rdb, &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 10,
+		LocalHandoffWindow: window, Metrics: m, RestartGrace: -1})
+	defer lw.Close()
+	t.Run("window", func(t *testing.T) {
+		run(t, lw, lockmgr.Key{Name: "windowed", Rule: "w"}, func(i int) bool { return i != 2 }, func(i int) {
+			if i == 2 {
+				time.Sleep(window + 50*time.Millisecond)
+			}
+		})
+	})
+	for rule, want := range map[string]float64{"r": 2, "f": 0, "w": 2} {
+		if got := local(rule); got != want {
+			t.Errorf("lockproxy_lock_local_handoffs_total{rule=%s} = %v; want %v", rule, got, want)
+		}
 	}
 }
 

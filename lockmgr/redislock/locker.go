@@ -50,6 +50,11 @@ type Options struct {
 	// Only single-key Acquires take part, and never for a key marked
 	// lockmgr.Key.NoHandoff. 0 (the default): every release goes to Redis.
 	LocalHandoffs int
+	// LocalHandoffWindow, when positive, also ends the hand-offs of a key
+	// once that long has passed since Redis granted it to this Locker, so
+	// long holds do not keep other instances waiting for LocalHandoffs of
+	// them. 0: only LocalHandoffs bounds them.
+	LocalHandoffWindow time.Duration
 }
 
 func (o *Options) withDefaults() Options {

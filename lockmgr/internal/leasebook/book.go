@@ -56,6 +56,9 @@ type Held struct {
 	// tickets may still be queued at the service (see StaleTickets).
 	handoffs int
 	stale    []string
+	// granted is when the service granted the first key (the start of
+	// this instance's turn with it, which hand-offs continue).
+	granted time.Time
 
 	keys       []lockmgr.Key // granted so far
 	fences     []uint64      // fences[i] was granted with keys[i]
@@ -100,6 +103,9 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 	h.keys = append(h.keys, k)
 	h.fences = append(h.fences, fence)
 	b.holding[k.Name] = h
+	if h.granted.IsZero() {
+		h.granted = time.Now()
+	}
 	if h.validUntil.IsZero() || until.Before(h.validUntil) {
 		h.validUntil = until
 	}

@@ -11,9 +11,10 @@ import (
 // while another Acquire of this Book waits for that key can pass to that
 // waiter without a round trip to the lock service: the service keeps the
 // grant under the lease's token, and the Book moves the Held to the new
-// owner. A bounded number of hand-offs in a row (the backend's limit)
-// keeps other instances from starving: the next release goes back to the
-// service, whose queue is ordered by age.
+// owner. A bounded number of hand-offs in a row, within a bounded time
+// since the service granted the key (the backend's limits), keeps other
+// instances from starving: the next release goes back to the service,
+// whose queue is ordered by age.
 //
 // Wound-wait stays deadlock-free: the service records the first owner's
 // age with the grant, so the owner the lease passes to inherits that age
@@ -58,18 +59,20 @@ func (b *Book) AcceptHandoffs(w *Waiter) {
 
 // HandOff passes h, being released by its owner, to the head of the local
 // queue of its key, if h holds that one key, is neither lost nor wounded,
-// was handed off fewer than limit times in a row and is still valid, and
-// the head accepts hand-offs and is not wounded. The head is woken and
+// was handed off fewer than limit times in a row, was granted by the
+// service less than window ago (window <= 0: no bound) and is still valid,
+// and the head accepts hand-offs and is not wounded. The head is woken and
 // ends its wait with TakeHanded. HandOff reports whether it passed h on;
 // if not, the caller releases h at the service.
-func (b *Book) HandOff(h *Held, limit int) bool {
+func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	if limit <= 0 {
 		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := time.Now()
 	if len(h.keys) != 1 || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
-		!time.Now().Before(h.validUntil) {
+		!now.Before(h.validUntil) || (window > 0 && now.Sub(h.granted) >= window) {
 		return false
 	}
 	from := b.owners[h.Owner]
