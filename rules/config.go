@@ -151,8 +151,9 @@ type RedisConfig struct {
 	TLS *TLSClientConfig `yaml:"tls"`
 	// LocalHandoffs is how many times in a row a row lock released by one
 	// session may pass to another session of the same instance waiting
-	// for it, without a round trip to Redis; nil: DefaultLocalHandoffs, 0:
-	// every release goes to Redis. Not with mode redlock.
+	// for it (since before Redis granted it), without a round trip to
+	// Redis; nil: DefaultLocalHandoffs, 0: every release goes to Redis.
+	// Not with mode redlock.
 	LocalHandoffs *int `yaml:"local_handoffs"`
 	// LocalHandoffWindow also ends a row lock's hand-offs once that long
 	// has passed since Redis granted it to the instance, so long

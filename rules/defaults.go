@@ -25,9 +25,9 @@ const (
 	DefaultWaitTimeout      = 5 * time.Second
 	DefaultSlowWait         = time.Second
 	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
-	// hand-offs in a row (see RedisConfig.LocalHandoffs): a short hold
-	// stays on one instance for up to 64 transactions, a long one for up
-	// to 50ms of them.
+	// hand-offs in a row (see RedisConfig.LocalHandoffs): a row with short
+	// holds stays on one instance for up to 64 transactions, one with
+	// long holds for up to 50ms of them.
 	DefaultLocalHandoffs      = 64
 	DefaultLocalHandoffWindow = 50 * time.Millisecond
 	DefaultMySQLLockTable     = "lockproxy_locks"

@@ -31,10 +31,11 @@
 // With Options.LocalHandoffs, a single-key lease released while a local
 // waiter wants that key alone passes to it without Redis (lock cohorting,
 // see leasebook's handoff.go): Redis keeps the grant under the first token
-// and owner, the receiver inherits the recorded age when it is older, and
-// after LocalHandoffs hand-offs in a row, or once LocalHandoffWindow has
-// passed since Redis's grant, the release goes to Redis, whose queue
-// orders every Locker's waiters by age. Across Lockers a key is then
+// and owner, the receiver inherits the recorded age when it is older. Only
+// waiters queued before Redis's grant are handed the lease; once the next
+// one came later, after LocalHandoffs hand-offs in a row, or once
+// LocalHandoffWindow has passed since Redis's grant, the release goes to
+// Redis, whose queue orders every Locker's waiters by age. Across Lockers a key is then
 // served in bursts rather than strictly by age. A local head behind a
 // lease held by its own Locker waits for it in process (a hand-off wait
 // without a ticket in Redis; another keeps its ticket fresh) and wounds a

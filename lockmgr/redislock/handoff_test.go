@@ -27,9 +27,10 @@ func TestConformanceHandoff(t *testing.T) {
 
 // TestLocalHandoff: a released lease passes to the next waiter of the
 // same Locker without a round trip (Redis still names the first owner and
-// the fence stays), at most LocalHandoffs times in a row and only within
-// LocalHandoffWindow of Redis's grant; then the release goes to Redis and
-// the next grant comes from there with a new fence. No
+// the fence stays) when that waiter was queued before Redis granted the
+// lease, at most LocalHandoffs times in a row and only within
+// LocalHandoffWindow of Redis's grant; otherwise the release goes to Redis
+// and the next grant comes from there with a new fence. No
 // ticket of a waiter that was handed the lease stays in the Redis queue.
 // A NoHandoff key always goes through Redis.
 func TestLocalHandoff(t *testing.T) {
@@ -63,11 +64,13 @@ func TestLocalHandoff(t *testing.T) {
 		return lockmgr.Owner{Instance: "ho", Session: i, Txn: 1, Start: time.Now()}
 	}
 
-	// run queues owners 2-4 behind owner 1 on key and releases each lease
-	// in turn (after before(i) for the release that grants owner i+1); the
-	// grant to owner i+1 must come from a hand-off exactly when local(i).
+	// run queues owners 1-4 behind owner 0 on key and releases each lease
+	// in turn (after before(i) for the release that grants owner i); the
+	// grant to owner i must come from a hand-off exactly when local(i).
+	// Owner 1 never gets one: the others were not waiting yet when Redis
+	// granted owner 0, so owner 0's release goes to Redis.
 	run := func(t *testing.T, l *redislock.Locker, key lockmgr.Key, local func(i int) bool, before func(i int)) {
-		owners := []lockmgr.Owner{owner(1), owner(2), owner(3), owner(4)}
+		owners := []lockmgr.Owner{owner(1), owner(2), owner(3), owner(4), owner(5)}
 		first, err := l.Acquire(ctx, owners[0], []lockmgr.Key{key})
 		if err != nil {
 			t.Fatal(err)
@@ -148,7 +151,7 @@ func TestLocalHandoff(t *testing.T) {
 	}
 	now := func(int) {}
 	t.Run("bounded", func(t *testing.T) {
-		run(t, l, lockmgr.Key{Name: "hot", Rule: "r"}, func(i int) bool { return i <= 2 }, now)
+		run(t, l, lockmgr.Key{Name: "hot", Rule: "r"}, func(i int) bool { return i == 2 || i == 3 }, now)
 	})
 	t.Run("no-handoff", func(t *testing.T) {
 		run(t, l, lockmgr.Key{Name: "fenced", Rule: "f", NoHandoff: true}, func(int) bool { return false }, now)
@@ -161,8 +164,8 @@ func TestLocalHandoff(t *testing.T) {
 		LocalHandoffWindow: window, Metrics: m, RestartGrace: -1})
 	defer lw.Close()
 	t.Run("window", func(t *testing.T) {
-		run(t, lw, lockmgr.Key{Name: "windowed", Rule: "w"}, func(i int) bool { return i != 2 }, func(i int) {
-			if i == 2 {
+		run(t, lw, lockmgr.Key{Name: "windowed", Rule: "w"}, func(i int) bool { return i == 2 || i == 4 }, func(i int) {
+			if i == 3 {
 				time.Sleep(window + 50*time.Millisecond)
 			}
 		})
@@ -198,7 +201,10 @@ func TestHandoffInheritsAge(t *testing.T) {
 	b := lockmgr.Owner{Instance: "here", Session: 3, Txn: 1, Start: t0.Add(2 * time.Millisecond)}
 	k1, k2 := []lockmgr.Key{{Name: "age-1", Rule: "r"}}, []lockmgr.Key{{Name: "age-2", Rule: "r"}}
 
-	la, err := here.Acquire(ctx, a, k1)
+	// z holds k1 while a and b queue for it, so that Redis's grant to a
+	// comes while b waits, and a's release may be handed to b.
+	z := lockmgr.Owner{Instance: "here", Session: 4, Txn: 1, Start: t0.Add(-time.Millisecond)}
+	lz, err := here.Acquire(ctx, z, k1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,19 +212,32 @@ func TestHandoffInheritsAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan *lockmgr.Lease, 1)
-	go func() {
-		l, err := here.Acquire(ctx, b, k1)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- l
-	}()
+	acquire := func(o lockmgr.Owner) chan *lockmgr.Lease {
+		got := make(chan *lockmgr.Lease, 1)
+		go func() {
+			l, err := here.Acquire(ctx, o, k1)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		return got
+	}
+	gotA := acquire(a)
 	waitFor(t, func() bool { return len(waitingOn(here, "age-1")) == 1 })
+	gotB := acquire(b)
+	waitFor(t, func() bool { return len(waitingOn(here, "age-1")) == 2 })
+	if err := lz.Release(ctx); err != nil { // through Redis, to a
+		t.Fatal(err)
+	}
+	la := <-gotA
+	if la == nil {
+		t.FailNow()
+	}
 	if err := la.Release(ctx); err != nil { // handed to b
 		t.Fatal(err)
 	}
-	lb := <-got
+	lb := <-gotB
 	if lb == nil {
 		t.FailNow()
 	}

@@ -45,8 +45,9 @@ type Options struct {
 	Metrics *lockmgr.Metrics
 	// LocalHandoffs is how many times in a row a lease on one key may pass
 	// from a releasing owner to the next waiter of this Locker without a
-	// round trip to Redis (lock cohorting); the release after that goes
-	// back to Redis, where other instances' waiters are queued by age.
+	// round trip to Redis (lock cohorting), among the waiters queued when
+	// Redis granted it; the release after that goes back to Redis, where
+	// other instances' waiters are queued by age.
 	// Only single-key Acquires take part, and never for a key marked
 	// lockmgr.Key.NoHandoff. 0 (the default): every release goes to Redis.
 	LocalHandoffs int

@@ -56,9 +56,12 @@ type Held struct {
 	// tickets may still be queued at the service (see StaleTickets).
 	handoffs int
 	stale    []string
-	// granted is when the service granted the first key (the start of
-	// this instance's turn with it, which hand-offs continue).
+	// granted is when the service granted the first key, the start of
+	// this instance's turn with it, which hand-offs continue; cohort is
+	// the Book's last waiter sequence then: only waiters that were
+	// already queued may be handed the lease.
 	granted time.Time
+	cohort  uint64
 
 	keys       []lockmgr.Key // granted so far
 	fences     []uint64      // fences[i] was granted with keys[i]
@@ -104,7 +107,7 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 	h.fences = append(h.fences, fence)
 	b.holding[k.Name] = h
 	if h.granted.IsZero() {
-		h.granted = time.Now()
+		h.granted, h.cohort = time.Now(), b.seq.Load()
 	}
 	if h.validUntil.IsZero() || until.Before(h.validUntil) {
 		h.validUntil = until

@@ -11,10 +11,11 @@ import (
 // while another Acquire of this Book waits for that key can pass to that
 // waiter without a round trip to the lock service: the service keeps the
 // grant under the lease's token, and the Book moves the Held to the new
-// owner. A bounded number of hand-offs in a row, within a bounded time
-// since the service granted the key (the backend's limits), keeps other
-// instances from starving: the next release goes back to the service,
-// whose queue is ordered by age.
+// owner. Other instances do not starve: the lease passes only to waiters
+// that were already queued when the service granted it, so each gets one
+// turn, and at most a bounded number of times in a row within a bounded
+// time since that grant (the backend's limits); then the release goes
+// back to the service, whose queue is ordered by age.
 //
 // Wound-wait stays deadlock-free: the service records the first owner's
 // age with the grant, so the owner the lease passes to inherits that age
@@ -61,7 +62,8 @@ func (b *Book) AcceptHandoffs(w *Waiter) {
 // queue of its key, if h holds that one key, is neither lost nor wounded,
 // was handed off fewer than limit times in a row, was granted by the
 // service less than window ago (window <= 0: no bound) and is still valid,
-// and the head accepts hand-offs and is not wounded. The head is woken and
+// and the head was queued before that grant, accepts hand-offs and is not
+// wounded. The head is woken and
 // ends its wait with TakeHanded. HandOff reports whether it passed h on;
 // if not, the caller releases h at the service.
 func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
@@ -85,7 +87,7 @@ func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	}
 	w := g.queue[0]
 	to := b.owners[w.owner]
-	if !w.single || w.handed != nil || to == nil || to.wounded {
+	if !w.single || w.handed != nil || to == nil || to.wounded || w.seq > h.cohort {
 		return false
 	}
 	if from != nil {
