@@ -63,9 +63,9 @@ func (b *Book) AcceptHandoffs(w *Waiter) {
 // was handed off fewer than limit times in a row, was granted by the
 // service less than window ago (window <= 0: no bound) and is still valid,
 // and the head was queued before that grant, accepts hand-offs and is not
-// wounded. The head is woken and
-// ends its wait with TakeHanded. HandOff reports whether it passed h on;
-// if not, the caller releases h at the service.
+// wounded. The head is woken and ends its wait with TakeHanded. HandOff
+// reports whether it passed h on; if not, the caller releases h at the
+// service.
 func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	if limit <= 0 {
 		return false
