@@ -35,8 +35,8 @@
 // waiters queued before Redis's grant are handed the lease; once the next
 // one came later, after LocalHandoffs hand-offs in a row, or once
 // LocalHandoffWindow has passed since Redis's grant, the release goes to
-// Redis, whose queue orders every Locker's waiters by age. Across Lockers a key is then
-// served in bursts rather than strictly by age. A local head behind a
+// Redis, whose queue orders every Locker's waiters by age. Across Lockers
+// a key is then served in rounds rather than strictly by age. A local head behind a
 // lease held by its own Locker waits for it in process (a hand-off wait
 // without a ticket in Redis; another keeps its ticket fresh) and wounds a
 // younger local holder itself. Keys marked lockmgr.Key.NoHandoff always go
