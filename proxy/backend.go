@@ -118,12 +118,13 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	if cc.IsAutoCommit() {
 		status |= mysql.SERVER_STATUS_AUTOCOMMIT
 	}
+	sio := newSockIO(nc)
 	return &backendConn{
 		key:      key,
 		nc:       nc,
 		raw:      raw,
-		r:        newPacketReader(newSockIO(nc), backendBufSize),
-		w:        newPacketWriter(newSockIO(nc), 4<<10),
+		r:        newPacketReader(sio, backendBufSize),
+		w:        newPacketWriter(sio, 4<<10),
 		status:   status,
 		version:  cc.GetServerVersion(),
 		threadID: cc.GetConnectionID(),
