@@ -215,6 +215,7 @@ func TestInitRules(t *testing.T) {
 		"lockproxy_lock_hold_seconds":         2,
 		"lockproxy_lock_handoff_seconds":      2,
 		"lockproxy_lock_local_handoffs_total": 2,
+		"lockproxy_lock_release_grants_total": 2,
 		"lockproxy_lock_waiters_per_key":      2,
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {

@@ -17,6 +17,7 @@ type Metrics struct {
 	waiters  prometheus.Gauge
 	lost     *prometheus.CounterVec
 	handoff  *prometheus.HistogramVec
+	granted  *prometheus.CounterVec
 	local    *prometheus.CounterVec
 	queue    *prometheus.HistogramVec
 	renewals *prometheus.CounterVec
@@ -58,6 +59,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "lockproxy_lock_local_handoffs_total",
 			Help: "Locks passed from a releasing session to a waiting one of this instance without a round trip to the lock service.",
 		}, []string{"rule"}),
+		granted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockproxy_lock_release_grants_total",
+			Help: "Locks the lock service granted to a waiting session of this instance in the release that freed them, taken without asking.",
+		}, []string{"rule"}),
 		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockproxy_lock_waiters_per_key",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
@@ -70,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		hot: newHotKeys(),
 	}
 	for _, c := range []prometheus.Collector{m.wait, m.acquires, m.hold, m.held, m.waiters, m.lost,
-		m.handoff, m.local, m.queue, m.renewals, m.hot} {
+		m.handoff, m.local, m.granted, m.queue, m.renewals, m.hot} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -99,6 +104,7 @@ func (m *Metrics) InitRules(rules []string) {
 		m.lost.WithLabelValues(rule)
 		m.handoff.WithLabelValues(rule)
 		m.local.WithLabelValues(rule)
+		m.granted.WithLabelValues(rule)
 		m.queue.WithLabelValues(rule)
 		for _, res := range AcquireResults {
 			m.acquires.WithLabelValues(rule, res)
@@ -133,6 +139,15 @@ func (m *Metrics) observeHandoff(rule string, d time.Duration) {
 func (m *Metrics) ObserveLocalHandoff(rule string) {
 	if m != nil {
 		m.local.WithLabelValues(rule).Inc()
+	}
+}
+
+// ObserveReleaseGrant counts a key of rule that the lock service granted
+// to a waiter of this instance in the release that freed it (the waiter
+// took it from the announcement, without a round trip).
+func (m *Metrics) ObserveReleaseGrant(rule string) {
+	if m != nil {
+		m.granted.WithLabelValues(rule).Inc()
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -51,7 +53,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 	keys, _ := l.book.StartRelease(h)
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
-	err := l.releaseKeys(ctx, h.Tok, keys, l.book.StaleTickets(h)...)
+	err := l.releaseKeys(ctx, h.Tok, keys, true, l.book.StaleTickets(h)...)
 	l.book.Forget(h)
 	if err != nil {
 		if unavailable(err) {
@@ -76,25 +78,52 @@ func (l *Locker) release(h *leasebook.Held) {
 
 // releaseKeys runs the release script for keys in one pipeline. Each call
 // also takes the tickets stale (of waiters the lease was handed to) off
-// its key's queue.
-func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key, stale ...string) error {
+// its key's queue. With grant, a key freed for waiters of other instances
+// is granted to the oldest of them in the same script (see release.lua);
+// without, they are only woken.
+func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key, grant bool, stale ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 2+len(stale))
-	args = append(args, tok, "")
+	lease := ""
+	if grant {
+		lease = strconv.FormatInt(l.grantLease().Milliseconds(), 10)
+	}
+	args := make([]any, 0, 4+len(stale))
+	args = append(args, tok, "", lease, l.opt.FenceTTL.Milliseconds())
 	for _, t := range stale {
 		args = append(args, t)
 	}
-	_, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+	cmds, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
 			n := l.names(k.Name)
 			a := append([]any(nil), args...)
 			a[1] = n.channel
-			cmds[i] = l.sc.release.EvalSha(ctx, p, n.keys()[:3], a...)
+			cmds[i] = l.sc.release.EvalSha(ctx, p, n.keys(), a...)
 		}
 		return cmds
 	})
+	dials := l.restart.dials.Load()
+	for i, c := range cmds {
+		// A grant to a waiter of this Locker is known here before its
+		// announcement arrives: tell the waiter now.
+		if v, cerr := c.Slice(); cerr == nil && len(v) == 3 && i < len(keys) {
+			tok, _ := v[1].(string)
+			f, _ := v[2].(string)
+			if fence, perr := strconv.ParseUint(f, 10, 64); perr == nil && tok != "" {
+				l.book.GrantTo(keys[i].Name, tok, leasebook.Grant{Fence: fence, Epoch: dials})
+			}
+		}
+	}
 	return err
 }
+
+// grantLease is the lease a release grants the next waiter: its ticket's
+// lifetime, so a grant to a waiter that died with its ticket queued holds
+// the key no longer than the ticket would have; a holder still holding it
+// halfway renews it to the full TTL (renewBefore).
+func (l *Locker) grantLease() time.Duration { return min(l.ticketTTL(), l.opt.TTL) }
+
+// ticketTTL is how long a queued ticket lives without being refreshed.
+func (l *Locker) ticketTTL() time.Duration { return 4 * l.opt.WaitSlice }

@@ -44,7 +44,8 @@ func BenchmarkHotKeyHandoff(b *testing.B) {
 }
 
 // BenchmarkHotKeyOneLocker: 8 goroutines of one Locker take turns on one
-// key; the hand-off is in process plus two round trips.
+// key; each hand-off is the release round trip, which grants the key
+// to the next waiter inside Redis and tells it in the reply.
 func BenchmarkHotKeyOneLocker(b *testing.B) {
 	bed := testbed.Get(b)
 	l := redislock.New(newClient(b, bed.RedisAddr), &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})

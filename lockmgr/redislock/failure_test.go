@@ -86,7 +86,7 @@ func mustCounter(t *testing.T, g prometheus.Gatherer, name string) prometheus.Co
 }
 
 // TestNothingLeftInRedis: after a timed-out wait and a release, the lock,
-// its queue and its ticket expiry are gone from Redis.
+// its queue, its ticket expiry and its grants hash are gone from Redis.
 func TestNothingLeftInRedis(t *testing.T) {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
@@ -110,7 +110,7 @@ func TestNothingLeftInRedis(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{pfx + ":{left}", pfx + ":{left}:q", pfx + ":{left}:qx"} {
+	for _, key := range []string{pfx + ":{left}", pfx + ":{left}:q", pfx + ":{left}:qx", pfx + ":{left}:qg"} {
 		if n := rdb.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("%s still exists", key)
 		}

@@ -124,7 +124,7 @@ func TestLocalHandoff(t *testing.T) {
 		if err := prev.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, suffix := range []string{"", ":q", ":qx"} {
+		for _, suffix := range []string{"", ":q", ":qx", ":qg"} {
 			if n, err := check.Exists(ctx, pfx+":{"+key.Name+"}"+suffix).Result(); err != nil || n != 0 {
 				t.Errorf("after the last release %q exists=%d (%v); want gone (no stale ticket, no lock)", suffix, n, err)
 			}

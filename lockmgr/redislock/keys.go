@@ -10,6 +10,9 @@ var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 // tag {escaped key}.
 type names struct {
 	lock, queue, expiry, fence, channel string
+	// grants holds, per queued ticket, what a release needs to grant the
+	// key to it (see release.lua).
+	grants string
 }
 
 func (l *Locker) names(key string) names {
@@ -24,9 +27,9 @@ func (l *Locker) names(key string) names {
 		expiry:  base + ":qx",
 		fence:   base + ":fence",
 		channel: base + ":wake",
+		grants:  base + ":qg",
 	}
 }
 
-// keys are the KEYS of the acquire script; the release script uses the
-// first three.
-func (n names) keys() []string { return []string{n.lock, n.queue, n.expiry, n.fence} }
+// keys are the KEYS of the acquire and release scripts.
+func (n names) keys() []string { return []string{n.lock, n.queue, n.expiry, n.fence, n.grants} }

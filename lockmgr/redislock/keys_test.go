@@ -30,7 +30,7 @@ func FuzzNames(f *testing.F) {
 		if tag == na.lock {
 			t.Fatalf("key %q: lock name %q has no hash tag", a, na.lock)
 		}
-		for _, n := range []string{na.queue, na.expiry, na.fence, na.channel} {
+		for _, n := range []string{na.queue, na.expiry, na.fence, na.channel, na.grants} {
 			if hashTag(n) != tag {
 				t.Fatalf("key %q: %q and %q hash differently", a, na.lock, n)
 			}

@@ -3,10 +3,14 @@ package redislock
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // notifier owns the Locker's one Pub/Sub connection: its wound channel,
@@ -51,10 +55,31 @@ func (n *notifier) dispatch(ch <-chan interface{}) {
 			if m.Channel == wound {
 				n.l.book.WoundToken(m.Payload)
 			} else if key, ok := n.keyOf(m.Channel); ok {
-				n.l.book.WakeHead(key)
+				if fence, tok, ok := parseGrant(m.Payload); ok {
+					// Redis granted the key to a ticket as it freed it
+					// (release.lua); the lock is held, so only that
+					// ticket's waiter, if it is ours, has news.
+					n.l.book.GrantTo(key, tok, leasebook.Grant{Fence: fence, Epoch: n.l.restart.dials.Load()})
+				} else {
+					n.l.book.WakeHead(key)
+				}
 			}
 		}
 	}
+}
+
+// parseGrant reads a grant announcement, 'g' fence ' ' ticket.
+func parseGrant(payload string) (fence uint64, tok string, ok bool) {
+	rest, ok := strings.CutPrefix(payload, "g")
+	if !ok {
+		return 0, "", false
+	}
+	f, tok, ok := strings.Cut(rest, " ")
+	if !ok {
+		return 0, "", false
+	}
+	fence, err := strconv.ParseUint(f, 10, 64)
+	return fence, tok, err == nil && fence > 0
 }
 
 func (n *notifier) confirm(channel string) {

@@ -1,25 +1,68 @@
 -- Give a lock key back (compare-and-delete) and leave its wait queue.
 -- Idempotent: a retried or stale release deletes nothing of anyone else.
--- KEYS[1] lock hash, KEYS[2] wait queue, KEYS[3] ticket expiry.
--- ARGV: 1 tok, 2 the key's wake-up channel, 3... tickets of waiters the
--- lease was handed to inside its instance, taken off the queue too.
--- Wakes the key's waiters once (PUBLISH) when the lock became free for them.
--- Returns 1 if the lock was ours and is now deleted, else 0.
-local lock, q, qx, tok = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+-- KEYS as the acquire script's: 1 lock hash, 2 wait queue, 3 ticket
+-- expiry, 4 fence counter, 5 grants hash (tok -> #own ':' own ch).
+-- ARGV: 1 tok, 2 the key's wake-up channel, 3 the lease (ms) to grant the
+-- next waiter ('' : grant nothing, only wake), 4 fence counter ttl ms,
+-- 5... tickets of waiters the lease was handed to inside its instance,
+-- taken off the queue too.
+-- When the lock became free for its waiters: if the oldest live ticket has
+-- a grants entry, the lock is granted to it here, as the acquire script
+-- would grant it, for the lease ARGV[3] (short: its holder renews it), and
+-- 'g' .. fence .. ' ' .. its ticket is published on the wake-up channel;
+-- otherwise 'r' is published, once, and the waiters ask.
+-- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
+-- else 0; with {deleted, ticket, fence} when it granted the key.
+local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
 local wasHead = redis.call('ZRANK', q, tok) == 0
-redis.call('ZREM', q, tok)
-redis.call('ZREM', qx, tok)
-for i = 3, #ARGV do
-  redis.call('ZREM', q, ARGV[i])
-  redis.call('ZREM', qx, ARGV[i])
-end
+local gone = {tok}
+for i = 5, #ARGV do gone[#gone + 1] = ARGV[i] end
+redis.call('ZREM', q, unpack(gone))
+redis.call('ZREM', qx, unpack(gone))
+redis.call('HDEL', qg, unpack(gone))
 local deleted = 0
 if redis.call('HGET', lock, 'tok') == tok then
   redis.call('DEL', lock)
   deleted = 1
 end
-if (deleted == 1 or (wasHead and redis.call('EXISTS', lock) == 0))
-    and redis.call('ZCARD', q) > 0 then
-  redis.call('PUBLISH', ARGV[2], 'r')
+if not (deleted == 1 or (wasHead and redis.call('EXISTS', lock) == 0))
+    or redis.call('ZCARD', q) == 0 then
+  return {deleted}
 end
-return deleted
+if ARGV[3] ~= '' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local stale = redis.call('ZRANGEBYSCORE', qx, '-inf', now, 'LIMIT', 0, 64)
+  if #stale > 0 then
+    redis.call('ZREM', q, unpack(stale))
+    redis.call('ZREM', qx, unpack(stale))
+    redis.call('HDEL', qg, unpack(stale))
+  end
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  local info = head[1] and redis.call('HGET', qg, head[1])
+  local n = info and tonumber(string.match(info, '^(%d+):'))
+  if n then
+    local at = #tostring(n) + 2
+    local own, ch = string.sub(info, at, at + n - 1), string.sub(info, at + n)
+    local f = tonumber(redis.call('GET', fence) or '0') + 1
+    local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if f < us then f = us end
+    local fs = string.format('%.0f', f)
+    redis.call('SET', fence, fs, 'PX', ARGV[4])
+    local prio = string.format('%.0f', tonumber(head[2]))
+    if ch ~= '' then
+      redis.call('HSET', lock, 'tok', head[1], 'own', own, 'prio', prio, 'ch', ch, 'f', fs)
+    else
+      redis.call('HSET', lock, 'tok', head[1], 'own', own, 'prio', prio, 'f', fs)
+    end
+    redis.call('PEXPIRE', lock, ARGV[3])
+    redis.call('ZREM', q, head[1])
+    redis.call('ZREM', qx, head[1])
+    redis.call('HDEL', qg, head[1])
+    redis.call('PUBLISH', ARGV[2], 'g' .. fs .. ' ' .. head[1])
+    return {deleted, head[1], fs}
+  end
+  if not head[1] then return {deleted} end
+end
+redis.call('PUBLISH', ARGV[2], 'r')
+return {deleted}

@@ -25,14 +25,31 @@ func (l *Locker) renewLoop() {
 }
 
 // renewAll renews every held key; false if the round trip failed.
-func (l *Locker) renewAll() bool {
+func (l *Locker) renewAll() bool { return l.renew(l.book.Renewals()) }
+
+// renewBefore renews h's keys, outside the rounds, halfway to until if h
+// still holds them then: a grant a release made came with a short lease
+// (grantLease), which a short transaction never needs to extend.
+func (l *Locker) renewBefore(h *leasebook.Held, until time.Time) {
+	time.AfterFunc(time.Until(until)/2, func() {
+		if l.closed() {
+			return
+		}
+		if r, ok := l.book.RenewalOf(h); ok {
+			l.renew([]leasebook.Renewal{r})
+		}
+	})
+}
+
+// renew renews the keys of rs in one pipeline; false if the round trip
+// failed.
+func (l *Locker) renew(rs []leasebook.Renewal) bool {
 	type item struct {
 		r       leasebook.Renewal
 		locks   []string // the Redis lock keys of r.Keys
 		restore string   // "1": the lease is valid, the server may have lost it
 		cmds    []*redis.Cmd
 	}
-	rs := l.book.Renewals()
 	if len(rs) == 0 {
 		return true
 	}
@@ -130,7 +147,7 @@ func (l *Locker) restoredAfterRelease(h *leasebook.Held) bool {
 	}
 	ctx, cancel := l.freshCtx()
 	defer cancel()
-	if err := l.releaseKeys(ctx, h.Tok, keys, l.book.StaleTickets(h)...); err != nil {
+	if err := l.releaseKeys(ctx, h.Tok, keys, true, l.book.StaleTickets(h)...); err != nil {
 		l.opt.Logger.Warn("could not delete a lock restored after its release; it expires with its ttl", zap.Error(err))
 	}
 	return true

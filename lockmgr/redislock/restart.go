@@ -91,7 +91,8 @@ func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err 
 	}
 	uctx, cancel := l.freshCtx()
 	defer cancel()
-	if uerr := l.releaseKeys(uctx, a.h.Tok, []lockmgr.Key{a.k}); uerr != nil && err == nil {
+	// No grant in the undo: the server may not yet know every lease.
+	if uerr := l.releaseKeys(uctx, a.h.Tok, []lockmgr.Key{a.k}, false); uerr != nil && err == nil {
 		err = uerr
 	}
 	if err != nil {

@@ -21,6 +21,10 @@ type try struct {
 	holder string        // holder's owner id when held
 	queued int           // length of the key's wait queue in Redis when not granted
 	rank   int           // our 0-based place in that queue, -1 if not in it
+	// mark, when not granted, is the larger of the key's fence counter and
+	// the server's time in µs: a grant made after this try has a higher
+	// fence.
+	mark uint64
 }
 
 // attempt is the state of one Acquire's wait for one key.
@@ -38,6 +42,14 @@ type attempt struct {
 	holder   string       // last holder seen, for the slow-wait log
 	inQueue  int          // the key's queue in Redis at the last miss (0: unknown)
 	rank     atomic.Int64 // our place in it at the last miss (-1: unknown); read by Snapshot
+	// miss is the last try that did not grant the key: when it was sent,
+	// the mark it saw, and the restart guard's dials before it. A grant
+	// announced by a release is taken on its strength (usable).
+	miss struct {
+		sent  time.Time
+		mark  uint64
+		dials uint64
+	}
 }
 
 // acquireKey takes key k for h, waiting as long as ctx allows. With
@@ -57,13 +69,27 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			l.ledger.Metrics().ObserveLocalHandoff(k.Rule)
 			return 0, hh, nil
 		}
-		if !l.book.IsHead(k.Name, a.w) {
+		g, announced := l.book.TakeGrant(a.w)
+		if announced {
+			if until, ok := a.usable(g); ok {
+				// A release in Redis granted us the key and said so: no
+				// round trip. Its short lease is renewed to the TTL if
+				// still held halfway.
+				a.won(g.Fence, until, l.book.TakeFreed(a.w))
+				l.ledger.Metrics().ObserveReleaseGrant(k.Rule)
+				l.renewBefore(h, until)
+				return g.Fence, nil, nil
+			}
+			// Not provably fresh: ask, and the acquire script answers
+			// whether the key is ours.
+		}
+		if !announced && !l.book.IsHead(k.Name, a.w) {
 			if err = a.sleep(ctx, -1); err != nil {
 				return 0, nil, err
 			}
 			continue
 		}
-		if holder, prio, ok := l.book.LocalHolder(k.Name); ok && holder != h.Owner && (handoff || a.queued) {
+		if holder, prio, ok := l.book.LocalHolder(k.Name); !announced && ok && holder != h.Owner && (handoff || a.queued) {
 			// Held here: wait for the local release or hand-off rather
 			// than asking Redis. A wait that hand-offs may end needs no
 			// ticket in Redis meanwhile (the key comes to it or goes back
@@ -108,18 +134,16 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			if !ok {
 				continue
 			}
-			a.queued = false
-			l.book.Granted(h, k, r.fence, sent.Add(leasebook.Validity(l.opt.TTL)))
-			a.waitDone.Granted(leasebook.Earliest(freed, l.book.TakeFreed(a.w)))
-			if hh := l.book.TakeHanded(a.w); hh != nil {
-				// Redis granted us the key, so the grant of the lease
-				// handed to us meanwhile is gone (expired, or lost with a
-				// failover): it must not pass on to anyone else here.
-				l.book.Lose(hh, errNotOurs)
-				l.release(hh)
+			// pttl is the lease left: all of it for a grant made by this
+			// call, less for one a release made (short, and earlier).
+			lease := min(l.opt.TTL, max(r.pttl, 0))
+			a.won(r.fence, sent.Add(leasebook.Validity(lease)), freed)
+			if lease < l.opt.TTL {
+				l.renewBefore(h, sent.Add(leasebook.Validity(lease)))
 			}
 			return r.fence, nil, nil
 		}
+		a.miss.sent, a.miss.mark, a.miss.dials = sent, r.mark, dials
 		if r.holder != "" {
 			a.holder = ownerOf(r.holder)
 			lockmgr.TraceHolder(ctx, a.holder)
@@ -131,6 +155,43 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			return 0, nil, err
 		}
 	}
+}
+
+// won records the grant of the key with fence, known held until until:
+// the wait is over.
+func (a *attempt) won(fence uint64, until time.Time, freed time.Time) {
+	l := a.l
+	a.queued = false
+	l.book.Granted(a.h, a.k, fence, until)
+	a.waitDone.Granted(leasebook.Earliest(freed, l.book.TakeFreed(a.w)))
+	if hh := l.book.TakeHanded(a.w); hh != nil {
+		// Redis granted us the key, so the grant of the lease handed to
+		// us meanwhile is gone (expired, or lost with a failover): it must
+		// not pass on to anyone else here.
+		l.book.Lose(hh, errNotOurs)
+		l.release(hh)
+	}
+}
+
+// usable decides whether a grant a release announced may be taken without
+// asking Redis, and until when the key is then known held. It must have
+// been made after our last miss (its fence is above the mark that miss
+// saw: an announcement delayed from before it, by this server or one that
+// a failover replaced, is not), so after that miss was sent: the lease it
+// set, grantLease, runs from later than then. No connection may have been
+// made since that miss (a restarted server may have forgotten leases), and
+// the restart guard must not be holding grants back.
+func (a *attempt) usable(g leasebook.Grant) (time.Time, bool) {
+	l, m := a.l, a.miss
+	if m.sent.IsZero() || g.Fence <= m.mark || g.Epoch != m.dials ||
+		l.restart.dials.Load() != m.dials || l.restart.remaining() > 0 {
+		return time.Time{}, false
+	}
+	until := m.sent.Add(leasebook.Validity(l.grantLease()))
+	if time.Until(until) < l.grantLease()/4 {
+		return time.Time{}, false // too little left to renew it in time
+	}
+	return until, true
 }
 
 // afterMiss decides what to do when the key was not granted: fail a
@@ -191,10 +252,11 @@ func (a *attempt) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // wounded reports whether the wait must end because its owner was
-// wounded: not when a lease was handed to it meanwhile, which it takes
-// (a wounded holder keeps what it holds until its next wait).
+// wounded: not when a lease was handed to it meanwhile or Redis announced
+// a grant to it, which it takes (a wounded holder keeps what it holds
+// until its next wait; the wound may have been meant for that grant).
 func (a *attempt) wounded() bool {
-	return a.l.book.Wounded(a.h.Owner) && !a.l.book.HasHanded(a.w)
+	return a.l.book.Wounded(a.h.Owner) && !a.l.book.HasHanded(a.w) && !a.l.book.HasGrant(a.w)
 }
 
 // run sends the acquire script, bounded by OpTimeout. A call that failed
@@ -221,8 +283,8 @@ func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) 
 	a.queued, a.asked = true, time.Now()
 	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
 		a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
-		(4 * l.opt.WaitSlice).Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next)).Slice()
+		l.ticketTTL().Milliseconds(), l.woundChannel(), "1",
+		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID()).Slice()
 }
 
 // parseTry reads the acquire script's reply.
@@ -252,6 +314,10 @@ func parseTry(v []interface{}) (try, error) {
 			r.rank = int(rank)
 		}
 	}
+	if len(v) >= 7 {
+		c, _ := v[6].(int64)
+		r.mark = uint64(c)
+	}
 	return r, nil
 }
 
@@ -273,7 +339,7 @@ func (a *attempt) fail(err error) error {
 		a.queued = false
 		ctx, cancel := a.l.freshCtx()
 		defer cancel()
-		if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}); cerr != nil {
+		if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}, true); cerr != nil {
 			a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
 				zap.String("key", a.k.Name), zap.Error(cerr))
 		}

@@ -2,19 +2,25 @@
 -- redislock (one Redis deployment) and by redlock on each of its servers.
 -- KEYS[1] lock hash {tok, own, prio, ch, f, wounded}; KEYS[2] wait queue
 -- (ZSET tok -> owner priority, ties by tok bytes); KEYS[3] ticket expiry
--- (ZSET tok -> ms); KEYS[4] fence counter.
+-- (ZSET tok -> ms); KEYS[4] fence counter; KEYS[5], optional, the grants
+-- hash (tok -> #own ':' own ch): a ticket queued with an entry there may be
+-- granted the key by the release that frees it (redislock's release.lua).
 -- ARGV: 1 tok, 2 owner id, 3 owner priority (µs), 4 ttl ms, 5 ticket ttl ms,
 -- 6 the requesting Locker's wound channel ('' for none: the hash then has
 -- no ch and a wound is only the wounded flag, with no PUBLISH), 7 "1" to
 -- queue if not granted, 8 fence counter ttl ms, 9 the ticket of the
 -- requesting Locker's next local waiter ('' if none), queued with it when
 -- this request is granted so that instance keeps its place, 10 that
--- waiter's owner priority.
+-- waiter's owner priority, 11 its owner id (with KEYS[5]).
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
--- holder's owner, queued, rank} held by another, {2, 0, 0, '', queued,
--- rank} free but an older waiter goes first; queued is the wait queue's
--- length and rank tok's 0-based place in it (nil if not queued).
-local lock, q, qx, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- holder's owner, queued, rank, mark} held by another, {2, 0, 0, '',
+-- queued, rank, mark} free but an older waiter goes first; queued is the
+-- wait queue's length, rank tok's 0-based place in it (nil if not queued)
+-- and mark the larger of the fence counter and the server's time in µs: a
+-- grant this server makes later has a fence above it (and, as long as the
+-- servers' clocks agree to within a failover's time, so does one made by a
+-- server that replaces it).
+local lock, q, qx, fence, qg = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tok, own, prio = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 -- bytewise (owner priority, id) order, the same as lockmgr.Owner.Older
@@ -33,6 +39,30 @@ local stale = redis.call('ZRANGEBYSCORE', qx, '-inf', now, 'LIMIT', 0, 64)
 if #stale > 0 then
   redis.call('ZREM', q, unpack(stale))
   redis.call('ZREM', qx, unpack(stale))
+  if qg then redis.call('HDEL', qg, unpack(stale)) end
+end
+
+-- queue (or refresh) ticket tk of owner ow with priority p; nx: only if
+-- not queued yet
+local function enqueue(tk, p, ow, nx)
+  if nx then
+    redis.call('ZADD', q, 'NX', p, tk)
+  else
+    redis.call('ZADD', q, p, tk)
+  end
+  redis.call('ZADD', qx, now + tonumber(ARGV[5]), tk)
+  if qg then
+    redis.call('HSET', qg, tk, #ow .. ':' .. ow .. ARGV[6])
+    redis.call('PEXPIRE', qg, ARGV[5])
+  end
+end
+
+local function counter()
+  return tonumber(redis.call('GET', fence) or '0')
+end
+
+local function mark()
+  return math.max(counter(), tonumber(t[1]) * 1000000 + tonumber(t[2]))
 end
 
 local h = redis.call('HMGET', lock, 'tok', 'own', 'prio', 'ch', 'f')
@@ -46,7 +76,8 @@ if not h[1] then
       or (prio == tonumber(head[2]) and older(prio, tok, prio, head[1])) then
     redis.call('ZREM', q, tok)
     redis.call('ZREM', qx, tok)
-    local f = tonumber(redis.call('GET', fence) or '0') + 1
+    if qg then redis.call('HDEL', qg, tok) end
+    local f = counter() + 1
     local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if f < us then f = us end
     local fs = string.format('%.0f', f)
@@ -58,24 +89,17 @@ if not h[1] then
     end
     redis.call('PEXPIRE', lock, ARGV[4])
     if ARGV[9] ~= '' and ARGV[9] ~= tok then
-      redis.call('ZADD', q, 'NX', tonumber(ARGV[10]), ARGV[9])
-      redis.call('ZADD', qx, now + tonumber(ARGV[5]), ARGV[9])
+      enqueue(ARGV[9], tonumber(ARGV[10]), ARGV[11] or '', true)
     end
     return {1, f, tonumber(ARGV[4])}
   end
-  if ARGV[7] == '1' then
-    redis.call('ZADD', q, prio, tok)
-    redis.call('ZADD', qx, now + tonumber(ARGV[5]), tok)
-  end
-  return {2, 0, 0, '', redis.call('ZCARD', q), redis.call('ZRANK', q, tok)}
+  if ARGV[7] == '1' then enqueue(tok, prio, own, false) end
+  return {2, 0, 0, '', redis.call('ZCARD', q), redis.call('ZRANK', q, tok), mark()}
 end
 
-if ARGV[7] == '1' then
-  redis.call('ZADD', q, prio, tok)
-  redis.call('ZADD', qx, now + tonumber(ARGV[5]), tok)
-end
+if ARGV[7] == '1' then enqueue(tok, prio, own, false) end
 if h[2] ~= own and older(prio, own, tonumber(h[3]), h[2]) then
   redis.call('HSET', lock, 'wounded', '1')
   if h[4] then redis.call('PUBLISH', h[4], h[1]) end
 end
-return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q), redis.call('ZRANK', q, tok)}
+return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q), redis.call('ZRANK', q, tok), mark()}

@@ -29,6 +29,19 @@ type Waiter struct {
 	// handed: the lease handed to it (HandOff). Guarded by Book.mu.
 	single bool
 	handed *Held
+	// grant: a grant the service announced for tok (GrantTo); guarded by
+	// Book.mu.
+	grant *Grant
+}
+
+// Grant is a grant of a key that the service made to a waiter's ticket
+// without being asked (a release passed the key on) and announced.
+type Grant struct {
+	// Fence is the fence the grant came with.
+	Fence uint64
+	// Epoch is the backend's connection epoch when the announcement came
+	// (for redislock, its count of dials).
+	Epoch uint64
 }
 
 // Wake is signalled (at most one pending signal) when the waiter should
@@ -166,6 +179,48 @@ func (b *Book) freeHeadLocked(key string, now time.Time) {
 		}
 		w.poke()
 	}
+}
+
+// GrantTo records that the service granted key to the local waiter whose
+// ticket is tok, and wakes it (the hand-off clock starts, as for a release:
+// see TakeFreed). It reports whether such a waiter is here.
+func (b *Book) GrantTo(key, tok string, g Grant) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gt := b.gates[key]
+	if gt == nil {
+		return false
+	}
+	for _, w := range gt.queue {
+		if w.tok == tok {
+			w.grant = &g
+			if w.freed.IsZero() {
+				w.freed = time.Now()
+			}
+			w.poke()
+			return true
+		}
+	}
+	return false
+}
+
+// HasGrant reports whether a grant was announced for w and not taken yet.
+func (b *Book) HasGrant(w *Waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.grant != nil
+}
+
+// TakeGrant returns the grant announced for w since the last call, if any.
+func (b *Book) TakeGrant(w *Waiter) (Grant, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g := w.grant
+	w.grant = nil
+	if g == nil {
+		return Grant{}, false
+	}
+	return *g, true
 }
 
 // TakeFreed returns and clears when a release of its key last woke w (zero

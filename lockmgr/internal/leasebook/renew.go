@@ -75,6 +75,19 @@ func (b *Book) Renewals() []Renewal {
 	return out
 }
 
+// RenewalOf snapshots h alone, as Renewals would; false if it has no
+// granted keys or is lost or released.
+func (b *Book) RenewalOf(h *Held) (Renewal, bool) {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.held[h]; !ok || len(h.keys) == 0 || h.lost != nil {
+		return Renewal{}, false
+	}
+	return Renewal{H: h, Owner: h.Owner, Prio: b.owners[h.Owner].priority(h.Owner),
+		Keys: slices.Clone(h.keys), Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)}, true
+}
+
 // Renewed extends the validity of h to until after a renewal of its first
 // n keys succeeded, unless a key was granted since (that one was not
 // renewed) or h is lost or released.

@@ -1,0 +1,229 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/grantscript"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+// acquireCalls counts the acquire scripts a client sends.
+type acquireCalls struct{ n atomic.Int64 }
+
+var acquireSHA = redis.NewScript(grantscript.Source).Hash()
+
+func (c *acquireCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *acquireCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 1 && (a[0] == "evalsha" || a[0] == "eval") &&
+			(a[1] == acquireSHA || a[1] == grantscript.Source) {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestReleaseGrants: a release that frees a key another instance waits
+// for grants it there, in Redis, to the oldest waiting ticket with a new
+// fence and a short lease, and announces it; the waiter takes it from the
+// announcement without a round trip of its own, renews the short lease to
+// the TTL at once, and never believes it valid longer than Redis keeps it.
+// An announcement that cannot be newer than the waiter's last miss (a
+// fence not above the counter and the server time that miss saw) is not
+// taken. A grant to a waiter
+// that died with its ticket queued holds the key only for that short
+// lease, not for a TTL.
+func TestReleaseGrants(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	check := newClient(t, bed.RedisAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const (
+		ttl       = time.Minute
+		waitSlice = 2 * time.Second // a waiter asks again only after this
+		grant     = 4 * waitSlice   // the lease a release grants: a ticket's life
+	)
+	newLocker := func(rdb redis.UniversalClient, reg prometheus.Registerer) *redislock.Locker {
+		var m *lockmgr.Metrics
+		if reg != nil {
+			var err error
+			if m, err = lockmgr.NewMetrics(reg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// RestartGrace < 0: the bed's Redis may have started moments ago.
+		l := redislock.New(rdb, &redislock.Options{TTL: ttl, WaitSlice: waitSlice, Prefix: pfx,
+			Logger: zaptest.NewLogger(t), RestartGrace: -1, Metrics: m})
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	name := func(key, suffix string) string { return pfx + ":{" + key + "}" + suffix }
+	// queued waits until n tickets are queued for key in Redis.
+	queued := func(key string, n int64) {
+		t.Helper()
+		waitFor(t, func() bool { return check.ZCard(ctx, name(key, ":q")).Val() == n })
+	}
+	acquireAsync := func(l lockmgr.Locker, o lockmgr.Owner, k lockmgr.Key) (chan *lockmgr.Lease, chan error) {
+		lc, ec := make(chan *lockmgr.Lease, 1), make(chan error, 1)
+		go func() {
+			lease, err := l.Acquire(ctx, o, []lockmgr.Key{k})
+			if err != nil {
+				ec <- err
+				return
+			}
+			lc <- lease
+		}()
+		return lc, ec
+	}
+
+	t.Run("announced", func(t *testing.T) {
+		k := lockmgr.Key{Name: "announced", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		brdb := newClient(t, bed.RedisAddr)
+		calls := &acquireCalls{}
+		brdb.AddHook(calls)
+		reg := prometheus.NewRegistry()
+		b := newLocker(brdb, reg)
+
+		oa := owner("a")
+		first, err := a.Acquire(ctx, oa, []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, ec := acquireAsync(b, owner("b"), k) // younger than a: no wound
+		queued(k.Name, 1)
+		// Its first miss subscribes and asks once more at once; after
+		// the second it sleeps for the wait slice.
+		waitFor(t, func() bool { return calls.n.Load() >= 2 })
+		before := calls.n.Load()
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var lease *lockmgr.Lease
+		select {
+		case lease = <-lc:
+		case err := <-ec:
+			t.Fatal(err)
+		}
+		defer func() { _ = lease.Release(ctx) }()
+		if n := calls.n.Load() - before; n != 0 {
+			t.Errorf("waiter ran the acquire script %d times after the release; want 0 (granted by the release)", n)
+		}
+		if got := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_release_grants_total")); got != 1 {
+			t.Errorf("lockproxy_lock_release_grants_total = %v; want 1", got)
+		}
+		h := check.HGetAll(ctx, name(k.Name, "")).Val()
+		f, _ := strconv.ParseUint(h["f"], 10, 64)
+		if got := lease.Fence(k.Name); got != f || got <= first.Fence(k.Name) {
+			t.Errorf("fence %d, Redis says %d, the previous holder had %d; want Redis's, above the previous", got, f, first.Fence(k.Name))
+		}
+		if h["own"] != owner("b").ID() {
+			t.Errorf("Redis names owner %q; want %q", h["own"], owner("b").ID())
+		}
+		// The short lease is renewed to the TTL, and the holder's view of
+		// its validity never outlasts Redis's.
+		waitFor(t, func() bool { return check.PTTL(ctx, name(k.Name, "")).Val() > grant })
+		left := time.Until(lease.ValidUntil())
+		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); left <= grant || left >= pttl {
+			t.Errorf("lease valid for %v, Redis keeps it %v; want more than the grant's %v and less than Redis's", left, pttl, grant)
+		}
+	})
+
+	t.Run("stale", func(t *testing.T) {
+		k := lockmgr.Key{Name: "stale", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		b := newLocker(newClient(t, bed.RedisAddr), nil)
+		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, ec := acquireAsync(b, owner("b"), k)
+		queued(k.Name, 1)
+		tok := check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]
+		// An announcement for b's ticket with a fence above the counter
+		// but from before b's last look (as one delayed from an earlier
+		// grant, or from a server a failover replaced with a lagging
+		// counter, would be): b must not take a lock a still holds.
+		counter, err := check.Get(ctx, name(k.Name, ":fence")).Uint64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake := "g" + strconv.FormatUint(counter+1, 10) + " " + tok
+		if err := check.Publish(ctx, name(k.Name, ":wake"), fake).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lc:
+			t.Fatal("waiter took a stale announcement while the key was held")
+		case err := <-ec:
+			t.Fatal(err)
+		case <-time.After(waitSlice / 2):
+		}
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case lease := <-lc:
+			_ = lease.Release(ctx)
+		case err := <-ec:
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("dead-waiter", func(t *testing.T) {
+		k := lockmgr.Key{Name: "dead", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		deadRdb := redis.NewUniversalClient(redislock.ClientOptions([]string{bed.RedisAddr}, "", false))
+		dead := newLocker(deadRdb, nil)
+		c := newLocker(newClient(t, bed.RedisAddr), nil)
+		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, dec := acquireAsync(dead, owner("dead"), k) // older than c: first in line
+		queued(k.Name, 1)
+		deadTok := check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]
+		lc, ec := acquireAsync(c, owner("c"), k)
+		queued(k.Name, 2)
+		// The instance dies: its client goes first, so nothing of its
+		// wait is cleaned up in Redis.
+		_ = deadRdb.Close()
+		dead.Abandon()
+		if err := <-dec; !errors.Is(err, lockmgr.ErrClosed) {
+			t.Fatalf("dead waiter: %v; want ErrClosed", err)
+		}
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := check.HGet(ctx, name(k.Name, ""), "tok").Val(); got != deadTok {
+			t.Fatalf("after the release Redis names ticket %q; want the dead waiter's, the oldest", got)
+		}
+		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); pttl > grant {
+			t.Fatalf("the grant to the dead waiter lasts %v; want at most the ticket's life %v", pttl, grant)
+		}
+		select {
+		case lease := <-lc:
+			_ = lease.Release(ctx)
+		case err := <-ec:
+			t.Fatal(err)
+		case <-time.After(ttl / 2):
+			t.Fatalf("the next waiter did not get the key within %v of a grant to a dead waiter", ttl/2)
+		}
+	})
+}
