@@ -74,6 +74,38 @@ func BenchmarkCacheHitParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkShapeHitString: a keyed UPDATE whose key is a string, with a
+// new key in each text, answered by its shape.
+func BenchmarkShapeHitString(b *testing.B) {
+	c := NewCache(1024)
+	if _, params, err := c.AnalyzeShaped("UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-0'", "shop", DefaultOptions); err != nil || params == nil {
+		b.Fatal("no shape", err)
+	}
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = "UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-" + strconv.Itoa(i) + "'"
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, params, err := c.AnalyzeShaped(texts[i%len(texts)], "shop", DefaultOptions); err != nil || params == nil {
+			b.Fatal("shape not used", err)
+		}
+		i++
+	}
+}
+
+// BenchmarkAnalyzeStringKeyedUpdate: the same UPDATE analysed from its
+// text (what each new key cost before string literals were shaped).
+func BenchmarkAnalyzeStringKeyedUpdate(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze("UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-1001'", "shop"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkShapeHit is the cost of a keyed UPDATE whose literals are new
 // but whose shape was analysed before (AnalyzeShaped): the scan, the
 // cache lookup and the bound parameters, no parse.

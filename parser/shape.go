@@ -7,16 +7,19 @@ import (
 )
 
 // Statement shapes. Applications send the same statement again and again
-// with other numbers in it (`UPDATE sku_stock SET stock = 41 WHERE
-// sku_id = 7`), and each new text would otherwise be parsed by the TiDB
-// parser. A shape is the text with the integer literals that are compared
-// or assigned with `=` written as `?`: it is analysed once, as a prepared
-// statement's text is, and its placeholders are bound to the literals'
-// values, as an execute binds them. MariaDB gives a placeholder bound to
-// an integer the meaning of the same integer literal (Item_param with an
-// integer value compares and assigns as Item_int does), so the planner,
-// which already keys placeholders from execute-time values, reaches the
-// same keys.
+// with other values in it (`UPDATE sku_stock SET stock = 41 WHERE
+// sku_id = 7`, `... WHERE sku = 'A-1001'`), and each new text would
+// otherwise be parsed by the TiDB parser. A shape is the text with the
+// integer and plain string literals that are compared or assigned with
+// `=` written as `?`: it is analysed once, as a prepared statement's text
+// is, and its placeholders are bound to the literals' values (the same
+// parser.Value a literal gets), as an execute binds them. MariaDB gives a
+// placeholder bound to an integer or a string the meaning of the same
+// literal (Item_param compares and assigns as Item_int or Item_string
+// does), so the planner, which already keys placeholders from execute-time
+// values (and folds strings by the key column's collation either way),
+// reaches the same keys. The text sent to MariaDB is always the one the
+// client sent.
 //
 // The scan that finds the literals is deliberately narrow: it gives up on
 // any text it cannot read with certainty (comments, which may be
@@ -24,7 +27,9 @@ import (
 // depends on sql_mode; user variables; placeholders already present),
 // and it replaces only a run of at most 18 decimal digits that follows a
 // lone `=` and is not part of a word, a number with a fraction or
-// exponent, or a signed number. A shape is used only when its analysis
+// exponent, or a signed number, and a single-quoted string of printable
+// ASCII that follows a lone `=` with no introducer, no doubled quote, no
+// string next to it and no COLLATE (shapeableString). A shape is used only when its analysis
 // is that of one INSERT, REPLACE, UPDATE, DELETE or SELECT that parsed
 // with certainty, and only after the analysis of the first text seen with
 // that shape matched it field for field once the placeholders were bound
@@ -61,7 +66,21 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 			if end < 0 {
 				return "", nil, false
 			}
-			i += end + 2
+			closing := i + 1 + end
+			if c == '\'' && shapeableString(sql, i, closing, prev, prev2) {
+				if b.Len() == 0 {
+					b.Grow(len(sql))
+				}
+				b.WriteString(sql[last:i])
+				b.WriteByte('?')
+				last = closing + 1
+				content := sql[i+1 : closing]
+				vals = append(vals, Value{Kind: ValueString, Str: content, Text: quoteString(content)})
+				i = closing + 1
+				prev2, prev = prev, '?'
+				continue
+			}
+			i = closing + 1
 			prev2, prev = prev, c
 			continue
 		case isShapeWordByte(c):
@@ -124,6 +143,42 @@ func shapeable(sql string, start, end int, prev, prev2 byte) bool {
 		return false
 	}
 	return end == len(sql) || sql[end] != '.'
+}
+
+// shapeableString reports whether sql[open:closing+1], a single-quoted
+// string with no quote inside, is a plain string literal compared or
+// assigned with a lone `=` whose value is its bytes whatever the
+// connection's character set and sql_mode: printable ASCII only (the text
+// has no backslash, or shapeOf gave up on it), no introducer or N before
+// it (the byte before the `=` side is then not `=`), and neither a quote
+// right after it (a doubled quote inside, or a string it is concatenated
+// with) nor COLLATE after it.
+func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
+	if prev != '=' {
+		return false
+	}
+	switch prev2 {
+	case '<', '>', '!', ':', '=':
+		return false
+	}
+	for i := open + 1; i < closing; i++ {
+		if sql[i] < 0x20 || sql[i] > 0x7e {
+			return false
+		}
+	}
+	j := closing + 1
+	for j < len(sql) && isSpace(sql[j]) {
+		j++
+	}
+	if j < len(sql) && sql[j] == '\'' {
+		return false
+	}
+	const collateWord = "collate"
+	if len(sql)-j >= len(collateWord) && strings.EqualFold(sql[j:j+len(collateWord)], collateWord) &&
+		(len(sql) == j+len(collateWord) || !isShapeWordByte(sql[j+len(collateWord)])) {
+		return false
+	}
+	return true
 }
 
 // isShapeWordByte: bytes of names and numbers (MariaDB's unquoted names

@@ -9,16 +9,23 @@ import (
 )
 
 func TestShapeOf(t *testing.T) {
+	iv := func(n int64) Value { return Value{Kind: ValueInt, Int: n, Text: strconv.FormatInt(n, 10)} }
+	sv := func(s string) Value { return Value{Kind: ValueString, Str: s, Text: quoteString(s)} }
 	for _, tt := range []struct {
 		sql, shape string
-		vals       []int64
+		vals       []Value
 	}{
-		{"UPDATE sku_stock SET stock = 41 WHERE sku_id = 7", "UPDATE sku_stock SET stock = ? WHERE sku_id = ?", []int64{41, 7}},
-		{"SELECT c FROM sbtest1 WHERE id=5023", "SELECT c FROM sbtest1 WHERE id=?", []int64{5023}},
-		{"select * from t where a=007 and b ='x=1' and `c=2`=3", "select * from t where a=? and b ='x=1' and `c=2`=?", []int64{7, 3}},
-		{"DELETE FROM t WHERE id = 1 LIMIT 1", "DELETE FROM t WHERE id = ? LIMIT 1", []int64{1}},
-		{"UPDATE t SET a = 1, b=2 WHERE k=3", "UPDATE t SET a = ?, b=? WHERE k=?", []int64{1, 2, 3}},
-		{"SELECT * FROM t WHERE id = 123456789012345678", "SELECT * FROM t WHERE id = ?", []int64{123456789012345678}},
+		{"UPDATE sku_stock SET stock = 41 WHERE sku_id = 7", "UPDATE sku_stock SET stock = ? WHERE sku_id = ?", []Value{iv(41), iv(7)}},
+		{"SELECT c FROM sbtest1 WHERE id=5023", "SELECT c FROM sbtest1 WHERE id=?", []Value{iv(5023)}},
+		{"select * from t where a=007 and b ='x=1' and `c=2`=3", "select * from t where a=? and b =? and `c=2`=?", []Value{iv(7), sv("x=1"), iv(3)}},
+		{"DELETE FROM t WHERE id = 1 LIMIT 1", "DELETE FROM t WHERE id = ? LIMIT 1", []Value{iv(1)}},
+		{"UPDATE t SET a = 1, b=2 WHERE k=3", "UPDATE t SET a = ?, b=? WHERE k=?", []Value{iv(1), iv(2), iv(3)}},
+		{"SELECT * FROM t WHERE id = 123456789012345678", "SELECT * FROM t WHERE id = ?", []Value{iv(123456789012345678)}},
+		// Plain strings: their bytes are their value.
+		{"UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-1001'", "UPDATE inventory SET stock = stock - 1 WHERE sku = ?", []Value{sv("A-1001")}},
+		{"SELECT * FROM t WHERE s = '' AND n = 'x y ' AND q='\"?;'", "SELECT * FROM t WHERE s = ? AND n = ? AND q=?", []Value{sv(""), sv("x y "), sv(`"?;`)}},
+		{"UPDATE t SET note = 'paid' WHERE code='AB'", "UPDATE t SET note = ? WHERE code=?", []Value{sv("paid"), sv("AB")}},
+		{"SELECT s = 'a' collated FROM t", "SELECT s = ? collated FROM t", []Value{sv("a")}}, // an alias, not COLLATE
 	} {
 		shape, vals, ok := shapeOf(tt.sql)
 		if !ok || shape != tt.shape || len(vals) != len(tt.vals) {
@@ -26,9 +33,24 @@ func TestShapeOf(t *testing.T) {
 			continue
 		}
 		for i, v := range vals {
-			if v.Kind != ValueInt || v.Int != tt.vals[i] || v.Text != strconv.FormatInt(tt.vals[i], 10) {
-				t.Errorf("shapeOf(%q) value %d = %+v, want %d", tt.sql, i, v, tt.vals[i])
+			if v != tt.vals[i] {
+				t.Errorf("shapeOf(%q) value %d = %+v, want %+v", tt.sql, i, v, tt.vals[i])
 			}
+		}
+	}
+	// Strings not shaped (the text may still be shaped by an integer):
+	// an introducer or N, a doubled quote, a string next to it, COLLATE,
+	// bytes outside printable ASCII, another operator than a lone `=`.
+	for _, sql := range []string{
+		"SELECT * FROM t WHERE s = _utf8mb4'x'", "SELECT * FROM t WHERE s = _latin1 'x'", "SELECT * FROM t WHERE s = N'x'",
+		"SELECT * FROM t WHERE s = 'it''s'", "SELECT * FROM t WHERE s = 'a' 'b'", "SELECT * FROM t WHERE s = 'a'\n'b'",
+		"SELECT * FROM t WHERE s = 'a' COLLATE utf8mb4_bin", "SELECT * FROM t WHERE s = 'a'collate latin1_bin",
+		"SELECT * FROM t WHERE s = 'caf\xc3\xa9'", "SELECT * FROM t WHERE s = 'a\tb'", "SELECT * FROM t WHERE s >= 'a'",
+		"SELECT * FROM t WHERE s <=> 'a'", "SELECT * FROM t WHERE s IN ('a')", "SELECT * FROM t WHERE s = x'41'",
+		"SELECT * FROM t WHERE s = b'1'", "SELECT * FROM t WHERE s = @x := 'a'", "SELECT * FROM t WHERE s := 'a'",
+	} {
+		if shape, vals, ok := shapeOf(sql); ok {
+			t.Errorf("shapeOf(%q) = %q, %v; want the string left alone", sql, shape, vals)
 		}
 	}
 	// Texts left alone: nothing to shape, or not read with certainty.
@@ -61,6 +83,10 @@ func TestShapeStandsForItsTexts(t *testing.T) {
 		"DELETE FROM orders WHERE order_id = 9",
 		"INSERT INTO orders SET order_id = 5, sku_id = 7",
 		"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 7 AND stock >= 1",
+		"UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-1001'",
+		"SELECT stock FROM inventory WHERE sku = 'A-1001' AND warehouse = 3 FOR UPDATE",
+		"UPDATE orders SET state = 'paid', paid_by = 'card' WHERE order_no = 'O-77'",
+		"DELETE FROM carts WHERE user_id = 9 AND sku = 'B 2 '",
 	} {
 		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
 		if err != nil || params == nil {
@@ -133,6 +159,12 @@ func FuzzShape(f *testing.F) {
 		"SELECT * FROM t WHERE (a, b) = (1, 2)",
 		"SELECT * FROM t WHERE a = 0",
 		"SELECT * FROM t WHERE a = 9223372036854775",
+		"UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-1001'",
+		"UPDATE t SET s = 'x', n = 5 WHERE k = 'y' AND j = 2",
+		"SELECT * FROM t WHERE s = '' AND u = ' '",
+		"INSERT INTO t SET a = 'x', b = 1",
+		"SELECT * FROM t WHERE (a, b) = ('x', 'y')",
+		"SELECT * FROM t WHERE a = 'x' AND a = 'x'",
 	} {
 		f.Add(s, uint64(1))
 	}
@@ -150,15 +182,20 @@ func FuzzShape(f *testing.F) {
 		if err != nil || params == nil {
 			return
 		}
-		shape, _, _ := shapeOf(sql)
-		// Another text of the same shape: new digits where the shape has '?'.
+		shape, vals, _ := shapeOf(sql)
+		// Another text of the same shape: new digits or a new string where
+		// the shape has '?'.
 		r := rand.New(rand.NewPCG(seed, 7))
 		other := ""
 		parts := placeholder.Split(shape, -1)
 		for i, p := range parts {
 			other += p
 			if i < len(parts)-1 {
-				other += strconv.FormatInt(r.Int64N(1_000_000)*int64(1+r.IntN(3)), 10)
+				if vals[i].Kind == ValueString {
+					other += quoteString(randomShapeString(r))
+				} else {
+					other += strconv.FormatInt(r.Int64N(1_000_000)*int64(1+r.IntN(3)), 10)
+				}
 			}
 		}
 		if o, _, ok := shapeOf(other); !ok || o != shape {
@@ -179,6 +216,27 @@ func FuzzShape(f *testing.F) {
 			t.Fatalf("shape of %q stands for %q, but the analyses differ:\nshape %s\ntext  %s", sql, other, dump(an2), dump(lit))
 		}
 	})
+}
+
+// randomShapeString is a string a shape may hold: printable ASCII, no
+// quote or backslash; sometimes empty, sometimes a number or with
+// trailing spaces.
+func randomShapeString(r *rand.Rand) string {
+	const chars = "abcXYZ019 -_.,;:?=()*%\"<>@#/!"
+	switch r.IntN(6) {
+	case 0:
+		return ""
+	case 1:
+		return strconv.Itoa(r.IntN(100000))
+	}
+	b := make([]byte, r.IntN(24))
+	for i := range b {
+		b[i] = chars[r.IntN(len(chars))]
+	}
+	if r.IntN(4) == 0 {
+		return string(b) + "  "
+	}
+	return string(b)
 }
 
 func dump(a *Analysis) string {

@@ -88,6 +88,84 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	}
 }
 
+// TestTextShapesOfStringKeys: text UPDATEs that differ only in a string
+// key are analysed once by their shape too, and each takes the lock of the
+// row MariaDB would change: with row 'C-1001' held, the UPDATEs naming
+// 'C-1001', 'c-1001' and 'C-1001  ' (the same row under the column's case-
+// insensitive, PAD SPACE collation, as MariaDB itself confirms) all wait
+// and time out, each answered by the shape first seen naming 'A-0'.
+func TestTextShapesOfStringKeys(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id VARCHAR(32) PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES ('A-0', 10), ('B-7', 10), ('C-1001', 10)")
+	p := guardedProxy(t, db, nil)
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	ctx := context.Background()
+	stock := func(id string) int {
+		t.Helper()
+		var n int
+		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	variants := []string{"C-1001", "c-1001", "C-1001  "}
+	for _, v := range variants {
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE sku_id = '" + v + "'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("MariaDB: %q names %d rows (%v); the test wants one", v, n, err)
+		}
+	}
+
+	if _, err := a.Exec("UPDATE sku SET stock = 5 WHERE sku_id = 'A-0'"); err != nil {
+		t.Fatal(err)
+	}
+	shaped := p.srv.analyzer.Shaped()
+	if _, err := a.Exec("UPDATE sku SET stock = 6 WHERE sku_id = 'B-7'"); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.srv.analyzer.Shaped(); got != shaped+1 {
+		t.Fatalf("the second UPDATE of the shape was not answered by it: shaped %d -> %d", shaped, got)
+	}
+	if stock("A-0") != 5 || stock("B-7") != 6 {
+		t.Fatalf("stocks %d, %d; want 5, 6", stock("A-0"), stock("B-7"))
+	}
+
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 'C-1001'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range variants {
+		before := p.srv.analyzer.Shaped()
+		_, err = a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = '" + v + "'")
+		if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+			t.Fatalf("%q while row C-1001 is held: want lockproxy's 1205 naming the rule, got %v", v, me)
+		}
+		if p.srv.analyzer.Shaped() != before+1 {
+			t.Fatalf("%q: not answered by the shape", v)
+		}
+	}
+	if stock("C-1001") != 10 {
+		t.Fatal("an UPDATE ran while its row was held")
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = 'c-1001'"); err != nil {
+		t.Fatal(err)
+	}
+	if stock("C-1001") != 1 {
+		t.Fatalf("stock of C-1001 = %d, want 1", stock("C-1001"))
+	}
+}
+
 // TestTextShapesOfRewrittenUpdates: an UPDATE of a rewrite rule's table is
 // rewritten from its own text (the rewrite needs its parse tree), and
 // after the first one its shape is remembered as needing the text, so the

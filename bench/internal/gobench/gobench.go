@@ -40,7 +40,7 @@ var LockBenches = []string{"BenchmarkUncontended", "BenchmarkHotKeyHandoff"}
 // Specs lists what the scenario runs, in report order.
 func Specs() []Spec {
 	ss := []Spec{
-		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
+		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
 		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey"}},
 	}
 	for _, b := range []string{"memlock", "redislock", "redlock", "mysqllock", "etcdlock", "zklock"} {

@@ -41,11 +41,11 @@ func sampleData() Data {
 
 func TestAggregate(t *testing.T) {
 	d := sampleData()
-	if len(d.Benches) != 6+1+2+12 {
-		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (21)", len(d.Benches))
+	if len(d.Benches) != 8+1+2+12 {
+		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (23)", len(d.Benches))
 	}
-	if d.Benches[5].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[6].Name != "BenchmarkRewriteUpdate/relative" {
-		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[5].Name, d.Benches[6].Name)
+	if d.Benches[7].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[8].Name != "BenchmarkRewriteUpdate/relative" {
+		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[7].Name, d.Benches[8].Name)
 	}
 	tests := []struct {
 		pkg, name string
