@@ -9,7 +9,8 @@
 //   - lockproxy:{K}:qx     ZSET ticket -> expiry, so a vanished waiter
 //     leaves the queue
 //   - lockproxy:{K}:qg     hash ticket -> owner id and wound channel of the
-//     ticket's Locker: what a release needs to grant the key to it
+//     ticket's Locker: what a release needs to grant the key to it; only
+//     tickets of Lockers that hear the key's announcements have one
 //   - lockproxy:{K}:fence  fencing counter: max(previous+1, server time in
 //     µs), so it only grows even when the counter key expires or a server
 //     restart loses it
@@ -21,22 +22,24 @@
 // (acquire.lua of lockmgr/internal/grantscript, shared with redlock;
 // release.lua, renew.lua); release is compare-and-delete and idempotent. An uncontended Acquire plus Release is two round trips.
 //
-// A release that frees a key other waiters are queued for grants it, in
-// the same script, to the oldest live ticket, as the acquire script would
-// (new fence, the ticket's owner in the hash), but for a short lease, the
-// ticket's own lifetime (4 wait slices): a grant to a waiter that died with
-// its ticket queued holds the key no longer than that ticket would have
-// kept others waiting. The waiter takes the grant from the announcement
-// without a round trip of its own (renewing it to the TTL if it still
-// holds it halfway), only when it can prove the announcement fresh: the fence is above the mark
-// (fence counter and server time) its last miss saw, no connection was
-// made since that miss, and the restart guard is not holding grants back.
-// Its validity then runs from the moment that miss was sent, which was
-// before the grant. Otherwise it asks, and the acquire script answers
-// "already yours" with the lease left. A waiter of the releasing Locker
-// learns of its grant from the release's reply. A key crossing between
-// instances thus stays idle for one round trip and a message, not two
-// round trips.
+// A release that frees a key other waiters are queued for grants it, in the
+// same script, to the oldest live ticket when that one has a grants entry
+// (it was queued by a Locker subscribed to the key's channel, so the
+// announcement reaches it; otherwise the waiters are woken to ask), as the
+// acquire script would (new fence, the ticket's owner in the hash), but for
+// a short lease, the ticket's own lifetime (4 wait slices): a grant to a
+// waiter that died with its ticket queued holds the key no longer than that
+// ticket would have kept others waiting. The waiter takes the grant from
+// the announcement without a round trip of its own (renewing it to the TTL
+// if it still holds it halfway), only when it can prove the announcement
+// fresh: the fence is above the mark (fence counter and server time) its
+// last miss saw, no connection was made since that miss, and the restart
+// guard is not holding grants back. Its validity then runs from the moment
+// that miss was sent, which was before the grant. Otherwise it asks, and
+// the acquire script answers "already yours" with the lease left. A waiter
+// of the releasing Locker learns of its grant from the release's reply. A
+// key crossing between instances thus stays idle for one round trip and a
+// message, not two round trips.
 //
 // Inside one Locker, local waiters for a key queue in process (ordered by
 // transaction age) and only the head talks to Redis: it subscribes to the

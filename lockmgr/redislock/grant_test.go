@@ -186,6 +186,35 @@ func TestReleaseGrants(t *testing.T) {
 		}
 	})
 
+	t.Run("unheard", func(t *testing.T) {
+		// A ticket queued by a Locker that does not hear the key's
+		// announcements (not subscribed yet) gets no grants entry, and a
+		// release does not grant the key to it: it is woken to ask.
+		k := lockmgr.Key{Name: "unheard", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := "u/1/1\x00raw:1"
+		keys := []string{name(k.Name, ""), name(k.Name, ":q"), name(k.Name, ":qx"), name(k.Name, ":fence"), name(k.Name, ":qg")}
+		v, err := check.Eval(ctx, grantscript.Source, keys, tok, "u/1/1", time.Now().UnixMicro(), ttl.Milliseconds(),
+			grant.Milliseconds(), "", "1", (24 * time.Hour).Milliseconds(), "", 0, "", "").Slice()
+		if err != nil || len(v) < 1 || v[0] != int64(0) {
+			t.Fatalf("acquire by hand: %v, %v; want held by a", v, err)
+		}
+		if check.HExists(ctx, name(k.Name, ":qg"), tok).Val() {
+			t.Fatal("a ticket whose Locker does not hear announcements has a grants entry")
+		}
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := check.HGet(ctx, name(k.Name, ""), "tok").Val(); got != "" {
+			t.Fatalf("after the release Redis names ticket %q; want the key free for the unheard ticket to ask", got)
+		}
+		check.Del(ctx, keys[1:3]...)
+	})
+
 	t.Run("dead-waiter", func(t *testing.T) {
 		k := lockmgr.Key{Name: "dead", Rule: "g"}
 		a := newLocker(newClient(t, bed.RedisAddr), nil)

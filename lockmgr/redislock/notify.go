@@ -134,6 +134,24 @@ func (n *notifier) subscribe(ctx context.Context, channel, key string) error {
 	}
 }
 
+// listening reports whether channel is subscribed and the server has
+// confirmed it, so a message published on it now reaches this Locker
+// (unless the connection breaks meanwhile).
+func (n *notifier) listening(channel string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.subs[channel]
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.confirmed:
+		return true
+	default:
+		return false
+	}
+}
+
 func (n *notifier) unsubscribe(channel string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -281,10 +281,17 @@ func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) 
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
+	// Our tickets may be granted by a release only while this Locker
+	// hears the key's announcements: a grant nobody hears would hold the
+	// key until its short lease ran out.
+	hears := ""
+	if l.notify.listening(a.n.channel) {
+		hears = "1"
+	}
 	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
 		a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
 		l.ticketTTL().Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID()).Slice()
+		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID(), hears).Slice()
 }
 
 // parseTry reads the acquire script's reply.

@@ -11,7 +11,9 @@
 -- queue if not granted, 8 fence counter ttl ms, 9 the ticket of the
 -- requesting Locker's next local waiter ('' if none), queued with it when
 -- this request is granted so that instance keeps its place, 10 that
--- waiter's owner priority, 11 its owner id (with KEYS[5]).
+-- waiter's owner priority, 11 its owner id, 12 "1" if the requesting
+-- Locker hears the key's grant announcements (with KEYS[5]: only then do
+-- the tickets it queues get grants entries).
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
 -- holder's owner, queued, rank, mark} held by another, {2, 0, 0, '',
 -- queued, rank, mark} free but an older waiter goes first; queued is the
@@ -51,9 +53,11 @@ local function enqueue(tk, p, ow, nx)
     redis.call('ZADD', q, p, tk)
   end
   redis.call('ZADD', qx, now + tonumber(ARGV[5]), tk)
-  if qg then
+  if qg and ARGV[12] == '1' then
     redis.call('HSET', qg, tk, #ow .. ':' .. ow .. ARGV[6])
     redis.call('PEXPIRE', qg, ARGV[5])
+  elseif qg then
+    redis.call('HDEL', qg, tk)
   end
 end
 
