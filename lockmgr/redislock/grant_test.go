@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,8 +134,8 @@ func TestReleaseGrants(t *testing.T) {
 		if got := lease.Fence(k.Name); got != f || got <= first.Fence(k.Name) {
 			t.Errorf("fence %d, Redis says %d, the previous holder had %d; want Redis's, above the previous", got, f, first.Fence(k.Name))
 		}
-		if h["own"] != owner("b").ID() {
-			t.Errorf("Redis names owner %q; want %q", h["own"], owner("b").ID())
+		if h["own"] != owner("b").ID() || !strings.HasPrefix(h["ch"], pfx+":locker:") {
+			t.Errorf("Redis names owner %q with wound channel %q; want %q and b's Locker channel", h["own"], h["ch"], owner("b").ID())
 		}
 		// The short lease is renewed to the TTL, and the holder's view of
 		// its validity never outlasts Redis's.

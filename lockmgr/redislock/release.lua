@@ -40,9 +40,9 @@ if ARGV[3] ~= '' then
   end
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   local info = head[1] and redis.call('HGET', qg, head[1])
-  local n = info and tonumber(string.match(info, '^(%d+):'))
-  if n then
-    local at = #tostring(n) + 2
+  local digits = info and string.match(info, '^(%d+):')
+  if digits then
+    local n, at = tonumber(digits), #digits + 2
     local own, ch = string.sub(info, at, at + n - 1), string.sub(info, at + n)
     local f = tonumber(redis.call('GET', fence) or '0') + 1
     local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
