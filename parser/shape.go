@@ -28,8 +28,9 @@ import (
 // and it replaces only a run of at most 18 decimal digits that follows a
 // lone `=` and is not part of a word, a number with a fraction or
 // exponent, or a signed number, and a single-quoted string of printable
-// ASCII that follows a lone `=` with no introducer, no doubled quote, no
-// string next to it and no COLLATE (shapeableString). A shape is used only when its analysis
+// ASCII without a backslash that follows a lone `=` with no introducer,
+// no doubled quote, no string next to it and no COLLATE (shapeableString).
+// A shape is used only when its analysis
 // is that of one INSERT, REPLACE, UPDATE, DELETE or SELECT that parsed
 // with certainty, and only after the analysis of the first text seen with
 // that shape matched it field for field once the placeholders were bound
@@ -148,11 +149,12 @@ func shapeable(sql string, start, end int, prev, prev2 byte) bool {
 // shapeableString reports whether sql[open:closing+1], a single-quoted
 // string with no quote inside, is a plain string literal compared or
 // assigned with a lone `=` whose value is its bytes whatever the
-// connection's character set and sql_mode: printable ASCII only (the text
-// has no backslash, or shapeOf gave up on it), no introducer or N before
+// connection's character set and sql_mode: printable ASCII but the
+// backslash only (an escape, or not, by sql_mode; shapeOf's scan skips
+// string contents, so it must be refused here), no introducer or N before
 // it (the byte before the `=` side is then not `=`), and neither a quote
-// right after it (a doubled quote inside, or a string it is concatenated
-// with) nor COLLATE after it.
+// right after it (a doubled quote inside, an escaped quote, or a string
+// it is concatenated with) nor COLLATE after it.
 func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 	if prev != '=' {
 		return false
@@ -162,7 +164,7 @@ func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 		return false
 	}
 	for i := open + 1; i < closing; i++ {
-		if sql[i] < 0x20 || sql[i] > 0x7e {
+		if sql[i] < 0x20 || sql[i] > 0x7e || sql[i] == '\\' {
 			return false
 		}
 	}

@@ -41,6 +41,12 @@ func TestShapeOf(t *testing.T) {
 	// Strings not shaped (the text may still be shaped by an integer):
 	// an introducer or N, a doubled quote, a string next to it, COLLATE,
 	// bytes outside printable ASCII, another operator than a lone `=`.
+	// A backslash inside a string (an escape under the default sql_mode)
+	// keeps that string a literal, whatever else is shaped.
+	if shape, vals, ok := shapeOf(`SELECT * FROM t WHERE s = 'a\\' AND id = 5`); !ok || len(vals) != 1 || vals[0] != iv(5) ||
+		shape != `SELECT * FROM t WHERE s = 'a\\' AND id = ?` {
+		t.Errorf("string with a backslash: shapeOf = %q, %v, %v; want only the integer shaped", shape, vals, ok)
+	}
 	for _, sql := range []string{
 		"SELECT * FROM t WHERE s = _utf8mb4'x'", "SELECT * FROM t WHERE s = _latin1 'x'", "SELECT * FROM t WHERE s = N'x'",
 		"SELECT * FROM t WHERE s = 'it''s'", "SELECT * FROM t WHERE s = 'a' 'b'", "SELECT * FROM t WHERE s = 'a'\n'b'",
@@ -121,6 +127,43 @@ func TestShapeStandsForItsTexts(t *testing.T) {
 		}
 		if an.SQL != sql {
 			t.Errorf("%s: without a shape the text's own analysis is returned, got %q", sql, an.SQL)
+		}
+	}
+}
+
+// TestShapeOfStringsOnlyForPlainOnes: once a shape is established by a
+// plain string, texts of the same statement whose string is anything but
+// plain (escapes, doubled quotes, introducers, COLLATE, concatenation,
+// bytes beyond ASCII, hex) are never answered by it with another value
+// than their own: each is either analysed from its text or matches its
+// own analysis once bound.
+func TestShapeOfStringsOnlyForPlainOnes(t *testing.T) {
+	c := NewCache(64)
+	const pre, post = "UPDATE inventory SET stock = stock - 1 WHERE sku = ", " AND warehouse = 3"
+	if _, params, err := c.AnalyzeShaped(pre+"'A-0'"+post, "shop", DefaultOptions); err != nil || params == nil {
+		t.Fatalf("plain string: params %v, err %v; want the shape", params, err)
+	}
+	for _, lit := range []string{
+		`'a\\'`, `'a\'b'`, `'it''s'`, `_utf8mb4'x'`, `_latin1 'x'`, `N'x'`, `'x' COLLATE utf8mb4_bin`,
+		`'a' 'b'`, "'caf\xc3\xa9'", `x'41'`, `'a\nb'`, `'\%'`, `'\_'`, `''''`,
+	} {
+		sql := pre + lit + post
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		own, err := Analyze(sql, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if params == nil {
+			if an.SQL != sql {
+				t.Errorf("%s: analysed as %q", sql, an.SQL)
+			}
+			continue
+		}
+		if !sameUnderParams(an, own, boundValues(params)) {
+			t.Errorf("%s: answered by a shape that binds %v, which is not the text's own value", sql, params)
 		}
 	}
 }
