@@ -20,7 +20,7 @@ import (
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 )
 
-// acquireCalls counts the acquire scripts a client sends.
+// acquireCalls counts the acquire scripts a client sent and had answered.
 type acquireCalls struct{ n atomic.Int64 }
 
 var acquireSHA = redis.NewScript(grantscript.Source).Hash()
@@ -28,11 +28,12 @@ var acquireSHA = redis.NewScript(grantscript.Source).Hash()
 func (c *acquireCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *acquireCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		if a := cmd.Args(); len(a) > 1 && (a[0] == "evalsha" || a[0] == "eval") &&
 			(a[1] == acquireSHA || a[1] == grantscript.Source) {
 			c.n.Add(1)
 		}
-		return next(ctx, cmd)
+		return err
 	}
 }
 func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -43,12 +44,13 @@ func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // for grants it there, in Redis, to the oldest waiting ticket with a new
 // fence and a short lease, and announces it; the waiter takes it from the
 // announcement without a round trip of its own, renews the short lease to
-// the TTL at once, and never believes it valid longer than Redis keeps it.
-// An announcement that cannot be newer than the waiter's last miss (a
-// fence not above the counter and the server time that miss saw) is not
-// taken. A grant to a waiter
-// that died with its ticket queued holds the key only for that short
-// lease, not for a TTL.
+// the TTL while it still holds it halfway, and never believes it valid
+// longer than Redis keeps it. An announcement that cannot be newer than
+// the waiter's last miss (a fence not above the counter and the server
+// time that miss saw) is not taken, and a ticket whose Locker does not
+// hear announcements is not granted. A grant to a waiter that died with
+// its ticket queued holds the key only for that short lease, not for a
+// TTL.
 func TestReleaseGrants(t *testing.T) {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
@@ -110,7 +112,7 @@ func TestReleaseGrants(t *testing.T) {
 		lc, ec := acquireAsync(b, owner("b"), k) // younger than a: no wound
 		queued(k.Name, 1)
 		// Its first miss subscribes and asks once more at once; after
-		// the second it sleeps for the wait slice.
+		// the second is answered it sleeps for the wait slice.
 		waitFor(t, func() bool { return calls.n.Load() >= 2 })
 		before := calls.n.Load()
 		if err := first.Release(ctx); err != nil {
