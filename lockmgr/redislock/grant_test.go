@@ -40,6 +40,26 @@ func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
+// failFirstPipeline fails the first pipeline of scripts a client sends
+// (for a Locker that has released nothing yet: its first renewal), before
+// it reaches the server.
+type failFirstPipeline struct{ failed atomic.Int64 }
+
+func (f *failFirstPipeline) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (f *failFirstPipeline) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (f *failFirstPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "evalsha" && f.failed.CompareAndSwap(0, 1) {
+			err := errors.New("injected: pipeline not sent")
+			for _, c := range cmds {
+				c.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // TestReleaseGrants: a release that frees a key another instance waits
 // for grants it there, in Redis, to the oldest waiting ticket with a new
 // fence and a short lease, and announces it; the waiter takes it from the
@@ -50,7 +70,7 @@ func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // time that miss saw) is not taken, and a ticket whose Locker does not
 // hear announcements is not granted. A grant to a waiter that died with
 // its ticket queued holds the key only for that short lease, not for a
-// TTL.
+// TTL. A failed renewal of the short lease is tried again in time.
 func TestReleaseGrants(t *testing.T) {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
@@ -145,6 +165,44 @@ func TestReleaseGrants(t *testing.T) {
 		left := time.Until(lease.ValidUntil())
 		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); left <= grant || left >= pttl {
 			t.Errorf("lease valid for %v, Redis keeps it %v; want more than the grant's %v and less than Redis's", left, pttl, grant)
+		}
+	})
+
+	t.Run("renewal-retried", func(t *testing.T) {
+		// The first renewal of the short lease fails (its pipeline never
+		// reaches Redis); it is tried again before the lease runs out,
+		// rather than at the next round, a third of the TTL away.
+		k := lockmgr.Key{Name: "retried", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		brdb := newClient(t, bed.RedisAddr)
+		fail := &failFirstPipeline{}
+		brdb.AddHook(fail)
+		b := newLocker(brdb, nil)
+		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc, ec := acquireAsync(b, owner("b"), k)
+		queued(k.Name, 1)
+		waitFor(t, func() bool {
+			return check.HExists(ctx, name(k.Name, ":qg"), check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]).Val()
+		})
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var lease *lockmgr.Lease
+		select {
+		case lease = <-lc:
+		case err := <-ec:
+			t.Fatal(err)
+		}
+		defer func() { _ = lease.Release(ctx) }()
+		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); pttl > grant {
+			t.Fatalf("granted for %v; want the short lease (at most %v)", pttl, grant)
+		}
+		waitFor(t, func() bool { return check.PTTL(ctx, name(k.Name, "")).Val() > grant })
+		if fail.failed.Load() != 1 || lease.Err() != nil || !lease.Valid() {
+			t.Fatalf("failed renewals %d, lease error %v, valid %v; want one failure and the lease kept", fail.failed.Load(), lease.Err(), lease.Valid())
 		}
 	})
 

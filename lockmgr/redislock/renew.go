@@ -29,14 +29,25 @@ func (l *Locker) renewAll() bool { return l.renew(l.book.Renewals()) }
 
 // renewBefore renews h's keys, outside the rounds, halfway to until if h
 // still holds them then: a grant a release made came with a short lease
-// (grantLease), which a short transaction never needs to extend.
+// (grantLease), which a short transaction never needs to extend. A
+// renewal whose call failed is tried again after a quarter of the time
+// left, as long as some is left (the rounds come only every ttl/3).
 func (l *Locker) renewBefore(h *leasebook.Held, until time.Time) {
 	time.AfterFunc(time.Until(until)/2, func() {
-		if l.closed() {
-			return
-		}
-		if r, ok := l.book.RenewalOf(h); ok {
-			l.renew([]leasebook.Renewal{r})
+		for !l.closed() {
+			r, ok := l.book.RenewalOf(h)
+			if !ok || l.renew([]leasebook.Renewal{r}) {
+				return
+			}
+			left := time.Until(until)
+			if left <= 0 {
+				return
+			}
+			select {
+			case <-time.After(left / 4):
+			case <-l.ctx.Done():
+				return
+			}
 		}
 	})
 }
