@@ -114,6 +114,17 @@ func TestReleaseGrants(t *testing.T) {
 		}()
 		return lc, ec
 	}
+	// await is the lease acquireAsync got; it fails the test on an error.
+	await := func(t *testing.T, lc chan *lockmgr.Lease, ec chan error) *lockmgr.Lease {
+		t.Helper()
+		select {
+		case lease := <-lc:
+			return lease
+		case err := <-ec:
+			t.Fatal(err)
+			return nil
+		}
+	}
 
 	t.Run("announced", func(t *testing.T) {
 		k := lockmgr.Key{Name: "announced", Rule: "g"}
@@ -138,12 +149,7 @@ func TestReleaseGrants(t *testing.T) {
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var lease *lockmgr.Lease
-		select {
-		case lease = <-lc:
-		case err := <-ec:
-			t.Fatal(err)
-		}
+		lease := await(t, lc, ec)
 		defer func() { _ = lease.Release(ctx) }()
 		if n := calls.n.Load() - before; n != 0 {
 			t.Errorf("waiter ran the acquire script %d times after the release; want 0 (granted by the release)", n)
@@ -190,12 +196,7 @@ func TestReleaseGrants(t *testing.T) {
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var lease *lockmgr.Lease
-		select {
-		case lease = <-lc:
-		case err := <-ec:
-			t.Fatal(err)
-		}
+		lease := await(t, lc, ec)
 		defer func() { _ = lease.Release(ctx) }()
 		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); pttl > grant {
 			t.Fatalf("granted for %v; want the short lease (at most %v)", pttl, grant)
@@ -239,12 +240,7 @@ func TestReleaseGrants(t *testing.T) {
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case lease := <-lc:
-			_ = lease.Release(ctx)
-		case err := <-ec:
-			t.Fatal(err)
-		}
+		_ = await(t, lc, ec).Release(ctx)
 	})
 
 	t.Run("unheard", func(t *testing.T) {
