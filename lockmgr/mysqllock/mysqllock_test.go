@@ -149,3 +149,80 @@ func TestLongKeysAndBadTables(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReleaseRepeatedAfterDeadlock: when InnoDB picks a release as a
+// deadlock victim it rolls the release back; the release is repeated, so
+// it returns no error and the rows are free at once, not when their
+// leases run out.
+func TestReleaseRepeatedAfterDeadlock(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := tempDB(t, bed)
+	// A long TTL: no renewal runs while the test holds rows.
+	l := open(t, bed, dbName, &mysqllock.Options{TTL: time.Minute, OpTimeout: 20 * time.Second})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	db.SetMaxOpenConns(4)
+	// The release updates the rows in key hash order: low, then high.
+	var low, high []byte
+	if err := db.QueryRowContext(ctx, "SELECT MIN(kh), MAX(kh) FROM locks").Scan(&low, &high); err != nil {
+		t.Fatal(err)
+	}
+	if low == nil || string(low) == string(high) {
+		t.Fatalf("want two lock rows, got %x and %x", low, high)
+	}
+	// The other transaction is heavier than the release (InnoDB rolls
+	// back the lighter one) and holds the row the release takes second.
+	if _, err := db.ExecContext(ctx, "CREATE TABLE ballast (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO ballast VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks WHERE kh = ? FOR UPDATE", high); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() { released <- lease.Release(ctx) }()
+	// Wait until the release holds the first row and waits for the second.
+	for {
+		var waiting int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-released:
+			t.Fatalf("release returned (%v) before it waited for the held row", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE locks SET wounded = wounded WHERE kh = ?", low); err != nil {
+		t.Fatalf("the heavier transaction was chosen as the victim, not the release: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("Release after a deadlock: %v; want it repeated", err)
+	}
+	var held int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM locks WHERE owner IS NOT NULL").Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	if held != 0 {
+		t.Errorf("%d rows still held after the release", held)
+	}
+}

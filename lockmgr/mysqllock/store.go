@@ -180,7 +180,7 @@ func (s *store) Release(ctx context.Context, tok string, keys []string, _ []uint
 	for _, k := range keys {
 		args = append(args, keyHash(k))
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.release+placeholders(len(keys)), args...); err != nil {
+	if err := s.execRetried(ctx, s.q.release+placeholders(len(keys)), args...); err != nil {
 		return s.wrap("release", err)
 	}
 	return nil
@@ -188,10 +188,35 @@ func (s *store) Release(ctx context.Context, tok string, keys []string, _ []uint
 
 // Leave implements pollwait.Store.
 func (s *store) Leave(ctx context.Context, r pollwait.Request) error {
-	if _, err := s.db.ExecContext(ctx, s.q.leaveTicket, keyHash(r.Key), r.Owner.Priority(), r.Tok); err != nil {
+	if err := s.execRetried(ctx, s.q.leaveTicket, keyHash(r.Key), r.Owner.Priority(), r.Tok); err != nil {
 		return s.wrap("leave queue", err)
 	}
 	return s.Release(ctx, r.Tok, []string{r.Key}, nil)
+}
+
+// retryPauses are the pauses before each repeat of a statement InnoDB
+// chose as a deadlock victim or timed out on a row lock.
+var retryPauses = []time.Duration{time.Millisecond, 4 * time.Millisecond, 16 * time.Millisecond, 64 * time.Millisecond}
+
+// execRetried runs a statement that is safe to repeat (a release, a
+// renewal, leaving the queue: each sets rows to a state that does not
+// depend on how often it ran). InnoDB rolls back a deadlock victim and
+// expects it to be repeated; giving up instead would leave a released row
+// held until its lease ran out, so it is repeated while ctx allows.
+func (s *store) execRetried(ctx context.Context, q string, args ...any) error {
+	for i := 0; ; i++ {
+		_, err := s.db.ExecContext(ctx, q, args...)
+		if err == nil || !retryable(err) || i == len(retryPauses) {
+			return err
+		}
+		t := time.NewTimer(retryPauses[i])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // renewChunk bounds the tokens of one renewal statement (placeholders).
@@ -220,7 +245,7 @@ func (s *store) renew(ctx context.Context, held []pollwait.Held) ([]pollwait.Ren
 		toks[i] = h.Tok
 	}
 	in := placeholders(len(toks))
-	if _, err := s.db.ExecContext(ctx, s.q.renew+in, append([]any{s.ttl}, toks...)...); err != nil {
+	if err := s.execRetried(ctx, s.q.renew+in, append([]any{s.ttl}, toks...)...); err != nil {
 		return nil, s.wrap("renew", err)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q.count+in+" GROUP BY owner", toks...)
