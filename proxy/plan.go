@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -31,6 +32,11 @@ type plan struct {
 	// unkeyed: a matched rule could not key every row a statement names,
 	// or refused it.
 	unkeyed bool
+	// rewriteRows: some statement may read or write rows of a rewrite
+	// rule's table, or runs text or stored code lockproxy cannot see. Unless
+	// it is the one keyed read or UPDATE the rewrite step handles, what the
+	// session remembered may no longer be what the application believes.
+	rewriteRows bool
 }
 
 // fromShapeOK reports whether a plan made from a statement shape's
@@ -131,6 +137,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 			pl.refuseUnseen("PREPARE from an expression: lockproxy cannot see the statement text")
 		}
 		g.add(rs.MatchUnparsed(an, pl.env.db), pl.lc)
+		pl.p.rewriteRows = true
 		pl.uncertain(an, "the statement could not be parsed")
 		// What it does to variables is not known; dynamic SQL in it
 		// may run anything.
@@ -141,9 +148,11 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		}
 		return
 	case an.Uncertain != "":
+		pl.p.rewriteRows = true
 		pl.uncertain(an, an.Uncertain)
 		return
 	case pl.env.unsafeCharset && highByteBeforeBackslash(an.SQL):
+		pl.p.rewriteRows = true
 		pl.uncertain(an, "in the client character set a backslash may end a multi-byte character, and where a string ends is then the server's reading, not lockproxy's")
 		return
 	}
@@ -166,6 +175,7 @@ func (pl *planner) uncertain(an *parser.Analysis, reason string) {
 // refuseUnseen refuses a statement whose text lockproxy cannot see when any
 // rule locks rows: it may touch a guarded table.
 func (pl *planner) refuseUnseen(reason string) {
+	pl.p.rewriteRows = true
 	if r := pl.env.rs.Locking(); r != nil {
 		pl.p.guard.add(rules.UnkeyedDecision(r, reason), pl.lc)
 	}
@@ -198,6 +208,9 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	pl.noteVars(f)
 	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
+	if !pl.p.rewriteRows {
+		pl.p.rewriteRows = pl.env.rs.RunsStoredCode(f, pl.env.db) || slices.ContainsFunc(d.Rules, func(r *rules.Rule) bool { return r.Rewrite != nil })
+	}
 	switch {
 	case d.NeedParams && params == nil:
 		// Planned before execution (explain): keys come at execute time.

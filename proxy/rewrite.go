@@ -55,10 +55,15 @@ type rewriteStep struct {
 // implicitly, a rollback lockproxy makes, and before any command that
 // runs outside a transaction. With scope session a read in or out of a
 // transaction is remembered, from the primary or a replica. Either way a
-// later read of the row replaces it; the session's next UPDATE of the row
-// consumes it, rewritten or not; it is forgotten at COM_RESET_CONNECTION,
-// COM_CHANGE_USER and disconnect, and when more than 1024 rows are
-// remembered.
+// later keyed read of the row replaces it (or forgets it, when its result
+// cannot be used: no row or several, the column twice or NULL, a row too
+// large to hold); the session's next UPDATE of the row consumes it,
+// rewritten or not; every remembered value is forgotten when a command
+// may have read or written rows of a rewrite rule's table otherwise
+// (several rows, a range, a join, a view, a stored routine or function, a
+// multi-row UPDATE, a DELETE, text lockproxy cannot parse), at
+// COM_RESET_CONNECTION, COM_CHANGE_USER and disconnect, and when more
+// than 1024 rows are remembered.
 func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
 	an := pl.an
 	s.rw, s.rwConflict = rewriteStep{}, false
@@ -66,25 +71,47 @@ func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
 		return rewriteStep{}
 	}
 	s.scopeBeliefs(an)
+	if step, ok := s.rewriteStepFor(pl, params, binary); ok {
+		return step
+	}
+	s.forgetOthers(pl)
+	return rewriteStep{}
+}
+
+// rewriteStepFor is planRewrite's step for a command that is one keyed
+// SELECT or one UPDATE of a rewrite rule's table; ok is false for every
+// other command.
+func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteStep, bool) {
+	an := pl.an
 	if an.Unparsed || len(an.Stmts) != 1 {
-		return rewriteStep{}
+		return rewriteStep{}, false
 	}
 	f := an.Stmts[0]
-	if f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate {
-		return rewriteStep{}
-	}
 	r, keys := pl.rewrite.rule, pl.rewrite.keys
-	if r == nil {
-		return rewriteStep{}
+	if r == nil || f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate || len(keys) != 1 && f.Kind == parser.KindSelect {
+		return rewriteStep{}, false
 	}
 	if f.Kind == parser.KindSelect {
-		if len(keys) != 1 {
-			return rewriteStep{}
-		}
-		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}
+		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}, true
 	}
 	s.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
-	return s.rw
+	if s.rw.key == "" { // several rows: none of them is paired
+		s.forgetOthers(pl)
+	}
+	return s.rw, true
+}
+
+// forgetOthers forgets every remembered value when a command other than
+// the keyed read or UPDATE a rewrite pairs may have read or written rows
+// of a rewrite rule's table (plan.rewriteRows): a read of several rows, a
+// join, a view, a routine, a multi-row UPDATE, a DELETE, text lockproxy
+// cannot read. The application may now believe other values than the
+// ones remembered, and a rewrite from those would write the wrong
+// difference; its next absolute write is unpaired instead.
+func (s *session) forgetOthers(pl plan) {
+	if pl.rewriteRows {
+		clear(s.beliefs)
+	}
 }
 
 // planUpdate is planRewrite for an UPDATE of a rewrite rule's table.
@@ -173,8 +200,15 @@ func (s *session) finishRewrite(step rewriteStep) {
 		if !s.lastOK || !session && !s.inTxn() {
 			return
 		}
+		// A read the capture could not use (the column twice, NULL, no
+		// row or several, a row too large to hold) still showed the
+		// application the row: what was remembered before no longer is
+		// what it believes, and a rewrite from it would write the wrong
+		// difference.
 		if v, ok := step.capture.belief(); ok {
 			s.remember(step.capture.key, v, session)
+		} else {
+			s.forget(step.capture.key)
 		}
 	case step.key != "":
 		s.forget(step.key)

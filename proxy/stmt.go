@@ -189,6 +189,8 @@ func (s *session) execute(p []byte) error {
 	var step rewriteStep
 	if !longSent {
 		step = s.planRewrite(pl, plainParams(params), true)
+	} else {
+		s.forgetOthers(pl) // not rewritten: nothing it touches stays paired
 	}
 	if step.reject != nil {
 		return s.refuseUnpaired(step)
