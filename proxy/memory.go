@@ -8,9 +8,12 @@ import (
 // session (proxy.session_memory) and for the whole process
 // (proxy.memory_budget). What counts: client packets beyond a small
 // buffer every session has, long data kept for key derivation, the plans
-// of prepared statements, and the parse of a statement being analysed.
-// A command whose memory would exceed either budget is answered with 1041
-// (ER_OUT_OF_RESOURCES) instead of being served; the session goes on.
+// of prepared statements, the parse of a statement being analysed, and a
+// large result row held for a rewrite's capture (other large rows are
+// streamed, never held: passRow). A command whose memory would exceed
+// either budget is answered with 1041 (ER_OUT_OF_RESOURCES) instead of
+// being served; the session goes on (a row the budget cannot hold is
+// streamed instead, and its value is not captured).
 
 // memBudget is a byte budget shared by goroutines. The zero value has no
 // room; a nil *memBudget has unlimited room.
@@ -106,6 +109,8 @@ func outOfMemory(what string, n int64) error {
 // the client's (charged to the budget) and the backends' (a large row or
 // result packet), so an idle session holds little whatever it last did.
 func (s *session) shrinkBuffers() {
+	s.mem.give(s.rowCharge)
+	s.rowCharge = 0
 	s.cr.shrink()
 	if s.be != nil {
 		s.be.r.shrink()

@@ -65,6 +65,47 @@ func (s *session) pass() ([]byte, error) {
 	return nil, nil
 }
 
+// streamAbove is the largest result row the relay holds whole: a larger
+// one is passed to the client piece by piece (packetReader.copyPhysical),
+// so rows of any size cost each session no more than its buffers, unless
+// a capture needs the row and the session's memory budget holds it.
+const streamAbove = freePacketBuf
+
+// passRow is pass for a result row. A row over streamAbove bytes is held
+// whole only for a capture that needs it, charged to the session's memory
+// budget until the command ends (shrinkBuffers); otherwise it is streamed
+// and passRow returns nil, as pass does for a row over 16 MiB.
+func (s *session) passRow() ([]byte, error) {
+	if s.src.r.buffered() < 4 {
+		if err := s.cw.flush(); err != nil {
+			return nil, clientIOError{err}
+		}
+	}
+	n, err := s.src.r.peekLen()
+	if err != nil {
+		return nil, err
+	}
+	if n <= streamAbove {
+		return s.pass()
+	}
+	if n < maxPayload && s.cap.wants() && s.mem.take(int64(n), shareAll) {
+		s.rowCharge += int64(n)
+		return s.pass()
+	}
+	s.midResponse = true
+	for {
+		n, err := s.src.r.copyPhysical(s.cw)
+		if err != nil || n < maxPayload {
+			return nil, err
+		}
+		if s.src.r.buffered() < 4 {
+			if err := s.cw.flush(); err != nil {
+				return nil, clientIOError{err}
+			}
+		}
+	}
+}
+
 // relay passes the backend's whole response to the client and records the
 // final server status and whether it ended in success.
 func (s *session) relay(kind relayKind, binary bool) error {
@@ -201,7 +242,7 @@ func (s *session) relayResultSets() error {
 // or an ERR (ok=false).
 func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 	for {
-		p, err := s.pass()
+		p, err := s.passRow()
 		if err != nil {
 			return 0, false, err
 		}

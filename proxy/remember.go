@@ -61,6 +61,12 @@ func (c *capture) column(i int, p []byte) {
 	}
 }
 
+// wants reports whether the capture still needs the next row whole: the
+// first row of a result that holds the column.
+func (c *capture) wants() bool {
+	return c != nil && c.rows == 0 && c.col >= 0 && !c.bad
+}
+
 // row notes one result row.
 func (c *capture) row(p []byte) {
 	c.rows++

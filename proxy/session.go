@@ -30,6 +30,9 @@ type session struct {
 	tls  bool
 	// mem is the session's memory budget (see memory.go).
 	mem *sessionMem
+	// rowCharge is what a large row held for a capture takes of mem until
+	// the command ends (passRow, shrinkBuffers).
+	rowCharge int64
 	// host is the client's address without the port; answered is set once
 	// the client has sent a whole handshake response (see
 	// Server.evictHandshakeLocked).

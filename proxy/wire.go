@@ -61,6 +61,41 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 	return p.hdr[3], p.buf, nil
 }
 
+// peekLen reports the payload length of the next physical packet without
+// reading it.
+func (p *packetReader) peekLen() (int, error) {
+	h, err := p.r.Peek(4)
+	if err != nil {
+		return 0, err
+	}
+	return int(uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16), nil
+}
+
+// copyPhysical passes the next physical packet to w through the reader's
+// own buffer, a piece at a time, never holding its payload whole. It
+// returns the payload's length; an error writing to w is a clientIOError.
+func (p *packetReader) copyPhysical(w *packetWriter) (int, error) {
+	if _, err := io.ReadFull(p.r, p.hdr[:]); err != nil {
+		return 0, err
+	}
+	n := int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
+	if _, err := w.w.Write(p.hdr[:]); err != nil {
+		return 0, clientIOError{err}
+	}
+	for left := n; left > 0; {
+		b, err := p.r.Peek(min(left, p.r.Size()))
+		if len(b) == 0 {
+			return 0, unexpectedEOF(err)
+		}
+		if _, err := w.w.Write(b); err != nil {
+			return 0, clientIOError{err}
+		}
+		_, _ = p.r.Discard(len(b))
+		left -= len(b)
+	}
+	return n, nil
+}
+
 // readLogical reads a whole logical packet (joining continuations), refusing
 // one larger than limit bytes (0: no limit) before allocating for it. It
 // returns the sequence id of the last physical packet. The payload is valid
