@@ -273,7 +273,7 @@ func (s *session) query(p []byte) error {
 		return err
 	}
 	s.finishRewrite(step)
-	s.track(an)
+	s.track(an, pl)
 	s.dyn.apply(pl.dyn, s.lastOK)
 	s.noteStatement(an)
 	s.afterCommand()
@@ -348,11 +348,9 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 }
 
 // track updates what the session knows after a statement succeeded.
-func (s *session) track(an *parser.Analysis) {
-	if an != nil {
-		// Even a text that failed may have run a SET before its error.
-		s.noteModeChange(an)
-	}
+func (s *session) track(an *parser.Analysis, pl plan) {
+	// Even a text that failed may have run a SET before its error.
+	s.noteModeChange(pl)
 	if an == nil || !s.lastOK {
 		return
 	}

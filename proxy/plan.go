@@ -37,6 +37,11 @@ type plan struct {
 	// it is the one keyed read or UPDATE the rewrite step handles, what the
 	// session remembered may no longer be what the application believes.
 	rewriteRows bool
+	// changesMode: the command may change the session's sql_mode (SET
+	// sql_mode, also in a statement EXECUTE runs; EXECUTE of a statement
+	// lockproxy did not see; text it cannot parse that names sql_mode or
+	// EXECUTE). Only then is the mode read again (sqlmode.go).
+	changesMode bool
 }
 
 // fromShapeOK reports whether a plan made from a statement shape's
@@ -131,6 +136,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 			pl.immediate(im, depth)
 			return
 		}
+		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		if an.LexKind == parser.KindPrepare {
 			// PREPARE ... FROM <expression>: the text is the server's to
 			// compute.
@@ -149,10 +155,12 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		return
 	case an.Uncertain != "":
 		pl.p.rewriteRows = true
+		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, an.Uncertain)
 		return
 	case pl.env.unsafeCharset && highByteBeforeBackslash(an.SQL):
 		pl.p.rewriteRows = true
+		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, "in the client character set a backslash may end a multi-byte character, and where a string ends is then the server's reading, not lockproxy's")
 		return
 	}
@@ -205,6 +213,9 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	if f.ImplicitCommit {
 		g.commits = true
+	}
+	if f.MayChangeMode() { // EXECUTE returned above: its statements tell
+		pl.p.changesMode = true
 	}
 	pl.noteVars(f)
 	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
@@ -329,6 +340,7 @@ func (pl *planner) execute(name string, using []string, usingOther bool, depth i
 	if !known || an == nil || depth >= maxDynamicDepth {
 		pl.refuseUnseen(fmt.Sprintf("EXECUTE %s: lockproxy did not see the statement prepared under that name", name))
 		pl.p.dyn.unknownAll = true
+		pl.p.changesMode = true
 		return
 	}
 	params := make([]any, 0, len(using))
@@ -356,6 +368,7 @@ func (pl *planner) immediate(im parser.Immediate, depth int) {
 	if !known {
 		pl.refuseUnseen("EXECUTE IMMEDIATE: lockproxy cannot see the statement text")
 		pl.p.dyn.unknownAll = true
+		pl.p.changesMode = true
 		return
 	}
 	const name = "\x00immediate"

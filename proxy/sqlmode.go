@@ -41,15 +41,17 @@ func (s *session) parseOptions() parser.Options {
 // that set or may have set sql_mode succeeded.
 func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 
-// noteModeChange marks the sql_mode stale after a text that set or may
-// have set it (parser.Analysis.MayChangeMode: SET sql_mode, EXECUTE, text
-// that could not be parsed naming sql_mode or EXECUTE); an Analysis of nil
-// (not analysed) may have. CALL is not among them: MariaDB restores the
-// caller's sql_mode when a routine returns. Reading the mode is a query on
-// the session's connection, which resets what FOUND_ROWS(), ROW_COUNT()
-// and SHOW WARNINGS report, so it is done only when needed.
-func (s *session) noteModeChange(an *parser.Analysis) {
-	if an == nil || an.MayChangeMode() {
+// noteModeChange marks the sql_mode stale after a command whose plan says
+// it may have changed it (plan.changesMode: SET sql_mode, also run by
+// EXECUTE; EXECUTE of a statement lockproxy did not see; text it could
+// not parse naming sql_mode or EXECUTE). An EXECUTE of a known statement
+// that does not set it leaves the mode as it was. CALL is not among them:
+// MariaDB restores the caller's sql_mode when a routine returns. Reading
+// the mode is a query on the session's connection, which resets what
+// FOUND_ROWS(), ROW_COUNT() and SHOW WARNINGS report, so it is done only
+// when needed.
+func (s *session) noteModeChange(pl plan) {
+	if pl.changesMode {
 		s.modeMayHaveChanged()
 	}
 }

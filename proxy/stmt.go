@@ -226,7 +226,7 @@ func (s *session) execute(p []byte) error {
 		}
 	}
 	s.finishRewrite(step)
-	s.track(st.an)
+	s.track(st.an, pl)
 	s.dyn.apply(pl.dyn, s.lastOK)
 	s.noteStatement(st.an)
 	s.afterCommand()

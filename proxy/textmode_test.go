@@ -211,3 +211,52 @@ func TestUncertainTextRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestModeReadOnlyWhenChanged: lockproxy reads the session's sql_mode
+// again (a query on the client's connection, which resets ROW_COUNT(),
+// FOUND_ROWS() and the warnings) only after a command that may change it.
+// EXECUTE of a statement it saw prepared is judged by that statement: an
+// UPDATE leaves ROW_COUNT() and FOUND_ROWS() for the client, a SET
+// sql_mode makes lockproxy read the mode before the next statement, as a
+// direct SET does.
+func TestModeReadOnlyWhenChanged(t *testing.T) {
+	p, db, _ := skuProxy(t, "(1, 10), (2, 10), (3, 10)")
+	ctx := context.Background()
+	conn, err := p.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mustConnExec(t, conn,
+		"PREPARE u FROM 'UPDATE sku SET stock = stock - 1 WHERE sku_id IN (1, 2)'",
+		"PREPARE s FROM 'SELECT SQL_CALC_FOUND_ROWS stock FROM sku WHERE sku_id IN (1, 2, 3) LIMIT 1'",
+		"PREPARE m FROM 'SET sql_mode = CONCAT(@@sql_mode, '',ANSI_QUOTES'')'")
+	one := func(q string) string {
+		t.Helper()
+		var v string
+		if err := conn.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return v
+	}
+	mustConnExec(t, conn, "EXECUTE u")
+	if got := one("SELECT ROW_COUNT()"); got != "2" {
+		t.Errorf("ROW_COUNT() after EXECUTE of an UPDATE of 2 rows: %s, want 2", got)
+	}
+	if got := outcome(t, conn, "EXECUTE s"); got != "true:9" {
+		t.Fatalf("EXECUTE s: %s", got)
+	}
+	if got := one("SELECT FOUND_ROWS()"); got != "3" {
+		t.Errorf("FOUND_ROWS() after EXECUTE of SQL_CALC_FOUND_ROWS over 3 rows: %s, want 3", got)
+	}
+	// A mode set through EXECUTE is read before the next statement: the
+	// double-quoted "sku_id" is then a column, and the UPDATE is refused.
+	mustConnExec(t, conn, "EXECUTE m")
+	_, err = conn.ExecContext(ctx, `UPDATE sku SET stock = 7 WHERE sku_id = "sku_id"`)
+	if me := mysqlErr(t, err); me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
+		t.Fatalf("UPDATE under ANSI_QUOTES set by EXECUTE: %v; want lockproxy's 1105", err)
+	}
+	if got := stocks(t, p, db); got != "9 9" {
+		t.Fatalf("rows 1 and 2: %s, want 9 9", got)
+	}
+}
