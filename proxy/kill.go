@@ -15,10 +15,11 @@ import (
 // one its greeting gave, which CONNECTION_ID() answers (see
 // session.ownConnectionID). KILL [QUERY | CONNECTION] <id> and
 // COM_PROCESS_KILL take that id: lockproxy translates it into the backend
-// thread of that session's primary connection and sends the KILL on the
-// asking session's own connection, so MariaDB still decides whether this
-// user may kill that thread (another user's needs PROCESS / CONNECTION
-// ADMIN / SUPER: 1095). MariaDB's answers name the thread; lockproxy
+// thread of that session's primary connection (or of its replica
+// connection, while a read runs there) and sends the KILL on the asking
+// session's own connection to that server, so MariaDB still decides
+// whether this user may kill that thread (another user's needs PROCESS /
+// CONNECTION ADMIN / SUPER: 1095). MariaDB's answers name the thread; lockproxy
 // gives them back naming the client's id. SHOW PROCESSLIST and
 // information_schema.PROCESSLIST still list backend thread ids.
 
@@ -60,10 +61,21 @@ func (s *session) processKill(p []byte) error {
 	return s.kill(false, uint64(binary.LittleEndian.Uint32(p[1:])))
 }
 
+// replicaRun names a replica connection: the replica and the backend
+// thread serving the session there.
+type replicaRun struct {
+	addr   string
+	thread uint32
+}
+
 // kill ends the query or the backend connection of the session with
-// lockproxy connection id id.
+// lockproxy connection id id. A query running on a replica is killed
+// there, on the asking session's own connection to that replica (MariaDB
+// decides there whether this user may); KILL CONNECTION also ends a
+// replica query that session is running, so the client's connection ends
+// at once, as it would on MariaDB.
 func (s *session) kill(query bool, id uint64) error {
-	thread, ok := s.srv.backendThread(id)
+	thread, run, ok := s.srv.backendThread(id)
 	if !ok {
 		return s.writeErrAt(1, errorf(errUnknownThread, "Unknown thread id: %d", id))
 	}
@@ -71,7 +83,21 @@ func (s *session) kill(query bool, id uint64) error {
 	if query {
 		verb = "KILL QUERY "
 	}
-	err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...))
+	be := s.be
+	if run != nil {
+		rc, err := s.replicaConn(run.addr)
+		if err != nil {
+			s.replicaBroken(run.addr, err)
+			return s.writeErrAt(1, errorf(errReplicaUnreachable,
+				"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
+		}
+		if query {
+			be, thread = rc, run.thread
+		} else if err := rc.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, run.thread)...)); err != nil && !isMySQLErr(err) {
+			s.replicaBroken(run.addr, err)
+		}
+	}
+	err := be.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...))
 	var se *sqlError
 	switch {
 	case err == nil:
@@ -89,23 +115,28 @@ func (s *session) kill(query bool, id uint64) error {
 			se = &sqlError{Code: se.Code, State: se.State, Msg: fmt.Sprintf("You are not owner of thread %d", id)}
 		}
 		return s.writeErrAt(1, se)
+	case be != s.be:
+		s.replicaBroken(run.addr, err)
+		return s.writeErrAt(1, errorf(errReplicaUnreachable,
+			"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
 	default:
 		return s.backendFailed(s.be, err)
 	}
 }
 
 // backendThread is the backend thread id of session id's primary
-// connection.
-func (s *Server) backendThread(id uint64) (uint32, bool) {
+// connection, and the replica connection it runs a command on now (nil
+// when none).
+func (s *Server) backendThread(id uint64) (uint32, *replicaRun, bool) {
 	if id > uint64(^uint32(0)) {
-		return 0, false
+		return 0, nil, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[uint32(id)]
 	if sess == nil {
-		return 0, false
+		return 0, nil, false
 	}
 	t := sess.thread.Load()
-	return t, t != 0
+	return t, sess.onReplicaNow.Load(), t != 0
 }

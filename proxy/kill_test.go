@@ -1,12 +1,14 @@
 package proxy
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // TestKillQuery: KILL QUERY with the connection id of lockproxy's greeting
@@ -42,5 +44,77 @@ func TestKillQuery(t *testing.T) {
 	_, err = killer.Exec("KILL QUERY 4000000000")
 	if me := mysqlErr(t, err); me.Number != 1094 || !strings.HasPrefix(me.Message, "lockproxy:") {
 		t.Errorf("unknown id: want lockproxy's 1094, got %v", me)
+	}
+}
+
+// TestKillReplicaQuery: KILL QUERY stops a query lockproxy sent to a
+// replica (on the replica, where it runs), and the session goes on; KILL
+// CONNECTION ends such a session at once.
+func TestKillReplicaQuery(t *testing.T) {
+	p := routedProxy(t)
+	waitReplica(t, p)
+	onReplica := p.bed.Open(t, p.bed.ReplicaAddr, "")
+	for _, query := range []bool{true, false} {
+		verb := map[bool]string{true: "KILL QUERY ", false: "KILL CONNECTION "}[query]
+		t.Run(strings.TrimSpace(verb), func(t *testing.T) {
+			victim, err := client.Connect(p.addr, p.bed.User, p.bed.Password, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer victim.Close()
+			const q = "SELECT SLEEP(30), @@server_id"
+			type outcome struct {
+				res *mysql.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := victim.Execute(q)
+				done <- outcome{res, err}
+			}()
+			for n := 0; n == 0; {
+				if err := onReplica.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case o := <-done:
+					t.Fatalf("the query ended before it was seen on the replica: %v", o.err)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			killer := p.db(t, "", "")
+			if _, err := killer.Exec(verb + strconv.FormatUint(uint64(victim.GetConnectionID()), 10)); err != nil {
+				t.Fatalf("%s: %v", verb, err)
+			}
+			var o outcome
+			select {
+			case o = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s did not stop the query on the replica", verb)
+			}
+			if query {
+				// MariaDB ends an interrupted SLEEP with 1, or with 1317.
+				if o.err == nil {
+					if s, _ := o.res.GetInt(0, 0); s != 1 {
+						t.Errorf("SLEEP returned %d: it ran to its end", s)
+					}
+					if id, _ := o.res.GetInt(0, 1); id != replicaID {
+						t.Errorf("ran on server %d, want the replica", id)
+					}
+				} else if me := (*mysql.MyError)(nil); !errors.As(o.err, &me) || me.Code != 1317 {
+					t.Errorf("killed query: %v; want SLEEP's 1 or 1317", o.err)
+				}
+				if _, err := victim.Execute("SELECT 1"); err != nil {
+					t.Errorf("KILL QUERY ended the victim's connection: %v", err)
+				}
+				return
+			}
+			if o.err == nil {
+				t.Errorf("the killed connection's query answered %v", o.res.Values)
+			}
+			if _, err := victim.Execute("SELECT 1"); err == nil {
+				t.Error("the killed connection still serves")
+			}
+		})
 	}
 }

@@ -19,9 +19,10 @@ const gtidWait = 50 * time.Millisecond
 // replicaState is the session's view of its replica connection.
 type replicaState struct {
 	conn    *backendConn
-	db      string // current database on conn
-	sets    int    // how many of session.sets conn has replayed
-	reached string // the last GTID conn is known to have applied
+	run     *replicaRun // conn as KILL finds it while a command runs on it
+	db      string      // current database on conn
+	sets    int         // how many of session.sets conn has replayed
+	reached string      // the last GTID conn is known to have applied
 	stmts   map[uint32]uint32
 	typed   map[uint32]bool // statements conn has been given parameter types for
 }
@@ -109,7 +110,10 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 			return false, nil
 		}
 	}
-	if err := s.send(rc, p, relayResults, st != nil); err != nil {
+	s.onReplicaNow.Store(s.replica.run)
+	err = s.send(rc, p, relayResults, st != nil)
+	s.onReplicaNow.Store(nil)
+	if err != nil {
 		if s.midResponse {
 			rc.broken = true
 			return true, err
@@ -167,7 +171,8 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 			return nil, err
 		}
 		b.dbDirty = true
-		s.replica = replicaState{conn: b, stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
+		s.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID},
+			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
 	}
 	rc := s.replica.conn
 	if s.replica.db != s.db && s.db != "" {

@@ -100,6 +100,9 @@ type session struct {
 	// thread is the backend thread id of the pinned primary connection,
 	// for KILL from other sessions.
 	thread atomic.Uint32
+	// onReplicaNow is the replica connection a command of the session is
+	// running on now (nil: none), so KILL reaches that query.
+	onReplicaNow atomic.Pointer[replicaRun]
 
 	// What the backend said of the user's PROCESS privilege, for SHOW
 	// LOCKPROXY LOCKS (privUser: the user it was asked for).

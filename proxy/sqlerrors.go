@@ -60,6 +60,9 @@ var (
 	// errPrimaryUnreachable: no connection to the primary could be
 	// opened, and the primary sent no error of its own (2003).
 	errPrimaryUnreachable = errors.New("proxy: cannot connect to the primary")
+	// errReplicaUnreachable: KILL could not reach the replica running the
+	// query it is to stop (2003).
+	errReplicaUnreachable = errors.New("proxy: cannot reach the replica")
 )
 
 // clientError is one row of clientErrors: an error that matches err
@@ -98,6 +101,7 @@ var clientErrors = []clientError{
 	{err: errRaceLost, code: erLockDeadlock, state: "40001"},
 	{err: errConstraint, code: erConstraintFailed, state: "23000"},
 	{err: errPrimaryUnreachable, code: erConnHost, state: "HY000"},
+	{err: errReplicaUnreachable, code: erConnHost, state: "HY000"},
 
 	{err: lockmgr.ErrWaitTimeout, code: erLockWaitTimeout, state: "HY000",
 		text: mysqlWords("Lock wait timeout exceeded; try restarting transaction")},
