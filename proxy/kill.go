@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -66,6 +67,7 @@ func (s *session) processKill(p []byte) error {
 type replicaRun struct {
 	addr   string
 	thread uint32
+	nc     net.Conn // closed by Shutdown when its grace is over
 }
 
 // kill ends the query or the backend connection of the session with

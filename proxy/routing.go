@@ -171,7 +171,7 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 			return nil, err
 		}
 		b.dbDirty = true
-		s.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID},
+		s.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
 			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
 	}
 	rc := s.replica.conn

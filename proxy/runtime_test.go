@@ -138,3 +138,44 @@ func TestShutdownWakesBackendWaits(t *testing.T) {
 		t.Fatal("the session waiting for its primary was not woken")
 	}
 }
+
+// TestShutdownWakesReplicaReads: when the shutdown grace ends, a session
+// whose read a replica is serving (outside a transaction, so draining
+// lets it run) is woken as one waiting for its primary is: every session
+// has ended when Shutdown returns.
+func TestShutdownWakesReplicaReads(t *testing.T) {
+	p := routedProxy(t)
+	waitReplica(t, p)
+	c := p.db(t, "", "")
+	running := make(chan error, 1)
+	const q = "SELECT SLEEP(120), @@server_id"
+	go func() {
+		_, err := c.Exec(q)
+		running <- err
+	}()
+	onReplica := p.bed.Open(t, p.bed.ReplicaAddr, "")
+	for n := 0; n == 0; time.Sleep(20 * time.Millisecond) {
+		if err := onReplica.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := p.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown after its grace: %v, want the context's deadline", err)
+	}
+	p.srv.mu.Lock()
+	left := len(p.srv.sessions)
+	p.srv.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d sessions still running when Shutdown returned", left)
+	}
+	select {
+	case err := <-running:
+		if err == nil {
+			t.Fatal("the 120 s read answered as if it ran to its end")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the client's read still waits after Shutdown returned")
+	}
+}

@@ -550,6 +550,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				if b := sess.watched.Load(); b != nil {
 					_ = b.nc.Close()
 				}
+				if r := sess.onReplicaNow.Load(); r != nil {
+					_ = r.nc.Close()
+				}
 			}
 			s.mu.Unlock()
 			select {
