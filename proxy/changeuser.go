@@ -34,6 +34,13 @@ func (s *session) changeUser(p []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := s.srv.userRoom(s, user); err != nil {
+		s.setUser(previous)
+		if werr := s.writeErrAt(seq, err); werr != nil {
+			return werr
+		}
+		return s.failedChangeUser()
+	}
 	// MariaDB rolls the transaction back: the locks go once the old
 	// connection's reset has done so, before the new user runs anything.
 	old := s.be

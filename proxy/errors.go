@@ -11,6 +11,7 @@ import (
 // MySQL error codes lockproxy writes itself.
 const (
 	erConCount        = 1040 // ER_CON_COUNT_ERROR
+	erUserConCount    = 1203 // ER_TOO_MANY_USER_CONNECTIONS
 	erServerShutdown  = 1053 // ER_SERVER_SHUTDOWN
 	erNoSuchThread    = 1094 // ER_NO_SUCH_THREAD
 	erAccessDenied    = 1045 // ER_ACCESS_DENIED_ERROR

@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -16,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/lockproxy/lockproxy/rules"
 )
@@ -222,5 +226,63 @@ func TestLoginThrottleBounded(t *testing.T) {
 		if len(k) > 2*maxKeyName+40 {
 			t.Fatalf("a count is kept under a %d-byte key", len(k))
 		}
+	}
+}
+
+// TestUserMaxConnections: users[].max_connections bounds one user's
+// logged-in sessions, at login and at COM_CHANGE_USER, with MariaDB's
+// 1203 from lockproxy; other users and the refused session go on, and a
+// session that ends makes room.
+func TestUserMaxConnections(t *testing.T) {
+	base := startProxy(t, nil)
+	capped := rules.User{User: "lp_capped", Password: "capped-pw", MaxConnections: 2}
+	mustExec(t, base.direct(t, "", ""), "CREATE USER IF NOT EXISTS 'lp_capped'@'%' IDENTIFIED BY 'capped-pw'")
+	p := startProxy(t, func(c *rules.Config) { c.Users = append(c.Users, capped) })
+	login := func(u, pw string) (*client.Conn, error) { return client.Connect(p.addr, u, pw, "") }
+	a, err := login(capped.User, capped.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := login(capped.User, capped.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = login(capped.User, capped.Password)
+	wantCode(t, err, 1203)
+	var me *mysql.MyError
+	if errors.As(err, &me) && (me.State != "42000" || !strings.Contains(me.Message, "lp_capped")) {
+		t.Errorf("refused login: %q (%s); want SQLSTATE 42000 naming the user", me.Message, me.State)
+	}
+	// Another user is not bounded by it.
+	other, err := login(p.bed.User, p.bed.Password)
+	if err != nil {
+		t.Fatalf("another user's login: %v", err)
+	}
+	defer other.Close()
+	// COM_CHANGE_USER to the capped user is refused too; the session stays
+	// its own user's.
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, "", false)
+	err = r.changeUser(capped.User, capped.Password, "")
+	wantCode(t, err, 1203)
+	if rows, err := r.query("SELECT CURRENT_USER()"); err != nil || !strings.Contains(strings.Join(rows, ","), p.bed.User+"@") {
+		t.Errorf("after the refused change: %q, %v; want still %s", rows, err, p.bed.User)
+	}
+	// A session that ends makes room.
+	b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := login(capped.User, capped.Password)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("login after one of the user's sessions ended: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := a.Ping(); err != nil {
+		t.Errorf("a session within the cap: %v", err)
 	}
 }

@@ -430,9 +430,43 @@ func (s *Server) loggedIn(sess *session) error {
 		s.metrics.rejected.Inc()
 		return errorf(errTooManyConnections, "Too many connections")
 	}
+	if err := s.userRoomLocked(sess, sess.user); err != nil {
+		return err
+	}
 	delete(s.handshaking, sess.id)
 	s.metrics.handshakes.Dec()
 	return nil
+}
+
+// userRoom fails with 1203 when user has users[].max_connections sessions
+// logged in other than sess.
+func (s *Server) userRoom(sess *session, user string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.userRoomLocked(sess, user)
+}
+
+func (s *Server) userRoomLocked(sess *session, user string) error {
+	limit := 0
+	for _, u := range s.config().Users {
+		if u.User == user {
+			limit = u.MaxConnections
+		}
+	}
+	if limit <= 0 {
+		return nil
+	}
+	n := 0
+	for id, other := range s.sessions {
+		if _, handshaking := s.handshaking[id]; other != sess && !handshaking && other.user == user {
+			n++
+		}
+	}
+	if n < limit {
+		return nil
+	}
+	s.metrics.rejected.Inc()
+	return errorf(errTooManyUserConnections, "User %s already has more than 'users[].max_connections' (%d) active connections", user, limit)
 }
 
 // fdEvictions is how many connections still authenticating are closed

@@ -14,6 +14,9 @@ var (
 	// errTooManyConnections: proxy.max_connections sessions are logged
 	// in, or the server is draining (1040).
 	errTooManyConnections = errors.New("proxy: too many connections")
+	// errTooManyUserConnections: the user has users[].max_connections
+	// sessions logged in (1203).
+	errTooManyUserConnections = errors.New("proxy: too many connections for the user")
 	// errAccessDenied: the login is refused: a wrong password, an unknown
 	// user, or a client without TLS where proxy.require_tls (1045).
 	errAccessDenied = errors.New("proxy: access denied")
@@ -82,6 +85,7 @@ type clientError struct {
 // first, as the call site that chose one knows best.
 var clientErrors = []clientError{
 	{err: errTooManyConnections, code: erConCount, state: "08004"},
+	{err: errTooManyUserConnections, code: erUserConCount, state: "42000"},
 	{err: errAccessDenied, code: erAccessDenied, state: "28000"},
 	{err: errHostBlocked, code: erHostBlocked, state: "HY000"},
 	{err: errHandshake, code: erHandshake, state: "08S01"},

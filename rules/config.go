@@ -83,6 +83,10 @@ type AdminConfig struct {
 type User struct {
 	User     string `yaml:"user"`
 	Password string `yaml:"password"`
+	// MaxConnections bounds the sessions this user may have logged in at
+	// once (0: only proxy.max_connections bounds them), as MariaDB's
+	// max_user_connections does: one application cannot take every slot.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // BackendConfig names the MySQL/MariaDB servers behind the proxy.

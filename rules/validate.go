@@ -136,6 +136,9 @@ func (v *validator) users(users []User) {
 			v.add(path, "duplicate user %q (also users[%d])", u.User, prev)
 			continue
 		}
+		if u.MaxConnections < 0 {
+			v.add(fmt.Sprintf("users[%d].max_connections", i), "must not be negative (0: no limit of its own)")
+		}
 		seen[u.User] = i
 	}
 }
