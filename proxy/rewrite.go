@@ -88,11 +88,14 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	}
 	f := an.Stmts[0]
 	r, keys := pl.rewrite.rule, pl.rewrite.keys
-	if r == nil || f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate || len(keys) != 1 && f.Kind == parser.KindSelect {
+	if r == nil {
 		return rewriteStep{}, false
 	}
-	if f.Kind == parser.KindSelect {
+	switch {
+	case f.Kind == parser.KindSelect && len(keys) == 1:
 		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}, true
+	case f.Kind != parser.KindUpdate:
+		return rewriteStep{}, false
 	}
 	s.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
 	if s.rw.key == "" { // several rows: none of them is paired
