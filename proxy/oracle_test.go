@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -398,7 +399,11 @@ func FuzzPlanOracle(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	o := startOracle(f, testbed.Get(f), "lockproxy_oracle_fuzz", oracleOptions{quiet: true})
+	// Each fuzzing process (the coordinator and every worker) runs this
+	// set-up: a database of its own, or they would drop each other's.
+	db := "lockproxy_oracle_fuzz_" + strconv.Itoa(os.Getpid())
+	o := startOracle(f, testbed.Get(f), db, oracleOptions{quiet: true})
+	f.Cleanup(func() { _, _ = o.direct.Exec("DROP DATABASE IF EXISTS `" + db + "`") })
 	observer := o.p.db(f, o.db, "")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := o.session(t)
