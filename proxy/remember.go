@@ -33,18 +33,23 @@ func newCapture(key, column string, binary bool) *capture {
 	return &capture{key: key, colName: strings.ToLower(column), binary: binary, col: -1}
 }
 
-// column notes column definition i of the result.
+// column notes column definition i of the result. The guarded column is
+// the one whose org_name is the column, whatever its alias. An expression
+// named like the column (`SELECT stock - reserved AS stock`) has no
+// org_name: what the application read there is not the column's value,
+// so the result is unusable.
 func (c *capture) column(i int, p []byte) {
 	pos := 0
-	var name []byte
+	var name, orgName []byte
 	var err error
 	for f := 0; f < 6 && err == nil; f++ { // catalog, schema, table, org_table, name, org_name
 		var s []byte
 		s, pos, err = readLenEncString(p, pos)
-		if f == 5 && len(s) > 0 {
-			name = s // org_name: the column, whatever the alias
-		} else if f == 4 && name == nil {
+		switch f {
+		case 4:
 			name = s
+		case 5:
+			orgName = s
 		}
 	}
 	if err != nil || pos+1+2+4+1+2 > len(p) {
@@ -53,11 +58,14 @@ func (c *capture) column(i int, p []byte) {
 	}
 	t, flags := p[pos+7], binary.LittleEndian.Uint16(p[pos+8:])
 	c.types, c.flags = append(c.types, t), append(c.flags, flags)
-	if strings.EqualFold(string(name), c.colName) {
+	switch {
+	case strings.EqualFold(string(orgName), c.colName):
 		if c.col >= 0 {
 			c.bad = true // the column twice: ambiguous
 		}
 		c.col = i
+	case len(orgName) == 0 && strings.EqualFold(string(name), c.colName):
+		c.bad = true
 	}
 }
 

@@ -56,8 +56,8 @@ type rewriteStep struct {
 // runs outside a transaction. With scope session a read in or out of a
 // transaction is remembered, from the primary or a replica. Either way a
 // later keyed read of the row replaces it (or forgets it, when its result
-// cannot be used: no row or several, the column twice or NULL, a row too
-// large to hold); the session's next UPDATE of the row consumes it,
+// cannot be used: no row or several, the column twice or NULL, an
+// expression named like the column, a row too large to hold); the session's next UPDATE of the row consumes it,
 // rewritten or not; every remembered value is forgotten when a command
 // may have read or written rows of a rewrite rule's table otherwise
 // (several rows, a range, a join, a view, a stored routine or function, a
@@ -203,8 +203,9 @@ func (s *session) finishRewrite(step rewriteStep) {
 		if !s.lastOK || !session && !s.inTxn() {
 			return
 		}
-		// A read the capture could not use (the column twice, NULL, no
-		// row or several, a row too large to hold) still showed the
+		// A read the capture could not use (the column twice, NULL, an
+		// expression named like it, no row or several, a row too large
+		// to hold) still showed the
 		// application the row: what was remembered before no longer is
 		// what it believes, and a rewrite from it would write the wrong
 		// difference.

@@ -293,6 +293,7 @@ func TestRewriteForgetsWhatOtherStatementsShow(t *testing.T) {
 	for _, c := range []struct{ name, setup, between string }{
 		{"column twice", "", "SELECT stock, stock FROM sku WHERE sku_id = 1"},
 		{"NULL for the column", "", "SELECT IF(stock = 5, NULL, stock) AS stock FROM sku WHERE sku_id = 1"},
+		{"expression named as the column", "", "SELECT stock - 0 AS stock FROM sku WHERE sku_id = 1"},
 		{"several rows", "", "SELECT stock FROM sku WHERE sku_id IN (1, 2)"},
 		{"range", "", "SELECT stock FROM sku WHERE sku_id >= 1"},
 		{"join", "", "SELECT s.stock FROM sku s JOIN sku t ON t.sku_id = s.sku_id WHERE s.sku_id = 1"},
