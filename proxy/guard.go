@@ -25,11 +25,14 @@ const rollbackTimeout = 5 * time.Second
 type guard struct {
 	keys        []lockmgr.Key
 	waitTimeout time.Duration
-	reject      error  // answer this instead of running the command
-	commits     bool   // the text contains COMMIT (or an implicit commit)
-	rollsBack   bool   // the text is ROLLBACK: it may always run
-	rule        string // first rule that matched, for messages
-	primary     bool   // a rule or a fact forces the primary
+	reject      error // answer this instead of running the command
+	// unpaired: reject refuses a write of a rewrite column that no rewrite
+	// makes conditional (counted as reason "unpaired", not "unkeyed").
+	unpaired  bool
+	commits   bool   // the text contains COMMIT (or an implicit commit)
+	rollsBack bool   // the text is ROLLBACK: it may always run
+	rule      string // first rule that matched, for messages
+	primary   bool   // a rule or a fact forces the primary
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
@@ -102,8 +105,12 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 		}
 	}
 	if g.reject != nil {
-		s.srv.metrics.rejects.WithLabelValues(g.rule, "unkeyed").Inc()
-		s.audit("statement rejected: keys cannot be derived", g, zap.String("error", toSQLError(g.reject).Msg))
+		reason, event := "unkeyed", "statement rejected: keys cannot be derived"
+		if g.unpaired {
+			reason, event = "unpaired", "unrewritable write refused (on_unpaired: reject)"
+		}
+		s.srv.metrics.rejects.WithLabelValues(g.rule, reason).Inc()
+		s.audit(event, g, zap.String("error", toSQLError(g.reject).Msg))
 		return false, s.writeErrAt(1, g.reject)
 	}
 	s.noteUnkeyedReads(g)

@@ -143,6 +143,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 			pl.refuseUnseen("PREPARE from an expression: lockproxy cannot see the statement text")
 		}
 		g.add(rs.MatchUnparsed(an, pl.env.db), pl.lc)
+		pl.unseenWrite(an.SQL, an.LexKind == parser.KindSelect && !strings.Contains(strings.TrimRight(an.SQL, "; \t\r\n"), ";"))
 		pl.p.rewriteRows = true
 		pl.uncertain(an, "the statement could not be parsed")
 		// What it does to variables is not known; dynamic SQL in it
@@ -154,11 +155,13 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		}
 		return
 	case an.Uncertain != "":
+		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, an.Uncertain)
 		return
 	case pl.env.unsafeCharset && highByteBeforeBackslash(an.SQL):
+		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, "in the client character set a backslash may end a multi-byte character, and where a string ends is then the server's reading, not lockproxy's")
@@ -186,6 +189,34 @@ func (pl *planner) refuseUnseen(reason string) {
 	pl.p.rewriteRows = true
 	if r := pl.env.rs.Locking(); r != nil {
 		pl.p.guard.add(rules.UnkeyedDecision(r, reason), pl.lc)
+	}
+	if r := pl.env.rs.RejectingUnpaired(); r != nil {
+		pl.refuseUnpaired(r, fmt.Sprintf("%s, and it may set %s to a value lockproxy does not make conditional", reason, r.Rewrite.Column))
+	}
+}
+
+// unseenWrite refuses text lockproxy cannot read with certainty that names
+// the table of a rule with rewrite.on_unpaired: reject (or a view,
+// routine or trigger reaching it): it may write the guarded column in a
+// form no rewrite makes conditional. read says the text is certainly one
+// plain read.
+func (pl *planner) unseenWrite(sql string, read bool) {
+	if read {
+		return
+	}
+	if r := pl.env.rs.MentionsRejectingUnpaired(sql); r != nil {
+		pl.refuseUnpaired(r, fmt.Sprintf("lockproxy cannot read with certainty a statement naming %s, which may set %s to a value it does not make conditional", r.Table, r.Rewrite.Column))
+	}
+}
+
+// refuseUnpaired refuses the command for rule r with rewrite.on_unpaired:
+// reject, saying why.
+func (pl *planner) refuseUnpaired(r *rules.Rule, why string) {
+	g := &pl.p.guard
+	if g.reject == nil {
+		g.reject = errorf(errRejected, "rule %q: %s (rewrite.on_unpaired: reject)", r.Name, why)
+		g.unpaired = true
+		g.rule = r.Name
 	}
 }
 
@@ -232,11 +263,10 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	if d.Reject || len(d.Unkeyed) > 0 || len(d.UnkeyedReads) > 0 || len(d.Hidden) > 0 {
 		pl.p.unkeyed = true
 	}
-	if depth > 0 {
-		pl.unrewritable(f, d)
-	} else {
+	if depth == 0 {
 		pl.targets(f, d, params)
 	}
+	pl.unrewritten(f, depth)
 	g.add(d, pl.lc)
 }
 
@@ -264,26 +294,25 @@ func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
 	}
 }
 
-// unrewritable refuses, for a rule with rewrite.on_unpaired: reject, an
-// absolute write of its guarded column that lockproxy cannot rewrite:
-// one run through dynamic SQL is sent as the server builds it.
-func (pl *planner) unrewritable(f *parser.Facts, d rules.Decision) {
-	rw := d.Rewrite
-	if rw == nil || rw.OnUnpaired != rules.OnUnpairedReject || f.Kind != parser.KindUpdate {
-		return
-	}
-	for _, a := range f.Assignments {
-		if a.Column == strings.ToLower(rw.Column) && (a.Kind == parser.AssignLiteral || a.Kind == parser.AssignParam) {
-			g := &pl.p.guard
-			if g.reject == nil {
-				g.reject = errorf(errRejected,
-					"rule %s: an absolute write of %s through dynamic SQL is not rewritten; rewrite.on_unpaired: reject", d.RewriteRule.Name, rw.Column)
-			}
-			if g.rule == "" {
-				g.rule = d.RewriteRule.Name
-			}
-			return
+// unrewritten refuses, for a rule with rewrite.on_unpaired: reject, a
+// write of its guarded column that no rewrite makes conditional
+// (rules.UnrewrittenWrites): REPLACE, INSERT ... ON DUPLICATE KEY UPDATE,
+// LOAD DATA, an UPDATE through a view, of several rows or of a row it
+// cannot key, one run through dynamic SQL. The single-row UPDATE of the
+// table a command is made of (its rewrite target) is left to the rewrite
+// step, which rewrites it or refuses it (session.planUpdate).
+func (pl *planner) unrewritten(f *parser.Facts, depth int) {
+	for _, w := range pl.env.rs.UnrewrittenWrites(f, pl.env.db) {
+		if depth == 0 && f.Kind == parser.KindUpdate && pl.p.rewrite.rule == w.Rule {
+			continue
 		}
+		how := w.How
+		if depth > 0 {
+			how += " run through dynamic SQL"
+		}
+		col := w.Rule.Rewrite.Column
+		pl.refuseUnpaired(w.Rule, fmt.Sprintf("%s sets %s to a value lockproxy does not make conditional; read the row and write it with a single-row UPDATE of the table in one transaction, or write %s = %s - ?", how, col, col, col))
+		return
 	}
 }
 

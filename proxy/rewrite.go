@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -104,6 +106,15 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	return s.rw, true
 }
 
+// absoluteWrite reports whether an UPDATE sets column to anything but
+// column + delta / column - delta.
+func absoluteWrite(f *parser.Facts, column string) bool {
+	column = strings.ToLower(column)
+	return slices.ContainsFunc(f.Assignments, func(a parser.Assignment) bool {
+		return a.Column == column && a.Kind != parser.AssignRelative
+	})
+}
+
 // forgetOthers forgets every remembered value when a command other than
 // the keyed read or UPDATE a rewrite pairs may have read or written rows
 // of a rewrite rule's table (plan.rewriteRows): a read of several rows, a
@@ -121,14 +132,27 @@ func (s *session) forgetOthers(pl plan) {
 func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any, fence fenceStep) rewriteStep {
 	rw := r.Rewrite
 	step := rewriteStep{rule: r.Name, mode: rw.Mode, column: rw.Column, zero: rw.OnConflict == rules.OnConflictZeroRows}
-	if len(keys) != 1 {
-		s.rewriteSkipped(step, parser.ReasonSeveralRows)
+	// skip runs the UPDATE as sent, or refuses it when on_unpaired: reject
+	// and it sets the column to a value not computed from the row's own.
+	skip := func(reason string) rewriteStep {
+		s.rewriteSkipped(step, reason)
+		if rw.OnUnpaired == rules.OnUnpairedReject && absoluteWrite(f, rw.Column) {
+			s.srv.metrics.rejects.WithLabelValues(step.rule, "unpaired").Inc()
+			s.srv.audit.Info("unrewritable write refused (on_unpaired: reject)",
+				zap.String("rule", step.rule), zap.String("key", step.key), zap.String("reason", reason),
+				zap.String("statement", parser.Redact(f.Text)), zap.Uint32("session", s.id), zap.String("user", s.user))
+			step.reject = errorf(errRejected,
+				"rule %q: UPDATE sets %s to a value lockproxy does not make conditional (%s); read the row and write it with a single-row UPDATE to a literal or placeholder in one transaction, or write %s = %s - ? (rewrite.on_unpaired: reject)",
+				step.rule, step.column, reason, step.column, step.column)
+		}
 		return step
+	}
+	if len(keys) != 1 {
+		return skip(parser.ReasonSeveralRows)
 	}
 	step.key = keys[0].Name
 	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.unsafeCharset {
-		s.rewriteSkipped(step, "session escaping")
-		return step
+		return skip("session escaping")
 	}
 	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: s.beliefs[step.key].value, Key: r.Key}
 	if rw.Min != nil {
@@ -144,12 +168,12 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 	g, ok, reason, err := parser.RewriteGuarded(f, spec, params)
 	switch {
 	case err != nil:
-		s.log.Warn("rewrite failed; the statement runs as sent", zap.String("rule", r.Name), zap.Error(err))
-		s.rewriteSkipped(step, "error")
+		s.log.Warn("rewrite failed", zap.String("rule", r.Name), zap.Error(err))
+		return skip("error")
 	case reason == parser.ReasonNothingRemembered:
 		s.rewriteUnpaired(&step, f, rw.OnUnpaired == rules.OnUnpairedReject)
 	case !ok:
-		s.rewriteSkipped(step, reason)
+		return skip(reason)
 	default:
 		step.sql, step.guard, step.check = g.SQL, g.Guard, g.Check
 		if g.FenceCheck != "" {

@@ -339,3 +339,88 @@ func TestRewriteForgetsWhatOtherStatementsShow(t *testing.T) {
 		})
 	}
 }
+
+// TestUnpairedRejectCoversEveryWrite: with rewrite.on_unpaired: reject
+// (here on a rule that takes no row locks, where the rewrite is the only
+// guarantee) every statement that may set the guarded column to a value
+// lockproxy does not make conditional is refused with 1105 naming the
+// rule, and does not run: whatever its form, through a view, through
+// dynamic SQL, or as text lockproxy cannot read with certainty. Relative
+// writes, new rows and reads still run; with on_unpaired: allow the same
+// statements run as sent.
+func TestUnpairedRejectCoversEveryWrite(t *testing.T) {
+	refused := []string{
+		"UPDATE sku SET stock = 9 WHERE sku_id = 1",
+		"UPDATE v SET stock = 9 WHERE sku_id = 1",
+		"UPDATE v2 SET s = 9 WHERE id = 1",
+		"UPDATE sku SET stock = 9 WHERE sku_id IN (1, 2)",
+		"UPDATE sku SET stock = 9 WHERE sku_id >= 1",
+		"UPDATE sku SET stock = 9 - 0 WHERE sku_id = 1",
+		"UPDATE sku SET stock = (SELECT 9) WHERE sku_id = 1",
+		"UPDATE sku s JOIN orders o ON o.id = s.sku_id SET s.stock = 9",
+		"INSERT INTO sku VALUES (1, 9) ON DUPLICATE KEY UPDATE stock = 9",
+		"INSERT INTO sku VALUES (1, 9) ON DUPLICATE KEY UPDATE stock = VALUES(stock)",
+		"REPLACE INTO sku VALUES (1, 9)",
+		"/*M!100000 UPDATE sku SET stock = 9 */",
+		"UPDATE sku SET stock = 9 WHERE sku_id = 1 OR sku_id = " + strings.Repeat("9", 90), // MariaDB runs it; the parser cannot read it
+		"EXECUTE upd",
+		"EXECUTE unseen",
+	}
+	allowed := []string{
+		"UPDATE sku SET stock = stock - 1 WHERE sku_id = 1",
+		"UPDATE sku SET stock = stock - 1 WHERE sku_id IN (1, 2)",
+		"INSERT INTO sku VALUES (3, 10)",
+		"SELECT stock FROM sku WHERE sku_id >= 1",
+		"SELECT stock FROM v WHERE sku_id = 1",
+		"UPDATE v2 SET s = s - 1 WHERE id = 1",
+	}
+	for _, mode := range []string{rules.OnUnpairedReject, rules.OnUnpairedAllow} {
+		t.Run(mode, func(t *testing.T) {
+			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", OnUnpaired: mode}, "10")
+			mustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)", "INSERT INTO orders VALUES (1, 'a')")
+			mustExec(t, b.via, "CREATE VIEW v AS SELECT sku_id, stock FROM sku", "CREATE VIEW v2 AS SELECT sku_id AS id, stock AS s FROM sku")
+			ctx := context.Background()
+			conn, err := b.via.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			mustConnExec(t, conn, "PREPARE upd FROM 'UPDATE sku SET stock = 9 WHERE sku_id = 1'",
+				"SET @q = CONCAT('UPDATE sku SET stock = 9 ', 'WHERE sku_id = 1')")
+			// A text lockproxy cannot see is refused when prepared, and
+			// its EXECUTE too (lockproxy did not see it prepared).
+			if _, err := conn.ExecContext(ctx, "PREPARE unseen FROM @q"); (err != nil) != (mode == rules.OnUnpairedReject) {
+				t.Errorf("PREPARE unseen FROM @q: %v", err)
+			}
+			for _, q := range refused {
+				mustExec(t, b.direct, "UPDATE sku SET stock = 10")
+				_, err := conn.ExecContext(ctx, q)
+				changed := b.count(t, "SELECT COUNT(*) FROM sku WHERE stock <> 10")
+				if mode == rules.OnUnpairedAllow {
+					if err != nil || changed == 0 {
+						t.Errorf("%s with on_unpaired: allow: %v, %d rows changed; want it run", q, err, changed)
+					}
+					continue
+				}
+				var me *mysql.MySQLError
+				if !errors.As(err, &me) || me.Number != 1105 || !strings.HasPrefix(me.Message, `lockproxy: rule "stock"`) ||
+					!strings.Contains(me.Message, "on_unpaired: reject") {
+					t.Errorf("%s: %v; want lockproxy's 1105 naming the rule and on_unpaired", q, err)
+				}
+				if changed != 0 {
+					t.Errorf("%s was refused but changed %d rows", q, changed)
+				}
+			}
+			for _, q := range allowed {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Errorf("%s: %v; want it run", q, err)
+				}
+			}
+			if mode == rules.OnUnpairedReject {
+				if v := value(t, b.p.reg, "lockproxy_statements_rejected_total", "reason=unpaired,rule=stock"); v != float64(len(refused)+1) {
+					t.Errorf("lockproxy_statements_rejected_total{reason=unpaired} = %v, want %d", v, len(refused)+1)
+				}
+			}
+		})
+	}
+}

@@ -22,6 +22,8 @@ type RuleSet struct {
 	// objects are the schema's views, routines and triggers resolved
 	// against the rules; nil when the schema does not know them.
 	objects *objectPlan
+	// rejectsUnpaired: some rule says rewrite.on_unpaired: reject.
+	rejectsUnpaired bool
 }
 
 type compiledRule struct {
@@ -51,6 +53,7 @@ func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
 		cr := &compiledRule{rule: r, db: db, table: table, key: key}
 		rs.byTable[table] = append(rs.byTable[table], cr)
 		rs.all = append(rs.all, cr)
+		rs.rejectsUnpaired = rs.rejectsUnpaired || rejectsUnpaired(r)
 	}
 	if objs, ok := schema.Objects(); ok {
 		rs.compileObjects(objs)

@@ -27,34 +27,68 @@ func (rs *RuleSet) Locking() *Rule {
 // analyse: a statement that never names a guarded table cannot touch one
 // directly.
 func (rs *RuleSet) Mentions(text string) *Rule {
+	locks := func(r *Rule) bool { return len(r.Lock) > 0 }
+	return rs.mentions(text, locks, func(r *Rule) bool { return locks(r) || r.Rewrite != nil })
+}
+
+// MentionsRejectingUnpaired is Mentions for the rules with
+// rewrite.on_unpaired: reject: text lockproxy cannot analyse that names
+// such a rule's table (or a view, routine or trigger reaching it) may
+// write its guarded column in a form no rewrite makes conditional.
+func (rs *RuleSet) MentionsRejectingUnpaired(text string) *Rule {
+	if rs == nil || !rs.rejectsUnpaired {
+		return nil
+	}
+	return rs.mentions(text, rejectsUnpaired, rejectsUnpaired)
+}
+
+// RejectingUnpaired returns the first rule with rewrite.on_unpaired:
+// reject, or nil: the rule to name when lockproxy cannot see what a
+// statement writes.
+func (rs *RuleSet) RejectingUnpaired() *Rule {
+	if rs == nil || !rs.rejectsUnpaired {
+		return nil
+	}
+	for _, cr := range rs.all {
+		if rejectsUnpaired(cr.rule) {
+			return cr.rule
+		}
+	}
+	return nil
+}
+
+// mentions returns the first rule accepted by table whose table name
+// appears in text as a word, else the first accepted by object that a view,
+// routine or trigger named in text reaches.
+func (rs *RuleSet) mentions(text string, table, object func(*Rule) bool) *Rule {
 	if rs == nil {
 		return nil
 	}
 	lower := strings.ToLower(text)
 	for i := range rs.cfg.Rules {
 		r := &rs.cfg.Rules[i]
-		if len(r.Lock) == 0 {
+		if !table(r) {
 			continue
 		}
-		_, table, ok := SplitTable(r.Table)
-		if ok && containsWord(lower, strings.ToLower(table)) {
+		_, name, ok := SplitTable(r.Table)
+		if ok && containsWord(lower, strings.ToLower(name)) {
 			return r
 		}
 	}
-	return rs.mentionsObject(lower)
+	return rs.mentionsObject(lower, object)
 }
 
-// mentionsObject is Mentions for the views, routines and triggers that
+// mentionsObject is mentions for the views, routines and triggers that
 // reach a guarded table: the name of such a view or routine, or of a table
 // with such a trigger, in lower.
-func (rs *RuleSet) mentionsObject(lower string) *Rule {
+func (rs *RuleSet) mentionsObject(lower string, want func(*Rule) bool) *Rule {
 	op := rs.objects
 	if op == nil {
 		return nil
 	}
 	first := func(rs []reach) *Rule {
 		for _, r := range rs {
-			if len(r.cr.rule.Lock) > 0 || r.cr.rule.Rewrite != nil {
+			if want(r.cr.rule) {
 				return r.cr.rule
 			}
 		}
