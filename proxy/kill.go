@@ -87,16 +87,23 @@ func (s *session) kill(query bool, id uint64) error {
 	}
 	be := s.be
 	if run != nil {
+		// KILL CONNECTION ends the replica read as best it can, then the
+		// primary connection whatever happened there; KILL QUERY needs
+		// the replica.
 		rc, err := s.replicaConn(run.addr)
-		if err != nil {
+		switch {
+		case err != nil:
 			s.replicaBroken(run.addr, err)
-			return s.writeErrAt(1, errorf(errReplicaUnreachable,
-				"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
-		}
-		if query {
+			if query {
+				return s.writeErrAt(1, errorf(errReplicaUnreachable,
+					"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
+			}
+		case query:
 			be, thread = rc, run.thread
-		} else if err := rc.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, run.thread)...)); err != nil && !isMySQLErr(err) {
-			s.replicaBroken(run.addr, err)
+		default:
+			if err := rc.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, run.thread)...)); err != nil && !isMySQLErr(err) {
+				s.replicaBroken(run.addr, err)
+			}
 		}
 	}
 	err := be.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, thread)...))
