@@ -37,6 +37,10 @@ type plan struct {
 	// it is the one keyed read or UPDATE the rewrite step handles, what the
 	// session remembered may no longer be what the application believes.
 	rewriteRows bool
+	// storedCode: some statement runs stored code (a function, procedure
+	// or trigger), which may read any row: even the keyed read a rewrite
+	// captures then shows the application more than its own row.
+	storedCode bool
 	// changesMode: the command may change the session's sql_mode (SET
 	// sql_mode, also in a statement EXECUTE runs; EXECUTE of a statement
 	// lockproxy did not see; text it cannot parse that names sql_mode or
@@ -250,8 +254,11 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	pl.noteVars(f)
 	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
+	if pl.env.rs.RunsStoredCode(f, pl.env.db) {
+		pl.p.storedCode, pl.p.rewriteRows = true, true
+	}
 	if !pl.p.rewriteRows {
-		pl.p.rewriteRows = pl.env.rs.RunsStoredCode(f, pl.env.db) || slices.ContainsFunc(d.Rules, func(r *rules.Rule) bool { return r.Rewrite != nil })
+		pl.p.rewriteRows = slices.ContainsFunc(d.Rules, func(r *rules.Rule) bool { return r.Rewrite != nil })
 	}
 	switch {
 	case d.NeedParams && params == nil:

@@ -62,8 +62,9 @@ type rewriteStep struct {
 // expression named like the column, a row too large to hold); the session's next UPDATE of the row consumes it,
 // rewritten or not; every remembered value is forgotten when a command
 // may have read or written rows of a rewrite rule's table otherwise
-// (several rows, a range, a join, a view, a stored routine or function, a
-// multi-row UPDATE, a DELETE, text lockproxy cannot parse), at
+// (several rows, a range, a join, a view, a stored routine or function,
+// also one a keyed read calls, a multi-row UPDATE, a DELETE, text
+// lockproxy cannot parse), at
 // COM_RESET_CONNECTION, COM_CHANGE_USER and disconnect, and when more
 // than 1024 rows are remembered.
 func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
@@ -95,6 +96,9 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	}
 	switch {
 	case f.Kind == parser.KindSelect && len(keys) == 1:
+		if pl.storedCode {
+			clear(s.beliefs) // a function in it may show other rows too
+		}
 		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}, true
 	case f.Kind != parser.KindUpdate:
 		return rewriteStep{}, false

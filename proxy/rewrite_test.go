@@ -424,3 +424,32 @@ func TestUnpairedRejectCoversEveryWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestRewriteForgetsRowsAFunctionShows: a keyed read of one row that also
+// calls a stored function may show the application other rows (here the
+// function reads row 2): their remembered values are forgotten, and the
+// next absolute write of row 2 is unpaired.
+func TestRewriteForgetsRowsAFunctionShows(t *testing.T) {
+	ctx := context.Background()
+	b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Scope: rules.ScopeSession}, "10")
+	mustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)")
+	mustExec(t, b.via, "CREATE FUNCTION f_stock(id BIGINT) RETURNS INT READS SQL DATA RETURN (SELECT stock FROM sku WHERE sku_id = id)")
+	conn, err := b.via.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var one, two int
+	if err := conn.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 2").Scan(&two); err != nil || two != 10 {
+		t.Fatalf("first read of row 2: %d, %v", two, err)
+	}
+	mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 2")
+	if err := conn.QueryRowContext(ctx, "SELECT stock, f_stock(2) FROM sku WHERE sku_id = 1").Scan(&one, &two); err != nil || two != 5 {
+		t.Fatalf("read of row 1 showing row 2: %d, %d, %v", one, two, err)
+	}
+	// The application now believes row 2 holds 5 and takes one.
+	mustConnExec(t, conn, "UPDATE sku SET stock = 4 WHERE sku_id = 2")
+	if s := b.count(t, "SELECT stock FROM sku WHERE sku_id = 2"); s != 4 {
+		t.Errorf("row 2: stock %d, want 4 (written as sent; paired with the first read it becomes 5 + (4 - 10))", s)
+	}
+}
