@@ -64,7 +64,7 @@ func fifo(t *testing.T, b Backend, noHandoff bool, spread int) {
 	wg.Wait()
 	for i, got := range order {
 		if got != i {
-			t.Fatalf("grant order %v; want 0..%d", order, n-1)
+			t.Fatalf("grant order %v; want 0..%d (key %s)", order, n-1, k.Name)
 		}
 	}
 }

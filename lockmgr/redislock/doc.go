@@ -10,7 +10,11 @@
 //     leaves the queue
 //   - lockproxy:{K}:qg     hash ticket -> owner id and wound channel of the
 //     ticket's Locker: what a release needs to grant the key to it; only
-//     tickets of Lockers that hear the key's announcements have one
+//     tickets of Lockers that hear the key's announcements have one. The
+//     field '>' ticket names that Locker's next local waiter (ticket, age,
+//     owner id), whom a release granting the ticket queues in the same
+//     script, as the acquire script does when it grants, so that instance
+//     keeps its place by age ahead of younger waiters elsewhere
 //   - lockproxy:{K}:fence  fencing counter: max(previous+1, server time in
 //     µs), so it only grows even when the counter key expires or a server
 //     restart loses it

@@ -40,6 +40,26 @@ func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
+// holdOwner holds the acquire scripts a client sends for one owner until
+// gate is closed.
+type holdOwner struct {
+	id   string
+	gate chan struct{}
+}
+
+func (h *holdOwner) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdOwner) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 9 && (a[0] == "evalsha" || a[0] == "eval") && a[9] == h.id {
+			<-h.gate
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *holdOwner) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // failFirstPipeline fails the first pipeline of scripts a client sends
 // (for a Locker that has released nothing yet: its first renewal), before
 // it reaches the server.
@@ -172,6 +192,53 @@ func TestReleaseGrants(t *testing.T) {
 		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); left <= grant || left >= pttl {
 			t.Errorf("lease valid for %v, Redis keeps it %v; want more than the grant's %v and less than Redis's", left, pttl, grant)
 		}
+	})
+
+	t.Run("successor-queued", func(t *testing.T) {
+		// A release that grants the key to an instance's first waiter
+		// queues that instance's next waiter too, with its own age, as the
+		// acquire script does when it grants: the next waiter keeps its
+		// place ahead of younger waiters elsewhere even before it asks.
+		k := lockmgr.Key{Name: "successor", Rule: "g"}
+		a := newLocker(newClient(t, bed.RedisAddr), nil)
+		ob1, ob2 := owner("b1"), owner("b2") // b1 older than b2
+		hold := &holdOwner{id: ob2.ID(), gate: make(chan struct{})}
+		brdb := newClient(t, bed.RedisAddr)
+		brdb.AddHook(hold)
+		b := newLocker(brdb, nil)
+		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc1, ec1 := acquireAsync(b, ob1, k)
+		queued(k.Name, 1)
+		lc2, ec2 := acquireAsync(b, ob2, k)
+		// b1 (the head here) records b2 as its next waiter at its next
+		// ask; b2 itself never asks (held by the hook).
+		waitFor(t, func() bool {
+			return check.HExists(ctx, name(k.Name, ":qg"), ">"+check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]).Val()
+		})
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l1 := await(t, lc1, ec1)
+		var mine []string
+		for _, tk := range check.ZRange(ctx, name(k.Name, ":q"), 0, -1).Val() {
+			if own, _, _ := strings.Cut(tk, "\x00"); own == ob2.ID() {
+				mine = append(mine, tk)
+			}
+		}
+		if len(mine) != 1 {
+			t.Errorf("after the release granted b1, the queue holds %d tickets of b2; want 1, queued by the release", len(mine))
+		} else if score := check.ZScore(ctx, name(k.Name, ":q"), mine[0]).Val(); int64(score) != ob2.Start.UnixMicro() {
+			t.Errorf("b2's ticket has priority %v; want its own age %d", score, ob2.Start.UnixMicro())
+		}
+		close(hold.gate)
+		if err := l1.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l2 := await(t, lc2, ec2)
+		_ = l2.Release(ctx)
 	})
 
 	t.Run("renewal-retried", func(t *testing.T) {

@@ -10,7 +10,10 @@
 -- a grants entry, the lock is granted to it here, as the acquire script
 -- would grant it, for the lease ARGV[3] (short: its holder renews it), and
 -- 'g' .. fence .. ' ' .. its ticket is published on the wake-up channel;
--- otherwise 'r' is published, once, and the waiters ask.
+-- otherwise 'r' is published, once, and the waiters ask. A grant also
+-- queues the next local waiter the ticket's acquire recorded ('>' field,
+-- see acquire.lua), with its own priority, so its instance keeps its
+-- place among the others' waiters as when the acquire script grants.
 -- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
 -- else 0; with {deleted, ticket, fence} when it granted the key.
 local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
@@ -20,6 +23,7 @@ for i = 5, #ARGV do gone[#gone + 1] = ARGV[i] end
 redis.call('ZREM', q, unpack(gone))
 redis.call('ZREM', qx, unpack(gone))
 redis.call('HDEL', qg, unpack(gone))
+for i = 1, #gone do redis.call('HDEL', qg, '>' .. gone[i]) end
 local deleted = 0
 if redis.call('HGET', lock, 'tok') == tok then
   redis.call('DEL', lock)
@@ -37,6 +41,7 @@ if ARGV[3] ~= '' then
     redis.call('ZREM', q, unpack(stale))
     redis.call('ZREM', qx, unpack(stale))
     redis.call('HDEL', qg, unpack(stale))
+    for i = 1, #stale do redis.call('HDEL', qg, '>' .. stale[i]) end
   end
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   local info = head[1] and redis.call('HGET', qg, head[1])
@@ -58,7 +63,19 @@ if ARGV[3] ~= '' then
     redis.call('PEXPIRE', lock, ARGV[3])
     redis.call('ZREM', q, head[1])
     redis.call('ZREM', qx, head[1])
-    redis.call('HDEL', qg, head[1])
+    local nxt = redis.call('HGET', qg, '>' .. head[1])
+    redis.call('HDEL', qg, head[1], '>' .. head[1])
+    local nd = nxt and string.match(nxt, '^(%d+):')
+    if nd then
+      local m, nat = tonumber(nd), #nd + 2
+      local ntok = string.sub(nxt, nat, nat + m - 1)
+      local np, nown = string.match(string.sub(nxt, nat + m), '^([%d%.eE+-]+):(.*)$')
+      if np and ntok ~= '' and not redis.call('ZSCORE', q, ntok) then
+        redis.call('ZADD', q, 'NX', np, ntok)
+        redis.call('ZADD', qx, now + tonumber(ARGV[3]), ntok)
+        redis.call('HSET', qg, ntok, #nown .. ':' .. nown .. ch)
+      end
+    end
     redis.call('PUBLISH', ARGV[2], 'g' .. fs .. ' ' .. head[1])
     return {deleted, head[1], fs}
   end

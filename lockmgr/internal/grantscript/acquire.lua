@@ -13,7 +13,10 @@
 -- this request is granted so that instance keeps its place, 10 that
 -- waiter's owner priority, 11 its owner id, 12 "1" if the requesting
 -- Locker hears the key's grant announcements (with KEYS[5]: only then do
--- the tickets it queues get grants entries).
+-- the tickets it queues get grants entries). A ticket queued with a grants
+-- entry also records its next local waiter (ARGV 9-11) under the field
+-- '>' .. ticket (#next ':' next prio ':' owner), so that a release which
+-- grants it the key queues that waiter too, as a grant here does.
 -- Returns {1, fence, pttl} granted (also when already ours), {0, 0, pttl,
 -- holder's owner, queued, rank, mark} held by another, {2, 0, 0, '',
 -- queued, rank, mark} free but an older waiter goes first; queued is the
@@ -41,7 +44,10 @@ local stale = redis.call('ZRANGEBYSCORE', qx, '-inf', now, 'LIMIT', 0, 64)
 if #stale > 0 then
   redis.call('ZREM', q, unpack(stale))
   redis.call('ZREM', qx, unpack(stale))
-  if qg then redis.call('HDEL', qg, unpack(stale)) end
+  if qg then
+    redis.call('HDEL', qg, unpack(stale))
+    for i = 1, #stale do redis.call('HDEL', qg, '>' .. stale[i]) end
+  end
 end
 
 -- queue (or refresh) ticket tk of owner ow with priority p; nx: only if
@@ -55,9 +61,14 @@ local function enqueue(tk, p, ow, nx)
   redis.call('ZADD', qx, now + tonumber(ARGV[5]), tk)
   if qg and ARGV[12] == '1' then
     redis.call('HSET', qg, tk, #ow .. ':' .. ow .. ARGV[6])
+    if not nx and ARGV[9] ~= '' and ARGV[9] ~= tk then
+      redis.call('HSET', qg, '>' .. tk, #ARGV[9] .. ':' .. ARGV[9] .. ARGV[10] .. ':' .. (ARGV[11] or ''))
+    else
+      redis.call('HDEL', qg, '>' .. tk)
+    end
     redis.call('PEXPIRE', qg, ARGV[5])
   elseif qg then
-    redis.call('HDEL', qg, tk)
+    redis.call('HDEL', qg, tk, '>' .. tk)
   end
 end
 
@@ -80,7 +91,7 @@ if not h[1] then
       or (prio == tonumber(head[2]) and older(prio, tok, prio, head[1])) then
     redis.call('ZREM', q, tok)
     redis.call('ZREM', qx, tok)
-    if qg then redis.call('HDEL', qg, tok) end
+    if qg then redis.call('HDEL', qg, tok, '>' .. tok) end
     local f = counter() + 1
     local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
     if f < us then f = us end
