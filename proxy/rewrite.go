@@ -110,6 +110,29 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	return s.rw, true
 }
 
+// longDataStep is the rewrite step of an execute whose parameters went
+// partly by COM_STMT_SEND_LONG_DATA: it is never rewritten (lockproxy does
+// not hold every value), so under rewrite.on_unpaired: reject an absolute
+// write of the guarded column in it is refused, as the rewrite step
+// refuses a form it cannot express.
+func (s *session) longDataStep(pl plan) rewriteStep {
+	r := pl.rewrite.rule
+	if pl.an == nil || r == nil || r.Rewrite.OnUnpaired != rules.OnUnpairedReject || len(pl.an.Stmts) != 1 {
+		return rewriteStep{}
+	}
+	f := pl.an.Stmts[0]
+	if f.Kind != parser.KindUpdate || !absoluteWrite(f, r.Rewrite.Column) {
+		return rewriteStep{}
+	}
+	s.srv.metrics.rejects.WithLabelValues(r.Name, "unpaired").Inc()
+	s.srv.audit.Info("unrewritable write refused (on_unpaired: reject)",
+		zap.String("rule", r.Name), zap.String("reason", "long data"),
+		zap.String("statement", parser.Redact(f.Text)), zap.Uint32("session", s.id), zap.String("user", s.user))
+	return rewriteStep{rule: r.Name, reject: errorf(errRejected,
+		"rule %q: UPDATE sets %s with parameters sent as long data, which lockproxy does not rewrite (rewrite.on_unpaired: reject)",
+		r.Name, r.Rewrite.Column)}
+}
+
 // absoluteWrite reports whether an UPDATE sets column to anything but
 // column + delta / column - delta.
 func absoluteWrite(f *parser.Facts, column string) bool {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	gmysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/rules"
 )
@@ -16,6 +17,7 @@ import (
 // sku table holding row 1 with the given stock, and an orders table.
 type rewriteBed struct {
 	p      *testProxy
+	db     string
 	via    *sql.DB // through the proxy
 	direct *sql.DB // straight to the primary: a concurrent writer
 }
@@ -34,7 +36,7 @@ func newRewriteBed(t *testing.T, rw rules.Rewrite, stock string) rewriteBed {
 	p := startProxy(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "stock", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{}, Rewrite: &rw}}
 	})
-	return rewriteBed{p: p, via: p.db(t, db, ""), direct: direct}
+	return rewriteBed{p: p, db: db, via: p.db(t, db, ""), direct: direct}
 }
 
 func (b rewriteBed) count(t *testing.T, q string) int {
@@ -451,5 +453,41 @@ func TestRewriteForgetsRowsAFunctionShows(t *testing.T) {
 	mustConnExec(t, conn, "UPDATE sku SET stock = 4 WHERE sku_id = 2")
 	if s := b.count(t, "SELECT stock FROM sku WHERE sku_id = 2"); s != 4 {
 		t.Errorf("row 2: stock %d, want 4 (written as sent; paired with the first read it becomes 5 + (4 - 10))", s)
+	}
+}
+
+// TestUnpairedRejectLongData: under rewrite.on_unpaired: reject, a
+// prepared absolute UPDATE whose value went by COM_STMT_SEND_LONG_DATA
+// (never rewritten) is refused with 1105 naming the rule and does not
+// run; the next execute, paired with a read, runs with its own values.
+func TestUnpairedRejectLongData(t *testing.T) {
+	b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", OnUnpaired: rules.OnUnpairedReject}, "10")
+	r := dialRaw(t, b.p.addr, b.p.bed.User, b.p.bed.Password, b.db, false)
+	id, _ := r.prepare("UPDATE sku SET stock = ? WHERE sku_id = ?")
+	r.send(stmtPayload(gmysql.COM_STMT_SEND_LONG_DATA, id, append([]byte{0, 0}, "9"...)...)...)
+	_, _, err := r.execute(id, true, longData{}, int64(1))
+	wantError(t, "absolute write by long data", err, 1105, true)
+	if s := b.count(t, "SELECT stock FROM sku"); s != 10 {
+		t.Fatalf("the refused write ran: stock %d", s)
+	}
+	if v := value(t, b.p.reg, "lockproxy_statements_rejected_total", "reason=unpaired,rule=stock"); v != 1 {
+		t.Errorf("lockproxy_statements_rejected_total{reason=unpaired} = %v, want 1", v)
+	}
+	// Read, then write with plain parameters: paired and rewritten, with
+	// the values of this execute (no long data left bound).
+	if _, err := r.query("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.query("SELECT stock FROM sku WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := r.execute(id, true, int64(7), int64(1)); err != nil || ok == nil || ok.AffectedRows != 1 {
+		t.Fatalf("paired execute: %v %v", ok, err)
+	}
+	if _, err := r.query("COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.count(t, "SELECT stock FROM sku"); s != 7 {
+		t.Errorf("stock %d, want 7", s)
 	}
 }

@@ -191,8 +191,14 @@ func (s *session) execute(p []byte) error {
 		step = s.planRewrite(pl, plainParams(params), true)
 	} else {
 		s.forgetOthers(pl) // not rewritten: nothing it touches stays paired
+		step = s.longDataStep(pl)
 	}
 	if step.reject != nil {
+		if longSent {
+			if err := s.dropLongData(st); err != nil {
+				return err
+			}
+		}
 		return s.refuseUnpaired(step)
 	}
 	s.cap = step.capture
