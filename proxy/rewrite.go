@@ -59,12 +59,12 @@ type rewriteStep struct {
 // transaction is remembered, from the primary or a replica. Either way a
 // later keyed read of the row replaces it (or forgets it, when its result
 // cannot be used: no row or several, the column twice or NULL, an
-// expression named like the column, a row too large to hold); the session's next UPDATE of the row consumes it,
-// rewritten or not; every remembered value is forgotten when a command
-// may have read or written rows of a rewrite rule's table otherwise
-// (several rows, a range, a join, a view, a stored routine or function,
-// also one a keyed read calls, a multi-row UPDATE, a DELETE, text
-// lockproxy cannot parse), at
+// expression named like the column, a row too large to hold); the
+// session's next UPDATE of the row consumes it, rewritten or not. Every
+// remembered value is forgotten when a command may have read or written
+// rows of a rewrite rule's table otherwise (several rows, a range, a
+// join, a view, a stored routine or function, also one a keyed read
+// calls, a multi-row UPDATE, a DELETE, text lockproxy cannot parse), at
 // COM_RESET_CONNECTION, COM_CHANGE_USER and disconnect, and when more
 // than 1024 rows are remembered.
 func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
@@ -256,10 +256,9 @@ func (s *session) finishRewrite(step rewriteStep) {
 		}
 		// A read the capture could not use (the column twice, NULL, an
 		// expression named like it, no row or several, a row too large
-		// to hold) still showed the
-		// application the row: what was remembered before no longer is
-		// what it believes, and a rewrite from it would write the wrong
-		// difference.
+		// to hold) still showed the application the row: what was
+		// remembered before no longer is what it believes, and a rewrite
+		// from it would write the wrong difference.
 		if v, ok := step.capture.belief(); ok {
 			s.remember(step.capture.key, v, session)
 		} else {
