@@ -254,11 +254,13 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	pl.noteVars(f)
 	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
-	if pl.env.rs.RunsStoredCode(f, pl.env.db) {
-		pl.p.storedCode, pl.p.rewriteRows = true, true
-	}
-	if !pl.p.rewriteRows {
-		pl.p.rewriteRows = slices.ContainsFunc(d.Rules, func(r *rules.Rule) bool { return r.Rewrite != nil })
+	if pl.env.rs.HasRewrites() { // only the rewrite step reads these
+		if pl.env.rs.RunsStoredCode(f, pl.env.db) {
+			pl.p.storedCode, pl.p.rewriteRows = true, true
+		}
+		if !pl.p.rewriteRows {
+			pl.p.rewriteRows = slices.ContainsFunc(d.Rules, func(r *rules.Rule) bool { return r.Rewrite != nil })
+		}
 	}
 	switch {
 	case d.NeedParams && params == nil:

@@ -22,9 +22,13 @@ type RuleSet struct {
 	// objects are the schema's views, routines and triggers resolved
 	// against the rules; nil when the schema does not know them.
 	objects *objectPlan
-	// rejectsUnpaired: some rule says rewrite.on_unpaired: reject.
-	rejectsUnpaired bool
+	// rewrites: some rule has a rewrite; rejectsUnpaired: some rule says
+	// rewrite.on_unpaired: reject.
+	rewrites, rejectsUnpaired bool
 }
+
+// HasRewrites reports whether some rule has a rewrite plan.
+func (rs *RuleSet) HasRewrites() bool { return rs != nil && rs.rewrites }
 
 type compiledRule struct {
 	rule  *Rule
@@ -53,6 +57,7 @@ func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
 		cr := &compiledRule{rule: r, db: db, table: table, key: key}
 		rs.byTable[table] = append(rs.byTable[table], cr)
 		rs.all = append(rs.all, cr)
+		rs.rewrites = rs.rewrites || r.Rewrite != nil
 		rs.rejectsUnpaired = rs.rejectsUnpaired || rejectsUnpaired(r)
 	}
 	if objs, ok := schema.Objects(); ok {
