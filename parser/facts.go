@@ -108,6 +108,12 @@ type Facts struct {
 	ParamBase int
 	Params    int
 
+	// OneBlock: a SELECT that is one query block and nothing else (no
+	// UNION, subquery, derived table or CTE), in no parentheses, with no
+	// locking clause and no INTO OUTFILE or DUMPFILE: CurrentReadText can
+	// make it a current read.
+	OneBlock bool
+
 	// Lock is the strongest locking clause found anywhere in the statement
 	// (subqueries, UNION branches, derived tables, CTEs included).
 	Lock LockClause
