@@ -51,8 +51,22 @@ func TestPausedHolderCannotWrite(t *testing.T) {
 			_ = a.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
-	// B gets the row once A's lease has run out, and writes.
-	execOn(t, cb, "BEGIN", "UPDATE sku_stock SET stock = 42 WHERE sku_id = 1", "COMMIT")
+	// B gets the row once A's lease has run out, and writes. A's locked
+	// read was a current read (LOCK IN SHARE MODE), so InnoDB holds B's
+	// UPDATE until A's transaction ends: B writes once A, resumed, has
+	// rolled back.
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := cb.ExecContext(ctx, "BEGIN")
+		if err == nil {
+			_, err = cb.ExecContext(ctx, "UPDATE sku_stock SET stock = 42 WHERE sku_id = 1")
+		}
+		if err == nil {
+			_, err = cb.ExecContext(ctx, "COMMIT")
+		}
+		bDone <- err
+	}()
+	time.Sleep(ttl + 500*time.Millisecond) // A's lease runs out; B is granted the row
 
 	// A's client writes what it computed from its read; A wakes up.
 	done := make(chan error, 1)
@@ -73,6 +87,14 @@ func TestPausedHolderCannotWrite(t *testing.T) {
 	case err = <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the resumed proxy's client got no answer")
+	}
+	select {
+	case berr := <-bDone:
+		if berr != nil {
+			t.Fatalf("the second writer: %v", berr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second writer got no answer after the paused holder rolled back")
 	}
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1213 {

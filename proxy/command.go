@@ -128,6 +128,7 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.lookupStmt(p); ok {
 			s.resetLongData(st)
+			st.execID = 0 // no cursor to fetch from until the next execute
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
@@ -267,6 +268,14 @@ func (s *session) query(p []byte) error {
 		}
 	} else if step.sql != "" {
 		if err := s.runRewritten(step); err != nil {
+			return err
+		}
+	} else if len(pl.currentRead) > 0 {
+		text, err := currentReadText(pl, sql, params != nil)
+		if err != nil {
+			return s.writeErrAt(1, err)
+		}
+		if err := s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false); err != nil {
 			return err
 		}
 	} else if err := s.forwardReleasing(p, false); err != nil {

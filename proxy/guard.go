@@ -28,11 +28,14 @@ type guard struct {
 	reject      error // answer this instead of running the command
 	// unpaired: reject refuses a write of a rewrite column that no rewrite
 	// makes conditional (counted as reason "unpaired", not "unkeyed").
-	unpaired  bool
-	commits   bool   // the text contains COMMIT (or an implicit commit)
-	rollsBack bool   // the text is ROLLBACK: it may always run
-	rule      string // first rule that matched, for messages
-	primary   bool   // a rule or a fact forces the primary
+	unpaired bool
+	// notCurrent: reject refuses a read that takes read_in_txn locks
+	// and cannot be sent as a current read (counted as "not_current").
+	notCurrent bool
+	commits    bool   // the text contains COMMIT (or an implicit commit)
+	rollsBack  bool   // the text is ROLLBACK: it may always run
+	rule       string // first rule that matched, for messages
+	primary    bool   // a rule or a fact forces the primary
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
@@ -106,8 +109,11 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	}
 	if g.reject != nil {
 		reason, event := "unkeyed", "statement rejected: keys cannot be derived"
-		if g.unpaired {
+		switch {
+		case g.unpaired:
 			reason, event = "unpaired", "unrewritable write refused (on_unpaired: reject)"
+		case g.notCurrent:
+			reason, event = "not_current", "locked read refused: it cannot be sent as a current read"
 		}
 		s.srv.metrics.rejects.WithLabelValues(g.rule, reason).Inc()
 		s.audit(event, g, zap.String("error", toSQLError(g.reject).Msg))

@@ -228,7 +228,8 @@ func TestLockMetrics(t *testing.T) {
 	wantValues(t, p.reg, "lockproxy_lock_hold_seconds", map[string]float64{"rule=sku-stock": 3, "rule=hot-row": 1})
 	// Every rule's rejection series exists from the start, at 0.
 	wantValues(t, p.reg, "lockproxy_statements_rejected_total", map[string]float64{"reason=unkeyed,rule=sku-stock": 1,
-		"reason=unavailable,rule=sku-stock": 0, "reason=unkeyed,rule=hot-row": 0, "reason=unavailable,rule=hot-row": 0})
+		"reason=unavailable,rule=sku-stock": 0, "reason=unkeyed,rule=hot-row": 0, "reason=unavailable,rule=hot-row": 0,
+		"reason=not_current,rule=sku-stock": 0, "reason=not_current,rule=hot-row": 0})
 	if lost := values(t, p.reg, "lockproxy_lock_lease_lost_total"); len(lost) != 0 {
 		t.Errorf("leases reported lost without a loss: %v", lost)
 	}

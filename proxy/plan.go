@@ -46,6 +46,11 @@ type plan struct {
 	// lockproxy did not see; text it cannot parse that names sql_mode or
 	// EXECUTE). Only then is the mode read again (sqlmode.go).
 	changesMode bool
+	// currentRead lists the statements of the command (indices into
+	// an.Stmts) that are plain SELECTs taking read_in_txn row locks: each
+	// runs with LOCK IN SHARE MODE (currentread.go), so that it answers
+	// the latest committed rows, not the transaction's older snapshot.
+	currentRead []int
 }
 
 // fromShapeOK reports whether a plan made from a statement shape's
@@ -275,8 +280,38 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	if depth == 0 {
 		pl.targets(f, d, params)
 	}
+	if f.Kind == parser.KindSelect && f.Lock.Mode == parser.LockNone && d.Class == rules.ClassReadInTxn &&
+		(len(d.Keys) > 0 || d.NeedParams) && !d.Reject {
+		pl.currentRead(f, d, depth)
+	}
 	pl.unrewritten(f, depth)
 	g.add(d, pl.lc)
+}
+
+// currentRead marks a plain SELECT that takes read_in_txn row locks to run
+// as a current read, or refuses it where lockproxy cannot send it so: a
+// statement EXECUTE or EXECUTE IMMEDIATE runs (its text is the server's
+// prepared statement), or one of several query blocks (UNION, subquery,
+// derived table, CTE), where appending the clause would lock only the
+// outer block. Refused, not run as a snapshot read: holding the row lock
+// while answering an older row is how updates get lost.
+func (pl *planner) currentRead(f *parser.Facts, d rules.Decision, depth int) {
+	if depth == 0 && f.OneBlock {
+		if i := slices.Index(pl.p.an.Stmts, f); i >= 0 {
+			pl.p.currentRead = append(pl.p.currentRead, i)
+			return
+		}
+	}
+	how := "a SELECT of more than one query block (UNION, subquery, derived table or CTE), or with INTO"
+	if depth > 0 {
+		how = "a SELECT that EXECUTE runs"
+	}
+	g := &pl.p.guard
+	if g.reject == nil {
+		g.reject = errorf(errRejected, "rule %s: %s reads %s in a transaction, where its row locks (read_in_txn) need a current read, and lockproxy can add LOCK IN SHARE MODE only to a single-block SELECT; add LOCK IN SHARE MODE or FOR UPDATE to the query blocks that read %s",
+			d.Rule.Name, how, d.Rule.Table, d.Rule.Table)
+		g.rule, g.notCurrent = d.Rule.Name, true
+	}
 }
 
 // targets finds the rewrite and fence targets of a command's only

@@ -295,6 +295,9 @@ func (m *metrics) initRuleMetrics(cfg *rules.Config) {
 		if r.Rewrite != nil {
 			m.rejects.WithLabelValues(r.Name, "unpaired")
 		}
+		if slices.Contains(r.Lock, rules.LockReadInTxn) {
+			m.rejects.WithLabelValues(r.Name, "not_current")
+		}
 		if r.Fence != "" {
 			m.fenced.WithLabelValues(r.Name)
 		}

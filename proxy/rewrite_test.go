@@ -266,10 +266,15 @@ func TestRewriteLostRaceFenced(t *testing.T) {
 	p := guardedProxy(t, db, func(r *rules.Rule) {
 		r.Fence = "fence"
 		r.Rewrite = &rules.Rewrite{Column: "stock", Mode: "cas", Scope: rules.ScopeTransaction}
+		// No read_in_txn: the read is a plain snapshot read, so a writer
+		// that bypasses lockproxy can change the row before the UPDATE
+		// (a locked read is a current read, whose InnoDB share lock
+		// would hold that writer until the transaction ends).
+		r.Lock = []string{rules.LockWrite, rules.LockLockingRead}
 	})
 	b := rewriteBed{p: p, via: p.db(t, db, ""), direct: direct}
-	// The concurrent writer bypasses lockproxy, as a lease lost mid-way
-	// or an unguarded path would.
+	// The concurrent writer bypasses lockproxy, as an unguarded path
+	// would.
 	_, err := buyInTxn(t, b, false, func() { mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, func(n int) int { return n - 1 })
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1213 || !strings.Contains(me.Message, "changed after it was read") {

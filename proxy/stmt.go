@@ -45,6 +45,13 @@ type stmt struct {
 	// primaryTyped: the primary's copy has been given parameter types
 	// (see bindOnPrimary).
 	primaryTyped bool
+	// currentID is the primary's statement that runs this one as a
+	// current read (with LOCK IN SHARE MODE; currentread.go), 0 until an
+	// execute needs it; currentTyped: it has been given parameter types.
+	// execID is the statement the last execute ran, which COM_STMT_FETCH
+	// reads a cursor from.
+	currentID, execID uint32
+	currentTyped      bool
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -222,11 +229,29 @@ func (s *session) execute(p []byte) error {
 		if err := s.runRewritten(step); err != nil {
 			return err
 		}
+	} else if len(pl.currentRead) > 0 {
+		if longSent {
+			// The long data is bound to the client's statement, not to
+			// its current-read twin.
+			return s.notExecuted(st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
+		}
+		q, err := s.currentReadExecute(st, pl, p)
+		if err != nil {
+			if isMySQLErr(err) || isKindError(err) {
+				return s.writeErrAt(1, err)
+			}
+			return s.backendFailed(s.be, err)
+		}
+		st.execID = st.currentID
+		if err := s.forwardReleasing(q, true); err != nil {
+			return err
+		}
 	} else {
 		if p, refused = s.bindOnPrimary(st, p); refused != nil {
 			return s.writeErrAt(1, refused)
 		}
 		binary.LittleEndian.PutUint32(p[1:], st.backendID)
+		st.execID = st.backendID
 		if err := s.forwardReleasing(p, true); err != nil {
 			return err
 		}
@@ -305,7 +330,11 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 		}
 		return s.unknownStmt(p, "mysqld_stmt_fetch")
 	}
-	binary.LittleEndian.PutUint32(p[1:], st.backendID)
+	id := st.backendID
+	if kind == relayFetch && st.execID != 0 {
+		id = st.execID // the cursor is the last execute's
+	}
+	binary.LittleEndian.PutUint32(p[1:], id)
 	return s.forward(p, kind, true)
 }
 
@@ -320,6 +349,7 @@ func (s *session) closeStmt(p []byte) error {
 	if st.local {
 		return nil
 	}
+	s.closeCurrentRead(st)
 	if id, ok := s.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)

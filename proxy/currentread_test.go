@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// bankProxy starts a proxy with the default rule (write, locking_read,
+// read_in_txn) on db.bank_acct(id), over accounts 0..3 of 1000 and a table
+// no rule guards.
+func bankProxy(t *testing.T) (*testProxy, string) {
+	t.Helper()
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL)",
+		"INSERT INTO bank_acct VALUES (0, 1000), (1, 1000), (2, 1000), (3, 1000)",
+		"CREATE TABLE plain (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO plain VALUES (1, 1)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "bank", Table: db + ".bank_acct", Key: []string{"id"},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(2 * time.Second)}}
+	}, memlock.New(nil, nil))
+	return p, db
+}
+
+// TestLockedReadIsCurrent: a plain SELECT in a transaction that takes the
+// row's lock answers the row as it is now, not as the transaction's
+// REPEATABLE READ snapshot saw it before the lock; the write computed from
+// it loses no other session's update. Each variant starts the snapshot
+// before another session changes the row, then reads and writes it back.
+func TestLockedReadIsCurrent(t *testing.T) {
+	p, db := bankProxy(t)
+	h, direct := p.db(t, db, ""), p.direct(t, db, "")
+	ctx := context.Background()
+	variants := []struct {
+		name  string
+		setup []string // on B's connection, before its transaction
+		begin string
+		first string // B's first read, which starts its snapshot
+		read  string // B's read of row 1 after C's update; %d is row 1's id
+	}{
+		{name: "second guarded row", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "first read of an unguarded table", begin: "BEGIN", first: "SELECT v FROM plain WHERE id = 1", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "with consistent snapshot", begin: "START TRANSACTION WITH CONSISTENT SNAPSHOT", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "join of two guarded rows", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0",
+			read: "SELECT b.bal FROM bank_acct a JOIN bank_acct b ON b.id = %d WHERE a.id = 0"},
+		{name: "serializable", setup: []string{"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"}, begin: "BEGIN",
+			first: "SELECT bal FROM bank_acct WHERE id = 0", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "read committed", setup: []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}, begin: "BEGIN",
+			first: "SELECT bal FROM bank_acct WHERE id = 0", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "autocommit off", setup: []string{"SET autocommit = 0"}, begin: "SELECT 1",
+			first: "SELECT bal FROM bank_acct WHERE id = 0", read: "SELECT bal FROM bank_acct WHERE id = %d"},
+		{name: "comment after the read", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0",
+			read: "SELECT bal FROM bank_acct WHERE id = %d -- the clause must not land in here"},
+	}
+	for _, prepared := range []bool{false, true} {
+		for _, v := range variants {
+			name := v.name + map[bool]string{false: "/text", true: "/prepared"}[prepared]
+			t.Run(name, func(t *testing.T) {
+				mustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
+				b, c := conn(t, h), conn(t, h)
+				for _, q := range v.setup {
+					if _, err := b.ExecContext(ctx, q); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := b.ExecContext(ctx, v.begin); err != nil {
+					t.Fatal(err)
+				}
+				if v.first != "" {
+					var x int
+					if err := b.QueryRowContext(ctx, v.first).Scan(&x); err != nil {
+						t.Fatalf("%s: %v", v.first, err)
+					}
+				}
+				if _, err := c.ExecContext(ctx, "UPDATE bank_acct SET bal = bal + 100 WHERE id = 1"); err != nil {
+					t.Fatal(err)
+				}
+				var bal int
+				var err error
+				if prepared {
+					q := strings.Replace(v.read, "%d", "?", 1)
+					err = b.QueryRowContext(ctx, q, 1).Scan(&bal)
+				} else {
+					err = b.QueryRowContext(ctx, fmt.Sprintf(v.read, 1)).Scan(&bal)
+				}
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if bal != 1100 {
+					t.Errorf("locked read answered %d, the row is 1100 (a snapshot older than the lock)", bal)
+				}
+				if _, err := b.ExecContext(ctx, fmt.Sprintf("UPDATE bank_acct SET bal = %d WHERE id = 1", bal+5)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.ExecContext(ctx, "COMMIT"); err != nil {
+					t.Fatal(err)
+				}
+				var final int
+				if err := h.QueryRowContext(ctx, "SELECT bal FROM bank_acct WHERE id = 1").Scan(&final); err != nil {
+					t.Fatal(err)
+				}
+				if final != 1105 {
+					t.Errorf("final balance %d, want 1105 (C's +100 lost)", final)
+				}
+			})
+		}
+	}
+}
+
+// TestLockedReadRefusedWhenNotCurrent: a read in a transaction that takes
+// row locks but that lockproxy cannot make a current read is refused,
+// never answered from the snapshot.
+func TestLockedReadRefusedWhenNotCurrent(t *testing.T) {
+	p, db := bankProxy(t)
+	h := p.db(t, db, "")
+	ctx := context.Background()
+	for _, q := range []string{
+		"SELECT bal FROM bank_acct WHERE id = 1 UNION SELECT bal FROM bank_acct WHERE id = 2",
+		"SELECT * FROM (SELECT bal FROM bank_acct WHERE id = 1) d",
+		"WITH c AS (SELECT bal FROM bank_acct WHERE id = 1) SELECT * FROM c",
+		"SELECT bal FROM bank_acct WHERE id = (SELECT id FROM bank_acct WHERE id = 1)",
+	} {
+		b := conn(t, h)
+		if _, err := b.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := b.QueryContext(ctx, q)
+		if err == nil {
+			rows.Close()
+			t.Errorf("%s: ran; want lockproxy's refusal", q)
+			continue
+		}
+		me := mysqlErr(t, err)
+		if me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy: rule bank:") || !strings.Contains(me.Message, "LOCK IN SHARE MODE") {
+			t.Errorf("%s: %v; want 1105 naming the rule and the fix", q, me)
+		}
+		if _, err := b.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same texts in autocommit take no row lock and run.
+	for _, q := range []string{"SELECT bal FROM bank_acct WHERE id = 1 UNION SELECT bal FROM bank_acct WHERE id = 2"} {
+		rows, err := h.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatalf("%s in autocommit: %v", q, err)
+		}
+		rows.Close()
+	}
+}
+
+// TestLockedReadPreparedElsewhere: the current-read twin of a prepared
+// read is prepared when first needed; after USE of another database it
+// would name other tables, so the execute is refused, never run.
+func TestLockedReadPreparedElsewhere(t *testing.T) {
+	p, db := bankProxy(t)
+	ctx := context.Background()
+	b := conn(t, p.db(t, db, ""))
+	st, err := b.PrepareContext(ctx, "SELECT bal FROM bank_acct WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, q := range []string{"USE mysql", "BEGIN"} {
+		if _, err := b.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bal int
+	err = st.QueryRowContext(ctx, 1).Scan(&bal)
+	me := mysqlErr(t, err)
+	if me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy: rule bank:") || !strings.Contains(me.Message, "prepare it again") {
+		t.Fatalf("execute after USE: %v; want lockproxy's refusal", me)
+	}
+	for _, q := range []string{"ROLLBACK", "USE " + db, "BEGIN"} {
+		if _, err := b.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.QueryRowContext(ctx, 1).Scan(&bal); err != nil || bal != 1000 {
+		t.Fatalf("execute back in its database: %d, %v", bal, err)
+	}
+}
