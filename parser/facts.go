@@ -1,6 +1,10 @@
 package parser
 
-import "github.com/pingcap/tidb/pkg/parser/ast"
+import (
+	"sync/atomic"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
 
 // Analysis is what lockproxy knows about one query string (one COM_QUERY or
 // one COM_STMT_PREPARE). An *Analysis returned by Analyze or Cache.Analyze is
@@ -113,6 +117,11 @@ type Facts struct {
 	// locking clause and no INTO OUTFILE or DUMPFILE: CurrentReadText can
 	// make it a current read.
 	OneBlock bool
+	// current caches CurrentReadOK for a OneBlock statement: 0 not yet
+	// proven, 1 proven, 2 not provable. A pointer, so that copies of the
+	// Facts (which share Text) share it; atomic, since Facts are shared
+	// between sessions.
+	current *atomic.Int32
 
 	// Lock is the strongest locking clause found anywhere in the statement
 	// (subqueries, UNION branches, derived tables, CTEs included).

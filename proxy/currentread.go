@@ -37,11 +37,10 @@ func currentReadText(pl plan, sql string, shaped bool) (string, error) {
 		texts[0] = sql
 	}
 	for _, i := range pl.currentRead {
-		t, ok := parser.CurrentReadText(texts[i], an.Stmts[i].Mode)
-		if !ok {
+		if !an.Stmts[i].CurrentReadOK() {
 			return "", notCurrent(pl)
 		}
-		texts[i] = t
+		texts[i] = parser.AsCurrentRead(texts[i])
 	}
 	return strings.Join(texts, ";"), nil
 }
@@ -52,18 +51,14 @@ func currentReadText(pl plan, sql string, shaped bool) (string, error) {
 // needed and given parameter types the first time it runs.
 func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error) {
 	if st.currentID == 0 {
-		text, ok := "", len(pl.an.Stmts) == 1
-		if ok {
-			text, ok = parser.CurrentReadText(pl.an.Stmts[0].Text, pl.an.Stmts[0].Mode)
-		}
-		if !ok {
+		if len(pl.an.Stmts) != 1 || !pl.an.Stmts[0].CurrentReadOK() {
 			return nil, notCurrent(pl)
 		}
 		if st.db != s.db {
 			// The twin would name the tables of the database current now.
 			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks (read_in_txn) and runs as a current read, which lockproxy prepares when first needed, and the session's database is no longer the one it was prepared in (%q); prepare it again in this database", pl.guard.rule, st.db)
 		}
-		id, err := s.be.prepare(text)
+		id, err := s.be.prepare(parser.AsCurrentRead(pl.an.Stmts[0].Text))
 		if err != nil {
 			return nil, err
 		}
