@@ -271,10 +271,7 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	} else if len(pl.currentRead) > 0 {
-		text, err := currentReadText(pl, sql, params != nil)
-		if err != nil {
-			return s.writeErrAt(1, err)
-		}
+		text := currentReadText(pl, sql, params != nil)
 		if err := s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false); err != nil {
 			return err
 		}

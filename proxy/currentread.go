@@ -22,38 +22,34 @@ import (
 // (plan.currentRead) and refuses the forms this cannot be done for.
 
 // currentReadText returns the text to send for a COM_QUERY command whose
-// plan has current reads: the statements' own texts (comments blanked,
-// executable comments expanded, as the server reads them), the marked
-// ones with the clause, joined by semicolons. sql is the client's text of
-// a command planned from its shape (parser.Cache.AnalyzeShaped, params
-// non-nil), whose literals it holds; a shaped text has no comments.
-func currentReadText(pl plan, sql string, shaped bool) (string, error) {
+// plan has current reads (each proven by the planner: CurrentReadOK): the
+// statements' own texts (comments blanked, executable comments expanded,
+// as the server reads them), the marked ones with the clause, joined by
+// semicolons. sql is the client's text of a command planned from its
+// shape (parser.Cache.AnalyzeShaped: shaped true), whose literals it
+// holds; a shaped text is one statement and has no comments.
+func currentReadText(pl plan, sql string, shaped bool) string {
 	an := pl.an
+	if shaped {
+		return parser.AsCurrentRead(sql)
+	}
 	texts := make([]string, len(an.Stmts))
 	for i, f := range an.Stmts {
 		texts[i] = f.Text
 	}
-	if shaped && len(texts) == 1 {
-		texts[0] = sql
-	}
 	for _, i := range pl.currentRead {
-		if !an.Stmts[i].CurrentReadOK() {
-			return "", notCurrent(pl)
-		}
 		texts[i] = parser.AsCurrentRead(texts[i])
 	}
-	return strings.Join(texts, ";"), nil
+	return strings.Join(texts, ";")
 }
 
 // currentReadExecute returns the execute packet p (a COM_STMT_EXECUTE of
-// st) addressed to st's current-read twin on the primary: the same
-// statement with LOCK IN SHARE MODE, prepared there the first time it is
+// st, whose one statement the planner marked current) addressed to st's
+// current-read twin on the primary: the same statement with LOCK IN SHARE
+// MODE, prepared there the first time it is
 // needed and given parameter types the first time it runs.
 func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error) {
 	if st.currentID == 0 {
-		if len(pl.an.Stmts) != 1 || !pl.an.Stmts[0].CurrentReadOK() {
-			return nil, notCurrent(pl)
-		}
 		if st.db != s.db {
 			// The twin would name the tables of the database current now.
 			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks (read_in_txn) and runs as a current read, which lockproxy prepares when first needed, and the session's database is no longer the one it was prepared in (%q); prepare it again in this database", pl.guard.rule, st.db)
@@ -97,10 +93,4 @@ func (s *session) closeCurrentRead(st *stmt) {
 func isKindError(err error) bool {
 	var k *kindError
 	return errors.As(err, &k)
-}
-
-// notCurrent is the refusal of a read the planner marked current that
-// parser.CurrentReadText would not prove.
-func notCurrent(pl plan) error {
-	return errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and must read the rows as they are now, and lockproxy could not make it a current read; add LOCK IN SHARE MODE or FOR UPDATE", pl.guard.rule)
 }

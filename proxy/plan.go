@@ -293,16 +293,17 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 // statement EXECUTE or EXECUTE IMMEDIATE runs (its text is the server's
 // prepared statement), or one of several query blocks (UNION, subquery,
 // derived table, CTE), where appending the clause would lock only the
-// outer block. Refused, not run as a snapshot read: holding the row lock
+// outer block, or one whose text parser.CurrentReadText does not prove
+// (INTO). Refused before any lock is taken, counted and audited, not run as a snapshot read: holding the row lock
 // while answering an older row is how updates get lost.
 func (pl *planner) currentRead(f *parser.Facts, d rules.Decision, depth int) {
-	if depth == 0 && f.OneBlock {
+	if depth == 0 && f.OneBlock && f.CurrentReadOK() {
 		if i := slices.Index(pl.p.an.Stmts, f); i >= 0 {
 			pl.p.currentRead = append(pl.p.currentRead, i)
 			return
 		}
 	}
-	how := "a SELECT of more than one query block (UNION, subquery, derived table or CTE), or with INTO"
+	how := "a SELECT that is not one plain query block (UNION, subquery, derived table, CTE, INTO)"
 	if depth > 0 {
 		how = "a SELECT that EXECUTE runs"
 	}
