@@ -3,8 +3,12 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
@@ -192,5 +196,79 @@ func testTraceHolder(t *testing.T, b Backend) {
 	}
 	if hs := trace.Holders(); len(hs) != 1 || hs[0] != ho.ID() {
 		t.Fatalf("trace holders = %q, want [%q]", hs, ho.ID())
+	}
+}
+
+// testTransfers: transactions that each take two keys of a few, one
+// Acquire per key in random order (a proxy session locking the rows of a
+// transfer statement by statement), on one Locker and spread over two,
+// always end: every Acquire is granted or fails with ErrDeadlock (the
+// transaction then releases and starts again, younger), never waits out
+// its whole wait, and no key ever has two holders. With hand-offs, the
+// owners that inherit an older age must still be wounded and wound as
+// that age says, or two of them wait for each other for good.
+func testTransfers(t *testing.T, b Backend) {
+	for _, spread := range []int{1, 2} {
+		t.Run(fmt.Sprintf("Lockers%d", spread), func(t *testing.T) {
+			ls := lockers(t, b, spread)
+			ks := keys(t, 4)
+			var mu sync.Mutex
+			holders := make(map[string]int)
+			const workers, txns = 6, 25
+			var wg sync.WaitGroup
+			var done, wounded atomic.Int64
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l := ls[w%spread]
+					for range txns {
+						i := rand.IntN(len(ks))
+						j := (i + 1 + rand.IntN(len(ks)-1)) % len(ks)
+						set := lockmgr.NewSet(l, newOwner(fmt.Sprint("w", w)))
+						var got []string
+						var err error
+						for _, k := range []lockmgr.Key{ks[i], ks[j]} {
+							ctx, cancel := context.WithTimeout(context.Background(), long)
+							err = set.Acquire(ctx, []lockmgr.Key{k})
+							cancel()
+							if err != nil {
+								break
+							}
+							mu.Lock()
+							if holders[k.Name]++; holders[k.Name] != 1 {
+								t.Errorf("key %s has %d holders", k.Name, holders[k.Name])
+							}
+							mu.Unlock()
+							got = append(got, k.Name)
+						}
+						switch {
+						case err == nil:
+							done.Add(1)
+							time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+						case errors.Is(err, lockmgr.ErrDeadlock):
+							wounded.Add(1)
+						default:
+							t.Errorf("worker %d: %v; want a grant or ErrDeadlock", w, err)
+						}
+						mu.Lock()
+						for _, k := range got {
+							holders[k]--
+						}
+						mu.Unlock()
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						if err := set.Release(ctx); err != nil {
+							t.Errorf("Release: %v", err)
+						}
+						cancel()
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d transactions done, %d wounded and rolled back", done.Load(), wounded.Load())
+			if done.Load() == 0 {
+				t.Errorf("no transaction got both its keys")
+			}
+		})
 	}
 }

@@ -2,7 +2,8 @@
 // mutual exclusion under contention across Lockers, all-or-nothing multi-key
 // grants, reentrancy through lockmgr.Set, lease expiry of a vanished holder,
 // renewal of a long holder, release safety, cancellation, FIFO-by-age
-// fairness, wound-wait deadlock prevention, and (where the backend can be
+// fairness, wound-wait deadlock prevention (also for transactions that take
+// their keys one Acquire at a time), and (where the backend can be
 // restarted) no double grant across a lock-service restart.
 //
 // It imports only lockmgr and the standard library, and must never import a

@@ -50,6 +50,7 @@ func Run(t *testing.T, b Backend) {
 		{"CancelLeavesNothing", testCancel},
 		{"FIFO", testFIFO},
 		{"Deadlock", testDeadlock},
+		{"Transfers", testTransfers},
 		{"TraceHolder", testTraceHolder},
 		{"WoundedHolder", testWoundedHolder},
 		{"Snapshot", testSnapshot},

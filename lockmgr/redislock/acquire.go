@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,11 +113,38 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 			tok, _ := v[1].(string)
 			f, _ := v[2].(string)
 			if fence, perr := strconv.ParseUint(f, 10, 64); perr == nil && tok != "" {
-				l.book.GrantTo(keys[i].Name, tok, leasebook.Grant{Fence: fence, Epoch: dials})
+				l.granted(keys[i].Name, tok, leasebook.Grant{Fence: fence, Epoch: dials})
 			}
 		}
 	}
 	return err
+}
+
+// granted passes a grant Redis made to one of this Locker's tickets to
+// its waiter. A grant nobody here claims (see leasebook.Book.Claimed) is
+// given back at once, in the background, so the key goes on to the next
+// waiter instead of staying granted to nobody for a whole grant lease;
+// the release is compare-and-delete on that ticket, so it can take
+// nothing from anyone else. Only a ticket of this Locker can be an
+// orphan here: its tokens carry this Locker's id.
+func (l *Locker) granted(key, tok string, g leasebook.Grant) {
+	if l.book.GrantTo(key, tok, g) || !l.ownsToken(tok) || l.book.Claimed(key, tok) || l.closed() {
+		return
+	}
+	go func() {
+		ctx, cancel := l.freshCtx()
+		defer cancel()
+		if err := l.releaseKeys(ctx, tok, []lockmgr.Key{{Name: key}}, true); err != nil {
+			l.opt.Logger.Debug("giving back a grant nobody waits for failed; it expires with its short lease",
+				zap.String("key", key), zap.Error(err))
+		}
+	}()
+}
+
+// ownsToken reports whether tok is a token this Locker made.
+func (l *Locker) ownsToken(tok string) bool {
+	i := strings.LastIndexByte(tok, 0)
+	return i >= 0 && strings.HasPrefix(tok[i+1:], l.id+":")
 }
 
 // grantLease is the lease a release grants the next waiter: its ticket's

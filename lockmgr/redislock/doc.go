@@ -43,7 +43,12 @@
 // the acquire script answers "already yours" with the lease left. A waiter
 // of the releasing Locker learns of its grant from the release's reply. A
 // key crossing between instances thus stays idle for one round trip and a
-// message, not two round trips.
+// message, not two round trips. A grant to a ticket of a Locker that no
+// waiter or lease of that Locker claims any more (the next local waiter a
+// ticket named has left since, having taken the key by another path or
+// given up) is given back by that Locker as soon as it hears of it, so the
+// key goes on to the next waiter rather than staying granted to nobody for
+// the grant's lease.
 //
 // Inside one Locker, local waiters for a key queue in process (ordered by
 // transaction age) and only the head talks to Redis: it subscribes to the

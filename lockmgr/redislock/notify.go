@@ -59,7 +59,7 @@ func (n *notifier) dispatch(ch <-chan interface{}) {
 					// Redis granted the key to a ticket as it freed it
 					// (release.lua); the lock is held, so only that
 					// ticket's waiter, if it is ours, has news.
-					n.l.book.GrantTo(key, tok, leasebook.Grant{Fence: fence, Epoch: n.l.restart.dials.Load()})
+					n.l.granted(key, tok, leasebook.Grant{Fence: fence, Epoch: n.l.restart.dials.Load()})
 				} else {
 					n.l.book.WakeHead(key)
 				}

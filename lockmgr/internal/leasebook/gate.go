@@ -18,6 +18,11 @@ type gate struct {
 // proxied are fixed at Join.
 type Waiter struct {
 	owner lockmgr.Owner
+	// prio is the age the owner asks with (Book.Priority) at Join: its
+	// place in the queue. An owner waits for one key at a time and its age
+	// changes only when a wait of its ends with a hand-off, so it is the
+	// age every wound check of this wait uses too.
+	prio  int64
 	tok   string // the Acquire's token at the lock service
 	seq   uint64
 	wake  chan struct{} // buffered 1: something changed, look again
@@ -55,11 +60,17 @@ func (w *Waiter) poke() {
 	}
 }
 
+// waiterOrder orders a key's local queue by the age each owner asks with,
+// inherited ones included (as the service orders its queue), then by
+// arrival. Ordered by the owners' own ages instead, an owner that
+// inherited an older age could sit behind a younger head that does not
+// wound the holder, while that holder waits for a key the owner holds:
+// only the head checks for wounds, so that cycle would never break.
 func waiterOrder(a, b *Waiter) int {
 	switch {
-	case a.owner.Older(b.owner):
+	case Older(a.owner, a.prio, b.owner, b.prio):
 		return -1
-	case b.owner.Older(a.owner):
+	case Older(b.owner, b.prio, a.owner, a.prio):
 		return 1
 	case a.seq < b.seq:
 		return -1
@@ -76,6 +87,7 @@ func (b *Book) Join(key string, o lockmgr.Owner, tok string) *Waiter {
 	w := &Waiter{owner: o, tok: tok, seq: b.seq.Add(1), wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	w.prio = b.owners[o].priority(o)
 	g := b.gates[key]
 	if g == nil {
 		g = &gate{}
@@ -202,6 +214,28 @@ func (b *Book) GrantTo(key, tok string, g Grant) bool {
 		}
 	}
 	return false
+}
+
+// Claimed reports whether a grant of key to ticket tok has someone here
+// to take it: a waiter for key with that ticket, or the lease holding key
+// under that token (not being released). A grant to any other ticket of
+// this Book is an orphan: its waiter left before the grant was made (a
+// ticket queued on its behalf as the next local waiter, or one a failed
+// wait's cleanup raced with), and nobody here will ever take or release
+// it, so the key would stay granted to nobody until the grant's short
+// lease ran out. The backend gives such a grant back at once.
+func (b *Book) Claimed(key, tok string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if gt := b.gates[key]; gt != nil {
+		for _, w := range gt.queue {
+			if w.tok == tok {
+				return true
+			}
+		}
+	}
+	h := b.holding[key]
+	return h != nil && h.Tok == tok && !h.releasing
 }
 
 // HasGrant reports whether a grant was announced for w and not taken yet.
