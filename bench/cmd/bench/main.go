@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lockproxy/lockproxy/bench/internal/bank"
 	"github.com/lockproxy/lockproxy/bench/internal/disjoint"
 	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
@@ -44,6 +45,7 @@ func registry() *scenario.Registry {
 		hotkey.New(),
 		rewrite.New(),
 		disjoint.New(),
+		bank.New(),
 		redisrtt.New(),
 		gobench.New(),
 	)

@@ -27,6 +27,10 @@ type Timing struct {
 	Clients  int
 	Keys     int // skus 1..Keys are reset to BigStock before each run
 	Duration time.Duration
+	// Conserved: the Op only moves stock between keys (Transfer), so the
+	// sample's Lost is how far the total drifted from where it started,
+	// not done operations the stock does not show.
+	Conserved bool
 }
 
 // TimedArm is an arm that resets the keys, opens warmed handles on the
@@ -87,6 +91,9 @@ func (t Timing) timedArm(a Arm, addrs []string, ps []*env.Proxy, relay *env.Rela
 			return Sample{}, err
 		}
 		s.Lost = Lost(BigStock*int64(t.Keys), st.Stock, int64(run.Done))
+		if t.Conserved {
+			s.Lost = max(st.Stock-BigStock*int64(t.Keys), BigStock*int64(t.Keys)-st.Stock)
+		}
 		return s, nil
 	}
 	return a
