@@ -131,15 +131,21 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	a.Params = len(params)
 	a.Stmts = make([]*Facts, 0, len(stmts))
 	base := 0
+	db := currentDB
 	for i, stmt := range stmts {
-		f := analyzeStmt(stmt, currentDB, params)
+		f := analyzeStmt(stmt, db, params)
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
 		f.Mode = o.Mode
 		a.Stmts = append(a.Stmts, f)
 		if a.Uncertain == "" && i < len(stmts)-1 && f.MayChangeMode() {
-			a.Uncertain = "sql_mode may change before a later statement of the text"
+			a.Uncertain = "sql_mode or the client character set may change before a later statement of the text"
+		}
+		if f.Kind == KindUse {
+			// MariaDB runs the rest of the text in the database USE
+			// chose (a USE that fails ends the text).
+			db = f.UseDB
 		}
 	}
 	return a, nil

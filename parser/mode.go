@@ -198,17 +198,21 @@ func ServerVersionOf(s string) int {
 	return parts[0]*10000 + parts[1]*100 + parts[2]
 }
 
-// MayChangeMode reports whether running the statement may change the
-// session's sql_mode: SET of the session's sql_mode, and EXECUTE, which
-// runs SQL the text does not show. CALL does not: MariaDB restores the
-// caller's sql_mode when a routine returns, whatever the routine ran.
+// MayChangeMode reports whether running the statement may change how the
+// session's later text is read: its sql_mode or its client character set.
+// That is SET of sql_mode, SET NAMES, SET CHARACTER SET and SET of
+// character_set_client (whatever the value: the server's answer tells
+// which it became), and EXECUTE, which runs SQL the text does not show.
+// CALL does not: MariaDB restores the caller's sql_mode and client
+// character set when a routine returns, whatever the routine ran.
 func (f *Facts) MayChangeMode() bool {
 	switch f.Kind {
 	case KindExecute:
 		return true
 	case KindSet:
 		for _, v := range f.Effects.SessionVars {
-			if v == "sql_mode" {
+			switch v {
+			case "sql_mode", "names", "character set", "character_set_client", "charset":
 				return true
 			}
 		}
@@ -217,11 +221,18 @@ func (f *Facts) MayChangeMode() bool {
 }
 
 // MayChangeMode reports whether running the text may change the session's
-// sql_mode: a statement of it may (Facts.MayChangeMode), or it could not
-// be parsed and names sql_mode or EXECUTE (EXECUTE IMMEDIATE).
+// sql_mode or client character set: a statement of it may
+// (Facts.MayChangeMode), or it could not be parsed and names sql_mode, a
+// character set (NAMES, CHARACTER SET, character_set_client, CHARSET) or
+// EXECUTE (EXECUTE IMMEDIATE).
 func (a *Analysis) MayChangeMode() bool {
 	if a.Unparsed {
-		return containsFold(a.SQL, "sql_mode") || containsFold(a.SQL, "execute")
+		for _, w := range []string{"sql_mode", "names", "character", "charset", "execute"} {
+			if containsFold(a.SQL, w) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, f := range a.Stmts {
 		if f.MayChangeMode() {

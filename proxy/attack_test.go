@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +183,83 @@ func TestAttackChangeUserReleasesLocks(t *testing.T) {
 	}
 	if n := o.committedChanges(t); n != 0 {
 		t.Errorf("COM_CHANGE_USER committed the open transaction's %d changes", n)
+	}
+}
+
+// TestAttackSessionState: the client character set and the current
+// database a statement is read under are the server's, however the
+// session changed them. In gbk, byte 0x5c after 0xbf is the second byte
+// of one character, so MariaDB reads the string below as ending after it
+// and the rest of the condition as `OR 1=1` (every row), where a parser
+// reading bytes sees the key 1001 only. Each case must be refused with
+// lockproxy's 1105 or change only rows whose locks it holds; a USE in the
+// text is followed by the rest of the text, as MariaDB runs it.
+func TestAttackSessionState(t *testing.T) {
+	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_state", oracleOptions{})
+	observer := o.p.db(t, o.db, "")
+	const gbkUpdate = "UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001 AND 'x\xbf\\' OR 1=1 -- ' = 'x'"
+	run := func(qs ...string) func(*oracleSession, *oracleBed) error {
+		return func(s *oracleSession, o *oracleBed) error {
+			for _, q := range qs {
+				if err := s.exec(strings.ReplaceAll(q, "{db}", o.db)); err != nil {
+					return fmt.Errorf("%s: %w", q, err)
+				}
+			}
+			return nil
+		}
+	}
+	changeUser := func(collation byte) func(*oracleSession, *oracleBed) error {
+		return func(s *oracleSession, o *oracleBed) error {
+			return s.r.changeUserWith(o.p.bed.User, o.p.bed.Password, o.db, collation)
+		}
+	}
+	reset := func(s *oracleSession, o *oracleBed) error {
+		if err := s.exec("SET NAMES gbk"); err != nil {
+			return err
+		}
+		s.r.send(mysql.COM_RESET_CONNECTION)
+		_, _, err := s.r.result(false)
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		c    oracleCase
+	}{
+		{"SET NAMES gbk in the same text", oracleCase{Text: "SET NAMES gbk; " + gbkUpdate}},
+		{"SET CHARACTER SET gbk in the same text", oracleCase{Text: "SET CHARACTER SET gbk; " + gbkUpdate}},
+		{"executable comment setting gbk in the same text", oracleCase{Text: "/*!40101 SET NAMES gbk */; " + gbkUpdate}},
+		{"SET NAMES gbk before", oracleCase{Setup: "SET NAMES gbk", Before: run("SET NAMES gbk"), Text: gbkUpdate}},
+		{"SET CHARACTER SET gbk before", oracleCase{Setup: "SET CHARACTER SET gbk", Before: run("SET CHARACTER SET gbk"), Text: gbkUpdate}},
+		{"character_set_client by number", oracleCase{Setup: "SET character_set_client = 28", Before: run("SET character_set_client = 28"), Text: gbkUpdate}},
+		{"character_set_client from a variable", oracleCase{Setup: "SET character_set_client = @v", Before: run("SET @v = 'gbk'", "SET character_set_client = @v"), Text: gbkUpdate}},
+		{"character_set_client from adjacent strings", oracleCase{Setup: "SET character_set_client = 'gb' 'k'", Before: run("SET character_set_client = 'gb' 'k'"), Text: gbkUpdate}},
+		{"EXECUTE IMMEDIATE of SET NAMES", oracleCase{Setup: "EXECUTE IMMEDIATE 'SET NAMES gbk'", Before: run("EXECUTE IMMEDIATE 'SET NAMES gbk'"), Text: gbkUpdate}},
+		{"PREPARE and EXECUTE of SET NAMES", oracleCase{Setup: "PREPARE/EXECUTE SET NAMES gbk", Before: run("PREPARE s FROM 'SET NAMES gbk'", "EXECUTE s"), Text: gbkUpdate}},
+		{"executable comment setting gbk before", oracleCase{Setup: "/*!40101 SET NAMES gbk */", Before: run("/*!40101 SET NAMES gbk */"), Text: gbkUpdate}},
+		{"COM_CHANGE_USER to gbk", oracleCase{Setup: "COM_CHANGE_USER with collation 28", Before: changeUser(28), Text: gbkUpdate}},
+		{"COM_RESET_CONNECTION after gbk", oracleCase{Setup: "SET NAMES gbk, COM_RESET_CONNECTION", Before: reset, Text: gbkUpdate}},
+		{"a procedure that sets gbk", oracleCase{Setup: "CALL of a procedure running SET NAMES gbk",
+			Before: run("DROP PROCEDURE IF EXISTS set_gbk", "CREATE PROCEDURE set_gbk() SET NAMES gbk", "CALL set_gbk()"), Text: gbkUpdate}},
+		{"SET STATEMENT character_set_client FOR", oracleCase{Text: "SET STATEMENT character_set_client = gbk FOR " + gbkUpdate}},
+		{"USE in the text, unkeyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1"}},
+		{"USE in the text, keyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
+		{"USE of another database in the text", oracleCase{Text: "USE information_schema; USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o.reseed(t)
+			s, holder := o.session(t), o.session(t)
+			if v := o.inTransaction(t, s, observer, c.c); v.failure != "" {
+				t.Errorf("%s", v)
+			}
+			o.reseed(t)
+			s = o.session(t)
+			key, err := o.lockName("sku_stock", []byte("1001"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := o.underHeldLock(t, s, holder, observer, c.c, []string{key}); v.failure != "" {
+				t.Errorf("%s", v)
+			}
+		})
 	}
 }

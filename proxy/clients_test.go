@@ -473,6 +473,9 @@ func (r *rawConn) execute(id uint32, bound bool, args ...any) (*mysql.Result, []
 		case int64:
 			types = append(types, mysql.MYSQL_TYPE_LONGLONG, 0)
 			vals = binary.LittleEndian.AppendUint64(vals, uint64(v))
+		case int32:
+			types = append(types, mysql.MYSQL_TYPE_LONG, 0)
+			vals = binary.LittleEndian.AppendUint32(vals, uint32(v))
 		case string:
 			types = append(types, mysql.MYSQL_TYPE_VAR_STRING, 0)
 			vals = append(mysql.AppendLengthEncodedInteger(vals, uint64(len(v))), v...)
@@ -536,10 +539,16 @@ func stmtPayload(cmd byte, id uint32, rest ...byte) []byte {
 // AuthSwitchRequest, answered here over the new scramble.
 func (r *rawConn) changeUser(user, password, db string) error {
 	r.t.Helper()
+	return r.changeUserWith(user, password, db, 45) // utf8mb4_general_ci
+}
+
+// changeUserWith is changeUser asking for the collation with id collation.
+func (r *rawConn) changeUserWith(user, password, db string, collation byte) error {
+	r.t.Helper()
 	auth := mysql.CalcNativePassword(r.salt, []byte(password))
 	b := append([]byte{mysql.COM_CHANGE_USER}, user...)
 	b = append(append(append(b, 0, byte(len(auth))), auth...), db...)
-	b = append(b, 0, 45, 0) // NUL, utf8mb4_general_ci
+	b = append(b, 0, collation, 0)
 	b = append(append(b, mysql.AUTH_NATIVE_PASSWORD...), 0)
 	r.send(append(b, 0)...) // no connection attributes (MariaDB wants the length)
 	p := r.read()

@@ -308,11 +308,15 @@ func (s *session) ownConnectionID(p []byte) []byte {
 // character set where a backslash may end a multi-byte character, and for
 // a shape whose plan needs the text (Server.textShapes).
 func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql string) {
-	if !s.srv.needsFacts() || s.unsafeCharset {
+	if !s.srv.needsFacts() {
+		return s.analyze(q), nil, ""
+	}
+	opts := s.parseOptions() // first: it may learn a new character set or database
+	if s.unsafeCharset {
 		return s.analyze(q), nil, ""
 	}
 	sql = string(q)
-	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, s.parseOptions())
+	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, opts)
 	if err != nil {
 		return s.unparsed(sql, err), nil, sql
 	}
@@ -327,7 +331,8 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 // analyzeText is analyze for a text already a string, when facts are
 // needed.
 func (s *session) analyzeText(sql string) *parser.Analysis {
-	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, s.parseOptions())
+	opts := s.parseOptions() // first: it may learn a new database
+	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
 	if err != nil {
 		return s.unparsed(sql, err)
 	}
@@ -362,10 +367,6 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	}
 	for _, f := range an.Stmts {
 		switch f.Kind {
-		case parser.KindSet:
-			if setsCharset(f) && !parser.RewriteSafeCharset(charsetIn(f.Text)) {
-				s.unsafeCharset = true
-			}
 		case parser.KindUse:
 			s.db = f.UseDB
 			s.be.dbDirty = true
@@ -420,28 +421,6 @@ func (s *session) awaitSchema() {
 		<-s.schemaRead
 		s.schemaRead = nil
 	}
-}
-
-// setsCharset reports whether a SET changes the client character set.
-func setsCharset(f *parser.Facts) bool {
-	for _, v := range f.Effects.SessionVars {
-		if v == "names" || v == "character set" || v == "character_set_client" || v == "charset" {
-			return true
-		}
-	}
-	return false
-}
-
-// charsetIn returns the first multi-byte charset where 0x5c may end a
-// character that a SET text names, or "" (safe) when it names none.
-func charsetIn(text string) string {
-	t := strings.ToLower(text)
-	for _, cs := range []string{"big5", "cp932", "gbk", "sjis", "gb18030"} {
-		if strings.Contains(t, cs) {
-			return cs
-		}
-	}
-	return ""
 }
 
 // isShow is a cheap test for a statement starting with SHOW.

@@ -46,6 +46,16 @@ func (b *backendConn) skipColumns(n int) error {
 // queryValue runs a one-result text query and returns the first column of
 // its first row (nil for SQL NULL).
 func (b *backendConn) queryValue(q string) ([]byte, error) {
+	row, err := b.queryRow(q)
+	if err != nil || len(row[0]) == 0 {
+		return nil, err // an empty value, as SQL NULL, is nil
+	}
+	return row[0], nil
+}
+
+// queryRow runs a one-result text query and returns the columns of its
+// first row (nil for SQL NULL).
+func (b *backendConn) queryRow(q string) ([][]byte, error) {
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
 		return nil, err
 	}
@@ -69,7 +79,7 @@ func (b *backendConn) queryValue(q string) ([]byte, error) {
 		return nil, err
 	}
 	deprecate := b.key.caps&mysql.CLIENT_DEPRECATE_EOF != 0
-	var value []byte
+	var row [][]byte
 	got := false
 	for {
 		p, err := b.read()
@@ -88,15 +98,22 @@ func (b *backendConn) queryValue(q string) ([]byte, error) {
 			if !got {
 				return nil, errNoRow
 			}
-			return value, nil
+			return row, nil
 		}
 		if !got {
-			v, _, err := readLenEncString(p, 0)
-			if err != nil {
-				b.broken = true
-				return nil, err
+			pos := 0
+			for range n {
+				v, next, err := readLenEncString(p, pos)
+				if err != nil {
+					b.broken = true
+					return nil, err
+				}
+				if v != nil {
+					v = append([]byte{}, v...)
+				}
+				row, pos = append(row, v), next
 			}
-			value, got = append([]byte(nil), v...), true
+			got = true
 		}
 	}
 }

@@ -67,12 +67,19 @@ type oracleCase struct {
 	// Class names the riskiest feature the generator chose: failures are
 	// grouped by it.
 	Class string
+	// Before, when set, changes the session's state after Mode is set and
+	// before the statement runs (Setup names what it does).
+	Before func(s *oracleSession, o *oracleBed) error
+	Setup  string
 }
 
 func (c oracleCase) String() string {
 	var b strings.Builder
 	if c.Mode != "" {
 		fmt.Fprintf(&b, "[sql_mode +%s] ", c.Mode)
+	}
+	if c.Setup != "" {
+		fmt.Fprintf(&b, "[after %s] ", c.Setup)
 	}
 	if c.Prepare == "" {
 		fmt.Fprintf(&b, "text %q", c.Text)

@@ -168,6 +168,11 @@ func (o *oracleBed) inTransaction(t *testing.T, s *oracleSession, observer *sql.
 	if err := s.setMode(c.Mode); err != nil {
 		t.Fatalf("SET sql_mode for %s: %v", c, err)
 	}
+	if c.Before != nil {
+		if err := c.Before(s, o); err != nil {
+			t.Fatalf("setting up %s: %v", c, err)
+		}
+	}
 	if err := s.exec("BEGIN"); err != nil {
 		t.Fatalf("BEGIN before %s: %v", c, err)
 	}
@@ -325,6 +330,11 @@ func (o *oracleBed) underHeldLock(t *testing.T, s, holder *oracleSession, observ
 	v.locked = keys
 	if err := s.setMode(c.Mode); err != nil {
 		t.Fatalf("SET sql_mode for %s: %v", c, err)
+	}
+	if c.Before != nil {
+		if err := c.Before(s, o); err != nil {
+			t.Fatalf("setting up %s: %v", c, err)
+		}
 	}
 	v.err = s.run(o, c)
 	changed, err := o.changedKeys(t)

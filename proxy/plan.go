@@ -74,9 +74,11 @@ type planEnv struct {
 	db         string
 	inTxn      bool // in a transaction or autocommit off
 	autocommit bool
-	// unsafeCharset: the client character set lets 0x5c end a multi-byte
-	// character (big5, cp932, gbk, sjis, gb18030).
+	// unsafeCharset: the client character set (clientCharset, as the
+	// server reported it) lets a byte of a multi-byte character read as a
+	// backslash or a quote (big5, cp932, gbk, sjis, gb18030).
 	unsafeCharset bool
+	clientCharset string
 	dyn           *dynState // nil: the session has prepared and set nothing
 	// analyze analyses a statement text (PREPARE ... FROM, EXECUTE
 	// IMMEDIATE) as the session analyses its commands.
@@ -93,6 +95,7 @@ func (s *session) planEnv() planEnv {
 		inTxn:         s.inTxn(),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
 		unsafeCharset: s.unsafeCharset,
+		clientCharset: s.sqlMode.charset,
 		dyn:           &s.dyn,
 		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}
@@ -169,11 +172,15 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, an.Uncertain)
 		return
-	case pl.env.unsafeCharset && highByteBeforeBackslash(an.SQL):
+	case pl.env.unsafeCharset && hasHighByte(an.SQL):
 		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
-		pl.uncertain(an, "in the client character set a backslash may end a multi-byte character, and where a string ends is then the server's reading, not lockproxy's")
+		cs := pl.env.clientCharset
+		if cs == "" {
+			cs = "of the session"
+		}
+		pl.uncertain(an, "the client character set "+cs+" lets a byte of a multi-byte character read as a backslash or a quote, so where a string or name ends is the server's reading, not lockproxy's; send such text in utf8mb4")
 		return
 	}
 	for _, f := range an.Stmts {
@@ -477,12 +484,13 @@ func (pl *planner) lookupVar(name string) (parser.Value, bool) {
 	return v, ok && v.Kind != parser.ValueExpr
 }
 
-// highByteBeforeBackslash reports whether a byte >= 0x80 precedes a 0x5c
-// somewhere in sql: only then can a multi-byte character set that ends
-// characters in 0x5c read the text differently from lockproxy.
-func highByteBeforeBackslash(sql string) bool {
-	for i := 1; i < len(sql); i++ {
-		if sql[i] == '\\' && sql[i-1] >= 0x80 {
+// hasHighByte reports whether sql has a byte >= 0x80: every multi-byte
+// character of big5, cp932, gbk, sjis and gb18030 starts with one, so
+// text without any reads the same in them as in ASCII, and text with one
+// may hide a backslash or a backtick in a character's second byte.
+func hasHighByte(sql string) bool {
+	for i := 0; i < len(sql); i++ {
+		if sql[i] >= 0x80 {
 			return true
 		}
 	}

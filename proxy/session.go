@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
-	"github.com/lockproxy/lockproxy/parser"
-	"github.com/pingcap/tidb/pkg/parser/charset"
 	"go.uber.org/zap"
 )
 
@@ -230,9 +228,6 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
-	if c, err := charset.GetCollationByID(int(s.collation)); err == nil && !parser.RewriteSafeCharset(c.CharsetName) {
-		s.unsafeCharset = true
-	}
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
 		return err

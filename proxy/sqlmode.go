@@ -6,32 +6,51 @@ import (
 )
 
 // modeState is what a session knows of how its primary reads SQL text:
-// the server's version and the session's sql_mode (parsing depends on
-// it: docs/cannot-see.md). The sql_mode is read from the pinned connection when a
-// statement is next analysed after anything that may have changed it.
+// the session's sql_mode and client character set (parsing depends on
+// both: docs/cannot-see.md), and the database unqualified names mean. All
+// three are the server's answer, read from the pinned connection when a
+// statement is next analysed after anything that may have changed them,
+// never lockproxy's reading of the text that changed them.
 type modeState struct {
-	mode  parser.Mode
-	stale bool // the sql_mode must be read again before the next analysis
+	mode parser.Mode
+	// charset is the session's character_set_client; unsafe when a byte
+	// of one of its multi-byte characters can read as a backslash or a
+	// quote to a parser that reads bytes (parser.RewriteSafeCharset).
+	charset string
+	unsafe  bool
+	stale   bool // read them again before the next analysis
 }
 
-// sqlModeQuery reads the session's sql_mode on its primary connection.
-const sqlModeQuery = "SELECT @@SESSION.sql_mode"
+// sessionStateQuery reads what parsing depends on from the session's
+// primary connection.
+const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE()"
 
 // parseOptions are the options the session's texts are analysed under:
 // the pinned primary's version (from its greeting) and the session's
-// sql_mode, read again first when stale. When it cannot be read the mode
-// is parser.ModeUnknown, which makes every analysis Uncertain.
+// sql_mode, read again first when stale (with the client character set
+// and the current database, see modeState). When they cannot be read the
+// mode is parser.ModeUnknown, which makes every analysis Uncertain.
 func (s *session) parseOptions() parser.Options {
 	if s.be == nil {
 		return parser.Options{Mode: parser.ModeUnknown}
 	}
 	if s.sqlMode.stale {
-		v, err := s.be.queryValue(sqlModeQuery)
+		row, err := s.be.queryRow(sessionStateQuery)
+		if err == nil && len(row) != 3 {
+			err = errNoRow
+		}
 		if err != nil {
-			s.log.Warn("cannot read the session's sql_mode; its statements are uncertain", zap.Error(err))
+			s.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
+			s.unsafeCharset = true
 			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
 		}
-		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(v))}
+		cs := string(row[1])
+		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs)}
+		s.unsafeCharset = s.sqlMode.unsafe
+		if db := string(row[2]); db != s.db {
+			s.db = db
+			s.be.dbDirty = true
+		}
 	}
 	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version)}
 }
