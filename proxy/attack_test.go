@@ -263,3 +263,57 @@ func TestAttackSessionState(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackRefusedExecuteTypes: an execute lockproxy refused never
+// reached the server, so the parameter types it bound are not the ones
+// the server's statement holds. A later execute that binds no types is
+// read by the server with the types of the last execute it was sent; it
+// must be keyed (and run) with the same types. Here the server last saw
+// INT (4 bytes) and the refused execute bound BIGINT: the 8 bytes of
+// 1001 + 2^32 are row 1001 as an INT and no row as a BIGINT.
+func TestAttackRefusedExecuteTypes(t *testing.T) {
+	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_types", oracleOptions{})
+	observer := o.p.db(t, o.db, "")
+	s, holder := o.session(t), o.session(t)
+	o.reseed(t)
+	id, _ := s.r.prepare("UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = ?")
+	if _, _, err := s.r.execute(id, true, int32(1002)); err != nil {
+		t.Fatalf("execute binding INT: %v", err)
+	}
+	held, err := o.lockName("sku_stock", []byte("1003"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := o.readingKey(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"BEGIN", q} {
+		if err := holder.exec(q); err != nil {
+			t.Fatalf("holder %s: %v", q, err)
+		}
+	}
+	_, _, err = s.r.execute(id, true, int64(1003))
+	if err == nil || !strings.HasPrefix(err.Error(), "ERROR 1205") && !strings.Contains(err.Error(), "lockproxy:") {
+		t.Fatalf("execute binding BIGINT while another session holds its row: %v; want lockproxy's refusal", err)
+	}
+	if err := holder.exec("ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	o.reseed(t)
+	if err := s.exec("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.r.execute(id, false, int64(1001+1<<32))
+	locked := heldKeys(t, observer, s.id)
+	changed, cerr := o.changedKeys(t)
+	if cerr != nil {
+		t.Fatal(cerr)
+	}
+	if err := s.exec("ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if m := missing(changed, locked); len(m) > 0 {
+		t.Errorf("execute without types (%v) changed %v without their locks (held %v)", err, m, locked)
+	}
+}

@@ -54,6 +54,22 @@ type stmt struct {
 	currentTyped      bool
 }
 
+// bindTypes records the parameter types an execute binds: the client
+// reuses them in later executes that bind none. Whether this execute
+// reaches the primary's copy, its current-read twin, a replica's copy, or
+// none of them (lockproxy refused it, or ran it in another form), is
+// decided after this; so no copy is taken to know these types until an
+// execute carrying them was sent to it (bindOnPrimary, currentReadExecute,
+// onReplica mark it), and a later execute without types binds them
+// explicitly on a copy that was not told them. Otherwise a refused
+// execute would leave lockproxy reading the next one's values with types
+// the server never saw.
+func (st *stmt) bindTypes(s *session, types []byte) {
+	st.paramTypes = append(st.paramTypes[:0], types...)
+	st.primaryTyped, st.currentTyped = false, false
+	delete(s.replica.typed, st.id)
+}
+
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
 // longer than this cannot name a row anyway (InnoDB keys are shorter).
 const maxLongKey = 64 << 10
@@ -157,7 +173,7 @@ func (s *session) execute(p []byte) error {
 		return s.writeErrAt(1, refused)
 	}
 	if types, ok := executeParamTypes(p, st.numParams); ok {
-		st.paramTypes = append(st.paramTypes[:0], types...)
+		st.bindTypes(s, types)
 	} else if st.numParams > 0 && st.paramTypes == nil {
 		return s.writeErrAt(1, errorf(errBadParams, "statement %d executed without parameter types", st.id))
 	}
