@@ -133,7 +133,7 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	base := 0
 	db := currentDB
 	for i, stmt := range stmts {
-		f := analyzeStmt(stmt, db, params)
+		f := analyzeStmt(stmt, db, params, o.CaseSensitiveNames)
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
@@ -213,9 +213,9 @@ func (c *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
 func (c *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // analyzeStmt gathers the facts of one parsed statement.
-func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int) *Facts {
+func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int, exactNames bool) *Facts {
 	f := &Facts{Node: stmt, Text: strings.Trim(stmt.Text(), " \t\r\n;")}
-	an := &analyzer{f: f, db: strings.ToLower(currentDB), params: params, budget: workBudget}
+	an := &analyzer{f: f, db: strings.ToLower(currentDB), dbAsWritten: currentDB, params: params, budget: workBudget, exactNames: exactNames}
 	f.Kind = an.classify(stmt)
 	switch f.Kind {
 	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:

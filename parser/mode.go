@@ -158,6 +158,11 @@ type Options struct {
 	// version-numbered executable comment then makes the analysis
 	// Uncertain.
 	ServerVersion int
+	// CaseSensitiveNames: the server compares table names and aliases
+	// case-sensitively (its lower_case_table_names is 0, as on Linux by
+	// default), so a column qualified `T.id` belongs to the table or alias
+	// written `T`, never to one written `t`.
+	CaseSensitiveNames bool
 }
 
 // DefaultServerVersion is the server version Analyze assumes: the first

@@ -9,6 +9,10 @@ import (
 type scopeTable struct {
 	idx                 int
 	schema, name, alias string
+	// exact: compare qualifiers with the names as written (asWritten),
+	// not lowercased (Options.CaseSensitiveNames).
+	exact     bool
+	asWritten struct{ schema, name, alias string }
 }
 
 // owns reports whether column c may belong to t. An unqualified column may
@@ -18,6 +22,16 @@ type scopeTable struct {
 func (t scopeTable) owns(c *ast.ColumnName) bool {
 	if c.Table.L == "" {
 		return true
+	}
+	if t.exact {
+		w := t.asWritten
+		if c.Schema.O != "" && c.Schema.O != w.schema {
+			return false
+		}
+		if w.alias != "" {
+			return c.Schema.O == "" && c.Table.O == w.alias
+		}
+		return c.Table.O == w.name
 	}
 	if c.Schema.L != "" && c.Schema.L != t.schema {
 		return false
@@ -114,7 +128,12 @@ func (an *analyzer) joinTree(n ast.ResultSetNode, tables *[]scopeTable, conds *[
 		if idx < 0 {
 			return
 		}
-		*tables = append(*tables, scopeTable{idx: idx, schema: an.f.Tables[idx].Schema, name: tn.Name.L, alias: x.AsName.L})
+		st := scopeTable{idx: idx, schema: an.f.Tables[idx].Schema, name: tn.Name.L, alias: x.AsName.L, exact: an.exactNames}
+		st.asWritten.schema, st.asWritten.name, st.asWritten.alias = tn.Schema.O, tn.Name.O, x.AsName.O
+		if st.asWritten.schema == "" {
+			st.asWritten.schema = an.dbAsWritten
+		}
+		*tables = append(*tables, st)
 	}
 }
 

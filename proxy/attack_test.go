@@ -193,7 +193,9 @@ func TestAttackChangeUserReleasesLocks(t *testing.T) {
 // and the rest of the condition as `OR 1=1` (every row), where a parser
 // reading bytes sees the key 1001 only. Each case must be refused with
 // lockproxy's 1105 or change only rows whose locks it holds; a USE in the
-// text is followed by the rest of the text, as MariaDB runs it.
+// text is followed by the rest of the text, as MariaDB runs it; and with
+// lower_case_table_names=0 (the bed's) `SKU_STOCK.id` is the alias's
+// column, not the table sku_stock's.
 func TestAttackSessionState(t *testing.T) {
 	o := startOracle(t, testbed.Get(t), "lockproxy_attacks_state", oracleOptions{})
 	observer := o.p.db(t, o.db, "")
@@ -243,6 +245,8 @@ func TestAttackSessionState(t *testing.T) {
 		{"SET STATEMENT character_set_client FOR", oracleCase{Text: "SET STATEMENT character_set_client = gbk FOR " + gbkUpdate}},
 		{"USE in the text, unkeyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1"}},
 		{"USE in the text, keyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
+		{"alias differing from a table only in case", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7"}},
+		{"alias differing from a table only in case, keyed", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7 AND sku_stock.sku_id = 1001"}},
 		{"USE of another database in the text", oracleCase{Text: "USE information_schema; USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,12 +18,16 @@ type modeState struct {
 	// quote to a parser that reads bytes (parser.RewriteSafeCharset).
 	charset string
 	unsafe  bool
-	stale   bool // read them again before the next analysis
+	// exactNames: the server's lower_case_table_names is 0, so table
+	// names and aliases compare case-sensitively.
+	exactNames bool
+	stale      bool // read them again before the next analysis
 }
 
 // sessionStateQuery reads what parsing depends on from the session's
-// primary connection.
-const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE()"
+// primary connection (lower_case_table_names is the server's, read with
+// them for the same statement's sake).
+const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE(), @@lower_case_table_names"
 
 // parseOptions are the options the session's texts are analysed under:
 // the pinned primary's version (from its greeting) and the session's
@@ -36,7 +40,7 @@ func (s *session) parseOptions() parser.Options {
 	}
 	if s.sqlMode.stale {
 		row, err := s.be.queryRow(sessionStateQuery)
-		if err == nil && len(row) != 3 {
+		if err == nil && len(row) != 4 {
 			err = errNoRow
 		}
 		if err != nil {
@@ -45,14 +49,15 @@ func (s *session) parseOptions() parser.Options {
 			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
 		}
 		cs := string(row[1])
-		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs)}
+		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
+			exactNames: string(row[3]) == "0"}
 		s.unsafeCharset = s.sqlMode.unsafe
 		if db := string(row[2]); db != s.db {
 			s.db = db
 			s.be.dbDirty = true
 		}
 	}
-	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version)}
+	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
 }
 
 // modeMayHaveChanged marks the session's sql_mode for reading again: a new
