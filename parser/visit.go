@@ -9,14 +9,14 @@ import (
 
 // analyzer walks one statement and fills its Facts. It is an ast.Visitor.
 type analyzer struct {
-	f      *Facts
-	db     string // current database, lowercased
+	f  *Facts
+	db string // current database, lowercased
 	// dbAsWritten is the current database as the session named it;
 	// exactNames: qualifiers match table names and aliases as written
 	// (Options.CaseSensitiveNames).
 	dbAsWritten string
 	exactNames  bool
-	params map[*test_driver.ParamMarkerExpr]int
+	params      map[*test_driver.ParamMarkerExpr]int
 	// scoped is true for DML: tables are found per query block with their
 	// predicates; otherwise every TableName node is a table.
 	scoped bool
