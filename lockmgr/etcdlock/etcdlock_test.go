@@ -17,17 +17,22 @@ import (
 // room for keep-alives on a loaded machine under -race.
 const testTTL = 3 * time.Second
 
+// testOpTimeout bounds each etcd call of the conformance Lockers.
+const testOpTimeout = 5 * time.Second
+
 // restartTTL outlasts an etcd restart.
 const restartTTL = 5 * time.Second
 
 func prefix() string { return servertest.Unique("lptest-") }
 
 // newLockers makes n Lockers, each with its own client, as n proxy
-// instances sharing one etcd.
+// instances sharing one etcd. Their calls may take up to testOpTimeout:
+// the test etcd syncs every write to a disk that a busy machine shares,
+// and 200 contending acquires once took more than the default 1 s there.
 func newLockers(t *testing.T, s *server, pfx string, ttl time.Duration, n int) []lockmgr.Locker {
 	out := make([]lockmgr.Locker, n)
 	for i := range out {
-		out[i] = etcdlock.New(s.newClient(t), &etcdlock.Options{TTL: ttl, Prefix: pfx, Logger: zaptest.NewLogger(t)})
+		out[i] = etcdlock.New(s.newClient(t), &etcdlock.Options{TTL: ttl, Prefix: pfx, OpTimeout: testOpTimeout, Logger: zaptest.NewLogger(t)})
 	}
 	return out
 }
