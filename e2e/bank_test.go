@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // The bank workload: accounts start at 1000; workers move money between
 // two random accounts with plain SELECTs and absolute UPDATEs in one
 // transaction (no FOR UPDATE: the read_in_txn rule is what must make it
-// safe); auditors sum every balance inside a transaction; a direct writer,
+// safe); auditors sum every balance inside a transaction and in autocommit
+// (served by a replica where one is configured); a direct writer,
 // bypassing lockproxy, bumps a column no transfer reads. After each run
 // the history must show: the total unchanged, no balance below zero, and
 // every sum an auditor saw equal to the total.
@@ -36,6 +39,7 @@ func bankRule(db string) string {
 // bankResult is what one run of the workload did.
 type bankResult struct {
 	transfers, retries, audits int64
+	belowMin                   int64 // transfers a rewrite's min refused (4025)
 	total                      int
 	negative                   int      // accounts below zero at the end
 	badSums                    []int    // auditors' sums other than the total
@@ -45,8 +49,8 @@ type bankResult struct {
 func (r *bankResult) String() string {
 	var errs []string
 	r.errors.Range(func(k, v any) bool { errs = append(errs, fmt.Sprintf("%dx %s", *v.(*int64), k)); return true })
-	return fmt.Sprintf("total %d (want %d), %d transfers, %d retries, %d audits, %d negative, %d sums other than the total, errors %v",
-		r.total, bankAccounts*bankStart, r.transfers, r.retries, r.audits, r.negative, len(r.badSums), errs)
+	return fmt.Sprintf("total %d (want %d), %d transfers, %d retries, %d below min, %d audits, %d negative, %d sums other than the total, errors %v",
+		r.total, bankAccounts*bankStart, r.transfers, r.retries, r.belowMin, r.audits, r.negative, len(r.badSums), errs)
 }
 
 func (r *bankResult) fail(err error) {
@@ -138,6 +142,8 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 				case ctx.Err() != nil:
 				case retryable(err):
 					atomic.AddInt64(&res.retries, 1)
+				case mysqlErrNo(err) == 4025:
+					atomic.AddInt64(&res.belowMin, 1)
 				default:
 					res.fail(err)
 				}
@@ -172,6 +178,25 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() { // an autocommit auditor: one statement is one snapshot too (on a replica where there is one)
+		defer wg.Done()
+		for ctx.Err() == nil {
+			var sum int
+			if err := via[0].QueryRowContext(ctx, "SELECT SUM(bal) FROM bank_acct").Scan(&sum); err != nil {
+				if ctx.Err() == nil {
+					res.fail(err)
+				}
+				continue
+			}
+			atomic.AddInt64(&res.audits, 1)
+			if sum != bankAccounts*bankStart {
+				mu.Lock()
+				res.badSums = append(res.badSums, sum)
+				mu.Unlock()
+			}
+		}
+	}()
 	wg.Add(1)
 	go func() { // a direct writer of a column no transfer reads
 		defer wg.Done()
@@ -234,6 +259,89 @@ func TestBankTwoProxies(t *testing.T) {
 			res.errors.Range(func(any, any) bool { unexpected++; return true })
 			if unexpected != 0 {
 				t.Errorf("workers saw errors other than 1205/1213: %v", res)
+			}
+		})
+	}
+}
+
+// mysqlErrNo is err's MySQL error number, 0 if it has none.
+func mysqlErrNo(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// bankRewriteRule guards bank_acct.bal by a rewrite alone (no row locks):
+// every absolute UPDATE of a balance read in the transaction becomes
+// conditional (cas: on the value read; delta: applied as the change).
+func bankRewriteRule(db, mode string) string {
+	return fmt.Sprintf(`rules:
+  - name: bank
+    table: %s.bank_acct
+    key: [id]
+    lock: []
+    rewrite:
+      column: bal
+      mode: %s
+      min: 0
+`, db, mode)
+}
+
+// withReplica puts the bed's replica in the backends section of a config
+// whose locks section follows it (see config).
+func withReplica(bed *testbed.Bed, locks string) string {
+	return fmt.Sprintf("  replicas: [%s]\n  max_replica_lag: 2s\n%s", bed.ReplicaAddr, locks)
+}
+
+// TestBankVariants: the same transfers keep every invariant through two
+// instances with a replica configured (reads in transactions stay on the
+// primary), and through rewrite rules alone, without row locks: cas makes
+// a write of a stale balance lose (1213, retried), delta applies each
+// write as the change the transfer computed (a transfer that would take
+// a balance below 0 is refused with 4025).
+func TestBankVariants(t *testing.T) {
+	bed := testbed.Get(t)
+	const dbName = "e2e_bank_variants"
+	direct := freshDB(t, bed, dbName)
+	if _, err := direct.Exec("CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL, touched INT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range bankAccounts {
+		if _, err := direct.Exec("INSERT INTO bank_acct (id, bal) VALUES (?, ?)", i, bankStart); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locks := redisLocks(bed, "10s", "5s")
+	const workers = 8
+	for _, v := range []struct {
+		name     string
+		locks    string
+		rule     string
+		prepared bool
+	}{
+		{"replica, text", withReplica(bed, locks), bankRule(dbName), false},
+		{"replica, prepared", withReplica(bed, locks), bankRule(dbName), true},
+		{"rewrite cas, text", locks, bankRewriteRule(dbName, "cas"), false},
+		{"rewrite delta, prepared", locks, bankRewriteRule(dbName, "delta"), true},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			a, b := start(t, bed, v.locks, v.rule), start(t, bed, v.locks, v.rule)
+			params := "interpolateParams=false"
+			via := []*sql.DB{open(t, bed, a.addr, dbName, params, workers), open(t, bed, b.addr, dbName, params, workers)}
+			res := runBank(t, direct, via, workers, 2*time.Second, v.prepared, false)
+			t.Logf("%s: %v", v.name, res)
+			if res.total != bankAccounts*bankStart || res.negative != 0 || len(res.badSums) != 0 {
+				t.Errorf("the bank drifted: %v", res)
+			}
+			if res.transfers == 0 {
+				t.Errorf("no transfer got through: %v", res)
+			}
+			var unexpected int
+			res.errors.Range(func(any, any) bool { unexpected++; return true })
+			if unexpected != 0 {
+				t.Errorf("workers saw errors other than 1205/1213/4025: %v", res)
 			}
 		})
 	}
