@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -247,6 +248,16 @@ func TestAttackSessionState(t *testing.T) {
 		{"USE in the text, keyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
 		{"alias differing from a table only in case", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7"}},
 		{"alias differing from a table only in case, keyed", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7 AND sku_stock.sku_id = 1001"}},
+		{"USE in a text that then fails", oracleCase{Setup: "USE information_schema, then USE {db}; a failing SELECT",
+			Before: func(s *oracleSession, o *oracleBed) error {
+				if err := s.exec("USE information_schema"); err != nil {
+					return err
+				}
+				if err := s.exec("USE " + o.db + "; SELECT * FROM no_such_table"); err == nil {
+					return errors.New("the failing SELECT succeeded")
+				}
+				return nil
+			}, Text: "UPDATE sku_stock SET stock = stock + 1"}},
 		{"USE of another database in the text", oracleCase{Text: "USE information_schema; USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -362,6 +362,15 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 func (s *session) track(an *parser.Analysis, pl plan) {
 	// Even a text that failed may have run a SET before its error.
 	s.noteModeChange(pl)
+	if an != nil && !s.lastOK {
+		for _, f := range an.Stmts {
+			if f.Kind == parser.KindUse {
+				// A USE before the error may have run: the server
+				// says which database is current now.
+				s.modeMayHaveChanged()
+			}
+		}
+	}
 	if an == nil || !s.lastOK {
 		return
 	}
