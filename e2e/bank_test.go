@@ -53,6 +53,39 @@ func (r *bankResult) String() string {
 		r.total, bankAccounts*bankStart, r.transfers, r.retries, r.belowMin, r.audits, r.negative, len(r.badSums), errs)
 }
 
+// check fails t unless the run kept every invariant, got transfers
+// through, and saw no error but 1205/1213 (retried) and 4025 (a rewrite's
+// min refused the transfer).
+func (r *bankResult) check(t *testing.T) {
+	t.Helper()
+	if r.total != bankAccounts*bankStart || r.negative != 0 || len(r.badSums) != 0 {
+		t.Errorf("the bank drifted: %v", r)
+	}
+	if r.transfers == 0 {
+		t.Errorf("no transfer got through: %v", r)
+	}
+	var unexpected int
+	r.errors.Range(func(any, any) bool { unexpected++; return true })
+	if unexpected != 0 {
+		t.Errorf("workers saw errors other than 1205/1213/4025: %v", r)
+	}
+}
+
+// bankDB creates database name with the accounts, directly on the primary.
+func bankDB(t *testing.T, bed *testbed.Bed, name string) *sql.DB {
+	t.Helper()
+	direct := freshDB(t, bed, name)
+	if _, err := direct.Exec("CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL, touched INT NOT NULL DEFAULT 0)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range bankAccounts {
+		if _, err := direct.Exec("INSERT INTO bank_acct (id, bal) VALUES (?, ?)", i, bankStart); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return direct
+}
+
 func (r *bankResult) fail(err error) {
 	v, _ := r.errors.LoadOrStore(err.Error(), new(int64))
 	atomic.AddInt64(v.(*int64), 1)
@@ -150,53 +183,40 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 			}
 		}()
 	}
-	for a := range 2 { // auditors: a sum inside a transaction sees one snapshot
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db := via[a%len(via)]
-			for ctx.Err() == nil {
-				tx, err := db.BeginTx(ctx, nil)
-				if err != nil {
-					continue
-				}
-				var sum int
-				err = tx.QueryRowContext(ctx, "SELECT SUM(bal) FROM bank_acct").Scan(&sum)
-				_ = tx.Rollback()
-				if err != nil {
-					if ctx.Err() == nil {
-						res.fail(err)
-					}
-					continue
-				}
-				atomic.AddInt64(&res.audits, 1)
-				if sum != bankAccounts*bankStart {
-					mu.Lock()
-					res.badSums = append(res.badSums, sum)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() { // an autocommit auditor: one statement is one snapshot too (on a replica where there is one)
+	// audit checks sums of every balance, as long as the run lasts.
+	audit := func(sum func() (int, error)) {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			var sum int
-			if err := via[0].QueryRowContext(ctx, "SELECT SUM(bal) FROM bank_acct").Scan(&sum); err != nil {
+			v, err := sum()
+			if err != nil {
 				if ctx.Err() == nil {
 					res.fail(err)
 				}
 				continue
 			}
 			atomic.AddInt64(&res.audits, 1)
-			if sum != bankAccounts*bankStart {
+			if v != bankAccounts*bankStart {
 				mu.Lock()
-				res.badSums = append(res.badSums, sum)
+				res.badSums = append(res.badSums, v)
 				mu.Unlock()
 			}
 		}
-	}()
+	}
+	const sumQuery = "SELECT SUM(bal) FROM bank_acct"
+	for a := range 2 { // a sum inside a transaction sees one snapshot
+		db := via[a%len(via)]
+		wg.Add(1)
+		go audit(func() (sum int, err error) {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return 0, err
+			}
+			defer func() { _ = tx.Rollback() }()
+			return sum, tx.QueryRowContext(ctx, sumQuery).Scan(&sum)
+		})
+	}
+	wg.Add(1) // one statement is one snapshot too (on a replica where there is one)
+	go audit(func() (sum int, err error) { return sum, via[0].QueryRowContext(ctx, sumQuery).Scan(&sum) })
 	wg.Add(1)
 	go func() { // a direct writer of a column no transfer reads
 		defer wg.Done()
@@ -218,15 +238,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 func TestBankTwoProxies(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_bank"
-	direct := freshDB(t, bed, dbName)
-	if _, err := direct.Exec("CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL, touched INT NOT NULL DEFAULT 0)"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range bankAccounts {
-		if _, err := direct.Exec("INSERT INTO bank_acct (id, bal) VALUES (?, ?)", i, bankStart); err != nil {
-			t.Fatal(err)
-		}
-	}
+	direct := bankDB(t, bed, dbName)
 	locks := redisLocks(bed, "10s", "5s")
 	a := start(t, bed, locks, bankRule(dbName))
 	b := start(t, bed, locks, bankRule(dbName))
@@ -249,17 +261,7 @@ func TestBankTwoProxies(t *testing.T) {
 			locked := runBank(t, direct, onPrimary, workers, d, mode.prepared, true)
 			t.Logf("directly with FOR UPDATE:        %v (lockproxy/FOR UPDATE %.2fx)", locked, float64(res.transfers)/float64(max(locked.transfers, 1)))
 
-			if res.total != bankAccounts*bankStart || res.negative != 0 || len(res.badSums) != 0 {
-				t.Errorf("through lockproxy the bank drifted: %v", res)
-			}
-			if res.transfers == 0 {
-				t.Errorf("no transfer got through: %v", res)
-			}
-			var unexpected int
-			res.errors.Range(func(any, any) bool { unexpected++; return true })
-			if unexpected != 0 {
-				t.Errorf("workers saw errors other than 1205/1213: %v", res)
-			}
+			res.check(t)
 		})
 	}
 }
@@ -304,15 +306,7 @@ func withReplica(bed *testbed.Bed, locks string) string {
 func TestBankVariants(t *testing.T) {
 	bed := testbed.Get(t)
 	const dbName = "e2e_bank_variants"
-	direct := freshDB(t, bed, dbName)
-	if _, err := direct.Exec("CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL, touched INT NOT NULL DEFAULT 0)"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range bankAccounts {
-		if _, err := direct.Exec("INSERT INTO bank_acct (id, bal) VALUES (?, ?)", i, bankStart); err != nil {
-			t.Fatal(err)
-		}
-	}
+	direct := bankDB(t, bed, dbName)
 	locks := redisLocks(bed, "10s", "5s")
 	const workers = 8
 	for _, v := range []struct {
@@ -332,17 +326,7 @@ func TestBankVariants(t *testing.T) {
 			via := []*sql.DB{open(t, bed, a.addr, dbName, params, workers), open(t, bed, b.addr, dbName, params, workers)}
 			res := runBank(t, direct, via, workers, 2*time.Second, v.prepared, false)
 			t.Logf("%s: %v", v.name, res)
-			if res.total != bankAccounts*bankStart || res.negative != 0 || len(res.badSums) != 0 {
-				t.Errorf("the bank drifted: %v", res)
-			}
-			if res.transfers == 0 {
-				t.Errorf("no transfer got through: %v", res)
-			}
-			var unexpected int
-			res.errors.Range(func(any, any) bool { unexpected++; return true })
-			if unexpected != 0 {
-				t.Errorf("workers saw errors other than 1205/1213/4025: %v", res)
-			}
+			res.check(t)
 		})
 	}
 }
