@@ -159,6 +159,13 @@ type Facts struct {
 	// functions it knows. CALL's own procedure is not listed (its
 	// arguments' functions are).
 	Calls []string
+	// Impure says why the statement may not be free of effects or may
+	// answer differently on a replica than on the primary: the first call
+	// of a function that is not a pure built-in (a stored function, a
+	// sequence, GET_LOCK, a name MariaDB may resolve to a stored function)
+	// or a system variable read. "" when there is none. Effects covers the
+	// rest (user variables, INTO, LAST_INSERT_ID...).
+	Impure string
 
 	// Effects are the session effects that pin the session to the primary
 	// or change the proxy's view of the session.
@@ -451,6 +458,11 @@ type Effects struct {
 	// SetTransactionScope is "next" (no scope word), "session" or "global".
 	SetTransaction      bool
 	SetTransactionScope string
+	// SetComputed is true for a SET with a value the server computes (a
+	// variable, a function call, a subquery, a `?`), as opposed to a
+	// literal, DEFAULT or a bare word: run elsewhere, it may give another
+	// value or have an effect.
+	SetComputed bool
 }
 
 // Any reports whether the statement has a session effect that pins the

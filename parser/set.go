@@ -23,6 +23,9 @@ func (an *analyzer) set(s *ast.SetStmt) {
 	nextTxn := secondWordIs(an.f.Text, "transaction")
 	for _, v := range s.Variables {
 		name := strings.ToLower(v.Name)
+		if !an.setConstant(v.Value) {
+			e.SetComputed = true
+		}
 		switch {
 		case nextTxn && v.IsSystem && txnVars[strings.TrimSuffix(name, "_one_shot")]:
 			e.SetTransaction, e.SetTransactionScope = true, "next"
@@ -51,6 +54,21 @@ func (an *analyzer) set(s *ast.SetStmt) {
 			}
 		}
 	}
+}
+
+// setConstant reports whether a SET value is the same wherever it is
+// evaluated: none (SET NAMES), DEFAULT, a bare word (SET x = ON), a
+// literal. Anything else (a variable, a function, a subquery, a `?`) is
+// computed by the server that runs the SET.
+func (an *analyzer) setConstant(e ast.ExprNode) bool {
+	switch x := e.(type) {
+	case nil, *ast.DefaultExpr:
+		return true
+	case *ast.ColumnNameExpr:
+		return x.Name.Table.O == "" && x.Name.Schema.O == ""
+	}
+	v, ok := an.constValue(e)
+	return ok && v.Kind != ValueParam && v.Kind != ValueExpr
 }
 
 // secondWordIs reports whether the second word of text is w (ASCII case

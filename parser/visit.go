@@ -24,6 +24,9 @@ type analyzer struct {
 	ctes []cteFrame
 	// budget is the work left for predicates (see workBudget).
 	budget int
+	// pureCalls: the statement calls a pure built-in (notePure), whose
+	// spelling finish checks.
+	pureCalls bool
 }
 
 // Enter implements ast.Visitor.
@@ -148,6 +151,9 @@ func (an *analyzer) variable(v *ast.VariableExpr) {
 	e := &an.f.Effects
 	switch {
 	case v.IsSystem:
+		if an.f.Impure == "" && (v.IsGlobal || serverVars[strings.ToLower(v.Name)]) {
+			an.f.Impure = "reads @@" + strings.ToLower(v.Name)
+		}
 		switch strings.ToLower(v.Name) {
 		case "identity", "last_insert_id":
 			e.LastInsertID = true
@@ -160,6 +166,7 @@ func (an *analyzer) variable(v *ast.VariableExpr) {
 }
 
 func (an *analyzer) funcCall(fc *ast.FuncCallExpr) {
+	an.notePure(fc)
 	if set, ok := sessionFuncs[fc.FnName.L]; ok {
 		set(&an.f.Effects)
 	}
@@ -206,5 +213,10 @@ func (an *analyzer) finish() {
 	if an.f.Effects.Autocommit == AutocommitOn {
 		// MySQL: SET autocommit = 1 commits an open transaction.
 		an.f.ImplicitCommit = true
+	}
+	if an.pureCalls && an.f.Impure == "" && an.f.Kind == KindSelect {
+		if n := spacedCall(an.f.Text); n != "" {
+			an.f.Impure = "calls " + n + " spelt so that MariaDB may call a stored function " + n
+		}
 	}
 }
