@@ -25,6 +25,11 @@ type viewPlan struct {
 	// notPlain says why.
 	proj     *parser.Projection
 	notPlain string
+	// impure says why reading the view may have an effect or answer
+	// differently on a replica (a stored function its definition calls,
+	// directly or through views; a definition lockproxy cannot read);
+	// "" when it calls only pure built-ins (parser.Facts.Impure).
+	impure string
 }
 
 // viewResolver resolves views against the rules, each once.
@@ -60,6 +65,7 @@ func (vr *viewResolver) resolve(name string) *viewPlan {
 	p := &viewPlan{name: name}
 	if strings.TrimSpace(v.Definition) == "" {
 		p.notPlain = "lockproxy's backend user cannot see its definition"
+		p.impure = "view " + name + ": " + p.notPlain
 		for _, cr := range vr.rs.all {
 			p.guards = append(p.guards, reach{cr: cr, table: ruleTable(cr), why: p.notPlain})
 		}
@@ -79,6 +85,7 @@ func (vr *viewResolver) resolve(name string) *viewPlan {
 func (vr *viewResolver) reads(v View, p *viewPlan) []parser.TableRef {
 	a, err := parser.Analyze(v.Definition, v.Schema)
 	if err != nil || a.Unparsed {
+		p.impure = "view " + p.name + ": lockproxy cannot parse its definition"
 		var refs []parser.TableRef
 		for _, n := range parser.LexTables(v.Definition) {
 			refs = append(refs, qualify(n, v.Schema))
@@ -89,6 +96,12 @@ func (vr *viewResolver) reads(v View, p *viewPlan) []parser.TableRef {
 	for _, f := range a.Stmts {
 		refs = append(refs, f.Tables...)
 		p.calls = appendNew(p.calls, f.Calls...)
+		if p.impure == "" && (f.Impure != "" || f.Effects.Any()) {
+			p.impure = "view " + p.name + " " + f.Impure
+			if f.Impure == "" {
+				p.impure = "view " + p.name + " has session effects"
+			}
+		}
 	}
 	return refs
 }
@@ -104,6 +117,9 @@ func (vr *viewResolver) read(p *viewPlan, ref parser.TableRef) {
 		p.guards = append(p.guards, inner.guards...)
 		p.tables = appendNew(p.tables, inner.tables...)
 		p.calls = appendNew(p.calls, inner.calls...)
+		if p.impure == "" {
+			p.impure = inner.impure
+		}
 		return
 	}
 	p.tables = appendNew(p.tables, name)
@@ -140,6 +156,20 @@ func (vr *viewResolver) project(p *viewPlan, v View) {
 		}
 	}
 	p.proj = &parser.Projection{Schema: ip.proj.Schema, Table: ip.proj.Table, Columns: cols}
+}
+
+// ViewImpure says why f, a read, may have an effect on a replica or
+// answer there differently from the primary because of a view it reads
+// (see parser.Facts.Impure); "" when every view it reads is pure, or when
+// lockproxy knows no views (the replica connection's read-only session is
+// then the only guard).
+func (rs *RuleSet) ViewImpure(f *parser.Facts, currentDB string) string {
+	for _, ref := range f.Tables {
+		if v := rs.view(refSchema(ref, currentDB), ref.Name); v != nil && v.impure != "" {
+			return v.impure
+		}
+	}
+	return ""
 }
 
 // view returns the plan of schema.name when it is a view.
