@@ -42,15 +42,15 @@ type bankResult struct {
 	belowMin                   int64 // transfers a rewrite's min refused (4025)
 	total                      int
 	negative                   int      // accounts below zero at the end
-	badSums                    []int    // auditors' sums other than the total
+	badSums                    []string // auditors' sums other than the total, by auditor
 	errors                     sync.Map // unexpected errors, by message
 }
 
 func (r *bankResult) String() string {
 	var errs []string
 	r.errors.Range(func(k, v any) bool { errs = append(errs, fmt.Sprintf("%dx %s", *v.(*int64), k)); return true })
-	return fmt.Sprintf("total %d (want %d), %d transfers, %d retries, %d below min, %d audits, %d negative, %d sums other than the total, errors %v",
-		r.total, bankAccounts*bankStart, r.transfers, r.retries, r.belowMin, r.audits, r.negative, len(r.badSums), errs)
+	return fmt.Sprintf("total %d (want %d), %d transfers, %d retries, %d below min, %d audits, %d negative, %d sums other than the total %v, errors %v",
+		r.total, bankAccounts*bankStart, r.transfers, r.retries, r.belowMin, r.audits, r.negative, len(r.badSums), r.badSums, errs)
 }
 
 // check fails t unless the run kept every invariant, got transfers
@@ -153,6 +153,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 		t.Fatal(err)
 	}
 	res := &bankResult{}
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -184,7 +185,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 		}()
 	}
 	// audit checks sums of every balance, as long as the run lasts.
-	audit := func(sum func() (int, error)) {
+	audit := func(name string, sum func() (int, error)) {
 		defer wg.Done()
 		for ctx.Err() == nil {
 			v, err := sum()
@@ -197,7 +198,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 			atomic.AddInt64(&res.audits, 1)
 			if v != bankAccounts*bankStart {
 				mu.Lock()
-				res.badSums = append(res.badSums, v)
+				res.badSums = append(res.badSums, fmt.Sprintf("%s: %d (at %v)", name, v, time.Since(began).Round(time.Millisecond)))
 				mu.Unlock()
 			}
 		}
@@ -206,7 +207,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 	for a := range 2 { // a sum inside a transaction sees one snapshot
 		db := via[a%len(via)]
 		wg.Add(1)
-		go audit(func() (sum int, err error) {
+		go audit("in a transaction", func() (sum int, err error) {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {
 				return 0, err
@@ -216,7 +217,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 		})
 	}
 	wg.Add(1) // one statement is one snapshot too (on a replica where there is one)
-	go audit(func() (sum int, err error) { return sum, via[0].QueryRowContext(ctx, sumQuery).Scan(&sum) })
+	go audit("autocommit", func() (sum int, err error) { return sum, via[0].QueryRowContext(ctx, sumQuery).Scan(&sum) })
 	wg.Add(1)
 	go func() { // a direct writer of a column no transfer reads
 		defer wg.Done()

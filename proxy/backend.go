@@ -38,6 +38,10 @@ type poolKey struct {
 	// tls, when not nil, is the TLS configuration to the backend
 	// (backends.tls); a reload that changes it gives new keys.
 	tls *tls.Config
+	// readOnly: a replica connection, whose session is made read-only
+	// (readOnlySession) when it is opened and after every reset, so that
+	// MariaDB itself refuses any write a read lockproxy sent there makes.
+	readOnly bool
 }
 
 // backendConn is one authenticated connection to a MySQL server, used raw
@@ -119,7 +123,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		status |= mysql.SERVER_STATUS_AUTOCOMMIT
 	}
 	sio := newSockIO(nc)
-	return &backendConn{
+	b := &backendConn{
 		key:      key,
 		nc:       nc,
 		raw:      raw,
@@ -128,8 +132,21 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		status:   status,
 		version:  cc.GetServerVersion(),
 		threadID: cc.GetConnectionID(),
-	}, nil
+	}
+	if key.readOnly {
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
+			b.close()
+			return nil, fmt.Errorf("proxy: making a replica session read-only: %w", err)
+		}
+	}
+	return b, nil
 }
+
+// readOnlySession makes a replica connection's transactions read-only: a
+// write there (a stored function a read calls, NEXTVAL) fails with 1792
+// instead of landing on the replica, whatever the account's privileges
+// (READ_ONLY ADMIN and SUPER pass the server's read_only, not this).
+const readOnlySession = "SET SESSION TRANSACTION READ ONLY"
 
 // writeCommand sends a command packet (sequence 0) and flushes it.
 func (b *backendConn) writeCommand(payload []byte) error {
@@ -260,6 +277,11 @@ func (p *pool) reset(b *backendConn) bool {
 		// The reset took sql_mode back to the global value, dropping the
 		// IGNORE_SPACE that the capability added at login.
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreIgnoreSpace...)); err != nil {
+			return false
+		}
+	}
+	if b.key.readOnly {
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
 			return false
 		}
 	}

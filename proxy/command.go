@@ -393,9 +393,9 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 
 // refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
 // refreshSchemaAsync). Temporary tables are not in the schema lockproxy
-// reads, and without rules nothing reads it.
+// reads, and without rules or replicas nothing reads it.
 func (s *session) refreshSchemaAfter(ddl string) {
-	if len(s.srv.config().Rules) == 0 || strings.Contains(strings.ToLower(ddl), "temporary") {
+	if !readsSchema(s.srv.config()) || strings.Contains(strings.ToLower(ddl), "temporary") {
 		return
 	}
 	s.refreshSchemaAsync()

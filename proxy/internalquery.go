@@ -56,27 +56,57 @@ func (b *backendConn) queryValue(q string) ([]byte, error) {
 // queryRow runs a one-result text query and returns the columns of its
 // first row (nil for SQL NULL).
 func (b *backendConn) queryRow(q string) ([][]byte, error) {
+	row, _, err := b.queryRowTyped(q, false)
+	return row, err
+}
+
+// column is what an internal query needs of a column definition.
+type column struct {
+	typ     byte   // mysql.MYSQL_TYPE_*
+	charset uint16 // collation id
+}
+
+// queryRowTyped is queryRow that also returns the result's column types
+// when typed is set.
+func (b *backendConn) queryRowTyped(q string, typed bool) ([][]byte, []column, error) {
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := b.read()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch p[0] {
 	case mysql.ERR_HEADER:
-		return nil, parseErrPayload(p)
+		return nil, nil, parseErrPayload(p)
 	case mysql.OK_HEADER:
 		b.status, _ = okStatus(p)
-		return nil, errNoRow
+		return nil, nil, errNoRow
 	}
 	n, _, _, err := readLenEncInt(p, 0)
 	if err != nil {
 		b.broken = true
-		return nil, err
+		return nil, nil, err
 	}
-	if err := b.skipColumns(int(n)); err != nil {
-		return nil, err
+	var cols []column
+	if typed {
+		for range n {
+			p, err := b.read()
+			if err != nil {
+				return nil, nil, err
+			}
+			c, err := parseColumn(p)
+			if err != nil {
+				b.broken = true
+				return nil, nil, err
+			}
+			cols = append(cols, c)
+		}
+		if err := b.skipColumns(0); err != nil { // the EOF after them
+			return nil, nil, err
+		}
+	} else if err := b.skipColumns(int(n)); err != nil {
+		return nil, nil, err
 	}
 	deprecate := b.key.caps&mysql.CLIENT_DEPRECATE_EOF != 0
 	var row [][]byte
@@ -84,21 +114,21 @@ func (b *backendConn) queryRow(q string) ([][]byte, error) {
 	for {
 		p, err := b.read()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if p[0] == mysql.ERR_HEADER {
-			return nil, parseErrPayload(p)
+			return nil, nil, parseErrPayload(p)
 		}
 		if isEOF(p, deprecate) {
 			b.status = resultStatus(p, deprecate)
 			if b.status&mysql.SERVER_MORE_RESULTS_EXISTS != 0 {
 				b.broken = true
-				return nil, errors.New("proxy: internal query returned several results")
+				return nil, nil, errors.New("proxy: internal query returned several results")
 			}
 			if !got {
-				return nil, errNoRow
+				return nil, nil, errNoRow
 			}
-			return row, nil
+			return row, cols, nil
 		}
 		if !got {
 			pos := 0
@@ -106,7 +136,7 @@ func (b *backendConn) queryRow(q string) ([][]byte, error) {
 				v, next, err := readLenEncString(p, pos)
 				if err != nil {
 					b.broken = true
-					return nil, err
+					return nil, nil, err
 				}
 				if v != nil {
 					v = append([]byte{}, v...)
@@ -116,6 +146,24 @@ func (b *backendConn) queryRow(q string) ([][]byte, error) {
 			got = true
 		}
 	}
+}
+
+// parseColumn reads the collation and type of a column definition
+// (Protocol::ColumnDefinition41).
+func parseColumn(p []byte) (column, error) {
+	pos := 0
+	for range 6 { // catalog, schema, table, org_table, name, org_name
+		_, next, err := readLenEncString(p, pos)
+		if err != nil {
+			return column{}, err
+		}
+		pos = next
+	}
+	_, pos, _, err := readLenEncInt(p, pos) // length of the fixed fields
+	if err != nil || pos+7 > len(p) {
+		return column{}, errors.New("proxy: short column definition")
+	}
+	return column{charset: binary.LittleEndian.Uint16(p[pos:]), typ: p[pos+6]}, nil
 }
 
 // prepare prepares q on b without relaying anything, returning b's

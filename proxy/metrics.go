@@ -14,6 +14,9 @@ type metrics struct {
 	rewrites      *prometheus.CounterVec
 	fenced        *prometheus.CounterVec
 	unkeyedReads  *prometheus.CounterVec
+	// replicaWriteRefused counts reads a replica's read-only session
+	// refused as writes (routing.go writeRefused).
+	replicaWriteRefused prometheus.Counter
 
 	// Hostile clients: connections authenticating and those closed to
 	// make room, accept failures, commands refused for memory, logins
@@ -67,6 +70,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_unkeyed_reads_total",
 		Help: "Plain reads inside a transaction whose rows could not be keyed and that ran without row locks (on_unkeyed_read: allow), by rule.",
 	}, []string{"rule"})
+	m.replicaWriteRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "lockproxy_replica_write_refused_total",
+		Help: "Reads routed to a replica that its read-only session refused as writes (error 1792), each then run on the primary; any rise is a routing bug.",
+	})
 	m.handshakes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "lockproxy_client_handshakes",
 		Help: "Client connections still authenticating (bounded by proxy.max_handshakes).",
@@ -90,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads,
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.replicaWriteRefused,
 			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
 	}
 	return m

@@ -121,7 +121,7 @@ func makePlan(env planEnv, an *parser.Analysis, params []any) plan {
 	pl.text(an, params, 0)
 	// A lone ROLLBACK may always run, even in a doomed transaction.
 	p.guard.rollsBack = !an.Unparsed && len(an.Stmts) == 1 && an.Stmts[0].Kind == parser.KindRollback
-	p.primaryWhy = primaryReason(an, p.guard)
+	p.primaryWhy = primaryReason(an, p.guard, env)
 	return p
 }
 

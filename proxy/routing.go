@@ -1,14 +1,17 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/router"
+	"github.com/pingcap/tidb/pkg/parser/charset"
 	"go.uber.org/zap"
 )
 
@@ -39,8 +42,10 @@ func (s *session) replicaEligible(p plan) bool {
 }
 
 // primaryReason says why a statement must run on the primary whatever the
-// session's state, or "" when it is a plain read a replica may serve.
-func primaryReason(an *parser.Analysis, g guard) string {
+// session's state, or "" when it is a plain read a replica may serve: one
+// provably free of effects (parser.Facts.Impure, rules.ViewImpure),
+// session effects and locks.
+func primaryReason(an *parser.Analysis, g guard, env planEnv) string {
 	switch {
 	case an.Unparsed:
 		return "not parsed"
@@ -63,6 +68,11 @@ func primaryReason(an *parser.Analysis, g guard) string {
 			return "locking read"
 		case f.Effects.Any():
 			return "session effects"
+		case f.Impure != "":
+			return f.Impure
+		}
+		if why := env.rs.ViewImpure(f, env.db); why != "" {
+			return why
 		}
 	}
 	return ""
@@ -110,9 +120,23 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 			return false, nil
 		}
 	}
+	if err := s.cw.flush(); err != nil {
+		return true, clientIOError{err}
+	}
 	s.onReplicaNow.Store(s.replica.run)
-	err = s.send(rc, p, relayResults, st != nil)
+	err = rc.writeCommand(p)
+	refused := false
+	if err == nil {
+		refused, err = s.writeRefused(rc, p)
+	}
+	if err == nil && !refused {
+		s.src = rc
+		err = s.relay(relayResults, st != nil)
+	}
 	s.onReplicaNow.Store(nil)
+	if refused {
+		return false, nil
+	}
 	if err != nil {
 		if s.midResponse {
 			rc.broken = true
@@ -122,6 +146,33 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		return false, nil
 	}
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(st)).Inc()
+	return true, nil
+}
+
+// writeRefused reads the replica's answer to p far enough to tell whether
+// it is MariaDB refusing a write in the replica's read-only session
+// (1792): a read lockproxy let through had a side effect it failed to see,
+// which is a routing bug. Such an answer is consumed, counted and logged,
+// and the caller runs the command on the primary: the statement failed on
+// the replica as a whole and the client has seen nothing of it.
+func (s *session) writeRefused(rc *backendConn, p []byte) (bool, error) {
+	h, err := rc.r.r.Peek(7)
+	if err != nil {
+		return false, err
+	}
+	if h[4] != mysql.ERR_HEADER || binary.LittleEndian.Uint16(h[5:]) != mysql.ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION {
+		return false, nil
+	}
+	if _, err := rc.read(); err != nil {
+		return false, err
+	}
+	s.srv.metrics.replicaWriteRefused.Inc()
+	q := ""
+	if p[0] == mysql.COM_QUERY {
+		q = parser.Redact(string(p[1:]))
+	}
+	s.log.Error("a replica refused a write from a read lockproxy routed to it; running it on the primary (a routing bug: please report it)",
+		zap.String("replica", rc.key.addr), zap.String("statement", q))
 	return true, nil
 }
 
@@ -163,7 +214,7 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 	}
 	if s.replica.conn == nil {
 		key := s.backendKey()
-		key.addr, key.db = addr, ""
+		key.addr, key.db, key.readOnly = addr, "", true
 		ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
 		b, err := s.srv.pool.get(ctx, key)
 		cancel()
@@ -232,20 +283,31 @@ func (s *session) learnLastGTID() error {
 
 // noteStatement records what a statement run on the primary means for
 // later routing: writes need read-your-writes, SETs are replayed on
-// replica connections, temporary tables pin the session to the primary.
+// replica connections (those with a computed value as the value the
+// primary computed: replaySet), temporary tables and what may create one
+// unseen (CALL, EXECUTE, dynamic SQL the parser rejected) pin the session
+// to the primary.
 func (s *session) noteStatement(an *parser.Analysis) {
 	if s.srv.loaded().router == nil || an == nil {
 		return
 	}
 	if an.Unparsed {
 		s.needGTID = true
+		if parser.HasDynamicSQL(an.SQL) || strings.Contains(strings.ToLower(an.SQL), "temporary") {
+			s.pinnedPrimary = true
+		}
 		return
 	}
+	var computed []*parser.Facts
 	for _, f := range an.Stmts {
 		switch f.Kind {
 		case parser.KindSelect, parser.KindShow, parser.KindExplain, parser.KindUse:
 		case parser.KindSet:
-			if replayable(f) {
+			switch {
+			case !replayable(f):
+			case f.Effects.SetComputed:
+				computed = append(computed, f)
+			default:
 				s.sets = append(s.sets, f.Text)
 			}
 		case parser.KindDDL:
@@ -253,12 +315,144 @@ func (s *session) noteStatement(an *parser.Analysis) {
 				s.pinnedPrimary = true
 			}
 			s.needGTID = true
-		case parser.KindLockTables:
+		case parser.KindLockTables, parser.KindCall, parser.KindExecute:
+			// A procedure or a prepared statement may create a temporary
+			// table or change the session's variables where lockproxy
+			// cannot see it.
 			s.pinnedPrimary = true
+			s.needGTID = true
 		default:
 			s.needGTID = true
 		}
 	}
+	if len(computed) > 0 {
+		s.replaySet(computed)
+	}
+}
+
+// replaySet records, for replica connections, the session variables SETs
+// with computed values gave (SET time_zone = @tz, SET x = f()) as the
+// values the primary computed, read back from it: evaluated again on a
+// replica, the expression could give another value or have an effect
+// there. User variables are not replayed: a read that uses one runs on
+// the primary. When a value cannot be read back or written as a literal,
+// the session's reads stay on the primary.
+func (s *session) replaySet(sets []*parser.Facts) {
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range sets {
+		for _, n := range f.Effects.SessionVars {
+			vars := []string{n}
+			if n == "names" || n == "character set" {
+				vars = []string{"character_set_client", "character_set_connection", "character_set_results", "collation_connection"}
+			}
+			for _, v := range vars {
+				if !seen[v] {
+					seen[v] = true
+					names = append(names, v)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	if s.be == nil {
+		s.pinnedPrimary = true
+		return
+	}
+	var q strings.Builder
+	q.WriteString("SELECT ")
+	for i, n := range names {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("@@SESSION." + quoteIdent(n))
+	}
+	row, cols, err := s.be.queryRowTyped(q.String(), true)
+	if err == nil && (len(row) != len(names) || len(cols) != len(names)) {
+		err = errNoRow
+	}
+	var set strings.Builder
+	set.WriteString("SET ")
+	for i := 0; err == nil && i < len(names); i++ {
+		lit, ok := sqlLiteral(row[i], cols[i])
+		if !ok {
+			err = fmt.Errorf("proxy: cannot write the value of %s as a literal", names[i])
+			break
+		}
+		if i > 0 {
+			set.WriteString(", ")
+		}
+		set.WriteString("@@SESSION." + quoteIdent(names[i]) + " = " + lit)
+	}
+	if err != nil {
+		s.log.Debug("cannot replay a SET on replicas; the session reads from the primary", zap.Error(err))
+		s.pinnedPrimary = true
+		return
+	}
+	s.sets = append(s.sets, set.String())
+}
+
+// quoteIdent back-quotes an identifier.
+func quoteIdent(n string) string { return "`" + strings.ReplaceAll(n, "`", "``") + "`" }
+
+// sqlLiteral writes a value of an internal query's result (text protocol)
+// as an SQL literal of the same type: NULL, a number as the server wrote
+// it (a float marked as one), a string as hex under its character set.
+func sqlLiteral(v []byte, c column) (string, bool) {
+	if v == nil {
+		return "NULL", true
+	}
+	switch c.typ {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG,
+		mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL:
+		return string(v), numeric(v, false)
+	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
+		if !numeric(v, true) {
+			return "", false
+		}
+		if bytes.ContainsAny(v, "eE") {
+			return string(v), true
+		}
+		return string(v) + "e0", true
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_ENUM,
+		mysql.MYSQL_TYPE_SET, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB,
+		mysql.MYSQL_TYPE_BLOB:
+		if c.charset == binaryCollation {
+			return fmt.Sprintf("_binary X'%x'", v), true
+		}
+		coll, err := charset.GetCollationByID(int(c.charset))
+		if err != nil || coll.CharsetName == "" {
+			return "", false
+		}
+		cs := coll.CharsetName
+		if cs == "utf8" {
+			cs = "utf8mb3"
+		}
+		return fmt.Sprintf("_%s X'%x'", cs, v), true
+	}
+	return "", false
+}
+
+// binaryCollation is the id of the binary character set's collation.
+const binaryCollation = 63
+
+// numeric reports whether v is a number as MariaDB writes one in a text
+// result: digits, a sign, a point and, for floats, an exponent.
+func numeric(v []byte, float bool) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, c := range v {
+		switch {
+		case c >= '0' && c <= '9', c == '-', c == '.':
+		case float && (c == 'e' || c == 'E' || c == '+'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // replayable reports whether a SET belongs on every connection the session

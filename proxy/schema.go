@@ -30,7 +30,7 @@ func (s *Server) compileRules(cfg *rules.Config, btls *tls.Config) (*rules.RuleS
 
 // compileRulesLogged is compileRules reporting what it read to log.
 func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *zap.Logger) (*rules.RuleSet, error) {
-	if len(cfg.Rules) == 0 {
+	if !readsSchema(cfg) {
 		return rules.Compile(cfg, rules.Schema{})
 	}
 	schema, err := s.loadSchema(cfg, btls, log)
@@ -41,6 +41,11 @@ func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *za
 	}
 	return rules.Compile(cfg, schema)
 }
+
+// readsSchema reports whether cfg needs the primary's schema: rules key
+// guarded tables with it, and replica routing needs the views (a read of
+// a view that calls a stored function stays on the primary).
+func readsSchema(cfg *rules.Config) bool { return len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0 }
 
 func (s *Server) loadSchema(cfg *rules.Config, btls *tls.Config, log *zap.Logger) (rules.Schema, error) {
 	if len(cfg.Users) == 0 {
@@ -100,7 +105,7 @@ func (s *Server) refreshSchemaEvery(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		if every > 0 && len(s.config().Rules) > 0 {
+		if every > 0 && readsSchema(s.config()) {
 			// Quietly: a rule that does not fit its table still warns.
 			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
 		}
