@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,7 +149,7 @@ func transfer(ctx context.Context, db *sql.DB, from, to, amount int, prepared, l
 
 // runBank runs the workload for d over the handles (workers spread over
 // them) and reads the history's outcome from the primary.
-func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Duration, prepared, lock bool) *bankResult {
+func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Duration, prepared, lock, replica bool) *bankResult {
 	t.Helper()
 	if _, err := direct.Exec("UPDATE bank_acct SET bal = ?", bankStart); err != nil {
 		t.Fatal(err)
@@ -190,7 +192,7 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 		for ctx.Err() == nil {
 			v, err := sum()
 			if err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && !retryable(err) {
 					res.fail(err)
 				}
 				continue
@@ -204,7 +206,20 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 		}
 	}
 	const sumQuery = "SELECT SUM(bal) FROM bank_acct"
-	for a := range 2 { // a sum inside a transaction sees one snapshot
+	// The sum in a transaction is a locking read of every account by key:
+	// lockproxy takes each row's lock (as the transfers do) and InnoDB a
+	// share lock, so it sees only balanced states if every transfer
+	// committed whole. A REPEATABLE READ snapshot would not do: MariaDB
+	// 10.11.14 lets about one snapshot read in 2,000 see a transfer half
+	// applied under this load, with the FOR UPDATE code run directly and no
+	// lockproxy anywhere, even when the transfers lock in id order and none
+	// is ever rolled back; locking sums saw none in 20 such runs.
+	ids := make([]string, bankAccounts)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	lockedSum := "SELECT SUM(bal) FROM bank_acct WHERE id IN (" + strings.Join(ids, ", ") + ") LOCK IN SHARE MODE"
+	for a := range 2 {
 		db := via[a%len(via)]
 		wg.Add(1)
 		go audit("in a transaction", func() (sum int, err error) {
@@ -213,11 +228,17 @@ func runBank(t *testing.T, direct *sql.DB, via []*sql.DB, workers int, d time.Du
 				return 0, err
 			}
 			defer func() { _ = tx.Rollback() }()
-			return sum, tx.QueryRowContext(ctx, sumQuery).Scan(&sum)
+			return sum, tx.QueryRowContext(ctx, lockedSum).Scan(&sum)
 		})
 	}
-	wg.Add(1) // one statement is one snapshot too (on a replica where there is one)
-	go audit("autocommit", func() (sum int, err error) { return sum, via[0].QueryRowContext(ctx, sumQuery).Scan(&sum) })
+	if replica {
+		// An autocommit read goes to the replica, whose one SQL thread
+		// applies each transfer whole before the next.
+		wg.Add(1)
+		go audit("autocommit on the replica", func() (sum int, err error) {
+			return sum, via[0].QueryRowContext(ctx, sumQuery).Scan(&sum)
+		})
+	}
 	wg.Add(1)
 	go func() { // a direct writer of a column no transfer reads
 		defer wg.Done()
@@ -252,14 +273,14 @@ func TestBankTwoProxies(t *testing.T) {
 			params := "interpolateParams=false"
 			via := []*sql.DB{open(t, bed, a.addr, dbName, params, workers), open(t, bed, b.addr, dbName, params, workers)}
 			const d = 3 * time.Second
-			res := runBank(t, direct, via, workers, d, mode.prepared, false)
+			res := runBank(t, direct, via, workers, d, mode.prepared, false, false)
 			t.Logf("through two lockproxy instances: %v", res)
 			onPrimary := []*sql.DB{open(t, bed, bed.PrimaryAddr, dbName, params, workers)}
-			raw := runBank(t, direct, onPrimary, workers, d, mode.prepared, false)
+			raw := runBank(t, direct, onPrimary, workers, d, mode.prepared, false, false)
 			t.Logf("directly against MariaDB:        %v", raw)
 			// For the record, not asserted (speed is the bench's): the
 			// same transfers written correctly, with FOR UPDATE, directly.
-			locked := runBank(t, direct, onPrimary, workers, d, mode.prepared, true)
+			locked := runBank(t, direct, onPrimary, workers, d, mode.prepared, true, false)
 			t.Logf("directly with FOR UPDATE:        %v (lockproxy/FOR UPDATE %.2fx)", locked, float64(res.transfers)/float64(max(locked.transfers, 1)))
 
 			res.check(t)
@@ -315,17 +336,18 @@ func TestBankVariants(t *testing.T) {
 		locks    string
 		rule     string
 		prepared bool
+		replica  bool
 	}{
-		{"replica, text", withReplica(bed, locks), bankRule(dbName), false},
-		{"replica, prepared", withReplica(bed, locks), bankRule(dbName), true},
-		{"rewrite cas, text", locks, bankRewriteRule(dbName, "cas"), false},
-		{"rewrite delta, prepared", locks, bankRewriteRule(dbName, "delta"), true},
+		{"replica, text", withReplica(bed, locks), bankRule(dbName), false, true},
+		{"replica, prepared", withReplica(bed, locks), bankRule(dbName), true, true},
+		{"rewrite cas, text", locks, bankRewriteRule(dbName, "cas"), false, false},
+		{"rewrite delta, prepared", locks, bankRewriteRule(dbName, "delta"), true, false},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			a, b := start(t, bed, v.locks, v.rule), start(t, bed, v.locks, v.rule)
 			params := "interpolateParams=false"
 			via := []*sql.DB{open(t, bed, a.addr, dbName, params, workers), open(t, bed, b.addr, dbName, params, workers)}
-			res := runBank(t, direct, via, workers, 2*time.Second, v.prepared, false)
+			res := runBank(t, direct, via, workers, 2*time.Second, v.prepared, false, v.replica)
 			t.Logf("%s: %v", v.name, res)
 			res.check(t)
 		})
