@@ -202,3 +202,43 @@ func TestReplicaPinnedByHiddenTemporaryTables(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaConnReadOnlyAfterReset: a replica connection is read-only
+// when opened and again after the pool resets it, whatever the session
+// that used it set.
+func TestReplicaConnReadOnlyAfterReset(t *testing.T) {
+	p := routedProxy(t)
+	key := poolKey{addr: p.bed.ReplicaAddr, user: p.bed.User, password: p.bed.Password, readOnly: true}
+	ctx := context.Background()
+	b, err := p.srv.pool.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readOnly := func(b *backendConn) string {
+		t.Helper()
+		v, err := b.queryValue("SELECT @@tx_read_only")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	if got := readOnly(b); got != "1" {
+		t.Fatalf("a new replica connection: @@tx_read_only %s, want 1", got)
+	}
+	if _, err := b.queryValue("SET SESSION TRANSACTION READ WRITE"); err != nil && err != errNoRow {
+		t.Fatal(err)
+	}
+	thread := b.threadID
+	p.srv.pool.putSync(b)
+	b, err = p.srv.pool.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.srv.pool.put(b)
+	if b.threadID != thread {
+		t.Fatalf("the pool gave another connection (thread %d, want %d)", b.threadID, thread)
+	}
+	if got := readOnly(b); got != "1" {
+		t.Errorf("a replica connection after reset: @@tx_read_only %s, want 1", got)
+	}
+}
