@@ -103,6 +103,16 @@ func TestReplicaNoSideEffects(t *testing.T) {
 	if sid != replicaID || tz != "+03:00" {
 		t.Errorf("after SET time_zone = ftz(): server %d answered time_zone %q, want the replica with +03:00", sid, tz)
 	}
+	// An empty string and a number read back as literals of their type.
+	mustExec(t, h, "SET SESSION sql_mode = CONCAT(''), SESSION div_precision_increment = 1 + 2")
+	var mode string
+	var prec int
+	if err := h.QueryRow("SELECT @@server_id, @@sql_mode, @@div_precision_increment").Scan(&sid, &mode, &prec); err != nil {
+		t.Fatal(err)
+	}
+	if sid != replicaID || mode != "" || prec != 3 {
+		t.Errorf("after SET sql_mode = CONCAT(''), div_precision_increment = 1 + 2: server %d answered %q, %d; want the replica with '', 3", sid, mode, prec)
+	}
 	var ftzRuns int
 	if err := p.direct(t, db, "").QueryRow("SELECT COUNT(*) FROM log WHERE what = 'ftz'").Scan(&ftzRuns); err != nil {
 		t.Fatal(err)
