@@ -133,11 +133,10 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	base := 0
 	db := currentDB
 	for i, stmt := range stmts {
-		f := analyzeStmt(stmt, db, params, o.CaseSensitiveNames)
+		f := analyzeStmt(stmt, db, params, o)
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
-		f.Mode = o.Mode
 		a.Stmts = append(a.Stmts, f)
 		if a.Uncertain == "" && i < len(stmts)-1 && f.MayChangeMode() {
 			a.Uncertain = "sql_mode or the client character set may change before a later statement of the text"
@@ -213,9 +212,9 @@ func (c *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
 func (c *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // analyzeStmt gathers the facts of one parsed statement.
-func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int, exactNames bool) *Facts {
-	f := &Facts{Node: stmt, Text: strings.Trim(stmt.Text(), " \t\r\n;")}
-	an := &analyzer{f: f, db: strings.ToLower(currentDB), dbAsWritten: currentDB, params: params, budget: workBudget, exactNames: exactNames}
+func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.ParamMarkerExpr]int, o Options) *Facts {
+	f := &Facts{Node: stmt, Text: strings.Trim(stmt.Text(), " \t\r\n;"), Mode: o.Mode}
+	an := &analyzer{f: f, db: strings.ToLower(currentDB), dbAsWritten: currentDB, params: params, budget: workBudget, exactNames: o.CaseSensitiveNames}
 	f.Kind = an.classify(stmt)
 	switch f.Kind {
 	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:

@@ -19,6 +19,8 @@ type lexer struct {
 	s    string
 	i    int
 	hint bool
+	// ansiQuotes: "x" is an identifier, as under sql_mode ANSI_QUOTES.
+	ansiQuotes bool
 }
 
 const hintWord = "lockproxy:primary"
@@ -42,10 +44,12 @@ func (l *lexer) next() (token, bool) {
 			l.blockComment()
 		case c == '*' && strings.HasPrefix(l.s[l.i:], "*/"):
 			l.i += 2 // end of a /*! ... */ version comment
+		case c == '"' && l.ansiQuotes:
+			return token{text: l.quotedIdent('"'), quoted: true}, true
 		case c == '\'' || c == '"':
 			l.skipQuoted(c)
 		case c == '`':
-			return token{text: l.quotedIdent(), quoted: true}, true
+			return token{text: l.quotedIdent('`'), quoted: true}, true
 		case isWordByte(c):
 			start := l.i
 			for l.i < len(l.s) && isWordByte(l.s[l.i]) {
@@ -117,16 +121,16 @@ func (l *lexer) skipQuoted(q byte) {
 	}
 }
 
-// quotedIdent reads a back-quoted identifier (a doubled back quote stands
-// for one).
-func (l *lexer) quotedIdent() string {
+// quotedIdent reads an identifier quoted by q, a back quote (or, under
+// ANSI_QUOTES, a double quote); a doubled quote stands for one.
+func (l *lexer) quotedIdent(q byte) string {
 	l.i++
 	var b strings.Builder
 	for l.i < len(l.s) {
 		c := l.s[l.i]
-		if c == '`' {
-			if l.i+1 < len(l.s) && l.s[l.i+1] == '`' {
-				b.WriteByte('`')
+		if c == q {
+			if l.i+1 < len(l.s) && l.s[l.i+1] == q {
+				b.WriteByte(q)
 				l.i += 2
 				continue
 			}

@@ -116,9 +116,10 @@ func (an *analyzer) notePure(fc *ast.FuncCallExpr) {
 
 // spacedCall returns the first name in text that MariaDB may resolve to a
 // stored function although the tree shows a built-in: a calledByText
-// word followed by "(" after blanks or a comment, or back-quoted.
-func spacedCall(text string) string {
-	l := lexer{s: text}
+// word followed by "(" after blanks or a comment, or quoted (back quotes,
+// or double quotes under ANSI_QUOTES: "now"() calls a stored function).
+func spacedCall(text string, ansiQuotes bool) string {
+	l := lexer{s: text, ansiQuotes: ansiQuotes}
 	for {
 		t, ok := l.next()
 		if !ok {

@@ -59,6 +59,27 @@ func TestImpure(t *testing.T) {
 	}
 }
 
+// TestImpureANSIQuotes: under ANSI_QUOTES a double-quoted built-in name
+// calls the stored function of that name ("now"() is not NOW()); a
+// double-quoted string elsewhere is an identifier the check leaves alone.
+func TestImpureANSIQuotes(t *testing.T) {
+	for sql, want := range map[string]string{
+		`SELECT "now"()`:                 "now",
+		`SELECT NOW(), "id" FROM t`:      "",
+		`SELECT "concat" (1, 2)`:         "concat",
+		`SELECT CONCAT("a", 'b') FROM t`: "",
+	} {
+		a, err := AnalyzeWith(sql, "shop", Options{Mode: ModeANSIQuotes})
+		if err != nil || a.Unparsed {
+			t.Fatalf("%s: %v %s", sql, err, a.ParseError)
+		}
+		got := a.Stmts[0].Impure
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s under ANSI_QUOTES: Impure %q, want it to name %q", sql, got, want)
+		}
+	}
+}
+
 // TestSetComputed: a SET whose value the server computes is told from one
 // that is the same on every server.
 func TestSetComputed(t *testing.T) {

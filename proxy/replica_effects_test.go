@@ -60,7 +60,8 @@ func TestReplicaNoSideEffects(t *testing.T) {
 		"CREATE FUNCTION fw() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO log (what) VALUES ('fw'); RETURN 1; END",
 		"CREATE FUNCTION ftz() RETURNS VARCHAR(10) DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO log (what) VALUES ('ftz'); RETURN '+03:00'; END",
 		"CREATE FUNCTION fr() RETURNS INT DETERMINISTIC READS SQL DATA RETURN (SELECT COUNT(*) FROM plain)",
-		"CREATE PROCEDURE mktemp() CREATE TEMPORARY TABLE plain (id INT)")
+		"CREATE PROCEDURE mktemp() CREATE TEMPORARY TABLE plain (id INT)",
+		"CREATE FUNCTION `now`() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO log (what) VALUES ('now'); RETURN 6; END")
 	waitReplica(t, p)
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
@@ -112,6 +113,19 @@ func TestReplicaNoSideEffects(t *testing.T) {
 	}
 	if sid != replicaID || mode != "" || prec != 3 {
 		t.Errorf("after SET sql_mode = CONCAT(''), div_precision_increment = 1 + 2: server %d answered %q, %d; want the replica with '', 3", sid, mode, prec)
+	}
+	// Under ANSI_QUOTES "now"() calls the stored function now.
+	mustExec(t, h, "SET SESSION sql_mode = 'ANSI_QUOTES'")
+	refusedBefore := counterValue(t, p, "lockproxy_replica_write_refused_total")
+	var six int
+	if err := h.QueryRow(`SELECT "now"(), @@server_id`).Scan(&six, &sid); err != nil {
+		t.Fatal(err)
+	}
+	if six != 6 || sid != primaryID {
+		t.Errorf(`SELECT "now"() under ANSI_QUOTES: %d from server %d, want the stored function's 6 from the primary`, six, sid)
+	}
+	if got := counterValue(t, p, "lockproxy_replica_write_refused_total") - refusedBefore; got != 0 {
+		t.Errorf(`SELECT "now"() under ANSI_QUOTES was sent to the replica first (%v refused writes)`, got)
 	}
 	var ftzRuns int
 	if err := p.direct(t, db, "").QueryRow("SELECT COUNT(*) FROM log WHERE what = 'ftz'").Scan(&ftzRuns); err != nil {
