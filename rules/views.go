@@ -164,6 +164,9 @@ func (vr *viewResolver) project(p *viewPlan, v View) {
 // lockproxy knows no views (the replica connection's read-only session is
 // then the only guard).
 func (rs *RuleSet) ViewImpure(f *parser.Facts, currentDB string) string {
+	if rs.objects == nil || len(rs.objects.views) == 0 {
+		return "" // every replica read asks: no lookups when there is no view
+	}
 	for _, ref := range f.Tables {
 		if v := rs.view(refSchema(ref, currentDB), ref.Name); v != nil && v.impure != "" {
 			return v.impure
