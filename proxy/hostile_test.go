@@ -102,7 +102,7 @@ func TestPreAuthHugeHeader(t *testing.T) {
 	for _, c := range conns {
 		expectClosed(t, c, 5*time.Second)
 	}
-	if used := p.srv.mem.used.Load(); used != 0 {
+	if used := settledMemory(p, 0); used != 0 {
 		t.Errorf("memory budget holds %d bytes after the connections closed", used)
 	}
 	stillServes(t, p)
@@ -318,7 +318,7 @@ func TestStatementLimits(t *testing.T) {
 	if r, err := c.Execute("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil || r.AffectedRows != 1 {
 		t.Fatalf("session after refusals: %v", err)
 	}
-	if used := p.srv.mem.used.Load(); used != 0 {
+	if used := settledMemory(p, 0); used != 0 {
 		t.Errorf("memory budget holds %d bytes between statements", used)
 	}
 }
@@ -381,7 +381,7 @@ func TestLongDataBudget(t *testing.T) {
 	if _, err := c.Execute("SELECT 1"); err != nil { // the long data has arrived
 		t.Fatal(err)
 	}
-	if got := p.srv.mem.used.Load() - base; got != 0 {
+	if got := settledMemory(p, base) - base; got != 0 {
 		t.Errorf("long data kept for parameter 5000 of a 1-parameter statement: %d bytes", got)
 	}
 	// MariaDB remembers the bad parameter: reset the statement.
@@ -396,7 +396,7 @@ func TestLongDataBudget(t *testing.T) {
 	if _, err := c.Execute("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.srv.mem.used.Load() - base; got != 1 {
+	if got := settledMemory(p, base+1) - base; got != 1 {
 		t.Errorf("long data kept: %d bytes, want 1", got)
 	}
 	// The value comes from the long data: the packet binds only its type.
@@ -415,7 +415,7 @@ func TestLongDataBudget(t *testing.T) {
 	if v, _ := r.GetInt(0, 0); v != 11 {
 		t.Errorf("stock of sku 1 = %d, want 11", v)
 	}
-	if got := p.srv.mem.used.Load() - base; got != 0 {
+	if got := settledMemory(p, base) - base; got != 0 {
 		t.Errorf("%d bytes still held after the execute", got)
 	}
 
@@ -440,7 +440,7 @@ func TestLongDataBudget(t *testing.T) {
 	if len(r.Values) != 2 {
 		t.Errorf("%d rows, want 2", len(r.Values))
 	}
-	if got := p.srv.mem.used.Load() - base; got != 0 {
+	if got := settledMemory(p, base) - base; got != 0 {
 		t.Errorf("%d bytes still held after the executes", got)
 	}
 }
@@ -470,7 +470,7 @@ func TestPreparedPlanBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.srv.mem.used.Load(); got != held {
+	if got := settledMemory(p, held); got != held {
 		t.Errorf("a plan over the budget is charged: %d bytes held, want %d", got, held)
 	}
 	// Locks still apply: another session holding sku 2 makes it wait and time out.
@@ -496,7 +496,7 @@ func TestPreparedPlanBudget(t *testing.T) {
 	if r, err := big.Execute(2); err != nil || r.AffectedRows != 1 {
 		t.Fatalf("execute of the unpinned statement: %v", err)
 	}
-	if got := p.srv.mem.used.Load(); got != held {
+	if got := settledMemory(p, held); got != held {
 		t.Errorf("%d bytes held after executing the large statement, want %d", got, held)
 	}
 	_ = big.Close()
@@ -504,8 +504,23 @@ func TestPreparedPlanBudget(t *testing.T) {
 	if _, err := c.Execute("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.srv.mem.used.Load(); got != 0 {
+	if got := settledMemory(p, 0); got != 0 {
 		t.Errorf("%d bytes held after closing every statement", got)
+	}
+}
+
+// settledMemory is the budget's charge once it reaches want, or after
+// five seconds. A session returns a command's charges just after it has
+// flushed the response, so a client that reads the counter at once can
+// see them still held.
+func settledMemory(p *testProxy, want int64) int64 {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := p.srv.mem.used.Load()
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
