@@ -189,3 +189,76 @@ func TestLockedReadPreparedElsewhere(t *testing.T) {
 		t.Fatalf("execute back in its database: %d, %v", bal, err)
 	}
 }
+
+// TestLockedReadIsCurrentReadOnly: a read-only transaction takes the rows'
+// locks like any other and its locked reads are current reads too (InnoDB
+// allows LOCK IN SHARE MODE there), however the transaction was made
+// read-only: lockproxy does not rely on a read-only snapshot being
+// consistent (under concurrent transfers MariaDB 10.11's were measured
+// seeing half of a committed transfer). While B holds row 1's lock, C's
+// write of it waits and times out.
+func TestLockedReadIsCurrentReadOnly(t *testing.T) {
+	p, db := bankProxy(t)
+	h, direct := p.db(t, db, ""), p.direct(t, db, "")
+	ctx := context.Background()
+	variants := []struct {
+		name  string
+		setup []string
+		begin string
+	}{
+		{name: "start transaction read only", begin: "START TRANSACTION READ ONLY"},
+		{name: "read only with consistent snapshot", begin: "START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT"},
+		{name: "set transaction read only", setup: []string{"SET TRANSACTION READ ONLY"}, begin: "BEGIN"},
+		{name: "session read only", setup: []string{"SET SESSION TRANSACTION READ ONLY"}, begin: "BEGIN"},
+		{name: "session variable", setup: []string{"SET SESSION tx_read_only = 1"}, begin: "BEGIN"},
+		{name: "serializable read only", setup: []string{"SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE"}, begin: "START TRANSACTION READ ONLY"},
+	}
+	for _, prepared := range []bool{false, true} {
+		for _, v := range variants {
+			name := v.name + map[bool]string{false: "/text", true: "/prepared"}[prepared]
+			t.Run(name, func(t *testing.T) {
+				mustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
+				b, c := conn(t, h), conn(t, h)
+				t.Cleanup(func() {
+					_, _ = b.ExecContext(ctx, "ROLLBACK")
+					_, _ = b.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ WRITE")
+				})
+				for _, q := range append(v.setup, v.begin) {
+					if _, err := b.ExecContext(ctx, q); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+				var x int
+				if err := b.QueryRowContext(ctx, "SELECT bal FROM bank_acct WHERE id = 0").Scan(&x); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.ExecContext(ctx, "UPDATE bank_acct SET bal = bal + 100 WHERE id = 1"); err != nil {
+					t.Fatal(err)
+				}
+				var bal int
+				var err error
+				if prepared {
+					err = b.QueryRowContext(ctx, "SELECT bal FROM bank_acct WHERE id = ?", 1).Scan(&bal)
+				} else {
+					err = b.QueryRowContext(ctx, "SELECT bal FROM bank_acct WHERE id = 1").Scan(&bal)
+				}
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if bal != 1100 {
+					t.Errorf("locked read in a read-only transaction answered %d, the row is 1100", bal)
+				}
+				if _, err := b.ExecContext(ctx, "UPDATE bank_acct SET bal = 0 WHERE id = 1"); mysqlErr(t, err).Number != 1792 {
+					t.Errorf("write in the read-only transaction: %v, want MariaDB's 1792", err)
+				}
+				if prepared {
+					return // the lock is the same for both forms; check it once
+				}
+				_, err = c.ExecContext(ctx, "UPDATE bank_acct SET bal = bal + 1 WHERE id = 1")
+				if me := mysqlErr(t, err); me.Number != erLockWaitTimeout || !strings.HasPrefix(me.Message, "lockproxy:") {
+					t.Errorf("write of row 1 while the read-only transaction holds its lock: %v, want lockproxy's 1205", err)
+				}
+			})
+		}
+	}
+}
