@@ -14,7 +14,7 @@ func (b *backendConn) peek() peekState {
 	state := peekNothing
 	var buf [1]byte
 	err := b.raw.Control(func(fd uintptr) {
-		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		n, rerr := peekRecv(fd, buf[:])
 		switch {
 		case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
 		case rerr != nil:
