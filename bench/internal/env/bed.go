@@ -25,8 +25,9 @@ type Bed struct {
 	Redis    string // host:port
 	User     string
 	Password string
-	// PrimaryPIDFile holds the primary mysqld's process id.
+	// PrimaryPIDFile and ReplicaPIDFile hold the mysqld process ids.
 	PrimaryPIDFile string
+	ReplicaPIDFile string
 
 	script string
 	owned  bool // started by Up (not reused), so Down stops it
@@ -74,7 +75,7 @@ func ReadBed(dir string) (*Bed, error) {
 	b := &Bed{
 		Dir: dir, Primary: vars["LOCKPROXY_PRIMARY"], Replica: vars["LOCKPROXY_REPLICA"],
 		Redis: vars["LOCKPROXY_REDIS"], User: vars["LOCKPROXY_DB_USER"], Password: vars["LOCKPROXY_DB_PASSWORD"],
-		PrimaryPIDFile: vars["LOCKPROXY_PRIMARY_PID_FILE"],
+		PrimaryPIDFile: vars["LOCKPROXY_PRIMARY_PID_FILE"], ReplicaPIDFile: vars["LOCKPROXY_REPLICA_PID_FILE"],
 	}
 	if b.Primary == "" || b.User == "" {
 		return nil, fmt.Errorf("%w: %s/env names no primary or user", ErrBed, dir)
@@ -97,14 +98,22 @@ func (b *Bed) Down(ctx context.Context) error {
 }
 
 // PrimaryPID returns the primary mysqld's process id.
-func (b *Bed) PrimaryPID() (int, error) {
-	raw, err := os.ReadFile(b.PrimaryPIDFile)
+func (b *Bed) PrimaryPID() (int, error) { return readPID(b.PrimaryPIDFile) }
+
+// ReplicaPID returns the replica mysqld's process id.
+func (b *Bed) ReplicaPID() (int, error) { return readPID(b.ReplicaPIDFile) }
+
+func readPID(file string) (int, error) {
+	if file == "" {
+		return 0, fmt.Errorf("%w: the env file names no pid file", ErrBed)
+	}
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrBed, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrBed, b.PrimaryPIDFile, err)
+		return 0, fmt.Errorf("%w: %s: %v", ErrBed, file, err)
 	}
 	return pid, nil
 }

@@ -32,6 +32,9 @@ func TestProxyLifecycle(t *testing.T) {
 	if pid, err := bed.PrimaryPID(); err != nil || pid <= 0 {
 		t.Fatalf("PrimaryPID = %d, %v", pid, err)
 	}
+	if pid, err := bed.ReplicaPID(); err != nil || pid <= 0 {
+		t.Fatalf("ReplicaPID = %d, %v", pid, err)
+	}
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)

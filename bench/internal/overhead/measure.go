@@ -3,6 +3,9 @@ package overhead
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,16 +16,39 @@ import (
 
 // Targets of one run: sysbench straight at the primary, through lockproxy,
 // and through the two relays that parse nothing (the floor any proxy
-// starts from on this host).
+// starts from on this host). Point selects are also run straight at the
+// replica and through a second lockproxy that has the replica configured,
+// so that they are routed there: the replica route's cost.
 const (
-	Direct  = "direct"
-	Proxy   = "proxy"
-	GoRelay = "go_relay"
-	Socat   = "socat"
+	Direct        = "direct"
+	Proxy         = "proxy"
+	GoRelay       = "go_relay"
+	Socat         = "socat"
+	ReplicaDirect = "replica_direct"
+	ProxyReplica  = "proxy_replica"
 )
 
-// targetOrder is the order of a round's runs (reversed every other one).
-var targetOrder = []string{Direct, Proxy, GoRelay, Socat}
+// targetOrder is the order of a round's runs (reversed every other one);
+// configurations with a replica arm append replicaTargets.
+var (
+	targetOrder    = []string{Direct, Proxy, GoRelay, Socat}
+	replicaTargets = []string{ReplicaDirect, ProxyReplica}
+)
+
+// replicaArm reports whether c is measured on the replica route too:
+// point selects (nothing else is read-only), at the thread counts the
+// targets speak of.
+func replicaArm(c Config) bool {
+	return c.Test == "oltp_point_select" && (c.Threads == 1 || c.Threads == 8)
+}
+
+// targetsOf is every target configuration c is run against.
+func targetsOf(c Config) []string {
+	if !replicaArm(c) {
+		return targetOrder
+	}
+	return append(append([]string(nil), targetOrder...), replicaTargets...)
+}
 
 // relayKind maps a relay target to the env relay it runs through.
 var relayKind = map[string]string{GoRelay: env.GoRelay, Socat: env.Socat}
@@ -52,8 +78,13 @@ type Measure struct {
 	// RelayCPUSec is the relay's user+sys CPU during a relay run (socat's
 	// per-connection children included).
 	RelayCPUSec  float64 `json:"relay_cpu_s,omitempty"`
-	MysqldCPUSec float64 `json:"mysqld_cpu_s"` // primary mysqld user+sys CPU during the run
+	MysqldCPUSec float64 `json:"mysqld_cpu_s"` // user+sys CPU of the mysqld served (the replica's on replica runs)
 	HostBusy     float64 `json:"host_busy"`    // share of all host CPUs busy during the run
+	// RoutedReplica and RoutedPrimary are the statements lockproxy sent to
+	// each backend during a proxy_replica run (lockproxy_queries_total by
+	// route), which shows the point selects were served by the replica.
+	RoutedReplica float64 `json:"routed_replica,omitempty"`
+	RoutedPrimary float64 `json:"routed_primary,omitempty"`
 	// Failed runs (sysbench exited with an error) carry what went wrong and
 	// take no part in the medians.
 	Failed bool   `json:"failed,omitempty"`
@@ -67,9 +98,14 @@ type measurer struct {
 	px        *env.Proxy // the current instance; replaced if it dies
 	mysqldPID int
 	// relays by target; a relay that could not start is absent and its
-	// runs are recorded as failed with relayErr's message.
+	// runs are recorded as failed with relayErr's message (also the
+	// replica targets' when the bed has no replica).
 	relays   map[string]*env.Relay
 	relayErr map[string]string
+	// pxr is the instance with the replica configured, replicaPID the
+	// replica's mysqld; both unset when relayErr names the replica targets.
+	pxr        *env.Proxy
+	replicaPID int
 }
 
 func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig, logf func(string, ...any)) (*measurer, error) {
@@ -91,7 +127,43 @@ func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig, logf func
 			logf("overhead: %s: %s; its runs are recorded as failed", relayKind[t], m.relayErr[t])
 		}
 	}
+	if err := m.startReplicaArm(ctx); err != nil {
+		if ctx.Err() != nil {
+			m.stop()
+			return nil, err
+		}
+		logf("overhead: replica route: %s; its runs are recorded as failed", m.relayErr[ProxyReplica])
+	}
 	return m, nil
+}
+
+// startReplicaArm starts the lockproxy instance that routes reads to the
+// bed's replica, or records why the replica targets cannot run.
+func (m *measurer) startReplicaArm(ctx context.Context) error {
+	fail := func(err error) error {
+		for _, t := range replicaTargets {
+			m.relayErr[t] = firstLine(err.Error())
+		}
+		return err
+	}
+	if m.e.Bed.Replica == "" {
+		return fail(fmt.Errorf("overhead: the bed has no replica"))
+	}
+	pid, err := m.e.Bed.ReplicaPID()
+	if err != nil {
+		return fail(err)
+	}
+	cfg := m.cfg
+	cfg.WithReplica = true
+	px, err := m.e.StartProxy(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	m.pxr, m.replicaPID = px, pid
+	for _, t := range replicaTargets {
+		delete(m.relayErr, t)
+	}
+	return nil
 }
 
 // startRelay starts the relay of target in front of the primary, or
@@ -108,9 +180,12 @@ func (m *measurer) startRelay(ctx context.Context, target string) error {
 	return nil
 }
 
-// stop stops the current lockproxy instance and the relays.
+// stop stops the current lockproxy instances and the relays.
 func (m *measurer) stop() {
 	_ = m.px.Stop(context.Background())
+	if m.pxr != nil {
+		_ = m.pxr.Stop(context.Background())
+	}
 	for _, r := range m.relays {
 		_ = r.Stop(context.Background())
 	}
@@ -149,7 +224,7 @@ func panicLine(log string) string {
 func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ...any)) ([]Cell, error) {
 	cfgs := pl.configs()
 	// One short warm-up each way: connection pools, buffer pool, page cache.
-	for _, t := range targetOrder {
+	for _, t := range targetsOf(cfgs[0]) {
 		if _, ok := m.relayErr[t]; ok {
 			continue
 		}
@@ -163,7 +238,7 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 	}
 	for round := 1; round <= pl.rounds; round++ {
 		for i, c := range cfgs {
-			for _, t := range roundOrder(round, i) {
+			for _, t := range roundOrder(round, i, targetsOf(c)) {
 				if msg, ok := m.relayErr[t]; ok {
 					cells[i].Runs = append(cells[i].Runs, Measure{Round: round, Target: t, Failed: true, Error: msg})
 					continue
@@ -176,7 +251,7 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 					cells[i].Runs = append(cells[i].Runs, ms)
 					continue
 				}
-				logf("overhead: round %d/%d %-28s %-6s %9.0f qps  avg %7.1f µs", round, pl.rounds, c.Label(), t, ms.Stats.QPS, ms.Stats.AvgMs*1000)
+				logf("overhead: round %d/%d %-28s %-14s %9.0f qps  avg %7.1f µs", round, pl.rounds, c.Label(), t, ms.Stats.QPS, ms.Stats.AvgMs*1000)
 				cells[i].Runs = append(cells[i].Runs, ms)
 			}
 		}
@@ -190,8 +265,8 @@ func (m *measurer) interleave(ctx context.Context, pl plan, logf func(string, ..
 // roundOrder is the order of the targets for configuration i in a round:
 // reversed every other time, so a trend in the background load (a build
 // starting next door) does not favour one side.
-func roundOrder(round, i int) []string {
-	order := append([]string(nil), targetOrder...)
+func roundOrder(round, i int, targets []string) []string {
+	order := append([]string(nil), targets...)
 	if (round+i)%2 == 0 {
 		for l, r := 0, len(order)-1; l < r; l, r = l+1, r-1 {
 			order[l], order[r] = order[r], order[l]
@@ -217,6 +292,13 @@ func (m *measurer) failed(ctx context.Context, c Config, target string, round in
 		}
 		m.px = px
 	}
+	if target == ProxyReplica && m.pxr != nil && m.pxr.Exited() {
+		ms.Error += "; lockproxy exited: " + panicLine(m.pxr.Log())
+		logf("overhead: lockproxy with the replica (pid %d) died during %s; its log is in %s; starting a new one", m.pxr.PID, c.Label(), m.pxr.Dir)
+		if err := m.startReplicaArm(ctx); err != nil {
+			logf("overhead: replica route: %v; its remaining runs are recorded as failed", err)
+		}
+	}
 	if r, ok := m.relays[target]; ok && r.Exited() {
 		ms.Error += "; " + r.Kind + " exited"
 		logf("overhead: %s (pid %d) died during %s; its log is in %s; starting a new one", r.Kind, r.PID, c.Label(), r.Dir)
@@ -230,11 +312,15 @@ func (m *measurer) failed(ctx context.Context, c Config, target string, round in
 
 // run runs one sysbench workload against target.
 func (m *measurer) run(ctx context.Context, c Config, target string, seconds, round int) (Measure, error) {
-	addr := m.e.Bed.Primary
+	addr, px, mysqld := m.e.Bed.Primary, m.px, m.mysqldPID
 	relay := m.relays[target]
 	switch {
 	case target == Proxy:
 		addr = m.px.Addr
+	case target == ReplicaDirect && m.pxr != nil:
+		addr, mysqld = m.e.Bed.Replica, m.replicaPID
+	case target == ProxyReplica && m.pxr != nil:
+		addr, px, mysqld = m.pxr.Addr, m.pxr, m.replicaPID
 	case relay != nil:
 		addr = relay.Addr
 	case target != Direct:
@@ -251,23 +337,88 @@ func (m *measurer) run(ctx context.Context, c Config, target string, seconds, ro
 	if err != nil {
 		return Measure{}, err
 	}
-	proxy0, _ := procstat.CPUTime(m.px.PID)
-	mysqld0, _ := procstat.CPUTime(m.mysqldPID)
+	var routes0 routes
+	if target == ProxyReplica {
+		if routes0, err = scrapeRoutes(ctx, px); err != nil {
+			return Measure{}, err
+		}
+	}
+	proxy0, _ := procstat.CPUTime(px.PID)
+	mysqld0, _ := procstat.CPUTime(mysqld)
 	host0, _ := procstat.ReadHostCPU()
 	relay0 := relayCPU()
 	st, err := sysbench.Run(ctx, w)
 	if err != nil {
 		return Measure{}, fmt.Errorf("overhead: %s via %s: %w", c.Label(), target, err)
 	}
-	proxy1, _ := procstat.CPUTime(m.px.PID)
-	mysqld1, _ := procstat.CPUTime(m.mysqldPID)
+	proxy1, _ := procstat.CPUTime(px.PID)
+	mysqld1, _ := procstat.CPUTime(mysqld)
 	host1, _ := procstat.ReadHostCPU()
 	relay1 := relayCPU()
-	return Measure{
+	ms := Measure{
 		Round: round, Target: target, Stats: st,
 		ProxyCPUSec:  (proxy1 - proxy0).Seconds(),
 		RelayCPUSec:  (relay1 - relay0).Seconds(),
 		MysqldCPUSec: (mysqld1 - mysqld0).Seconds(),
 		HostBusy:     procstat.BusyShare(host0, host1),
-	}, nil
+	}
+	if target == ProxyReplica {
+		routes1, err := scrapeRoutes(ctx, px)
+		if err != nil {
+			return Measure{}, err
+		}
+		ms.RoutedReplica, ms.RoutedPrimary = routes1.replica-routes0.replica, routes1.primary-routes0.primary
+	}
+	return ms, nil
+}
+
+// routes are lockproxy_queries_total summed by route.
+type routes struct{ primary, replica float64 }
+
+// scrapeRoutes reads px's statement counters by route from /metrics.
+func scrapeRoutes(ctx context.Context, px *env.Proxy) (routes, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+px.AdminAddr+"/metrics", nil)
+	if err != nil {
+		return routes{}, err
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return routes{}, fmt.Errorf("overhead: scrape %s: %w", px.AdminAddr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return routes{}, fmt.Errorf("overhead: scrape %s: %w", px.AdminAddr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return routes{}, fmt.Errorf("overhead: scrape %s: %s", px.AdminAddr, resp.Status)
+	}
+	return parseRoutes(string(body))
+}
+
+// parseRoutes sums lockproxy_queries_total by its route label in Prometheus
+// text exposition.
+func parseRoutes(text string) (routes, error) {
+	var r routes
+	for _, line := range strings.Split(text, "\n") {
+		labels, ok := strings.CutPrefix(line, "lockproxy_queries_total{")
+		if !ok {
+			continue
+		}
+		end := strings.LastIndexByte(labels, '}')
+		if end < 0 {
+			return r, fmt.Errorf("overhead: metrics line %q", line)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(labels[end+1:]), 64)
+		if err != nil {
+			return r, fmt.Errorf("overhead: metrics line %q: %w", line, err)
+		}
+		switch {
+		case strings.Contains(labels[:end], `route="replica"`):
+			r.replica += v
+		case strings.Contains(labels[:end], `route="primary"`):
+			r.primary += v
+		}
+	}
+	return r, nil
 }

@@ -18,6 +18,12 @@ const (
 	TargetRatio8   = 0.50 // proxy/direct throughput at 8 threads, at least
 	TargetAddedUs1 = 60.0 // µs added per query at 1 thread, at most
 	TargetCPUUs    = 20.0 // lockproxy CPU per point select at 8 threads, µs, at most
+	// TargetReplicaVsPrimary: the replica route's ratio to direct-at-the-
+	// replica, over the primary route's ratio, at 8 threads, at least.
+	TargetReplicaVsPrimary = 0.90
+	// MinReplicaShare: of a replica-routed run's statements, at least this
+	// share must have gone to the replica for its figures to count.
+	MinReplicaShare = 0.99
 )
 
 const (
@@ -37,7 +43,7 @@ func (*Scenario) Name() string { return "overhead" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "sysbench direct vs through one lockproxy (no rules) vs through two relays that parse nothing (bare Go relay, socat), interleaved; qps ratio and added latency, and lockproxy against the bare Go relay"
+	return "sysbench direct vs through one lockproxy (no rules) vs through two relays that parse nothing (bare Go relay, socat), interleaved; qps ratio and added latency, and lockproxy against the bare Go relay; point selects also on the replica route (direct at the replica vs through a lockproxy that routes them there)"
 }
 
 // plan is what one mode runs.
@@ -106,7 +112,39 @@ func prepare(ctx context.Context, e *env.Env) error {
 		return err
 	}
 	e.Log.Printf("overhead: sysbench prepare --tables=%d --table-size=%d on the primary", tables, tableSize)
-	return sysbench.Prepare(ctx, w)
+	if err := sysbench.Prepare(ctx, w); err != nil {
+		return err
+	}
+	return waitReplica(ctx, e)
+}
+
+// waitReplica waits until the replica holds every row sysbench prepared on
+// the primary, so replica runs read the same tables. A bed without a
+// replica has nothing to wait for (its replica runs are recorded failed).
+func waitReplica(ctx context.Context, e *env.Env) error {
+	if e.Bed.Replica == "" {
+		return nil
+	}
+	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Replica, ""))
+	if err != nil {
+		return fmt.Errorf("overhead: %w", err)
+	}
+	defer db.Close()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	q := fmt.Sprintf("SELECT COUNT(*) FROM %s.sbtest%d", database, tables)
+	for {
+		var n int
+		err := db.QueryRowContext(wctx, q).Scan(&n)
+		if err == nil && n == tableSize {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("overhead: the replica did not catch up with sysbench prepare (%s: %d rows, %v)", q, n, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func workload(e *env.Env, addr string, c Config, seconds int) (sysbench.Workload, error) {

@@ -37,6 +37,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	b.WriteString("\nqps cells show the median and (min–max) over rounds; errors are sysbench's ignored errors (deadlocks, lock wait timeouts), direct / proxy; " +
 		"failed runs are sysbench runs that ended in an error, direct / proxy (excluded from the medians).\n\n")
 	writeFailures(&b, d.Cells)
+	writeReplica(&b, d.Cells)
 	writeRelays(&b, d.Cells)
 	writeCPU(&b, d.Cells)
 	writeRelayCPU(&b, d.Cells)
@@ -68,6 +69,35 @@ func writeCPU(b *strings.Builder, cells []Cell) {
 			short(c.Test), c.Threads, c.PSMode, c.Direct.ClientCPUUs, c.Direct.MysqldCPUUs, dt,
 			c.Proxy.ClientCPUUs, c.Proxy.MysqldCPUUs, c.Proxy.ProxyCPUUs, pt, cr, c.Ratio,
 			c.Direct.HostBusy*100, c.Proxy.HostBusy*100)
+	}
+	b.WriteString("\n")
+}
+
+// writeReplica is the table of the replica route: point selects straight
+// at the replica against a lockproxy that routes them there, next to the
+// primary route's figures of the same rounds.
+func writeReplica(b *strings.Builder, cells []Cell) {
+	var with []Cell
+	for _, c := range cells {
+		if c.HasReplica() {
+			with = append(with, c)
+		}
+	}
+	if len(with) == 0 {
+		return
+	}
+	b.WriteString("**The replica route**, same rounds: sysbench straight at the replica, and through a second lockproxy that has the replica configured " +
+		"(`backends.replicas`), so that it routes the point selects there. *ratio* and *added* as above, against direct at the replica; " +
+		"*replica / primary* is the replica route's ratio over the primary route's: 1.00 when a replica-routed point select costs what a primary-routed one does. " +
+		"*on the replica* is the share of that lockproxy's statements (`lockproxy_queries_total` by route, read before and after each run) that went to the replica.\n\n")
+	b.WriteString("| workload | thr | ps | replica direct qps | replica via lockproxy qps | ratio | added µs/query | primary route ratio / added µs | replica / primary | on the replica | lockproxy CPU µs/query replica / primary route | failed runs direct / via lockproxy |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range with {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | **%s** | **%s** | %.2f / %.1f | **%s** | %.1f%% | %.1f / %.1f | %d / %d |\n",
+			short(c.Test), c.Threads, c.PSMode, qpsRange(c.ReplicaDirect), qpsRange(c.ProxyReplica),
+			fixed(c.ReplicaRatio, c.ProxyReplica), us(c.ReplicaAddedUs, c.ProxyReplica), c.Ratio, c.AddedUs,
+			fixed(c.ReplicaVsPrimary, c.ProxyReplica), c.ProxyReplica.ReplicaShare*100,
+			c.ProxyReplica.ProxyCPUUs, c.Proxy.ProxyCPUUs, c.ReplicaDirect.Failed, c.ProxyReplica.Failed)
 	}
 	b.WriteString("\n")
 }

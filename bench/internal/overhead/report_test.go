@@ -71,3 +71,20 @@ func TestReportWithoutRelays(t *testing.T) {
 		t.Error("floor chart drawn without relay runs")
 	}
 }
+
+func TestReportReplicaRoute(t *testing.T) {
+	runs := relayRuns(1, [2]float64{5000, 200}, [2]float64{6000, 150}, [2]float64{6000, 150})
+	rd := run(1, ReplicaDirect, 8000, 0.125, 8000, 8000, 0)
+	pr := run(1, ProxyReplica, 4000, 0.25, 4000, 4000, 0.04)
+	pr.RoutedReplica = 4000
+	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "disable"}, Runs: append(runs, rd, pr)}
+	c.summarize()
+	md, _ := report(t, Data{Rounds: 1, Seconds: 2, Tables: 4, TableSize: 10000, Cells: []Cell{c}})
+	want := "| point_select | 8 | disable | 8000 (8000–8000) | 4000 (4000–4000) | **0.50** | **125.0** | 0.50 / 100.0 | **1.00** | 100.0% | 10.0 / 0.0 | 0 / 0 |"
+	if !strings.Contains(md, "**The replica route**") || !strings.Contains(md, want) {
+		t.Errorf("report lacks the replica route's row %q:\n%s", want, md)
+	}
+	if md, _ = report(t, Data{Rounds: 1, Cells: []Cell{{Config: c.Config, Runs: runs}}}); strings.Contains(md, "replica route") {
+		t.Errorf("report without replica runs has a replica section:\n%s", md)
+	}
+}

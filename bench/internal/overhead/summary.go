@@ -32,6 +32,9 @@ type Side struct {
 	MysqldCPUUs float64 `json:"mysqld_cpu_us_per_query"`
 	ClientCPUUs float64 `json:"client_cpu_us_per_query"` // sysbench
 	HostBusy    float64 `json:"host_busy"`
+	// ReplicaShare is, on the proxy_replica side, the median over runs of
+	// the share of lockproxy's statements that went to the replica.
+	ReplicaShare float64 `json:"replica_share,omitempty"`
 }
 
 // Cell is one configuration's runs and what they come to.
@@ -62,6 +65,27 @@ type Cell struct {
 	// top of the bare Go relay (proxy − relay median avg, per query).
 	ProxyVsGoRelay     float64 `json:"proxy_vs_go_relay"`
 	ProxyOverGoRelayUs float64 `json:"proxy_over_go_relay_us_per_query"`
+
+	// The replica route (point selects only): sysbench straight at the
+	// replica and through a lockproxy that routes the reads there, their
+	// paired ratio and the µs lockproxy adds, like the primary's.
+	// ReplicaVsPrimary is ReplicaRatio / Ratio: 1 when a replica-routed
+	// point select costs what a primary-routed one does.
+	ReplicaDirect    Side    `json:"replica_direct"`
+	ProxyReplica     Side    `json:"proxy_replica"`
+	ReplicaRatio     float64 `json:"replica_ratio,omitempty"`
+	ReplicaAddedUs   float64 `json:"replica_added_us_per_query,omitempty"`
+	ReplicaVsPrimary float64 `json:"replica_vs_primary,omitempty"`
+}
+
+// HasReplica reports whether the cell holds replica-route runs.
+func (c Cell) HasReplica() bool {
+	for _, m := range c.Runs {
+		if m.Target == ReplicaDirect || m.Target == ProxyReplica {
+			return true
+		}
+	}
+	return false
 }
 
 // HasRelays reports whether the cell holds relay runs (results stored
@@ -80,6 +104,8 @@ func (c *Cell) summarize() {
 	c.Proxy = side(c.Runs, Proxy)
 	c.GoRelay = side(c.Runs, GoRelay)
 	c.Socat = side(c.Runs, Socat)
+	c.ReplicaDirect = side(c.Runs, ReplicaDirect)
+	c.ProxyReplica = side(c.Runs, ProxyReplica)
 	byRound := map[int]map[string]float64{}
 	var events, queries float64
 	for _, m := range c.Runs {
@@ -97,6 +123,7 @@ func (c *Cell) summarize() {
 	c.GoRelayRatio = pairedRatio(byRound, GoRelay, Direct)
 	c.SocatRatio = pairedRatio(byRound, Socat, Direct)
 	c.ProxyVsGoRelay = pairedRatio(byRound, Proxy, GoRelay)
+	c.ReplicaRatio = pairedRatio(byRound, ProxyReplica, ReplicaDirect)
 	c.QueriesPerEvent = 1
 	if events > 0 && queries > 0 {
 		c.QueriesPerEvent = queries / events
@@ -105,6 +132,11 @@ func (c *Cell) summarize() {
 	c.GoRelayAddedUs = c.addedUs(c.GoRelay, c.Direct)
 	c.SocatAddedUs = c.addedUs(c.Socat, c.Direct)
 	c.ProxyOverGoRelayUs = c.addedUs(c.Proxy, c.GoRelay)
+	c.ReplicaAddedUs = c.addedUs(c.ProxyReplica, c.ReplicaDirect)
+	c.ReplicaVsPrimary = 0
+	if c.Ratio > 0 {
+		c.ReplicaVsPrimary = c.ReplicaRatio / c.Ratio
+	}
 }
 
 // addedUs is what side a adds per query over side b, in µs (0 when either
@@ -129,7 +161,7 @@ func pairedRatio(byRound map[int]map[string]float64, a, b string) float64 {
 }
 
 func side(runs []Measure, target string) Side {
-	var qps, tps, avg, p95, p99, pcpu, rcpu, mcpu, ccpu, busy []float64
+	var qps, tps, avg, p95, p99, pcpu, rcpu, mcpu, ccpu, busy, share []float64
 	var s Side
 	for _, m := range runs {
 		if m.Target != target {
@@ -143,6 +175,9 @@ func side(runs []Measure, target string) Side {
 		qps, tps, avg = append(qps, st.QPS), append(tps, st.TPS), append(avg, st.AvgMs)
 		p95, p99 = append(p95, st.P95Ms), append(p99, st.P99Ms)
 		busy = append(busy, m.HostBusy)
+		if routed := m.RoutedReplica + m.RoutedPrimary; routed > 0 {
+			share = append(share, m.RoutedReplica/routed)
+		}
 		if st.Queries > 0 {
 			pcpu = append(pcpu, m.ProxyCPUSec*1e6/float64(st.Queries))
 			rcpu = append(rcpu, m.RelayCPUSec*1e6/float64(st.Queries))
@@ -159,6 +194,7 @@ func side(runs []Measure, target string) Side {
 	s.P95Ms, s.P99Ms = results.Median(p95), results.Median(p99)
 	s.ProxyCPUUs, s.MysqldCPUUs, s.HostBusy = results.Median(pcpu), results.Median(mcpu), results.Median(busy)
 	s.ClientCPUUs, s.RelayCPUUs = results.Median(ccpu), results.Median(rcpu)
+	s.ReplicaShare = results.Median(share)
 	return s
 }
 
@@ -174,6 +210,7 @@ func targets(cells []Cell) []results.Target {
 		}
 	}
 	for _, c := range cells {
+		out = append(out, replicaTargetsOf(c)...)
 		switch c.Threads {
 		case 8:
 			out = append(out, results.Target{
@@ -237,4 +274,34 @@ func countOK(runs []Measure, target string) int {
 		}
 	}
 	return n
+}
+
+// replicaTargetsOf is the replica route's targets for c: at 8 threads its
+// ratio against the primary route's, at 1 thread the µs it adds; each
+// also needs every proxied run to have sent its point selects to the
+// replica. None for cells without replica runs.
+func replicaTargetsOf(c Cell) []results.Target {
+	if !c.HasReplica() {
+		return nil
+	}
+	routed := fmt.Sprintf("; %.1f%% of statements on the replica", c.ProxyReplica.ReplicaShare*100)
+	if c.ProxyReplica.Failed > 0 {
+		routed += fmt.Sprintf("; %d of %d runs failed", c.ProxyReplica.Failed, c.ProxyReplica.Failed+countOK(c.Runs, ProxyReplica))
+	}
+	ok := c.ProxyReplica.Failed == 0 && c.ReplicaDirect.Failed == 0 && c.ProxyReplica.ReplicaShare >= MinReplicaShare
+	switch c.Threads {
+	case 8:
+		return []results.Target{{
+			Name: "replica-routed ratio / primary-routed ratio, " + c.Label(), Want: fmt.Sprintf(">= %.2f", TargetReplicaVsPrimary),
+			Got: fmt.Sprintf("%.2f (replica route %.2f, primary route %.2f)", c.ReplicaVsPrimary, c.ReplicaRatio, c.Ratio) + routed,
+			Met: ok && c.ReplicaVsPrimary >= TargetReplicaVsPrimary,
+		}}
+	case 1:
+		return []results.Target{{
+			Name: "replica-routed added latency per query, " + c.Label(), Want: fmt.Sprintf("<= %.0f µs", TargetAddedUs1),
+			Got: fmt.Sprintf("%.1f µs (primary route %.1f µs)", c.ReplicaAddedUs, c.AddedUs) + routed,
+			Met: ok && c.ReplicaAddedUs <= TargetAddedUs1,
+		}}
+	}
+	return nil
 }

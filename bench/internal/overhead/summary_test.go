@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/bench/internal/results"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
 	"github.com/lockproxy/lockproxy/bench/internal/sysbench"
 )
@@ -88,12 +89,28 @@ func TestPlans(t *testing.T) {
 		}
 	}
 	// Full mode: the whole matrix, four targets each (direct, lockproxy,
-	// two relays), under ~16 minutes of sysbench time.
+	// two relays) and two more for point selects at 1 and 8 threads (the
+	// replica route), under ~19 minutes of sysbench time.
 	if n := len(full.configs()); n != 12 {
 		t.Fatalf("full configs = %d, want 2 tests x 3 thread counts x 2 ps modes", n)
 	}
-	if secs := len(full.configs()) * len(targetOrder) * full.rounds * full.seconds; secs > 1000 {
-		t.Fatalf("full plan is %d s of sysbench", secs)
+	secs, replica := 0, 0
+	for _, c := range full.configs() {
+		secs += len(targetsOf(c)) * full.rounds * full.seconds
+		if replicaArm(c) {
+			replica++
+			if c.Test != "oltp_point_select" || c.Threads == 32 {
+				t.Errorf("replica arm for %s", c.Label())
+			}
+		}
+	}
+	if secs > 1150 || replica != 4 {
+		t.Fatalf("full plan is %d s of sysbench, %d configurations with the replica route (want 4)", secs, replica)
+	}
+	for _, c := range quick.configs() {
+		if !replicaArm(c) {
+			t.Errorf("quick mode measures %s without the replica route", c.Label())
+		}
 	}
 }
 
@@ -130,15 +147,102 @@ func TestFirstFatalAndPanicLine(t *testing.T) {
 }
 
 func TestRoundOrder(t *testing.T) {
-	a, b := roundOrder(1, 0), roundOrder(1, 1)
+	a, b := roundOrder(1, 0, targetOrder), roundOrder(1, 1, targetOrder)
 	if strings.Join(a, ",") != "direct,proxy,go_relay,socat" || strings.Join(b, ",") != "socat,go_relay,proxy,direct" {
 		t.Fatalf("roundOrder = %v then %v; want every target, reversed for the next configuration", a, b)
 	}
-	if strings.Join(roundOrder(2, 1), ",") != strings.Join(a, ",") {
+	if strings.Join(roundOrder(2, 1, targetOrder), ",") != strings.Join(a, ",") {
 		t.Fatal("the order must alternate with the round too")
 	}
 	if targetOrder[0] != Direct {
 		t.Fatal("roundOrder changed targetOrder")
+	}
+	ps := Config{Test: "oltp_point_select", Threads: 8, PSMode: "auto"}
+	if got := strings.Join(roundOrder(1, 1, targetsOf(ps)), ","); got != "proxy_replica,replica_direct,socat,go_relay,proxy,direct" {
+		t.Fatalf("point select order = %s", got)
+	}
+	if strings.Join(targetOrder, ",") != "direct,proxy,go_relay,socat" {
+		t.Fatal("targetsOf changed targetOrder")
+	}
+}
+
+func TestParseRoutes(t *testing.T) {
+	text := "# HELP lockproxy_queries_total x\n# TYPE lockproxy_queries_total counter\n" +
+		`lockproxy_queries_total{kind="execute",route="replica"} 1200` + "\n" +
+		`lockproxy_queries_total{kind="query",route="replica"} 30` + "\n" +
+		`lockproxy_queries_total{kind="query",route="primary"} 7` + "\n" +
+		`lockproxy_queries_totalx{route="replica"} 99` + "\n" +
+		`lockproxy_statements_rejected_total{reason="x"} 5` + "\n"
+	r, err := parseRoutes(text)
+	if err != nil || r.replica != 1230 || r.primary != 7 {
+		t.Fatalf("parseRoutes = %+v, %v; want replica 1230, primary 7", r, err)
+	}
+	if _, err := parseRoutes(`lockproxy_queries_total{route="replica"} x` + "\n"); err == nil {
+		t.Fatal("want an error for a value that is not a number")
+	}
+}
+
+// TestReplicaRoute: the replica route's figures pair replica runs with
+// replica runs, its targets compare them with the primary route's, and a
+// run whose statements went to the primary cannot meet them.
+func TestReplicaRoute(t *testing.T) {
+	var runs []Measure
+	for round := 1; round <= 3; round++ {
+		runs = append(runs, relayRuns(round, [2]float64{5000, 200}, [2]float64{6000, 150}, [2]float64{6000, 150})...)
+		rd := run(round, ReplicaDirect, 8000, 0.125, 8000, 8000, 0)
+		pr := run(round, ProxyReplica, 3600+float64(round)*200, 0.25, 4000, 4000, 0.04)
+		pr.RoutedReplica, pr.RoutedPrimary = 4000, 0
+		runs = append(runs, rd, pr)
+	}
+	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "disable"}, Runs: runs}
+	c.summarize()
+	near := func(name string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	near("Ratio", c.Ratio, 0.5)
+	near("ReplicaRatio", c.ReplicaRatio, 0.5) // median of 3800, 4000, 4200 over 8000
+	near("ReplicaAddedUs", c.ReplicaAddedUs, 125)
+	near("ReplicaVsPrimary", c.ReplicaVsPrimary, 1)
+	near("ProxyReplica.ReplicaShare", c.ProxyReplica.ReplicaShare, 1)
+	near("ProxyReplica.ProxyCPUUs", c.ProxyReplica.ProxyCPUUs, 10)
+	var rt []results.Target
+	for _, x := range targets([]Cell{c}) {
+		if strings.Contains(x.Name, "replica-routed") {
+			rt = append(rt, x)
+		}
+	}
+	if len(rt) != 1 || !rt[0].Met || !strings.Contains(rt[0].Got, "100.0% of statements on the replica") {
+		t.Fatalf("replica targets = %+v", rt)
+	}
+	leaked := c
+	leaked.Runs = append([]Measure(nil), c.Runs...)
+	for i := range leaked.Runs {
+		if leaked.Runs[i].Target == ProxyReplica {
+			leaked.Runs[i].RoutedReplica, leaked.Runs[i].RoutedPrimary = 3000, 1000
+		}
+	}
+	leaked.summarize()
+	if ts := replicaTargetsOf(leaked); len(ts) != 1 || ts[0].Met {
+		t.Fatalf("targets = %+v: point selects served by the primary cannot show the replica route's cost", ts)
+	}
+	slow := c
+	slow.Ratio = 0.6 // 0.5 / 0.6 < 0.90
+	slow.ReplicaVsPrimary = slow.ReplicaRatio / slow.Ratio
+	if ts := replicaTargetsOf(slow); ts[0].Met {
+		t.Fatalf("targets = %+v: a replica route 17%% dearer than the primary's misses", ts)
+	}
+	one := c
+	one.Threads, one.ReplicaAddedUs = 1, 61
+	if ts := replicaTargetsOf(one); len(ts) != 1 || ts[0].Met || !strings.Contains(ts[0].Name, "added latency") {
+		t.Fatalf("targets = %+v: 61 µs added on the replica route misses", ts)
+	}
+	plain := Cell{Config: c.Config, Runs: relayRuns(1, [2]float64{5000, 200}, [2]float64{6000, 150}, [2]float64{6000, 150})}
+	plain.summarize()
+	if plain.HasReplica() || replicaTargetsOf(plain) != nil {
+		t.Fatal("a cell without replica runs (results stored before the arm) has no replica targets")
 	}
 }
 
