@@ -42,6 +42,10 @@ type poolKey struct {
 	// (readOnlySession) when it is opened and after every reset, so that
 	// MariaDB itself refuses any write a read lockproxy sent there makes.
 	readOnly bool
+	// track: a primary connection, which negotiates CLIENT_SESSION_TRACK
+	// whatever the client did and runs trackSession when it is opened
+	// and after every reset (sessiontrack.go).
+	track bool
 }
 
 // backendConn is one authenticated connection to a MySQL server, used raw
@@ -73,7 +77,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	opt := func(c *client.Conn) error {
 		for _, f := range []uint32{mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_IGNORE_SPACE, mysql.CLIENT_MULTI_STATEMENTS,
 			mysql.CLIENT_MULTI_RESULTS, mysql.CLIENT_PS_MULTI_RESULTS, mysql.CLIENT_LOCAL_FILES, mysql.CLIENT_SESSION_TRACK} {
-			if key.caps&f != 0 {
+			if key.caps&f != 0 || f == mysql.CLIENT_SESSION_TRACK && key.track {
 				if err := c.SetCapability(f); err != nil {
 					return err
 				}
@@ -137,6 +141,12 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
 			b.close()
 			return nil, fmt.Errorf("proxy: making a replica session read-only: %w", err)
+		}
+	}
+	if key.track {
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
+			b.close()
+			return nil, fmt.Errorf("proxy: turning on session state tracking: %w", err)
 		}
 	}
 	return b, nil
@@ -282,6 +292,11 @@ func (p *pool) reset(b *backendConn) bool {
 	}
 	if b.key.readOnly {
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
+			return false
+		}
+	}
+	if b.key.track {
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
 			return false
 		}
 	}

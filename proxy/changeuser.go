@@ -68,6 +68,12 @@ func (s *session) changeUser(p []byte) error {
 // prepared statements gone, session variables back to their defaults.
 func (s *session) failedChangeUser() error {
 	err := s.be.simpleCommand([]byte{mysql.COM_RESET_CONNECTION})
+	if err == nil {
+		if terr := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); terr != nil {
+			s.be.broken = true
+			return terr
+		}
+	}
 	if err != nil && !isMySQLErr(err) {
 		s.be.broken = true
 		return err

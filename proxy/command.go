@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"syscall"
@@ -201,6 +202,12 @@ func (s *session) resetConnection(p []byte) error {
 		s.dyn.reset()
 		s.dropReplica()
 		s.modeMayHaveChanged()
+		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
+			// Without tracking the session would depend on foreseeing
+			// every change of its state: end it rather than go on.
+			s.be.broken = true
+			return s.backendFailed(s.be, fmt.Errorf("proxy: turning on session state tracking after a reset: %w", err))
+		}
 	}
 	s.afterCommand()
 	return nil
@@ -362,7 +369,7 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 func (s *session) track(an *parser.Analysis, pl plan) {
 	// Even a text that failed may have run a SET before its error.
 	s.noteModeChange(pl)
-	if an != nil && !s.lastOK {
+	if an != nil && !s.lastOK && !s.srv.unforeseen.Load() {
 		for _, f := range an.Stmts {
 			if f.Kind == parser.KindUse {
 				// A USE before the error may have run: the server

@@ -71,6 +71,9 @@ type oracleCase struct {
 	// before the statement runs (Setup names what it does).
 	Before func(s *oracleSession, o *oracleBed) error
 	Setup  string
+	// ChangesSession: Text may change the session's character set or
+	// database, which the next case must not inherit.
+	ChangesSession bool
 }
 
 func (c oracleCase) String() string {
@@ -122,7 +125,7 @@ func classPriority(class string) int {
 		prefix string
 		prio   int
 	}{
-		{"comment ", 9}, {"dynamic SQL", 9}, {"view", 9}, {"CALL", 9},
+		{"comment ", 9}, {"dynamic SQL", 9}, {"view", 9}, {"CALL", 9}, {"session change", 9},
 		{"param ", 8}, {"sql_mode set in the same text", 7}, {"trap: ", 6}, {"sql_mode ", 5},
 		{"key change", 4}, {"multi-table", 4}, {"INSERT ... SELECT", 4}, {"number compared", 4},
 		{"numeric spelling", 3}, {"string spelling", 3}, {"shape: ", 2}, {"unguarded", 2},
@@ -161,12 +164,68 @@ func genCase(ch choices) oracleCase {
 			"SET @@sql_mode = CONCAT(@@session.sql_mode, ',", "SET @@session.sql_mode := CONCAT(@@sql_mode, ',") +
 			mode + "'); " + c.Text
 	}
+	if g.chance(10) {
+		g.sessionChange(&c)
+	}
 	if c.Mode != "" {
 		g.mark("sql_mode " + c.Mode)
 	}
 	g.mark("plain")
 	c.Class = g.class
 	return c
+}
+
+// gbkTrap is a text that reads as one keyed row to a parser reading bytes
+// and as every row to MariaDB under gbk, where 0xbf 0x5c is one character
+// and the quote after it ends the string.
+const gbkTrap = "UPDATE sku SET stock = stock + 1 WHERE sku_id = 1001 AND 'x\xbf\\' OR 1=1 -- ' = 'x'"
+
+// sessionChanges change the session's character set, sql_mode or database
+// by every route MariaDB offers, each a list of statements sent alone.
+var sessionChanges = []struct {
+	name  string
+	stmts []string
+	gbk   bool
+}{
+	{"SET NAMES gbk", []string{"SET NAMES gbk"}, true},
+	{"SET CHARACTER SET gbk", []string{"SET CHARACTER SET gbk"}, true},
+	{"character_set_client by number", []string{"SET character_set_client = 28"}, true},
+	{"character_set_client from a variable", []string{"SET @v = 'gbk'", "SET character_set_client = @v"}, true},
+	{"character_set_client from adjacent strings", []string{"SET character_set_client = 'gb' 'k'"}, true},
+	{"EXECUTE IMMEDIATE of SET NAMES", []string{"EXECUTE IMMEDIATE 'SET NAMES gbk'"}, true},
+	{"PREPARE and EXECUTE of SET NAMES", []string{"PREPARE set_cs FROM 'SET NAMES gbk'", "EXECUTE set_cs"}, true},
+	{"executable comment", []string{"/*!40101 SET NAMES gbk */"}, true},
+	{"SET NAMES latin1", []string{"SET NAMES latin1"}, false},
+	{"EXECUTE IMMEDIATE of sql_mode", []string{"EXECUTE IMMEDIATE 'SET sql_mode = CONCAT(@@sql_mode, '',ANSI_QUOTES,NO_BACKSLASH_ESCAPES'')'"}, false},
+	{"USE of another database", []string{"USE information_schema"}, false},
+	{"USE through EXECUTE IMMEDIATE", []string{"USE information_schema", "EXECUTE IMMEDIATE 'SELECT 1'", "USE {db}"}, false},
+}
+
+// sessionChange changes the session's state before c's statement, in a
+// command of its own or at the head of the same text; under gbk the
+// statement is often the trap.
+func (g *gen) sessionChange(c *oracleCase) {
+	if c.Prepare == "" && g.chance(40) {
+		g.mark("session change in the same text")
+		c.ChangesSession = true
+		c.Text = g.pick("SET NAMES gbk; ", "SET CHARACTER SET gbk; ", "/*!40101 SET NAMES gbk */; ", "SET character_set_client = latin1; ",
+			"USE {db}; ", "USE information_schema; USE {db}; ", "SET NAMES utf8mb4; ", "USE information_schema; ") + c.Text
+		return
+	}
+	ch := sessionChanges[g.ch.intn(len(sessionChanges))]
+	g.mark("session change before: " + ch.name)
+	if ch.gbk && c.Prepare == "" && g.chance(50) {
+		c.Text = gbkTrap
+	}
+	c.Setup = ch.name
+	c.Before = func(s *oracleSession, o *oracleBed) error {
+		for _, q := range ch.stmts {
+			if err := s.exec(strings.ReplaceAll(q, "{db}", o.db)); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}
 }
 
 // Key rows: existing ones, and new ones for INSERT.

@@ -31,13 +31,17 @@ const (
 type oracleSession struct {
 	r  *rawConn
 	id uint32 // the session id SHOW LOCKPROXY LOCKS shows
+	// db is the session's database; changed: a case may have changed its
+	// character set or database, which setMode puts back.
+	db      string
+	changed bool
 }
 
 func (o *oracleBed) session(t *testing.T) *oracleSession {
 	t.Helper()
 	r := dialRaw(t, o.p.addr, o.p.bed.User, o.p.bed.Password, o.db, false,
 		mysql.CLIENT_MULTI_STATEMENTS, mysql.CLIENT_MULTI_RESULTS)
-	return &oracleSession{r: r, id: r.c.GetConnectionID()}
+	return &oracleSession{r: r, id: r.c.GetConnectionID(), db: o.db}
 }
 
 // exec sends q by COM_QUERY and reads every result; the first error ends it.
@@ -109,6 +113,7 @@ func (s *oracleSession) prepared(q string, params []binParam) error {
 
 // run sends the case's statement.
 func (s *oracleSession) run(o *oracleBed, c oracleCase) error {
+	s.changed = s.changed || c.ChangesSession
 	if c.Prepare != "" {
 		return s.prepared(strings.ReplaceAll(c.Prepare, "{db}", o.db), c.Params)
 	}
@@ -118,6 +123,14 @@ func (s *oracleSession) run(o *oracleBed, c oracleCase) error {
 // setMode resets sql_mode and appends the case's modes, in statements of
 // their own.
 func (s *oracleSession) setMode(mode string) error {
+	if s.changed {
+		for _, q := range []string{"SET NAMES utf8mb4", "USE `" + s.db + "`"} {
+			if err := s.exec(q); err != nil {
+				return err
+			}
+		}
+		s.changed = false
+	}
 	if err := s.exec("SET sql_mode = DEFAULT"); err != nil {
 		return err
 	}
@@ -169,6 +182,7 @@ func (o *oracleBed) inTransaction(t *testing.T, s *oracleSession, observer *sql.
 		t.Fatalf("SET sql_mode for %s: %v", c, err)
 	}
 	if c.Before != nil {
+		s.changed = true
 		if err := c.Before(s, o); err != nil {
 			t.Fatalf("setting up %s: %v", c, err)
 		}
@@ -281,12 +295,19 @@ func TestPlanOracle(t *testing.T) {
 	observer := o.p.db(t, o.db, "")
 	holder := o.session(t)
 	rng := seededChoices{rand.New(rand.NewSource(oracleSeed))}
-	var inTxn, auto oracleReport
+	var inTxn, auto, reported oracleReport
 	changing := 0
 	for i := 0; i < oracleCorpusSize; i++ {
 		c := genCase(rng)
 		v := o.inTransaction(t, s, observer, c)
 		inTxn.add(v)
+		if c.Before != nil {
+			// Again with the session blind to what its statements may
+			// change: the server's reports alone must keep it right.
+			o.p.srv.unforeseen.Store(true)
+			reported.add(o.inTransaction(t, s, observer, c))
+			o.p.srv.unforeseen.Store(false)
+		}
 		if v.refused || len(v.changed) == 0 {
 			continue
 		}
@@ -297,6 +318,7 @@ func TestPlanOracle(t *testing.T) {
 	}
 	t.Run("transaction", inTxn.finish)
 	t.Run("autocommit", auto.finish)
+	t.Run("reported", reported.finish)
 }
 
 // underHeldLock runs c in autocommit while holder holds the locks of the
@@ -332,6 +354,7 @@ func (o *oracleBed) underHeldLock(t *testing.T, s, holder *oracleSession, observ
 		t.Fatalf("SET sql_mode for %s: %v", c, err)
 	}
 	if c.Before != nil {
+		s.changed = true
 		if err := c.Before(s, o); err != nil {
 			t.Fatalf("setting up %s: %v", c, err)
 		}

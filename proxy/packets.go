@@ -30,7 +30,9 @@ func eofPayload(status, warnings uint16) []byte {
 }
 
 // okStatus returns the status flags of an OK packet payload (header 0x00 or,
-// under CLIENT_DEPRECATE_EOF, 0xfe).
+// under CLIENT_DEPRECATE_EOF, 0xfe), as a session keeps them: without
+// SERVER_SESSION_STATE_CHANGED, which describes one packet only (see
+// session.tracked).
 func okStatus(p []byte) (uint16, bool) {
 	_, pos, _, err := readLenEncInt(p, 1)
 	if err != nil {
@@ -40,15 +42,16 @@ func okStatus(p []byte) (uint16, bool) {
 	if err != nil || pos+2 > len(p) {
 		return 0, false
 	}
-	return binary.LittleEndian.Uint16(p[pos:]), true
+	return binary.LittleEndian.Uint16(p[pos:]) &^ mysql.SERVER_SESSION_STATE_CHANGED, true
 }
 
-// eofStatus returns the status flags of an EOF packet payload.
+// eofStatus returns the status flags of an EOF packet payload, without
+// SERVER_SESSION_STATE_CHANGED (see okStatus).
 func eofStatus(p []byte) (uint16, bool) {
 	if len(p) < 5 {
 		return 0, false
 	}
-	return binary.LittleEndian.Uint16(p[3:]), true
+	return binary.LittleEndian.Uint16(p[3:]) &^ mysql.SERVER_SESSION_STATE_CHANGED, true
 }
 
 // isEOF reports whether p is an EOF packet (as opposed to a row that starts

@@ -41,13 +41,37 @@ func (s *session) next() (byte, []byte, error) {
 // client unchanged. It returns the packet when it fits one physical packet
 // (valid until the next read), or nil for a large row, which is passed on
 // piece by piece without being held whole.
-func (s *session) pass() ([]byte, error) {
+func (s *session) pass() ([]byte, error) { return s.passAs(passPlain) }
+
+// passKind says which packets pass may find session state in.
+type passKind uint8
+
+const (
+	passPlain passKind = iota
+	passFirst          // the first packet of a response: an OK carries state
+	passEnd            // a column definition or row, or the EOF after them
+	passEndOK          // a row, or the OK ending rows under CLIENT_DEPRECATE_EOF
+)
+
+// passAs is pass for a packet of kind: an OK or EOF that may carry session
+// state goes through session.tracked on its way to the client.
+func (s *session) passAs(kind passKind) ([]byte, error) {
 	seq, p, err := s.next()
 	if err != nil {
 		return nil, err
 	}
 	s.midResponse = true
 	big := len(p) == maxPayload
+	if !big && kind != passPlain && s.src.key.track {
+		switch {
+		case kind == passFirst && len(p) > 0 && p[0] == mysql.OK_HEADER:
+			p = s.tracked(p, true)
+		case kind == passEnd && isEOF(p, false):
+			p = s.tracked(p, false)
+		case kind == passEndOK && isEOF(p, true):
+			p = s.tracked(p, true)
+		}
+	}
 	if err := s.cw.writePhysical(seq, p); err != nil {
 		return nil, clientIOError{err}
 	}
@@ -75,7 +99,7 @@ const streamAbove = freePacketBuf
 // whole only for a capture that needs it, charged to the session's memory
 // budget until the command ends (shrinkBuffers); otherwise it is streamed
 // and passRow returns nil, as pass does for a row over 16 MiB.
-func (s *session) passRow() ([]byte, error) {
+func (s *session) passRow(kind passKind) ([]byte, error) {
 	if s.src.r.buffered() < 4 {
 		if err := s.cw.flush(); err != nil {
 			return nil, clientIOError{err}
@@ -86,11 +110,11 @@ func (s *session) passRow() ([]byte, error) {
 		return nil, err
 	}
 	if n <= streamAbove {
-		return s.pass()
+		return s.passAs(kind)
 	}
 	if n < maxPayload && s.cap.wants() && s.mem.take(int64(n), shareAll) {
 		s.rowCharge += int64(n)
-		return s.pass()
+		return s.passAs(kind)
 	}
 	s.midResponse = true
 	for {
@@ -140,7 +164,7 @@ func (s *session) relay(kind relayKind, binary bool) error {
 }
 
 func (s *session) relaySinglePacket() error {
-	p, err := s.pass()
+	p, err := s.passAs(passFirst)
 	if err != nil {
 		return err
 	}
@@ -156,7 +180,7 @@ func (s *session) relaySinglePacket() error {
 func (s *session) relayColumns(n int) error {
 	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
 	for i := 0; n < 0 || i < n; i++ {
-		p, err := s.pass()
+		p, err := s.passAs(passEnd)
 		if err != nil {
 			return err
 		}
@@ -169,7 +193,7 @@ func (s *session) relayColumns(n int) error {
 		}
 	}
 	if n >= 0 && !deprecate {
-		p, err := s.pass()
+		p, err := s.passAs(passEnd)
 		if err != nil {
 			return err
 		}
@@ -186,7 +210,7 @@ func (s *session) relayColumns(n int) error {
 func (s *session) relayResultSets() error {
 	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
 	for {
-		p, err := s.pass()
+		p, err := s.passAs(passFirst)
 		if err != nil {
 			return err
 		}
@@ -241,8 +265,12 @@ func (s *session) relayResultSets() error {
 // relayRows passes rows up to the terminating EOF/OK (ok=true, its status)
 // or an ERR (ok=false).
 func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
+	kind := passEnd
+	if deprecate {
+		kind = passEndOK
+	}
 	for {
-		p, err := s.passRow()
+		p, err := s.passRow(kind)
 		if err != nil {
 			return 0, false, err
 		}

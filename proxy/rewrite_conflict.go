@@ -49,6 +49,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 		b.broken = true
 		return nil, true, s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to an update lockproxy built", reply[0]))
 	}
+	reply = append([]byte(nil), s.tracked(reply, true)...)
 	st, _ := okStatus(reply)
 	s.status, b.status, s.lastOK = st, st, true
 	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)

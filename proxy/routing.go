@@ -214,7 +214,7 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 	}
 	if s.replica.conn == nil {
 		key := s.backendKey()
-		key.addr, key.db, key.readOnly = addr, "", true
+		key.addr, key.db, key.readOnly, key.track = addr, "", true, false
 		ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
 		b, err := s.srv.pool.get(ctx, key)
 		cancel()

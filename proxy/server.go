@@ -68,6 +68,12 @@ type Server struct {
 	hardCtx    context.Context // cancelled when the shutdown grace ends
 	hardCancel context.CancelFunc
 
+	// unforeseen makes sessions forget, between commands, which of their
+	// statements may have changed the session's state (plan.changesMode),
+	// so that only the server's own reports (sessiontrack.go) make them
+	// read it again: tests set it to show those reports suffice.
+	unforeseen atomic.Bool
+
 	// mem is the process's memory budget for what clients make lockproxy
 	// hold (proxy.memory_budget); see memory.go.
 	mem *memBudget

@@ -55,6 +55,7 @@ type session struct {
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
+	trackBuf        []byte // an OK or EOF without its session state (session.tracked)
 	// releaseEarly: the statement being relayed was sent as the client
 	// sent it, so the locks its end frees (afterCommand) are given back
 	// once the backend's last packet is read, before the client's copy is
@@ -345,6 +346,7 @@ func (s *session) backendKey() poolKey {
 		caps:      s.caps & mirroredCaps,
 		collation: s.collation,
 		tls:       s.srv.loaded().backendTLS,
+		track:     true,
 	}
 }
 

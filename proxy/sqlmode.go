@@ -75,7 +75,7 @@ func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 // FOUND_ROWS(), ROW_COUNT() and SHOW WARNINGS report, so it is done only
 // when needed.
 func (s *session) noteModeChange(pl plan) {
-	if pl.changesMode {
+	if pl.changesMode && !s.srv.unforeseen.Load() {
 		s.modeMayHaveChanged()
 	}
 }

@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Session state tracking. Every primary connection negotiates
+// CLIENT_SESSION_TRACK, whatever its client did, and asks MariaDB to
+// report changes of the current database and of the variables parsing
+// depends on (trackSession). The reports arrive in OK packets: when one
+// names what a statement is analysed under, the session reads its state
+// again (sessionStateQuery) before the next analysis, so a change
+// lockproxy did not foresee from the text (plan.changesMode) is still
+// read from the server and never guessed. A client that did not negotiate
+// CLIENT_SESSION_TRACK gets each OK as MariaDB would have sent it: without
+// the state and without SERVER_SESSION_STATE_CHANGED.
+
+// trackSession is run on a primary connection after login and after every
+// COM_RESET_CONNECTION (which takes the session's variables back to their
+// global values): it adds character_set_client and sql_mode to the
+// variables the server reports (the global list, kept for the client's
+// sake, has character_set_client by default but not sql_mode) and turns
+// schema tracking on.
+const trackSession = "SET SESSION session_track_system_variables = " +
+	"IF(FIND_IN_SET('*', @@global.session_track_system_variables), '*', " +
+	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'sql_mode')), " +
+	"session_track_schema = ON"
+
+// Types of session state entries (MariaDB's enum_session_state_type).
+const (
+	trackSystemVariables = 0
+	trackSchema          = 1
+)
+
+// analysisVariables are the tracked variables whose change makes the
+// session read its state again: the two parsing depends on, and the two
+// that decide what the server reports.
+var analysisVariables = map[string]bool{
+	"character_set_client": true, "sql_mode": true,
+	"session_track_system_variables": true, "session_track_schema": true,
+}
+
+// okParts splits an OK packet (header 0x00, or 0xfe ending rows under
+// CLIENT_DEPRECATE_EOF) of a connection that negotiated
+// CLIENT_SESSION_TRACK: statusAt is the offset of its status flags, and
+// info and state are the info string and the session state changes.
+func okParts(p []byte) (statusAt int, info, state []byte, ok bool) {
+	_, pos, _, err := readLenEncInt(p, 1)
+	if err != nil {
+		return 0, nil, nil, false
+	}
+	if _, pos, _, err = readLenEncInt(p, pos); err != nil || pos+4 > len(p) {
+		return 0, nil, nil, false
+	}
+	statusAt = pos
+	pos += 4
+	if pos == len(p) {
+		return statusAt, nil, nil, true
+	}
+	if info, pos, err = readLenEncBytes(p, pos); err != nil {
+		return 0, nil, nil, false
+	}
+	if binary.LittleEndian.Uint16(p[statusAt:])&mysql.SERVER_SESSION_STATE_CHANGED != 0 && pos < len(p) {
+		if state, _, err = readLenEncBytes(p, pos); err != nil {
+			return 0, nil, nil, false
+		}
+	}
+	return statusAt, info, state, true
+}
+
+// readLenEncBytes reads a length-encoded string at pos.
+func readLenEncBytes(p []byte, pos int) ([]byte, int, error) {
+	n, pos, _, err := readLenEncInt(p, pos)
+	if err != nil {
+		return nil, pos, err
+	}
+	if uint64(len(p)-pos) < n {
+		return nil, pos, errShortPacket
+	}
+	return p[pos : pos+int(n)], pos + int(n), nil
+}
+
+// stateMatters reports whether session state changes name the current
+// database or one of analysisVariables. Changes it cannot read count as
+// mattering: the session then reads its state again, which is always safe.
+func stateMatters(state []byte) bool {
+	for pos := 0; pos < len(state); {
+		typ := state[pos]
+		data, next, err := readLenEncBytes(state, pos+1)
+		if err != nil {
+			return true
+		}
+		pos = next
+		switch typ {
+		case trackSchema:
+			return true
+		case trackSystemVariables:
+			name, _, err := readLenEncBytes(data, 0)
+			if err != nil || analysisVariables[string(name)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tracked handles a packet of the relayed connection's response that may
+// carry session state: an OK (ok) or an EOF. It notes a change that
+// matters for analysis and returns the packet as the client must get it:
+// unchanged for a client that negotiated CLIENT_SESSION_TRACK, else with
+// the state and its status flag removed (in the session's scratch buffer,
+// valid until the next call).
+func (s *session) tracked(p []byte, ok bool) []byte {
+	if s.src == nil || !s.src.key.track {
+		return p
+	}
+	if !ok {
+		if len(p) < 5 {
+			return p
+		}
+		st := binary.LittleEndian.Uint16(p[3:])
+		if st&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
+			return p
+		}
+		// Reported with no state: read the state again to be sure.
+		s.modeMayHaveChanged()
+		if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+			return p
+		}
+		s.trackBuf = append(s.trackBuf[:0], p...)
+		binary.LittleEndian.PutUint16(s.trackBuf[3:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
+		return s.trackBuf
+	}
+	at, info, state, good := okParts(p)
+	if !good {
+		return p
+	}
+	st := binary.LittleEndian.Uint16(p[at:])
+	if st&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
+		return p
+	}
+	if state == nil || stateMatters(state) {
+		s.modeMayHaveChanged()
+	}
+	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+		return p
+	}
+	// MariaDB writes the info string to a client without
+	// CLIENT_SESSION_TRACK only when it is not empty.
+	b := append(s.trackBuf[:0], p[:at+4]...)
+	binary.LittleEndian.PutUint16(b[at:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
+	if len(info) > 0 {
+		b = appendLenEncInt(b, uint64(len(info)))
+		b = append(b, info...)
+	}
+	s.trackBuf = b
+	return b
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// responsePackets reads one whole response to a COM_QUERY: every packet
+// of every result, up to the one without SERVER_MORE_RESULTS_EXISTS.
+func responsePackets(r *rawConn) [][]byte {
+	var out [][]byte
+	read := func() []byte {
+		p := append([]byte(nil), r.read()...)
+		out = append(out, p)
+		return p
+	}
+	for {
+		p := read()
+		var st uint16
+		switch p[0] {
+		case mysql.ERR_HEADER:
+			return out
+		case mysql.OK_HEADER:
+			st, _ = okStatus(p)
+		default:
+			n, _, _, err := readLenEncInt(p, 0)
+			if err != nil {
+				r.t.Fatalf("column count: %v", err)
+			}
+			for range n {
+				read()
+			}
+			if !r.deprecateEOF {
+				read()
+			}
+			for p = read(); !r.isEnd(p); p = read() {
+			}
+			st = resultStatus(p, r.deprecateEOF)
+		}
+		if st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+			return out
+		}
+	}
+}
+
+// TestSessionStatePackets: primary connections always negotiate
+// CLIENT_SESSION_TRACK and track sql_mode and the database for lockproxy's
+// sake, yet a client sees every packet as MariaDB sends it directly: a
+// client without the capability gets OKs without session state (and
+// without SERVER_SESSION_STATE_CHANGED), one with it gets the state MariaDB
+// reports for the variables the session tracks (here, as through lockproxy,
+// the global list plus character_set_client and sql_mode).
+func TestSessionStatePackets(t *testing.T) {
+	p := startProxy(t, nil)
+	db := freshNamedDB(t, p, dbName(t, "a"))
+	texts := []string{
+		"SET NAMES gbk", "SELECT @@character_set_client", "SET NAMES utf8mb4",
+		"SET sql_mode = 'ANSI_QUOTES'", "SELECT 1", "SET sql_mode = DEFAULT",
+		"SET autocommit = 0", "SET autocommit = 1", "SET time_zone = '+01:00'",
+		"USE information_schema", "USE `" + db + "`", "SET @a = 1", "DO 1",
+		"CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)",
+		"SET character_set_client = latin1; SELECT id FROM t ORDER BY id; SET sql_mode = ''; USE information_schema",
+		"SET NAMES utf8mb4; SELECT * FROM no_such_table",
+		"USE `" + db + "`; UPDATE t SET id = id + 10 WHERE id = 1",
+	}
+	for _, track := range []bool{false, true} {
+		for _, deprecateEOF := range []bool{false, true} {
+			t.Run(fmt.Sprintf("session_track=%v/deprecate_eof=%v", track, deprecateEOF), func(t *testing.T) {
+				caps := []uint32{mysql.CLIENT_MULTI_STATEMENTS, mysql.CLIENT_MULTI_RESULTS}
+				if track {
+					caps = append(caps, mysql.CLIENT_SESSION_TRACK)
+				}
+				// Each runs the whole list on a fresh table: directly,
+				// then through lockproxy.
+				run := func(addr string, trackFirst bool) [][][]byte {
+					if _, err := p.direct(t, db, "").Exec("DROP TABLE IF EXISTS t"); err != nil {
+						t.Fatal(err)
+					}
+					r := dialRaw(t, addr, p.bed.User, p.bed.Password, db, deprecateEOF, caps...)
+					if trackFirst {
+						if _, err := r.query(trackSession); err != nil {
+							t.Fatal(err)
+						}
+					}
+					var out [][][]byte
+					for _, q := range texts {
+						r.send(append([]byte{mysql.COM_QUERY}, q...)...)
+						out = append(out, responsePackets(r))
+					}
+					return out
+				}
+				direct, proxied := run(p.bed.PrimaryAddr, track), run(p.addr, false)
+				var sqlModeReported bool
+				for k, q := range texts {
+					want, got := direct[k], proxied[k]
+					if len(got) != len(want) {
+						t.Fatalf("%s: %d packets through lockproxy, %d directly:\n%x\n%x", q, len(got), len(want), got, want)
+					}
+					for i := range want {
+						if !bytes.Equal(got[i], want[i]) {
+							t.Errorf("%s: packet %d through lockproxy\n%x\ndirectly\n%x", q, i, got[i], want[i])
+						}
+						if got[i][0] == mysql.OK_HEADER && !track {
+							if at := statusOffset(got[i]); binary.LittleEndian.Uint16(got[i][at:])&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
+								t.Errorf("%s: OK with SERVER_SESSION_STATE_CHANGED to a client without CLIENT_SESSION_TRACK", q)
+							}
+						}
+						if bytes.Contains(got[i], []byte("\x08sql_mode")) {
+							sqlModeReported = true
+						}
+					}
+				}
+				if sqlModeReported != track {
+					t.Errorf("sql_mode reported: %v, want %v", sqlModeReported, track)
+				}
+			})
+		}
+	}
+}
+
+// statusOffset is where an OK packet's status flags start.
+func statusOffset(p []byte) int {
+	_, pos, _, _ := readLenEncInt(p, 1)
+	_, pos, _, _ = readLenEncInt(p, pos)
+	return pos
+}
+
+// TestTrackedStripsState: the OKs MariaDB sends a CLIENT_SESSION_TRACK
+// connection (bytes from MariaDB 10.11) reach a client without the
+// capability as MariaDB sends them to such a client, and only state that
+// analysis depends on marks the session's state for reading again.
+func TestTrackedStripsState(t *testing.T) {
+	unhex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name, tracked, plain string
+		matters              bool
+	}{
+		{"SET NAMES gbk", "000000024000000056001d186368617261637465725f7365745f636f6e6e656374696f6e0367626b0019146368617261637465725f7365745f636c69656e740367626b001a156368617261637465725f7365745f726573756c74730367626b",
+			"00000002000000", true},
+		{"SET sql_mode", "00000002c00000001700150873716c5f6d6f64650b414e53495f51554f544553", "00000002800000", true},
+		{"USE mysql", "00000002c0000000080106056d7973716c", "00000002800000", true},
+		{"SET autocommit = 0", "000000004000000011000f0a6175746f636f6d6d6974034f4646", "00000000000000", false},
+		{"no state", "00000002000000", "00000002000000", false},
+		{"info kept", "000100024000000c52656164792e2e2e2e2e2e2e11000f0a6175746f636f6d6d6974034f4646", "000100020000000c52656164792e2e2e2e2e2e2e", false},
+		{"unreadable state", "0000000240000000030005ff", "00000002000000", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, clientTracks := range []bool{false, true} {
+				s := &session{src: &backendConn{key: poolKey{track: true}}}
+				if clientTracks {
+					s.caps = mysql.CLIENT_SESSION_TRACK
+				}
+				in := unhex(c.tracked)
+				got := s.tracked(append([]byte(nil), in...), true)
+				want := unhex(c.plain)
+				if clientTracks {
+					want = in
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("client tracks %v: got %x, want %x", clientTracks, got, want)
+				}
+				if s.sqlMode.stale != c.matters {
+					t.Errorf("client tracks %v: state marked stale %v, want %v", clientTracks, s.sqlMode.stale, c.matters)
+				}
+			}
+		})
+	}
+	// An EOF that says the state changed but cannot carry it.
+	s := &session{src: &backendConn{key: poolKey{track: true}}}
+	if got := s.tracked([]byte{0xfe, 0, 0, 0x02, 0x40}, false); !bytes.Equal(got, []byte{0xfe, 0, 0, 0x02, 0}) || !s.sqlMode.stale {
+		t.Errorf("EOF with SERVER_SESSION_STATE_CHANGED: got %x, stale %v", got, s.sqlMode.stale)
+	}
+}
