@@ -132,14 +132,25 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	a.Stmts = make([]*Facts, 0, len(stmts))
 	base := 0
 	db := currentDB
+	end := 0 // where the statement's text ends in text (and in sql)
 	for i, stmt := range stmts {
 		f := analyzeStmt(stmt, db, params, o)
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
 		a.Stmts = append(a.Stmts, f)
+		// The parser's statement texts are consecutive pieces of text,
+		// each with its ";".
+		if end >= 0 && strings.HasPrefix(text[end:], stmt.Text()) {
+			end += len(stmt.Text())
+		} else {
+			end = -1
+		}
 		if a.Uncertain == "" && i < len(stmts)-1 && f.MayChangeMode() {
 			a.Uncertain = "sql_mode or the client character set may change before a later statement of the text"
+			if end > 0 && text[end-1] == ';' && len(text) == len(sql) {
+				a.SplitAt = end
+			}
 		}
 		if f.Kind == KindUse {
 			// MariaDB runs the rest of the text in the database USE

@@ -616,3 +616,35 @@ func TestErrInternalIsSentinel(t *testing.T) {
 		t.Fatal("ErrInternal not a parser sentinel")
 	}
 }
+
+// TestSplitAt: a text in which a change of sql_mode or the client
+// character set is followed by other statements says where the text after
+// that change begins, an offset in the client's own text (executable and
+// other comments included), so that it can be run once the change has.
+func TestSplitAt(t *testing.T) {
+	for _, c := range []struct{ sql, head string }{
+		{"SET NAMES gbk; UPDATE t SET v = 1 WHERE id = 1", "SET NAMES gbk;"},
+		{"  SET NAMES gbk ;\n SELECT 1; SET sql_mode = ''; SELECT 2", "  SET NAMES gbk ;"},
+		{"SELECT ';' /* ; */; SET character_set_client = latin1; SELECT 2", "SELECT ';' /* ; */; SET character_set_client = latin1;"},
+		{"/*!40101 SET NAMES gbk */; SELECT 1", "/*!40101 SET NAMES gbk */;"},
+		{"UPDATE t SET v = 1; SET sql_mode = 'ANSI_QUOTES'", ""}, // the change is last
+		{"SET NAMES gbk", ""},
+		{"SELECT 1; SELECT 2", ""},
+		{"USE d; SELECT 1", ""}, // followed, not split
+	} {
+		a, err := Analyze(c.sql, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if a.SplitAt > 0 {
+			got = c.sql[:a.SplitAt]
+		}
+		if got != c.head {
+			t.Errorf("%q: head %q, want %q", c.sql, got, c.head)
+		}
+		if c.head != "" && a.Uncertain == "" {
+			t.Errorf("%q: split but not uncertain", c.sql)
+		}
+	}
+}

@@ -43,6 +43,12 @@ type Analysis struct {
 	// does not know, dynamic SQL): a statement that may touch a guarded
 	// table must then be refused, and nothing uncertain goes to a replica.
 	Uncertain string
+	// SplitAt, when not 0, is why the text is Uncertain: a statement
+	// that may change how later statements are read (MayChangeMode) is
+	// followed by others. It is the offset in SQL just after that
+	// statement's terminating ";": SQL[:SplitAt] holds the change as its
+	// last statement, and the rest must be read only once it has run.
+	SplitAt int
 	// Mode is the sql_mode the text was read under (AnalyzeWith's
 	// Options.Mode).
 	Mode Mode

@@ -92,6 +92,7 @@ func (s *session) refuseOversized(e error) {
 // dispatch serves one command packet. A returned error ends the session;
 // errors meant for the client are written by the handlers themselves.
 func (s *session) dispatch(p []byte) error {
+	s.cw.shift = 0
 	switch p[0] {
 	case mysql.COM_QUIT:
 		s.releaseLocks()
@@ -218,7 +219,7 @@ func (s *session) resetConnection(p []byte) error {
 func (s *session) query(p []byte) error {
 	p = s.ownConnectionID(p)
 	release, refused := s.admitStatement(p[1:])
-	defer release()
+	defer func() { release() }()
 	if refused != nil {
 		return s.writeErrAt(1, refused)
 	}
@@ -233,6 +234,16 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	an, params, sql := s.analyzeQuery(p[1:])
+	if an != nil && an.SplitAt > 0 && s.guardsMentioned(an.SQL) {
+		if params != nil {
+			an = s.analyzeText(sql) // SplitAt is an offset in the text
+		}
+		if an.SplitAt > 0 {
+			release() // each piece is admitted on its own
+			release = func() {}
+			return s.querySplit(p[1:], an.SplitAt)
+		}
+	}
 	pl := s.plan(an, params)
 	if params != nil && !pl.fromShapeOK() {
 		if pl.rewrite.rule != nil || pl.fence.rule != nil {

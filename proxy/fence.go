@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/parser"
 	"go.uber.org/zap"
@@ -87,6 +88,9 @@ func (s *session) runFenced(fs fenceStep) error {
 
 // writeReply answers the current command with one packet from a backend.
 func (s *session) writeReply(p []byte) error {
+	if len(p) > 0 && p[0] == mysql.OK_HEADER {
+		p = s.withMore(p, true)
+	}
 	if _, err := s.cw.writePacket(1, p); err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (s *session) kill(query bool, id uint64) error {
 	switch {
 	case err == nil:
 		s.status = s.be.status
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
 			return err
 		}
 		return s.cw.flush()

@@ -62,17 +62,25 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 	}
 	s.midResponse = true
 	big := len(p) == maxPayload
-	if !big && kind != passPlain && s.src.key.track {
+	out := p
+	if !big && kind != passPlain && (s.src.key.track || s.moreFollows) {
+		ok, end := false, false
 		switch {
 		case kind == passFirst && len(p) > 0 && p[0] == mysql.OK_HEADER:
-			p = s.tracked(p, true)
+			ok, end = true, true
 		case kind == passEnd && isEOF(p, false):
-			p = s.tracked(p, false)
+			end = true
 		case kind == passEndOK && isEOF(p, true):
-			p = s.tracked(p, true)
+			ok, end = true, true
+		}
+		if end {
+			p = s.tracked(p, ok)
+			// The relay reads the backend's own status from p; the
+			// client's copy says more results follow.
+			out = s.withMore(p, ok)
 		}
 	}
-	if err := s.cw.writePhysical(seq, p); err != nil {
+	if err := s.cw.writePhysical(seq, out); err != nil {
 		return nil, clientIOError{err}
 	}
 	if !big {

@@ -39,9 +39,9 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 			return err
 		}
 	}
-	end := eofPayload(s.status, 0)
+	end := eofPayload(s.statusOut(), 0)
 	if s.caps&mysql.CLIENT_DEPRECATE_EOF != 0 {
-		end = okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)
+		end = okPayload(0, 0, s.statusOut(), 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)
 		end[0] = mysql.EOF_HEADER
 	}
 	if _, err = s.cw.writePacket(seq, end); err != nil {
@@ -60,7 +60,7 @@ func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
 		}
 	}
 	if len(columns) > 0 && s.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
-		if seq, err = s.cw.writePacket(seq, eofPayload(s.status, 0)); err != nil {
+		if seq, err = s.cw.writePacket(seq, eofPayload(s.statusOut(), 0)); err != nil {
 			return seq, err
 		}
 	}

@@ -56,6 +56,11 @@ type session struct {
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
 	trackBuf        []byte // an OK or EOF without its session state (session.tracked)
+	// moreFollows: the response being written is to a piece of a text
+	// lockproxy runs in pieces, and more pieces follow (querySplit).
+	moreFollows bool
+	moreBuf     []byte
+	errsWritten uint64 // ERR packets lockproxy wrote itself
 	// releaseEarly: the statement being relayed was sent as the client
 	// sent it, so the locks its end frees (afterCommand) are given back
 	// once the backend's last packet is read, before the client's copy is
@@ -129,6 +134,7 @@ type session struct {
 // writeErrAt answers e as the error packet with sequence seq and flushes;
 // toSQLError decides the code, SQLSTATE and message the client reads.
 func (s *session) writeErrAt(seq byte, e error) error {
+	s.errsWritten++
 	if _, err := s.cw.writePacket(seq, errPayload(toSQLError(e))); err != nil {
 		return err
 	}

@@ -158,3 +158,73 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	s.trackBuf = b
 	return b
 }
+
+// querySplit runs a text whose statement ending at offset at may change
+// how the statements after it are read (its sql_mode or client character
+// set: parser.Analysis.SplitAt): the text up to that statement first, then
+// the rest, analysed only once the server has run the change and the
+// session has read its state again. The client gets the packets MariaDB
+// sends for the whole text: one sequence, SERVER_MORE_RESULTS_EXISTS on
+// every result but the last, and an error ends the text.
+func (s *session) querySplit(q []byte, at int) error {
+	errs, more := s.errsWritten, s.moreFollows
+	s.moreFollows = true
+	err := s.query(append([]byte{mysql.COM_QUERY}, q[:at]...))
+	s.moreFollows = more
+	if err != nil || !s.lastOK || s.errsWritten != errs {
+		return err
+	}
+	s.cw.shift = s.cw.next - 1 // the rest's answer starts at 1
+	return s.query(append([]byte{mysql.COM_QUERY}, q[at:]...))
+}
+
+// statusOut is the status lockproxy writes in the OK and EOF packets it
+// makes: the session's, saying more results follow while a piece of a
+// split text is answered.
+func (s *session) statusOut() uint16 {
+	if s.moreFollows {
+		return s.status | mysql.SERVER_MORE_RESULTS_EXISTS
+	}
+	return s.status
+}
+
+// withMore returns the OK (ok) or EOF packet p as the client must get it
+// while more pieces of a split text follow: with SERVER_MORE_RESULTS_EXISTS
+// set (in the session's buffer, valid until the next call). Otherwise p.
+func (s *session) withMore(p []byte, ok bool) []byte {
+	if !s.moreFollows {
+		return p
+	}
+	at := 3
+	if ok {
+		if at = statusOffset(p); at < 0 {
+			return p
+		}
+	}
+	if at+2 > len(p) {
+		return p
+	}
+	s.moreBuf = append(s.moreBuf[:0], p...)
+	st := binary.LittleEndian.Uint16(s.moreBuf[at:])
+	binary.LittleEndian.PutUint16(s.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
+	return s.moreBuf
+}
+
+// statusOffset is where an OK packet's status flags start, or -1.
+func statusOffset(p []byte) int {
+	_, pos, _, err := readLenEncInt(p, 1)
+	if err != nil {
+		return -1
+	}
+	if _, pos, _, err = readLenEncInt(p, pos); err != nil {
+		return -1
+	}
+	return pos
+}
+
+// guardsMentioned reports whether text names a table a rule guards (or
+// rewrites), so that reading it with certainty matters.
+func (s *session) guardsMentioned(text string) bool {
+	rs := s.srv.ruleSet()
+	return rs.Mentions(text) != nil || rs.MentionsRejectingUnpaired(text) != nil
+}

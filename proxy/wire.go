@@ -79,7 +79,10 @@ func (p *packetReader) copyPhysical(w *packetWriter) (int, error) {
 		return 0, err
 	}
 	n := int(uint32(p.hdr[0]) | uint32(p.hdr[1])<<8 | uint32(p.hdr[2])<<16)
-	if _, err := w.w.Write(p.hdr[:]); err != nil {
+	hdr := p.hdr
+	hdr[3] += w.shift
+	w.next = hdr[3] + 1
+	if _, err := w.w.Write(hdr[:]); err != nil {
 		return 0, clientIOError{err}
 	}
 	for left := n; left > 0; {
@@ -200,6 +203,10 @@ func unexpectedEOF(err error) error {
 // response is complete or before they would block on the other side.
 type packetWriter struct {
 	w *bufio.Writer
+	// shift is added to every sequence id written, and next is the id
+	// after the last one written: a text lockproxy runs in pieces
+	// (session.querySplit) answers each piece in one sequence.
+	shift, next byte
 }
 
 func newPacketWriter(w io.Writer, size int) *packetWriter {
@@ -209,6 +216,8 @@ func newPacketWriter(w io.Writer, size int) *packetWriter {
 // writePhysical writes one physical packet with the given sequence id.
 func (p *packetWriter) writePhysical(seq byte, payload []byte) error {
 	n := len(payload)
+	seq += p.shift
+	p.next = seq + 1
 	hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}
 	if _, err := p.w.Write(hdr[:]); err != nil {
 		return err
