@@ -234,7 +234,7 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	an, params, sql := s.analyzeQuery(p[1:])
-	if an != nil && an.SplitAt > 0 && s.guardsMentioned(an.SQL) {
+	if an != nil && an.SplitAt > 0 && s.splitPieces < maxSplitPieces && s.guardsMentioned(an.SQL) {
 		if params != nil {
 			an = s.analyzeText(sql) // SplitAt is an offset in the text
 		}

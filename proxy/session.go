@@ -60,6 +60,7 @@ type session struct {
 	// lockproxy runs in pieces, and more pieces follow (querySplit).
 	moreFollows bool
 	moreBuf     []byte
+	splitPieces int    // depth of querySplit: the pieces of the text so far
 	errsWritten uint64 // ERR packets lockproxy wrote itself
 	// releaseEarly: the statement being relayed was sent as the client
 	// sent it, so the locks its end frees (afterCommand) are given back

@@ -167,6 +167,12 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 // sends for the whole text: one sequence, SERVER_MORE_RESULTS_EXISTS on
 // every result but the last, and an error ends the text.
 func (s *session) querySplit(q []byte, at int) error {
+	s.splitPieces++
+	defer func() {
+		if s.splitPieces--; s.splitPieces == 0 {
+			s.cw.shift = 0 // the text is answered
+		}
+	}()
 	errs, more := s.errsWritten, s.moreFollows
 	s.moreFollows = true
 	err := s.query(append([]byte{mysql.COM_QUERY}, q[:at]...))
@@ -177,6 +183,13 @@ func (s *session) querySplit(q []byte, at int) error {
 	s.cw.shift = s.cw.next - 1 // the rest's answer starts at 1
 	return s.query(append([]byte{mysql.COM_QUERY}, q[at:]...))
 }
+
+// maxSplitPieces bounds how many pieces one text is run in: each piece
+// analyses the rest of the text again, so a text of many changes would
+// otherwise cost analysis quadratic in its length. The rest of a text
+// past the bound is planned whole, which refuses it as uncertain when it
+// names a guarded table.
+const maxSplitPieces = 32
 
 // statusOut is the status lockproxy writes in the OK and EOF packets it
 // makes: the session's, saying more results follow while a piece of a

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,35 @@ func TestTrackedStripsState(t *testing.T) {
 	if got := s.tracked([]byte{0xfe, 0, 0, 0x02, 0x40}, false); !bytes.Equal(got, []byte{0xfe, 0, 0, 0x02, 0}) || !s.sqlMode.stale {
 		t.Errorf("EOF with SERVER_SESSION_STATE_CHANGED: got %x, stale %v", got, s.sqlMode.stale)
 	}
+}
+
+// TestSplitBound: a text of more changes than maxSplitPieces is run in
+// that many pieces and the rest is planned whole: refused, since it still
+// changes the character set before a statement on a guarded table. The
+// client sees one OK per piece run, then lockproxy's 1105, in one sequence.
+func TestSplitBound(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshNamedDB(t, base, dbName(t, "a"))
+	mustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "g", Table: db + ".g", Key: []string{"id"},
+			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(2 * time.Second)}}
+	}, memlock.New(nil, nil))
+	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false, mysql.CLIENT_MULTI_STATEMENTS, mysql.CLIENT_MULTI_RESULTS)
+	q := strings.Repeat("SET NAMES utf8mb4; ", maxSplitPieces+8) + "UPDATE g SET v = v + 1 WHERE id = 1"
+	r.send(append([]byte{mysql.COM_QUERY}, q...)...)
+	got := responsePackets(r)
+	if len(got) != maxSplitPieces+1 {
+		t.Fatalf("%d packets, want %d OKs and an ERR", len(got), maxSplitPieces)
+	}
+	for i, pk := range got[:maxSplitPieces] {
+		if st, ok := okStatus(pk); pk[0] != mysql.OK_HEADER || !ok || st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+			t.Fatalf("packet %d: %x, want an OK saying more results follow", i, pk)
+		}
+	}
+	if err := r.c.HandleErrorPacket(got[maxSplitPieces]); err == nil || !strings.Contains(err.Error(), "lockproxy:") {
+		t.Fatalf("last packet: %v, want lockproxy's refusal", err)
+	}
+	rows, err := r.query("SELECT v FROM g WHERE id = 1")
+	wantRows(t, "the row after the refused text", rows, err, "10")
 }
