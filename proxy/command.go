@@ -92,7 +92,6 @@ func (s *session) refuseOversized(e error) {
 // dispatch serves one command packet. A returned error ends the session;
 // errors meant for the client are written by the handlers themselves.
 func (s *session) dispatch(p []byte) error {
-	s.cw.shift = 0
 	switch p[0] {
 	case mysql.COM_QUIT:
 		s.releaseLocks()

@@ -34,15 +34,24 @@ func eofPayload(status, warnings uint16) []byte {
 // SERVER_SESSION_STATE_CHANGED, which describes one packet only (see
 // session.tracked).
 func okStatus(p []byte) (uint16, bool) {
-	_, pos, _, err := readLenEncInt(p, 1)
-	if err != nil {
-		return 0, false
-	}
-	_, pos, _, err = readLenEncInt(p, pos)
-	if err != nil || pos+2 > len(p) {
+	pos := statusOffset(p)
+	if pos < 0 || pos+2 > len(p) {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint16(p[pos:]) &^ mysql.SERVER_SESSION_STATE_CHANGED, true
+}
+
+// statusOffset is where an OK packet's status flags start (after the
+// header, affected rows and last insert id), or -1.
+func statusOffset(p []byte) int {
+	_, pos, _, err := readLenEncInt(p, 1)
+	if err != nil {
+		return -1
+	}
+	if _, pos, _, err = readLenEncInt(p, pos); err != nil {
+		return -1
+	}
+	return pos
 }
 
 // eofStatus returns the status flags of an EOF packet payload, without

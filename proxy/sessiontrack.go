@@ -47,18 +47,15 @@ var analysisVariables = map[string]bool{
 // CLIENT_SESSION_TRACK: statusAt is the offset of its status flags, and
 // info and state are the info string and the session state changes.
 func okParts(p []byte) (statusAt int, info, state []byte, ok bool) {
-	_, pos, _, err := readLenEncInt(p, 1)
-	if err != nil {
+	statusAt = statusOffset(p)
+	if statusAt < 0 || statusAt+4 > len(p) {
 		return 0, nil, nil, false
 	}
-	if _, pos, _, err = readLenEncInt(p, pos); err != nil || pos+4 > len(p) {
-		return 0, nil, nil, false
-	}
-	statusAt = pos
-	pos += 4
+	pos := statusAt + 4
 	if pos == len(p) {
 		return statusAt, nil, nil, true
 	}
+	var err error
 	if info, pos, err = readLenEncBytes(p, pos); err != nil {
 		return 0, nil, nil, false
 	}
@@ -221,18 +218,6 @@ func (s *session) withMore(p []byte, ok bool) []byte {
 	st := binary.LittleEndian.Uint16(s.moreBuf[at:])
 	binary.LittleEndian.PutUint16(s.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
 	return s.moreBuf
-}
-
-// statusOffset is where an OK packet's status flags start, or -1.
-func statusOffset(p []byte) int {
-	_, pos, _, err := readLenEncInt(p, 1)
-	if err != nil {
-		return -1
-	}
-	if _, pos, _, err = readLenEncInt(p, pos); err != nil {
-		return -1
-	}
-	return pos
 }
 
 // guardsMentioned reports whether text names a table a rule guards (or

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/env"
 	"github.com/lockproxy/lockproxy/bench/internal/procstat"
+	"github.com/lockproxy/lockproxy/bench/internal/soak/sampling"
 	"github.com/lockproxy/lockproxy/bench/internal/sysbench"
 )
 
@@ -399,26 +399,10 @@ func scrapeRoutes(ctx context.Context, px *env.Proxy) (routes, error) {
 // parseRoutes sums lockproxy_queries_total by its route label in Prometheus
 // text exposition.
 func parseRoutes(text string) (routes, error) {
-	var r routes
-	for _, line := range strings.Split(text, "\n") {
-		labels, ok := strings.CutPrefix(line, "lockproxy_queries_total{")
-		if !ok {
-			continue
-		}
-		end := strings.LastIndexByte(labels, '}')
-		if end < 0 {
-			return r, fmt.Errorf("overhead: metrics line %q", line)
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(labels[end+1:]), 64)
-		if err != nil {
-			return r, fmt.Errorf("overhead: metrics line %q: %w", line, err)
-		}
-		switch {
-		case strings.Contains(labels[:end], `route="replica"`):
-			r.replica += v
-		case strings.Contains(labels[:end], `route="primary"`):
-			r.primary += v
-		}
+	m, err := sampling.ParseExposition(strings.NewReader(text))
+	if err != nil {
+		return routes{}, fmt.Errorf("overhead: %w", err)
 	}
-	return r, nil
+	const name = "lockproxy_queries_total"
+	return routes{primary: m.Sum(name, `route="primary"`), replica: m.Sum(name, `route="replica"`)}, nil
 }

@@ -196,12 +196,7 @@ func TestReplicaRoute(t *testing.T) {
 	}
 	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "disable"}, Runs: runs}
 	c.summarize()
-	near := func(name string, got, want float64) {
-		t.Helper()
-		if math.Abs(got-want) > 1e-6 {
-			t.Errorf("%s = %v, want %v", name, got, want)
-		}
-	}
+	near := func(name string, got, want float64) { t.Helper(); wantNear(t, name, got, want) }
 	near("Ratio", c.Ratio, 0.5)
 	near("ReplicaRatio", c.ReplicaRatio, 0.5) // median of 3800, 4000, 4200 over 8000
 	near("ReplicaAddedUs", c.ReplicaAddedUs, 125)
@@ -266,12 +261,7 @@ func TestSummarizeRelays(t *testing.T) {
 	runs = append(runs, relayRuns(3, [2]float64{6000, 160}, [2]float64{5000, 200}, [2]float64{6000, 170})...)
 	c := Cell{Config: Config{Test: "oltp_point_select", Threads: 8, PSMode: "disable"}, Runs: runs}
 	c.summarize()
-	near := func(name string, got, want float64) {
-		t.Helper()
-		if math.Abs(got-want) > 1e-6 {
-			t.Errorf("%s = %v, want %v", name, got, want)
-		}
-	}
+	near := func(name string, got, want float64) { t.Helper(); wantNear(t, name, got, want) }
 	near("Ratio", c.Ratio, 0.5)
 	near("GoRelayRatio", c.GoRelayRatio, 0.5)
 	near("SocatRatio", c.SocatRatio, 0.5)
@@ -319,5 +309,13 @@ func TestSocatMissingIsAFailureNotAGap(t *testing.T) {
 	}
 	if ts := targets([]Cell{c}); !ts[0].Met || strings.Contains(ts[0].Got, "failed") {
 		t.Fatalf("targets = %+v: a socat failure is not a lockproxy failure", ts)
+	}
+}
+
+// wantNear fails t unless got is want to within rounding.
+func wantNear(t *testing.T, name string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-6 {
+		t.Errorf("%s = %v, want %v", name, got, want)
 	}
 }
