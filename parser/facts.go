@@ -465,9 +465,9 @@ type Effects struct {
 	SetTransaction      bool
 	SetTransactionScope string
 	// SetComputed is true for a SET with a value the server computes (a
-	// variable, a function call, a subquery, a `?`), as opposed to a
-	// literal, DEFAULT or a bare word: run elsewhere, it may give another
-	// value or have an effect.
+	// variable, a function call, a subquery, a `?`, DEFAULT: the server's
+	// global value), as opposed to a literal or a bare word: run
+	// elsewhere, it may give another value or have an effect.
 	SetComputed bool
 }
 

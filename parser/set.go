@@ -57,13 +57,15 @@ func (an *analyzer) set(s *ast.SetStmt) {
 }
 
 // setConstant reports whether a SET value is the same wherever it is
-// evaluated: none (SET NAMES), DEFAULT, a bare word (SET x = ON), a
-// literal. Anything else (a variable, a function, a subquery, a `?`) is
-// computed by the server that runs the SET.
+// evaluated: none, a bare word (SET x = ON), a literal. Anything else (a
+// variable, a function, a subquery, a `?`, DEFAULT, which is the global
+// value of the server that runs the SET) is computed by that server.
 func (an *analyzer) setConstant(e ast.ExprNode) bool {
 	switch x := e.(type) {
-	case nil, *ast.DefaultExpr:
+	case nil:
 		return true
+	case *ast.DefaultExpr:
+		return false
 	case *ast.ColumnNameExpr:
 		return x.Name.Table.O == "" && x.Name.Schema.O == ""
 	}

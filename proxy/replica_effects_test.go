@@ -137,6 +137,36 @@ func TestReplicaNoSideEffects(t *testing.T) {
 	replicaWrites(t, p, db)
 }
 
+// TestReplicaSetDefault: SET x = DEFAULT takes the global value of the
+// server that runs it, so the replica's session gets the primary's value
+// read back, not its own global, even where the two servers' globals
+// differ.
+func TestReplicaSetDefault(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	replica := openDB(t, p.bed.DSN(p.bed.ReplicaAddr, "", ""))
+	var primaryPrec, replicaPrec int
+	if err := p.direct(t, "", "").QueryRow("SELECT @@GLOBAL.div_precision_increment").Scan(&primaryPrec); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.QueryRow("SELECT @@GLOBAL.div_precision_increment").Scan(&replicaPrec); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", primaryPrec+3))
+	t.Cleanup(func() { mustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", replicaPrec)) })
+	h := p.db(t, db, "")
+	h.SetMaxOpenConns(1)
+	mustExec(t, h, "SET SESSION div_precision_increment = 1", "SET SESSION div_precision_increment = DEFAULT")
+	var sid, prec int
+	if err := h.QueryRow("SELECT @@server_id, @@div_precision_increment").Scan(&sid, &prec); err != nil {
+		t.Fatal(err)
+	}
+	if sid != replicaID || prec != primaryPrec {
+		t.Errorf("after SET div_precision_increment = DEFAULT: server %d answered %d; want the replica with the primary's %d (the replica's own global is %d)",
+			sid, prec, primaryPrec, primaryPrec+3)
+	}
+}
+
 // TestReplicaSessionReadOnly: a view lockproxy does not know of (made
 // behind its back) that calls a writing function is sent to the replica,
 // whose read-only session refuses the write; lockproxy counts it and
