@@ -44,6 +44,7 @@ const (
 	ReasonNonFinite          = "non-finite float"
 	ReasonUnsafeCharset      = "unsafe client charset"
 	ReasonNoBackslashEscapes = "NO_BACKSLASH_ESCAPES"
+	ReasonHexNumber          = "0x hex literal"
 )
 
 // RewriteSpec is how one rule guards one numeric column (rules[].rewrite in
@@ -244,6 +245,11 @@ func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing, reparse
 // the shared nodes); for a prepared one, whose placeholders substitute
 // replaces wherever they are (or with reparse), a fresh parse of f.Text.
 func private(f *Facts, own []any, reparse bool) (*ast.UpdateStmt, string, error) {
+	if hexForms(f.Text)&hexNumbers != 0 {
+		// The tree writes 0x10 back as x'10', which MariaDB reads as a
+		// string (0 in arithmetic), not 16.
+		return nil, ReasonHexNumber, nil
+	}
 	if u, isU := f.Node.(*ast.UpdateStmt); isU && f.Params == 0 && len(own) == 0 && !reparse {
 		c := *u
 		c.List = make([]*ast.Assignment, len(u.List))

@@ -20,7 +20,11 @@ func (an *analyzer) constValue(e ast.ExprNode) (Value, bool) {
 	case *test_driver.ParamMarkerExpr:
 		return Value{Kind: ValueParam, Param: an.params[x], Text: "?"}, true
 	case *test_driver.ValueExpr:
-		return literal(x)
+		v, ok := literal(x)
+		if ok && v.Kind == ValueHex && v.Charset == "" {
+			return an.hexLiteral(v)
+		}
+		return v, ok
 	case *ast.UnaryOperationExpr:
 		v, ok := an.constValue(x.V)
 		if !ok {
@@ -34,6 +38,53 @@ func (an *analyzer) constValue(e ast.ExprNode) (Value, bool) {
 		}
 	}
 	return Value{}, false
+}
+
+// hexLiteral is a hex literal as MariaDB reads it: X'3E9' is a binary
+// string (in a numeric context its text, '1001' is 1001), 0x3E9 a hybrid
+// that is the number 1001 there. The parsed tree does not keep which was
+// written, so the statement's text says: when it has only one form, every
+// hex literal is of that form; when it has both, which is which is not
+// known, and the value is not a constant lockproxy can key.
+func (an *analyzer) hexLiteral(v Value) (Value, bool) {
+	if an.hexForms == 0 {
+		an.hexForms = hexForms(an.f.Text) | hexLooked
+	}
+	switch an.hexForms &^ hexLooked {
+	case 0, hexNumbers:
+		return v, true
+	case hexStrings:
+		return Value{Kind: ValueString, Str: v.Str, Charset: "binary", Text: "X" + strings.TrimPrefix(v.Text, "x")}, true
+	}
+	return Value{Kind: ValueExpr, Text: v.Text}, true
+}
+
+// Hex literal forms in a statement's text (analyzer.hexForms).
+const (
+	hexNumbers = 1 << iota // 0x3E9
+	hexStrings             // X'3E9'
+	hexLooked              // analyzer.hexForms is known
+)
+
+// hexForms reports which hex literal forms text has (outside strings and
+// comments).
+func hexForms(text string) int {
+	forms := 0
+	l := lexer{s: text}
+	for {
+		t, ok := l.next()
+		if !ok {
+			break
+		}
+		switch {
+		case t.quoted || t.punct:
+		case (t.text == "x" || t.text == "X") && l.i < len(text) && text[l.i] == '\'':
+			forms |= hexStrings
+		case len(t.text) > 2 && t.text[0] == '0' && (t.text[1] == 'x' || t.text[1] == 'X'):
+			forms |= hexNumbers
+		}
+	}
+	return forms
 }
 
 // exprValue is constValue, or a ValueExpr carrying e's SQL text.
@@ -81,10 +132,17 @@ func literal(x *test_driver.ValueExpr) (Value, bool) {
 		return v, true
 	case test_driver.KindBinaryLiteral:
 		b := x.GetBytes()
+		v := Value{Kind: ValueBit, Str: string(b), Text: x.GetBinaryLiteral().ToBitLiteralString(true)}
 		if x.Type.GetFlag()&mysql.UnsignedFlag != 0 {
-			return Value{Kind: ValueHex, Str: string(b), Text: "x'" + hexString(b) + "'"}, true
+			v = Value{Kind: ValueHex, Str: string(b), Text: "x'" + hexString(b) + "'"}
 		}
-		return Value{Kind: ValueBit, Str: string(b), Text: x.GetBinaryLiteral().ToBitLiteralString(true)}, true
+		// _latin1 X'E9' is a latin1 string, not a binary one (nor, in a
+		// numeric context, a number).
+		if x.Type.GetFlag()&mysql.UnderScoreCharsetFlag != 0 {
+			v.Kind, v.Charset = ValueString, strings.ToLower(x.Type.GetCharset())
+			v.Text = "_" + v.Charset + " " + v.Text
+		}
+		return v, true
 	}
 	return Value{}, false
 }

@@ -27,6 +27,9 @@ type analyzer struct {
 	// pureCalls: the statement calls a pure built-in (notePure), whose
 	// spelling finish checks.
 	pureCalls bool
+	// hexForms: which hex literal forms the text has (hexLiteral); 0 not
+	// yet looked at.
+	hexForms int
 }
 
 // Enter implements ast.Visitor.
