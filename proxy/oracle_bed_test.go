@@ -39,7 +39,7 @@ var oracleTables = []struct {
 			"(1004, 1000, 'w'), (1005, 0, 'v'), (2001, 5, 'year'), (30000, 3, 'short'), (70000, 4, 'int24'), " +
 			"(20001001, 6, 'date'), (20001001000000, 8, 'datetime')"},
 	{"acct", "name VARCHAR(32) COLLATE utf8mb4_general_ci PRIMARY KEY, bal INT NOT NULL", []string{"name"}, true,
-		"('alice', 10), ('bob', 20), ('Carol', 30), ('dave', 40), ('1001', 50)"},
+		"('alice', 10), ('bob', 20), ('Carol', 30), ('dave', 40), ('1001', 50), ('jose', 60), ('ı', 70)"},
 	{"bin", "shop_id INT NOT NULL, code VARCHAR(16) COLLATE utf8mb4_general_ci NOT NULL, qty INT NOT NULL, " +
 		"PRIMARY KEY (shop_id, code)", []string{"shop_id", "code"}, true,
 		"(1, 'a', 1), (1, 'b', 2), (2, 'a', 3), (2, 'B2', 4)"},
@@ -122,11 +122,12 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string, opt oracleOptions) *
 	} else {
 		o.p = startProxyOn(t, bed, edit, memlock.New(nil, nil))
 	}
-	schema, problems, err := rules.LoadSchema(context.Background(), o.p.direct(t, db, ""), &rules.Config{Rules: cfgRules})
+	sdb := o.p.direct(t, db, "")
+	schema, problems, err := rules.LoadSchema(context.Background(), sdb, &rules.Config{Rules: cfgRules})
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("oracle schema for the rules: %v %v", err, problems)
 	}
-	o.schema = schema
+	o.schema = schema.WithTextServer(rules.NewTextServer(sdb))
 	return o
 }
 

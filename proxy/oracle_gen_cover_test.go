@@ -33,7 +33,7 @@ func TestOracleCorpusCovers(t *testing.T) {
 		"/*T! ", "/**/", "--1",
 		"sql_mode +ANSI_QUOTES]", "sql_mode +NO_BACKSLASH_ESCAPES]", "sql_mode +PIPES_AS_CONCAT]", "sql_mode +HIGH_NOT_PRECEDENCE]",
 		"sql_mode +IGNORE_SPACE]", "sql_mode +ANSI]", "SET sql_mode = CONCAT(", "'ALICE'", "'alice  '",
-		"'1001'", "1001.0", "0x3E9", "_utf8mb4'1001'", "e3",
+		"'1001'", "1001.0", "0x3E9", "_utf8mb4'1001'", "e3", "_latin1 X'", "ı", "e-400'", "0000000000000000000000000000000000000001'",
 		"TINY ", "SHORT ", "INT24 ", "LONG ", "LONGLONG ", "LONGLONG UNSIGNED", "FLOAT ", "DOUBLE ", "NEWDECIMAL ", "DATE ",
 		"DATETIME ", "TIMESTAMP ", "TIME 00:10:01", "YEAR ", "VAR_STRING ", "BLOB ",
 		"PREPARE oracle_p FROM", "EXECUTE oracle_p USING @oracle_k", "EXECUTE IMMEDIATE", "v_sku ", "v_sku_low", "CALL oracle_",

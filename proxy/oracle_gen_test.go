@@ -231,7 +231,7 @@ func (g *gen) sessionChange(c *oracleCase) {
 // Key rows: existing ones, and new ones for INSERT.
 var (
 	skuKeys   = []int64{1001, 1002, 1003, 1004, 1005, 7, 100, 200, 2001, 30000, 70000, 1100, 1101, 1102}
-	acctKeys  = []string{"alice", "bob", "Carol", "dave", "1001", "erin", "Frank"}
+	acctKeys  = []string{"alice", "bob", "Carol", "dave", "1001", "erin", "Frank", "josé", "i"}
 	binShops  = []int64{1, 2, 3}
 	binCodes  = []string{"a", "b", "B2", "c"}
 	intTables = []string{"sku", "acct", "bin"}
@@ -240,7 +240,7 @@ var (
 // intLit spells the integer n in one of the ways MariaDB reads as n (or,
 // for a few, as something near it: MariaDB decides).
 func (g *gen) intLit(n int64) string {
-	switch g.ch.intn(22) {
+	switch g.ch.intn(24) {
 	case 0:
 		g.mark("numeric spelling: quoted")
 		return fmt.Sprintf("'%d'", n)
@@ -286,14 +286,35 @@ func (g *gen) intLit(n int64) string {
 	case 14:
 		g.mark("numeric spelling: quoted fraction")
 		return fmt.Sprintf("'%d.0'", n)
+	case 15:
+		g.mark("numeric spelling: past 38 fraction digits")
+		return fmt.Sprintf("'%d.%s1'", n, strings.Repeat("0", 39))
+	case 16:
+		g.mark("numeric spelling: past 38 fraction digits")
+		return fmt.Sprintf("'%d.%s'", n-1, strings.Repeat("9", 42))
+	case 17:
+		g.mark("numeric spelling: introducer on hex")
+		return fmt.Sprintf("_latin1 X'%X'", fmt.Sprint(n))
+	case 18:
+		g.mark("numeric spelling: underflowing exponent")
+		return fmt.Sprintf("'%de-400'", n)
 	}
 	return fmt.Sprint(n)
+}
+
+// latin1Hex is s (UTF-8, every character in latin1) as latin1 bytes in hex.
+func latin1Hex(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		fmt.Fprintf(&b, "%02X", byte(r))
+	}
+	return b.String()
 }
 
 // strLit spells the string s, with case, space and collation variants.
 func (g *gen) strLit(s string) string {
 	q := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
-	switch g.ch.intn(16) {
+	switch g.ch.intn(18) {
 	case 0:
 		g.mark("string spelling: upper case")
 		return q(strings.ToUpper(s))
@@ -323,6 +344,22 @@ func (g *gen) strLit(s string) string {
 	case 8:
 		g.mark("string spelling: mixed case and space")
 		return q(strings.ToUpper(s[:1]) + s[1:] + " ")
+	case 9:
+		if strings.Contains(s, "i") {
+			g.mark("string spelling: dotless i")
+			return q(strings.ReplaceAll(s, "i", "ı"))
+		}
+	case 10:
+		g.mark("string spelling: latin1 introducer on hex")
+		return "_latin1 X'" + latin1Hex(s) + "'"
+	case 11:
+		g.mark("string spelling: trailing no-break space")
+		return q(s + "\u00a0")
+	case 12:
+		if strings.Contains(s, "é") {
+			g.mark("string spelling: accent folded")
+			return q(strings.ReplaceAll(s, "é", "E"))
+		}
 	}
 	return q(s)
 }

@@ -153,6 +153,7 @@ func TestBinaryParamsAgreeWithMariaDB(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("LoadSchema: %v %v", err, problems)
 	}
+	schema = schema.WithTextServer(rules.NewTextServer(db))
 	raw := dialRaw(t, bed.PrimaryAddr, bed.User, bed.Password, dbName, false)
 	matched := 0
 	for _, c := range cols {

@@ -79,7 +79,10 @@ type planEnv struct {
 	// backslash or a quote (big5, cp932, gbk, sjis, gb18030).
 	unsafeCharset bool
 	clientCharset string
-	dyn           *dynState // nil: the session has prepared and set nothing
+	// text: the character sets text values arrive in, as the server
+	// reported them (keys of text columns depend on them).
+	text rules.TextCharsets
+	dyn  *dynState // nil: the session has prepared and set nothing
 	// analyze analyses a statement text (PREPARE ... FROM, EXECUTE
 	// IMMEDIATE) as the session analyses its commands.
 	analyze func(sql string) *parser.Analysis
@@ -96,6 +99,7 @@ func (s *session) planEnv() planEnv {
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
 		unsafeCharset: s.unsafeCharset,
 		clientCharset: s.sqlMode.charset,
+		text:          rules.TextCharsets{Client: s.sqlMode.charset, Connection: s.sqlMode.connection},
 		dyn:           &s.dyn,
 		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}
@@ -265,7 +269,7 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 		pl.p.changesMode = true
 	}
 	pl.noteVars(f)
-	d := pl.env.rs.Match(f, pl.env.db, pl.inTxn)
+	d := pl.env.rs.MatchIn(f, pl.env.db, pl.inTxn, pl.env.text)
 	if pl.env.rs.HasRewrites() { // only the rewrite step reads these
 		if pl.env.rs.RunsStoredCode(f, pl.env.db) {
 			pl.p.storedCode, pl.p.rewriteRows = true, true
@@ -335,12 +339,12 @@ func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
 	}
 	rs := pl.env.rs
 	if rewrite {
-		if r, keys, ok := rs.RewriteTarget(f, pl.env.db, params); ok && r.Rewrite != nil {
+		if r, keys, ok := rs.RewriteTarget(f, pl.env.db, params, pl.env.text); ok && r.Rewrite != nil {
 			pl.p.rewrite = target{rule: r, keys: keys}
 		}
 	}
 	if fence {
-		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params); ok {
+		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params, pl.env.text); ok {
 			pl.p.fence = target{rule: r, keys: keys}
 		}
 	}

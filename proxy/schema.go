@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -51,11 +54,7 @@ func (s *Server) loadSchema(cfg *rules.Config, btls *tls.Config, log *zap.Logger
 	if len(cfg.Users) == 0 {
 		return rules.Schema{}, nil
 	}
-	mc := mysql.NewConfig()
-	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Users[0].User, cfg.Users[0].Password, "tcp", cfg.Backends.Primary
-	mc.Timeout = schemaTimeout
-	mc.TLS = rules.ForAddr(btls, cfg.Backends.Primary)
-	connector, err := mysql.NewConnector(mc)
+	connector, err := primaryConnector(cfg, btls)
 	if err != nil {
 		return rules.Schema{}, err
 	}
@@ -67,11 +66,77 @@ func (s *Server) loadSchema(cfg *rules.Config, btls *tls.Config, log *zap.Logger
 	for _, p := range problems {
 		log.Warn("rule does not fit its table", zap.String("problem", p.String()))
 	}
+	for _, n := range schema.TextNotes() {
+		log.Warn("text key collation", zap.String("note", n))
+	}
+	if ts, terr := s.textServer(cfg, btls); terr == nil {
+		schema = schema.WithTextServer(ts)
+	} else {
+		log.Warn("cannot open connections to the primary for text keys; text values outside the fast path are refused", zap.Error(terr))
+	}
 	if objs, ok := schema.Objects(); ok {
 		log.Info("read the primary's views, routines, triggers and foreign keys",
 			zap.Int("views", len(objs.Views)), zap.Int("routines", len(objs.Routines)), zap.Int("triggers", len(objs.Triggers)))
 	}
 	return schema, err
+}
+
+// primaryConnector connects to the primary as the first configured user.
+func primaryConnector(cfg *rules.Config, btls *tls.Config) (driver.Connector, error) {
+	mc := mysql.NewConfig()
+	mc.User, mc.Passwd, mc.Net, mc.Addr = cfg.Users[0].User, cfg.Users[0].Password, "tcp", cfg.Backends.Primary
+	mc.Timeout = schemaTimeout
+	mc.TLS = rules.ForAddr(btls, cfg.Backends.Primary)
+	return mysql.NewConnector(mc)
+}
+
+// textServers is the pool of connections text keys are asked through
+// (rules.TextServer), kept while the primary and its login stay the same.
+type textServers struct {
+	mu sync.Mutex
+	id string
+	ts *rules.TextServer
+	db *sql.DB
+}
+
+// textServerConns bounds the connections text keys are asked through.
+const textServerConns = 4
+
+// textServer returns the text server for cfg's primary, opening its pool
+// when the primary or its login changed (the previous pool is closed once
+// the schemas that use it are long replaced).
+func (s *Server) textServer(cfg *rules.Config, btls *tls.Config) (*rules.TextServer, error) {
+	t := &s.texts
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := cfg.Backends.Primary + "\x00" + cfg.Users[0].User + "\x00" + cfg.Users[0].Password + "\x00" + fmt.Sprint(btls != nil)
+	if t.ts != nil && t.id == id {
+		return t.ts, nil
+	}
+	connector, err := primaryConnector(cfg, btls)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(textServerConns)
+	db.SetMaxIdleConns(textServerConns)
+	db.SetConnMaxIdleTime(time.Minute)
+	if t.db != nil {
+		prev := t.db
+		time.AfterFunc(time.Minute, func() { prev.Close() })
+	}
+	t.id, t.ts, t.db = id, rules.NewTextServer(db), db
+	return t.ts, nil
+}
+
+// closeTexts closes the text server's connections.
+func (s *Server) closeTexts() {
+	s.texts.mu.Lock()
+	defer s.texts.mu.Unlock()
+	if s.texts.db != nil {
+		s.texts.db.Close()
+		s.texts.db, s.texts.ts = nil, nil
+	}
 }
 
 // refreshSchema re-reads the guarded tables, views, routines, triggers

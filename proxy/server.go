@@ -78,6 +78,9 @@ type Server struct {
 	// hold (proxy.memory_budget); see memory.go.
 	mem *memBudget
 
+	// texts are the connections text keys are asked through.
+	texts textServers
+
 	// reloadMu orders the swaps of rt (Reload and schema refreshes).
 	reloadMu sync.Mutex
 
@@ -612,6 +615,7 @@ const shutdownStraggle = releaseTimeout + time.Second
 
 func (s *Server) closeBackends() {
 	s.pool.close()
+	s.closeTexts()
 	if rt := s.loaded().router; rt != nil {
 		rt.Close()
 	}

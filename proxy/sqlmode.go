@@ -18,6 +18,9 @@ type modeState struct {
 	// quote to a parser that reads bytes (parser.RewriteSafeCharset).
 	charset string
 	unsafe  bool
+	// connection is the session's character_set_connection, which text
+	// literals are converted to.
+	connection string
 	// exactNames: the server's lower_case_table_names is 0, so table
 	// names and aliases compare case-sensitively.
 	exactNames bool
@@ -27,7 +30,7 @@ type modeState struct {
 // sessionStateQuery reads what parsing depends on from the session's
 // primary connection (lower_case_table_names is the server's, read with
 // them for the same statement's sake).
-const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE(), @@lower_case_table_names"
+const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE(), @@lower_case_table_names, @@SESSION.character_set_connection"
 
 // parseOptions are the options the session's texts are analysed under:
 // the pinned primary's version (from its greeting) and the session's
@@ -40,7 +43,7 @@ func (s *session) parseOptions() parser.Options {
 	}
 	if s.sqlMode.stale {
 		row, err := s.be.queryRow(sessionStateQuery)
-		if err == nil && len(row) != 4 {
+		if err == nil && len(row) != 5 {
 			err = errNoRow
 		}
 		if err != nil {
@@ -50,7 +53,7 @@ func (s *session) parseOptions() parser.Options {
 		}
 		cs := string(row[1])
 		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
-			exactNames: string(row[3]) == "0"}
+			exactNames: string(row[3]) == "0", connection: string(row[4])}
 		s.unsafeCharset = s.sqlMode.unsafe
 		if db := string(row[2]); db != s.db {
 			s.db = db

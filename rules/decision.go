@@ -110,7 +110,8 @@ type Decision struct {
 	NeedParams bool
 
 	pending []pendingTuple
-	done    []Key // keys known before binding
+	cs      TextCharsets // the session's, for the pending tuples' text values
+	done    []Key        // keys known before binding
 }
 
 // IsUnkeyed reports whether some rule could not derive its keys.

@@ -37,6 +37,8 @@ type builder struct {
 	// several: the statement names more than one row tuple (an IN list,
 	// ORs, several VALUES rows).
 	several bool
+	// cs: the character sets the statement's text values arrive in.
+	cs TextCharsets
 }
 
 func (b *builder) hit(d *Decision, r *Rule) {
@@ -83,6 +85,7 @@ func (b *builder) finish(d Decision) Decision {
 		b.resolve(t, nil)
 	}
 	d.pending = waiting
+	d.cs = b.cs
 	d.NeedParams = len(waiting) > 0
 	d.done = sortKeys(b.keys)
 	return b.seal(d)
@@ -129,7 +132,7 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: parameter %d: a date or time among several values; MariaDB may compare the whole list as dates, where other numbers name the same date", t.cols[i], v.Param+1))
 			return
 		}
-		n, err := normalizeBound(t.info.Column(t.cols[i]), v, t.uses[i], params)
+		n, err := normalizeBound(t.info.Column(t.cols[i]), v, t.uses[i], params, b.cs)
 		sensitive := t.rule.IsSensitive(t.cols[i])
 		what := t.cols[i]
 		if err != nil && v.Kind == parser.ValueParam {
@@ -153,21 +156,21 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 // normalizeBound keys a literal, or a placeholder bound from params: a
 // Param (typed, as COM_STMT_EXECUTE sent it) through NormalizeParam, a
 // plain Go value through ParamValue and Normalize.
-func normalizeBound(col *Column, v parser.Value, use Use, params []any) ([]byte, error) {
+func normalizeBound(col *Column, v parser.Value, use Use, params []any, cs TextCharsets) ([]byte, error) {
 	if v.Kind != parser.ValueParam {
-		return Normalize(col, v, use)
+		return NormalizeIn(col, v, use, cs)
 	}
 	if v.Param < 0 || v.Param >= len(params) {
 		return nil, unkeyable("placeholder ?%d has no value", v.Param)
 	}
 	if p, ok := params[v.Param].(Param); ok {
-		return NormalizeParam(col, p, use)
+		return NormalizeParamIn(col, p, use, cs)
 	}
 	bound, err := ParamValue(params[v.Param])
 	if err != nil {
 		return nil, unkeyable("%v", err)
 	}
-	return Normalize(col, bound, use)
+	return NormalizeIn(col, bound, use, cs)
 }
 
 // sortKeys sorts by name and drops repeats (keeping the first rule).
@@ -195,7 +198,7 @@ func (d Decision) Bind(params []any) Decision {
 	}
 	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...),
 		reads: append([]Unkeyed(nil), d.UnkeyedReads...), hidden: d.Hidden,
-		several: len(d.done)+len(d.pending) > 1}
+		several: len(d.done)+len(d.pending) > 1, cs: d.cs}
 	for _, t := range d.pending {
 		b.resolve(t, params)
 	}

@@ -87,11 +87,19 @@ func (rs *RuleSet) Schema() Schema { return rs.schema }
 // with a trigger, whose body may write a guarded table gets Hidden writes
 // (and Reject) unless the rule allows the routine or trigger.
 func (rs *RuleSet) Match(f *parser.Facts, currentDB string, inTxn bool) Decision {
+	return rs.MatchIn(f, currentDB, inTxn, TextCharsets{})
+}
+
+// MatchIn is Match for a session whose text values arrive in the
+// character sets cs (the server's character_set_client and
+// character_set_connection): text keys are the values as the server
+// converts and weighs them (see NormalizeIn).
+func (rs *RuleSet) MatchIn(f *parser.Facts, currentDB string, inTxn bool, cs TextCharsets) Decision {
 	var d Decision
 	if rs == nil || f == nil {
 		return d
 	}
-	var b builder
+	b := builder{cs: cs}
 	if matchable(f.Kind) {
 		for _, ref := range f.Tables {
 			schema := refSchema(ref, currentDB)

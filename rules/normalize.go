@@ -3,6 +3,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,13 @@ func unkeyable(format string, args ...any) error {
 // folded as under a _ci, PAD SPACE collation. v must not be a placeholder
 // (bind it first with ParamValue). Safe for concurrent use.
 func Normalize(col *Column, v parser.Value, use Use) ([]byte, error) {
+	return NormalizeIn(col, v, use, TextCharsets{})
+}
+
+// NormalizeIn is Normalize for a value of a session whose text arrives in
+// the character sets cs: a text value's key is then the one MariaDB's
+// collation gives it after the server's conversions (see textkey.go).
+func NormalizeIn(col *Column, v parser.Value, use Use, cs TextCharsets) ([]byte, error) {
 	switch v.Kind {
 	case parser.ValueNull:
 		return nil, unkeyable("NULL never equals a row's key")
@@ -65,7 +73,7 @@ func Normalize(col *Column, v parser.Value, use Use) ([]byte, error) {
 	case famFloat:
 		return normalizeFloat(v)
 	case famString:
-		return normalizeString(col, v, use)
+		return normalizeString(col, v, use, cs)
 	case famBinary:
 		return normalizeBinary(col, v, use)
 	case famTemporal:
@@ -130,10 +138,10 @@ func numberOf(v parser.Value) (string, error) {
 	case parser.ValueUint:
 		return strconv.FormatUint(v.Uint, 10), nil
 	case parser.ValueDecimal:
-		if c, ok := canonDecimal(v.Str); ok {
+		if c, ok := canonDecimal(v.Str); ok && exactDecimal(c) {
 			return c, nil
 		}
-		return "", unkeyable("decimal %s out of range", v.Text)
+		return "", unkeyable("decimal %s has more digits than lockproxy reads as MariaDB does (%d, %d after the point)", v.Text, maxDecimalDigits, maxDecimalScale)
 	case parser.ValueFloat:
 		return floatText(v.Float), nil
 	case parser.ValueHex, parser.ValueBit:
@@ -144,12 +152,14 @@ func numberOf(v parser.Value) (string, error) {
 		return strconv.FormatUint(u, 10), nil
 	case parser.ValueString:
 		p := numericPrefix(v.Str)
-		if c, ok := canonDecimal(p); ok {
+		if c, ok := canonDecimal(p); ok && exactDecimal(c) {
 			return c, nil
 		}
-		// Out of our exact range: MySQL goes through a double.
-		f, _ := strconv.ParseFloat(p, 64)
-		return floatText(f), nil
+		// MariaDB rounds what it reads beyond its decimal's digits, and
+		// converts beyond that through a double: the differential test
+		// (TestNormalizeAgreesWithMariaDB) shows it, lockproxy does not
+		// claim to read it alike.
+		return "", unkeyable("%s has more digits than lockproxy reads as MariaDB does (%d, %d after the point)", v.Text, maxDecimalDigits, maxDecimalScale)
 	}
 	return "", unkeyable("%s is not a number", v.Text)
 }
@@ -159,6 +169,11 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 		// Stored, X'044C' is a binary string MariaDB converts as text
 		// (to 0, with a warning), not the number 1100.
 		return nil, unkeyable("%s stored into numeric column %s converts as a binary string", v.Text, col.Name)
+	}
+	if v.Kind == parser.ValueFloat && !(math.Abs(v.Float) < 1<<53) {
+		// MariaDB clips or rounds such a double to the column's integers
+		// in ways lockproxy does not claim to follow.
+		return nil, unkeyable("float %s is beyond the integers a double holds exactly, for integer column %s", v.Text, col.Name)
 	}
 	n, err := numberOf(v)
 	if err != nil {
@@ -253,12 +268,105 @@ func textOf(col *Column, v parser.Value, use Use) (string, error) {
 	return numberOf(v)
 }
 
-func normalizeString(col *Column, v parser.Value, use Use) ([]byte, error) {
+func normalizeString(col *Column, v parser.Value, use Use, cs TextCharsets) ([]byte, error) {
 	s, err := textOf(col, v, use)
 	if err != nil {
 		return nil, err
 	}
-	return []byte(collate(col.Collation, s, strings.EqualFold(col.DataType, "char"))), nil
+	charCol := strings.EqualFold(col.DataType, "char")
+	t := col.text
+	if t == nil {
+		// A schema not read from a server: fold by the literal form.
+		return []byte(collate(col.Collation, s, charCol)), nil
+	}
+	if t.broken != "" {
+		return nil, unkeyable("column %s: collation %s: %s", col.Name, t.name, t.broken)
+	}
+	from, via := valueCharsets(v, cs)
+	if asciiOnly(s) && t.table != nil && (asciiCharsets[from] || (from == "binary" && asciiCharsets[t.charset])) && (via == "" || asciiCharsets[via]) {
+		if charCol {
+			s = strings.TrimRight(s, " ")
+		}
+		chars := len(s)
+		if t.pad {
+			chars = len(strings.TrimRight(s, " "))
+		}
+		if err := fitsColumn(col, use, chars, len(s)); err != nil {
+			return nil, err
+		}
+		k, _ := t.fastKey(s)
+		return []byte(k), nil
+	}
+	if t.srv == nil || t.srv.s == nil {
+		return nil, unkeyable("column %s: a value outside printable ASCII (or a collation without the fast path) is keyed by the primary's weights, and lockproxy has no connection to ask", col.Name)
+	}
+	a, err := t.srv.s.ask(t, textQuestion{collation: t.name, from: from, via: via, charCol: charCol, value: s})
+	switch {
+	case err != nil:
+		return nil, unkeyable("column %s: cannot ask the primary how collation %s weighs the value: %v", col.Name, t.name, err)
+	case a.failure != "":
+		return nil, unkeyable("column %s: the primary does not weigh the value under collation %s: %s", col.Name, t.name, a.failure)
+	case a.lossy:
+		return nil, unkeyable("column %s: the value is not well-formed in %s, or has characters the column's character set %s lacks (MariaDB would refuse or replace them)", col.Name, from, t.charset)
+	}
+	if err := fitsColumn(col, use, a.chars, a.octets); err != nil {
+		return nil, err
+	}
+	return []byte(a.key), nil
+}
+
+// valueCharsets returns the character set a text value's bytes are in and
+// the connection's, which the server converts it through first ("" when it
+// does not): an introducer names the literal's (_latin1 X'E9' too); hex
+// and bit literals and BLOB parameters are otherwise binary strings, which
+// meet a text column as bytes of its character set; anything else arrives in the client's and is
+// converted to the connection's.
+func valueCharsets(v parser.Value, cs TextCharsets) (from, via string) {
+	switch {
+	case v.Charset != "":
+		return v.Charset, ""
+	case v.Kind == parser.ValueHex || v.Kind == parser.ValueBit:
+		return "binary", ""
+	}
+	from, via = cs.client(), cs.connection()
+	if via == from {
+		via = ""
+	}
+	return from, via
+}
+
+// fitsColumn refuses a value stored (Assign) into a text column that
+// would cut it: the row then holds a shorter value than the one keyed.
+// chars counts the characters that matter (trailing spaces, which MariaDB
+// drops silently, not under PAD SPACE), octets its bytes in the column's
+// character set.
+func fitsColumn(col *Column, use Use, chars, octets int) error {
+	if use != Assign {
+		return nil
+	}
+	switch strings.ToLower(col.DataType) {
+	case "char", "varchar":
+		if n, ok := charLength(col.ColumnType); ok && chars > n {
+			return unkeyable("a value of %d characters stored into %s column %s is cut to %d", chars, col.ColumnType, col.Name, n)
+		}
+	case "tinytext", "text", "mediumtext":
+		limit := map[string]int{"tinytext": 255, "text": 65535, "mediumtext": 16777215}[strings.ToLower(col.DataType)]
+		if octets > limit {
+			return unkeyable("a value of %d bytes stored into %s column %s is cut to %d", octets, col.DataType, col.Name, limit)
+		}
+	}
+	return nil
+}
+
+// charLength reads n from "varchar(n)" or "char(n)".
+func charLength(columnType string) (int, bool) {
+	_, rest, ok := strings.Cut(columnType, "(")
+	if !ok {
+		return 0, false
+	}
+	num, _, _ := strings.Cut(rest, ")")
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n >= 0
 }
 
 func normalizeBinary(col *Column, v parser.Value, use Use) ([]byte, error) {

@@ -24,16 +24,39 @@ type normCase struct {
 	spellings  []string
 }
 
+// numberSpellings are spellings of 1001 (and of its neighbours) MariaDB
+// converts through a double or a decimal: every count of fraction digits
+// around the 15-17 a double holds and the 38 and 65 a decimal does, quoted
+// and not, and exponents down to underflow.
+func numberSpellings() []string {
+	var out []string
+	for _, n := range []int{1, 14, 15, 16, 17, 18, 20, 30, 37, 38, 39, 40, 45, 60, 64, 65, 66, 80} {
+		nines, zeros := strings.Repeat("9", n), strings.Repeat("0", n-1)
+		for _, v := range []string{"1000." + nines, "1001." + zeros + "1", "1001." + zeros + "0", "1001." + nines} {
+			out = append(out, v, "'"+v+"'", "-"+v, "'-"+v+"'")
+		}
+	}
+	return append(out, "'1001e0'", "'1.001e3'", "'10010e-1'", "'1001e-400'", "'1e400'", "'-1e400'", "1001e0", "1.001e3", "100.1e1",
+		"1001e-400", "1001.5e0", "1000.9999999999999e0", "1000.99999999999999999e0", "-1001.5e0", "1001.4999999999999e0", "'0.1001e4'", "'1001.'", "'.1001e4'", "'1001e'", "'1001e+0'", "'1001 e1'", "'1001e1x'")
+}
+
 var normCases = []normCase{
 	{"t_int", "k INT", []string{"0", "1001", "1002", "-5"},
 		[]string{"1001", "'1001'", "' 1001'", "'1001.0'", "1001.0", "1001.4", "1e3", "1.001e3", "0x3E9", "'0x3E9'", "'abc'", "''",
-			"'1001abc'", "-5", "'-5'", "'+1001'", "1002", "'1002 '", "b'1111101001'", "TRUE", "'\t1001'"}},
+			"'1001abc'", "-5", "'-5'", "'+1001'", "1002", "'1002 '", "b'1111101001'", "TRUE", "'\t1001'",
+			"_latin1 X'31303031'", "_utf8mb4 0x31303031", "_binary'1001'", "X'31303031'"}},
+	{"t_int_num", "k INT", []string{"0", "1000", "1001", "1002", "10010"}, numberSpellings()},
+	{"t_bigint_num", "k BIGINT", []string{"0", "1001", "9223372036854775807", "9223372036854775806", "1152921504606846976", "1152921504606846977", "-9223372036854775808"},
+		append(numberSpellings(), "9223372036854775807e0", "1152921504606846976e0", "'1152921504606846977'", "1152921504606846977", "-9223372036854775808e0",
+			"'9223372036854775807.5'", "9223372036854775806.5", "'9223372036854775808'")},
+	{"t_dec_num", "k DECIMAL(30,10)", []string{"0", "1001", "1000.9999999999", "1001.0000000001"}, numberSpellings()},
 	{"t_big", "k BIGINT UNSIGNED", []string{"18446744073709551615", "9007199254740993", "9007199254740992", "1"},
 		[]string{"18446744073709551615", "9007199254740993", "'9007199254740993'", "9007199254740992", "1", "'1'", "1.0"}},
 	{"t_dec", "k DECIMAL(10,2)", []string{"1.10", "2.00", "0"},
 		[]string{"1.1", "1.10", "'1.1'", "'1.10'", "1.1e0", "'01.1'", "2", "'2'", "2.0", "0", "'0'", "'abc'", "1.105", "' 2 '"}},
 	{"t_general_ci", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", []string{"'abc'", "'ABd'", "'straße'", "'Ærø'", "'e'", "'😀'"},
-		[]string{"'abc'", "'ABC'", "'abc '", "'Àbc'", "'abd'", "'strasse'", "'STRASSE'", "'straße'", "'strase'", "'é'", "'E'", "'ærø'", "'aero'", "'😁'", "'abc\t'"}},
+		[]string{"'abc'", "'ABC'", "'abc '", "'Àbc'", "'abd'", "'strasse'", "'STRASSE'", "'straße'", "'strase'", "'é'", "'E'", "'ærø'", "'aero'", "'😁'", "'abc\t'",
+			"_latin1 X'C9'", "_latin1'\xc9'", "X'C3A9'", "_binary'abc'", "'ı'", "'abc\u00a0'"}},
 	{"t_unicode_ci", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", []string{"'abc'", "'straße'", "'æble'", "'e'"},
 		[]string{"'ABC'", "'strasse'", "'STRASSE'", "'aeble'", "'AEBLE'", "'é'", "'É '", "'abc  '"}},
 	{"t_bin", "k VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", []string{"'abc'", "'ABC'"},
@@ -75,6 +98,7 @@ func TestNormalizeAgreesWithMariaDB(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("LoadSchema: %v %v", err, problems)
 	}
+	schema = schema.WithTextServer(NewTextServer(db))
 	for _, c := range normCases {
 		t.Run(c.table, func(t *testing.T) {
 			col := schema.Table(dbName, c.table).Column("k")
@@ -119,7 +143,11 @@ func checkSpelling(t *testing.T, db *sql.DB, table string, col *Column, spelling
 	t.Helper()
 	query := "SELECT k FROM " + table + " WHERE k = " + spelling
 	a, err := parser.Analyze(query, "")
-	if err != nil || a.Unparsed || len(a.Stmts) != 1 {
+	if err == nil && a.Unparsed {
+		t.Logf("%-30s does not parse (refused as unparsed where it names a guarded table)", spelling)
+		return
+	}
+	if err != nil || len(a.Stmts) != 1 {
 		t.Fatalf("parse %s: %v", query, err)
 	}
 	tuples, ok := a.Stmts[0].Tables[0].Where.Keys([]string{"k"})

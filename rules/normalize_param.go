@@ -32,6 +32,12 @@ import (
 // (out of range, invalid date), wraps ErrUnkeyable. Safe for concurrent
 // use.
 func NormalizeParam(col *Column, p Param, use Use) ([]byte, error) {
+	return NormalizeParamIn(col, p, use, TextCharsets{})
+}
+
+// NormalizeParamIn is NormalizeParam for a session whose text arrives in
+// the character sets cs (see NormalizeIn).
+func NormalizeParamIn(col *Column, p Param, use Use, cs TextCharsets) ([]byte, error) {
 	switch p.Type {
 	case ParamNull:
 		return nil, unkeyable("NULL never equals a row's key")
@@ -55,7 +61,7 @@ func NormalizeParam(col *Column, p Param, use Use) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Normalize(col, v, use)
+	return NormalizeIn(col, v, use, cs)
 }
 
 // plainDecimal reports whether s is [sign]digits[.digits] with at most 65

@@ -56,6 +56,23 @@ func canonDecimal(s string) (string, bool) {
 	return out, true
 }
 
+// MariaDB's DECIMAL holds at most 65 digits, 38 after the point: within
+// them it reads a decimal text exactly, beyond them it rounds.
+const (
+	maxDecimalDigits = 65
+	maxDecimalScale  = 38
+)
+
+// exactDecimal reports whether a canonical decimal is within the digits
+// MariaDB reads exactly.
+func exactDecimal(canon string) bool {
+	ip, fp, _ := strings.Cut(strings.TrimPrefix(canon, "-"), ".")
+	if ip == "0" {
+		ip = ""
+	}
+	return len(fp) <= maxDecimalScale && len(ip)+len(fp) <= maxDecimalDigits
+}
+
 func allDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

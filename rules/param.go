@@ -224,8 +224,12 @@ func (p Param) value() (parser.Value, error) {
 		return floatValue(p.Float), nil
 	case ParamDecimal:
 		return parser.Value{Kind: parser.ValueDecimal, Str: string(p.Bytes), Text: string(p.Bytes)}, nil
-	case ParamString, ParamBlob:
+	case ParamString:
 		return parser.Value{Kind: parser.ValueString, Str: string(p.Bytes), Text: strconv.Quote(string(p.Bytes))}, nil
+	case ParamBlob:
+		// MariaDB reads a BLOB parameter as a binary string, which meets a
+		// text column as bytes of the column's character set.
+		return parser.Value{Kind: parser.ValueString, Str: string(p.Bytes), Charset: "binary", Text: strconv.Quote(string(p.Bytes))}, nil
 	}
 	return parser.Value{}, unkeyable("parameter %s has no literal of the same meaning", p)
 }

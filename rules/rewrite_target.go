@@ -8,23 +8,24 @@ import (
 
 // RewriteTarget finds the rule with a rewrite plan that guards the one
 // table f touches, and the keys of the rows f names there, binding
-// placeholders from params (execute-time values; nil for text). It
+// placeholders from params (execute-time values; nil for text) and
+// reading text values in the session's character sets cs. It
 // ignores the rule's lock classes: a rule may rewrite without locking.
 // ok is false when f touches several tables, no rewrite rule guards the
 // table, or its rows cannot be pinned to keys.
-func (rs *RuleSet) RewriteTarget(f *parser.Facts, currentDB string, params []any) (r *Rule, keys []Key, ok bool) {
-	return rs.target(f, currentDB, params, func(r *Rule) bool { return r.Rewrite != nil })
+func (rs *RuleSet) RewriteTarget(f *parser.Facts, currentDB string, params []any, cs TextCharsets) (r *Rule, keys []Key, ok bool) {
+	return rs.target(f, currentDB, params, cs, func(r *Rule) bool { return r.Rewrite != nil })
 }
 
 // FenceTarget is RewriteTarget for the rule with a fence column guarding
 // the one table f touches.
-func (rs *RuleSet) FenceTarget(f *parser.Facts, currentDB string, params []any) (r *Rule, keys []Key, ok bool) {
-	return rs.target(f, currentDB, params, func(r *Rule) bool { return r.Fence != "" })
+func (rs *RuleSet) FenceTarget(f *parser.Facts, currentDB string, params []any, cs TextCharsets) (r *Rule, keys []Key, ok bool) {
+	return rs.target(f, currentDB, params, cs, func(r *Rule) bool { return r.Fence != "" })
 }
 
 // target finds the first rule accepted by want guarding the one table f
 // touches, and the keys of the rows f names there.
-func (rs *RuleSet) target(f *parser.Facts, currentDB string, params []any, want func(*Rule) bool) (r *Rule, keys []Key, ok bool) {
+func (rs *RuleSet) target(f *parser.Facts, currentDB string, params []any, cs TextCharsets, want func(*Rule) bool) (r *Rule, keys []Key, ok bool) {
 	if rs == nil || f == nil || len(f.Tables) != 1 {
 		return nil, nil, false
 	}
@@ -37,7 +38,7 @@ func (rs *RuleSet) target(f *parser.Facts, currentDB string, params []any, want 
 		if !want(cr.rule) {
 			continue
 		}
-		var b builder
+		b := builder{cs: cs}
 		var d Decision
 		rs.keysFor(&b, f, ref, schema, cr)
 		d = b.finish(d)

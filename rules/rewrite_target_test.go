@@ -47,7 +47,7 @@ rules:
 			if err != nil || len(an.Stmts) != 1 {
 				t.Fatalf("analyze: %v", err)
 			}
-			r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", c.params)
+			r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", c.params, TextCharsets{})
 			if c.rule == "" {
 				if ok {
 					t.Fatalf("unexpected target %s %v", r.Name, keys)
@@ -129,7 +129,7 @@ rules:
 		}
 	}
 	an, _ := parser.Analyze("UPDATE sku_stock SET stock = 3 WHERE sku_id = 7", "shop")
-	if r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", nil); !ok || r.Name != "hot" || len(keys) != 1 {
+	if r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", nil, TextCharsets{}); !ok || r.Name != "hot" || len(keys) != 1 {
 		t.Errorf("RewriteTarget: ok %v rule %v keys %v", ok, r, keys)
 	}
 }

@@ -20,6 +20,11 @@ type Column struct {
 	// AutoIncrement is true for an AUTO_INCREMENT column: an INSERT that
 	// leaves it out (or gives NULL or 0) makes a new row nobody can name yet.
 	AutoIncrement bool
+	// text is what the primary proved of a text column's collation (see
+	// textkey.go); nil for a schema not read from a server, whose text
+	// values are then folded by their literal form.
+	text    *textCollation
+	charset string // CHARACTER_SET_NAME, as read with text
 }
 
 // TableInfo describes a guarded table: its columns (by lowercased name) and
@@ -39,6 +44,11 @@ type Schema struct {
 	// objects are the primary's views, routines and triggers; nil when
 	// never read (see WithObjects).
 	objects *Objects
+	// texts is where the text key columns' collations ask the primary;
+	// nil for a schema not read from a server.
+	texts *textServerRef
+	// textNotes say which collations have no fast path, and why.
+	textNotes []string
 }
 
 // NewSchema builds a Schema from table descriptions (tests, `lockproxy
@@ -134,7 +144,23 @@ func LoadSchema(ctx context.Context, db *sql.DB, cfg *Config) (Schema, []Problem
 			ps = append(ps, checkKey(cfg.Path, cfg.Line(path+".key"), path, r, t)...)
 		}
 	}
+	s.textNotes = loadCollations(ctx, db, &s)
 	return s, ps, nil
+}
+
+// TextNotes says, a line per collation of a text key column, where the
+// primary did not prove printable ASCII keys (so every value is asked of
+// it) or cannot weigh values at all (so they are refused).
+func (s Schema) TextNotes() []string { return s.textNotes }
+
+// WithTextServer returns s with its text key columns asking ts for the
+// keys of values the fast path does not cover (see TextServer). Without
+// it such values are refused. Call it before the schema is used.
+func (s Schema) WithTextServer(ts *TextServer) Schema {
+	if s.texts != nil {
+		s.texts.s = ts
+	}
+	return s
 }
 
 func checkKey(file string, line int, path string, r *Rule, t *TableInfo) []Problem {
@@ -155,7 +181,7 @@ func checkKey(file string, line int, path string, r *Rule, t *TableInfo) []Probl
 }
 
 const columnsQuery = `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE,
- IFNULL(COLLATION_NAME, ''), EXTRA
+ IFNULL(COLLATION_NAME, ''), EXTRA, IFNULL(CHARACTER_SET_NAME, '')
 FROM information_schema.COLUMNS
 WHERE LOWER(TABLE_NAME) = ? AND (? = '' OR LOWER(TABLE_SCHEMA) = ?)
  AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
@@ -177,8 +203,8 @@ func loadTables(ctx context.Context, db *sql.DB, schema, table string) ([]*Table
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var sch, name, col, dt, ct, coll, extra string
-		if err := rows.Scan(&sch, &name, &col, &dt, &ct, &coll, &extra); err != nil {
+		var sch, name, col, dt, ct, coll, extra, cs string
+		if err := rows.Scan(&sch, &name, &col, &dt, &ct, &coll, &extra, &cs); err != nil {
 			return nil, fmt.Errorf("rules: read columns of %s: %w", table, err)
 		}
 		key := strings.ToLower(sch + "." + name)
@@ -191,7 +217,7 @@ func loadTables(ctx context.Context, db *sql.DB, schema, table string) ([]*Table
 		lc := strings.ToLower(col)
 		t.Columns[lc] = Column{Name: lc, DataType: strings.ToLower(dt), ColumnType: strings.ToLower(ct),
 			Collation: strings.ToLower(coll), Unsigned: strings.Contains(strings.ToLower(ct), "unsigned"),
-			AutoIncrement: strings.Contains(strings.ToLower(extra), "auto_increment")}
+			AutoIncrement: strings.Contains(strings.ToLower(extra), "auto_increment"), charset: strings.ToLower(cs)}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("rules: read columns of %s: %w", table, err)

@@ -41,7 +41,7 @@ var LockBenches = []string{"BenchmarkUncontended", "BenchmarkHotKeyHandoff"}
 func Specs() []Spec {
 	ss := []Spec{
 		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
-		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey"}},
+		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst"}},
 	}
 	for _, b := range []string{"memlock", "redislock", "redlock", "mysqllock", "etcdlock", "zklock"} {
 		ss = append(ss, Spec{GroupLock, "./lockmgr/" + b + "/", LockBenches})

@@ -1,0 +1,158 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// TestTextKeyLostUpdates holds a row through one spelling of its text key
+// and writes it through another that MariaDB calls equal: under the
+// column's collation, from a client in another character set, with an
+// introducer, a hex literal, and as a text and a BLOB parameter. The
+// writer must wait for the holder (lockproxy's 1205 naming the rule) and
+// change nothing; once the holder rolls back, the same write changes the
+// held row, which shows the spellings really are one row.
+func TestTextKeyLostUpdates(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	tables := map[string]string{
+		"general": "utf8mb4 COLLATE utf8mb4_general_ci",
+		"uca":     "utf8mb4 COLLATE utf8mb4_uca1400_ai_ci",
+		"ascs":    "utf8mb4 COLLATE utf8mb4_uca1400_as_cs",
+		"swedish": "latin1 COLLATE latin1_swedish_ci",
+		"german":  "latin1 COLLATE latin1_german2_ci",
+	}
+	for name, coll := range tables {
+		mustExec(t, direct, "CREATE TABLE "+name+" (k VARCHAR(32) CHARACTER SET "+coll+" PRIMARY KEY, v INT NOT NULL)")
+	}
+	mustExec(t, direct,
+		"INSERT INTO general VALUES ('i', 0), ('josé', 0), ('abc', 0)",
+		"INSERT INTO uca VALUES ('1001', 0), ('a', 0), ('é', 0)",
+		"INSERT INTO ascs VALUES ('Kelvin', 0)",
+		"INSERT INTO swedish VALUES ('y', 0), ('d', 0)",
+		"INSERT INTO german VALUES ('ae', 0)")
+	value := func(table, key string) int {
+		t.Helper()
+		var v int
+		if err := direct.QueryRow("SELECT v FROM "+table+" WHERE k = ?", key).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cases := []struct {
+		name, table, held string
+		// names, sets the session's character set first; write is the text
+		// the writer sends (its bytes in that set).
+		names, write string
+	}{
+		{"dotless i is i", "general", "i", "", "UPDATE general SET v = v + 1 WHERE k = 'ı'"},
+		{"latin1 client", "general", "josé", "latin1", "UPDATE general SET v = v + 1 WHERE k = 'jos\xe9'"},
+		{"latin1 introducer", "general", "josé", "", "UPDATE general SET v = v + 1 WHERE k = _latin1 X'6A6F73E9'"},
+		{"hex literal", "general", "josé", "", "UPDATE general SET v = v + 1 WHERE k = X'6A6F73C3A9'"},
+		{"case and trailing space", "general", "abc", "", "UPDATE general SET v = v + 1 WHERE k = 'ABC  '"},
+		{"arabic digits", "uca", "1001", "", "UPDATE uca SET v = v + 1 WHERE k = '١٠٠١'"},
+		{"ignorable character", "uca", "a", "", "UPDATE uca SET v = v + 1 WHERE k = 'a\u200b'"},
+		{"combining accent", "uca", "é", "", "UPDATE uca SET v = v + 1 WHERE k = 'e\u0301'"},
+		{"kelvin sign", "ascs", "Kelvin", "", "UPDATE ascs SET v = v + 1 WHERE k = '\u212Aelvin'"},
+		{"swedish u umlaut", "swedish", "y", "", "UPDATE swedish SET v = v + 1 WHERE k = 'ü'"},
+		{"icelandic eth", "swedish", "d", "", "UPDATE swedish SET v = v + 1 WHERE k = 'ð'"},
+		{"german2 expansion", "german", "ae", "", "UPDATE german SET v = v + 1 WHERE k = 'ä'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+"."+c.table, []string{"k"} })
+			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback() }()
+			if _, err := tx.Exec("UPDATE "+c.table+" SET v = v WHERE k = ?", c.held); err != nil {
+				t.Fatal(err)
+			}
+			before := value(c.table, c.held)
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+			if c.names != "" {
+				if _, err := r.query("SET NAMES " + c.names); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = r.query(c.write)
+			if me := myErr(t, err); me.Code != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+				t.Fatalf("while %q is held: want lockproxy's 1205 naming the rule, got %v", c.held, me)
+			}
+			if got := value(c.table, c.held); got != before {
+				t.Fatalf("the write ran while the row was held: v %d → %d", before, got)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.query(c.write); err != nil {
+				t.Fatalf("after the holder rolled back: %v", err)
+			}
+			if got := value(c.table, c.held); got != before+1 {
+				t.Fatalf("the write did not change the held row %q: v %d → %d", c.held, before, got)
+			}
+		})
+	}
+
+	t.Run("parameters", func(t *testing.T) {
+		p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+".general", []string{"k"} })
+		for _, param := range []typedParam{
+			wireText(mysql.MYSQL_TYPE_VAR_STRING, "JOSÉ"),
+			wireText(mysql.MYSQL_TYPE_BLOB, "jos\xc3\xa9"),
+		} {
+			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec("UPDATE general SET v = v WHERE k = 'jose'"); err != nil {
+				t.Fatal(err)
+			}
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+			id, _ := r.prepare("UPDATE general SET v = v + 1 WHERE k = ?")
+			_, _, err = r.executeTyped(id, param)
+			if me := myErr(t, err); me.Code != 1205 || !strings.Contains(me.Message, "sku-stock") {
+				t.Fatalf("parameter %v while 'jose' is held: want lockproxy's 1205, got %v", param, me)
+			}
+			_ = tx.Rollback()
+		}
+	})
+
+	t.Run("numbers beyond what lockproxy reads exactly", func(t *testing.T) {
+		mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (0, 1), (1001, 1), (1152921504606846976, 1)")
+		p := guardedProxy(t, db, nil)
+		r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+		// MariaDB changes row 1001, 1001, 0 and 2^60 for these.
+		for _, k := range []string{"'1001.0000000000000000000000000000000000000001'", "'1000.99999999999999999999999999999999999999999'", "'1001e-400'", "1152921504606846976e0"} {
+			_, err := r.query("UPDATE sku SET stock = 0 WHERE sku_id = " + k)
+			if me := myErr(t, err); me.Code != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+				t.Fatalf("sku_id = %s: want lockproxy's 1105 naming the rule, got %v", k, me)
+			}
+		}
+		var changed int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE stock = 0").Scan(&changed); err != nil || changed != 0 {
+			t.Fatalf("a refused statement ran: %d rows changed (%v)", changed, err)
+		}
+	})
+
+	t.Run("refused when not one value", func(t *testing.T) {
+		p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+".swedish", []string{"k"} })
+		r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+		// U+0133 has no latin1 character: MariaDB refuses or replaces it.
+		_, err := r.query("UPDATE swedish SET v = v + 1 WHERE k = 'ĳ'")
+		if me := myErr(t, err); me.Code != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+			t.Fatalf("a value the column's character set lacks: want lockproxy's 1105, got %v", me)
+		}
+		_, err = r.query(fmt.Sprintf("INSERT INTO swedish (k, v) VALUES ('%s', 1)", strings.Repeat("x", 33)))
+		if me := myErr(t, err); me.Code != 1105 || !strings.Contains(me.Message, "cut to 32") {
+			t.Fatalf("a key longer than its column: want lockproxy's 1105, got %v", me)
+		}
+	})
+}
