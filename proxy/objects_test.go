@@ -132,6 +132,19 @@ func TestViewsRoutinesTriggers(t *testing.T) {
 			t.Fatalf("stock of row 2 is %d, want 15", got)
 		}
 	})
+	t.Run("a BEFORE trigger that sets the key", func(t *testing.T) {
+		direct := base.direct(t, db, "")
+		mustExec(t, direct, "CREATE TRIGGER trg_key BEFORE INSERT ON sku FOR EACH ROW SET NEW.sku_id = NEW.sku_id + 1000")
+		t.Cleanup(func() { mustExec(t, direct, "DROP TRIGGER trg_key") })
+		p2 := guardedProxy(t, db, nil)
+		// MariaDB would insert row 1003, which another session may hold.
+		_, err := p2.db(t, db, "").Exec("INSERT INTO sku VALUES (3, 1)")
+		wantErr(t, err, 1105, "trigger "+db+".trg_key on "+db+".sku", "NEW.sku_id", "allow_triggers")
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE sku_id IN (3, 1003)").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the refused INSERT ran: %d rows (%v)", n, err)
+		}
+	})
 	t.Run("a view made through lockproxy is learned", func(t *testing.T) {
 		mustExec(t, b, "CREATE VIEW v_new AS SELECT sku_id, stock FROM sku")
 		holdRow(t)

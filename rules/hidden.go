@@ -98,6 +98,9 @@ func (rs *RuleSet) compileObjects(objs Objects) *objectPlan {
 		op.triggers[n.table] = append(op.triggers[n.table], n)
 		nodes = append(nodes, n)
 		bodies[n] = t.Body
+		if t.Before && !t.ForeignKey && (t.Event == "INSERT" || t.Event == "UPDATE") {
+			rs.setsKeys(n, t)
+		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].name < nodes[j].name })
 	for _, n := range nodes {
@@ -107,6 +110,26 @@ func (rs *RuleSet) compileObjects(objs Objects) *objectPlan {
 	}
 	spread(nodes)
 	return op
+}
+
+// setsKeys records that a BEFORE INSERT or UPDATE trigger on a guarded
+// table whose body names NEW.<key column> may set it: the row written is
+// then not the row the statement names, so the statement's keys are not
+// the row's. Lexical, so a body that only reads NEW.<key> counts too
+// (allow_triggers lets such a trigger be).
+func (rs *RuleSet) setsKeys(n *hiddenNode, t Trigger) {
+	names := map[string]bool{}
+	for _, w := range parser.LexNames(t.Body) {
+		names[w] = true
+	}
+	for _, cr := range rs.rulesFor(t.Schema, t.Table) {
+		for _, k := range cr.rule.Key {
+			if names["new."+strings.ToLower(k)] {
+				n.add(reach{cr: cr, table: n.table, why: "it may set NEW." + strings.ToLower(k) + ", a key column, so the row written is not the one the statement names"})
+				break
+			}
+		}
+	}
 }
 
 // touchAll records that n may touch every guarded table.

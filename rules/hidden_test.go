@@ -60,6 +60,8 @@ func objectsSet(t *testing.T) *RuleSet {
 			{Schema: "shop", Name: "trg_orders", Table: "orders", Event: "INSERT", Body: "UPDATE sku_stock SET stock = stock - NEW.n WHERE sku_id = NEW.sku_id"},
 			{Schema: "shop", Name: "allowed_trg", Table: "returns", Event: "INSERT", Body: "UPDATE sku_stock SET stock = stock + NEW.n WHERE sku_id = NEW.sku_id"},
 			{Schema: "shop", Name: "trg_log", Table: "log", Event: "DELETE", Body: "INSERT INTO log_archive VALUES (OLD.id)"},
+			{Schema: "shop", Name: "trg_key", Table: "sku_stock", Event: "INSERT", Before: true, Body: "SET NEW.sku_id = NEW.sku_id + 1"},
+			{Schema: "shop", Name: "trg_stock", Table: "sku_stock", Event: "UPDATE", Before: true, Body: "SET NEW.stock = GREATEST(NEW.stock, 0)"},
 		},
 	})
 	rs, err := Compile(cfg, schema)
@@ -85,8 +87,8 @@ func TestMatchObjects(t *testing.T) {
 			rule: "sku-stock", keys: "sku-stock=shop.sku_stock/7"},
 		{name: "view column spellings normalise like the base column", sql: "DELETE FROM shop.v_sku WHERE id IN ('7', 8)",
 			rule: "sku-stock", keys: "sku-stock=shop.sku_stock/7 sku-stock=shop.sku_stock/8"},
-		{name: "insert through a projection view", sql: "INSERT INTO v_sku (id, qty) VALUES (9, 1)",
-			rule: "sku-stock", keys: "sku-stock=shop.sku_stock/9"},
+		{name: "insert through a projection view fires the table's BEFORE trigger", sql: "INSERT INTO v_sku (id, qty) VALUES (9, 1)",
+			rule: "sku-stock", reject: "trigger shop.trg_key on shop.sku_stock"},
 		{name: "key moved through a view", sql: "UPDATE v_sku SET id = 2 WHERE id = 1",
 			rule: "sku-stock", keys: "sku-stock=shop.sku_stock/1 sku-stock=shop.sku_stock/2"},
 		{name: "view of a view", sql: "UPDATE v_sku2 SET qty = 1 WHERE k = 5",
@@ -135,6 +137,10 @@ func TestMatchObjects(t *testing.T) {
 		{name: "allowed trigger", sql: "INSERT INTO returns (id, n) VALUES (1, 2)"},
 		{name: "trigger not reaching a guarded table", sql: "DELETE FROM log WHERE id = 1"},
 		{name: "DDL naming a function", sql: "CREATE VIEW v_new AS SELECT f_touch(1) AS x"},
+		{name: "BEFORE trigger setting the key", sql: "INSERT INTO sku_stock (sku_id, stock) VALUES (1000, 1)",
+			rule: "sku-stock", reject: "trigger shop.trg_key on shop.sku_stock may write shop.sku_stock where lockproxy cannot lock its rows (it may set NEW.sku_id, a key column"},
+		{name: "BEFORE trigger setting another column", sql: "UPDATE sku_stock SET stock = 1 WHERE sku_id = 1000",
+			rule: "sku-stock", keys: "sku-stock=shop.sku_stock/1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +194,8 @@ func TestMatchObjectsUnknown(t *testing.T) {
 func TestMatchUnparsedObjects(t *testing.T) {
 	rs := objectsSet(t)
 	tests := []struct{ sql, reject string }{
-		{sql: "UPDATE v_sku SET qty = 1 WHERE id = 1 RETURNING garbage garbage", reject: "through view shop.v_sku"},
+		// The view's table has a BEFORE trigger that may set its key.
+		{sql: "UPDATE v_sku SET qty = 1 WHERE id = 1 RETURNING garbage garbage", reject: "trigger shop.trg_key on shop.sku_stock"},
 		{sql: "SELECT f_touch(1) garbage garbage", reject: "function shop.f_touch"},
 		{sql: "INSERT INTO orders VALUES (1, 2) RETURNING garbage garbage", reject: "trigger shop.trg_orders"},
 	}

@@ -77,7 +77,7 @@ func NormalizeIn(col *Column, v parser.Value, use Use, cs TextCharsets) ([]byte,
 	case famBinary:
 		return normalizeBinary(col, v, use)
 	case famTemporal:
-		return normalizeTemporal(col, v)
+		return normalizeTemporal(col, v, use)
 	case famTime:
 		return normalizeTime(col, v)
 	case famUUID:
@@ -200,7 +200,27 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 			return nil, unkeyable("two-digit year %s on column %s", v.Text, col.Name)
 		}
 	}
+	if use == Assign && !inIntRange(col, n) {
+		// Strict, MariaDB refuses the row; otherwise (sql_mode without
+		// STRICT_*, INSERT IGNORE) it stores the nearest end of the range.
+		return nil, unkeyable("%s is out of range for %s column %s (MariaDB refuses or clips it)", v.Text, col.ColumnType, col.Name)
+	}
 	return []byte(n), nil
+}
+
+// inIntRange reports whether the canonical integer n fits col's type (true
+// for a type whose range lockproxy does not know: BIT, YEAR, BOOL).
+func inIntRange(col *Column, n string) bool {
+	bits := map[string]uint{"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "integer": 32, "bigint": 64}[strings.ToLower(col.DataType)]
+	if bits == 0 {
+		return true
+	}
+	if col.Unsigned {
+		u, err := strconv.ParseUint(n, 10, 64)
+		return err == nil && (bits == 64 || u < 1<<bits)
+	}
+	i, err := strconv.ParseInt(n, 10, 64)
+	return err == nil && (bits == 64 || (i >= -(1<<(bits-1)) && i < 1<<(bits-1)))
 }
 
 func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {

@@ -40,6 +40,9 @@ type Trigger struct {
 	Event string
 	// Body is ACTION_STATEMENT.
 	Body string
+	// Before is true for a BEFORE trigger (ACTION_TIMING), which may set
+	// the NEW row's columns.
+	Before bool
 	// ForeignKey is true for a foreign key whose ON DELETE or ON UPDATE
 	// (Event) is CASCADE, SET NULL or SET DEFAULT: a write to the parent
 	// Table then writes the child table too, as a trigger would. Name is
@@ -80,7 +83,7 @@ WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 
 const routinesQuery = `SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION
 FROM information_schema.ROUTINES`
 
-const triggersQuery = `SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT
+const triggersQuery = `SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_TABLE, EVENT_MANIPULATION, ACTION_STATEMENT, ACTION_TIMING
 FROM information_schema.TRIGGERS`
 
 // foreignKeysQuery lists the foreign keys whose actions write the child
@@ -125,9 +128,11 @@ func loadObjects(ctx context.Context, db *sql.DB) (Objects, error) {
 	}
 	err = scanRows(ctx, db, triggersQuery, "triggers", func(rows *sql.Rows) error {
 		var t Trigger
-		if err := rows.Scan(&t.Schema, &t.Name, &t.Table, &t.Event, &t.Body); err != nil {
+		var timing string
+		if err := rows.Scan(&t.Schema, &t.Name, &t.Table, &t.Event, &t.Body, &timing); err != nil {
 			return err
 		}
+		t.Before = strings.EqualFold(timing, "BEFORE")
 		t.Schema, t.Name, t.Table = strings.ToLower(t.Schema), strings.ToLower(t.Name), strings.ToLower(t.Table)
 		t.Event = strings.ToUpper(t.Event)
 		objs.Triggers = append(objs.Triggers, t)

@@ -14,7 +14,10 @@ import (
 // 'YYYY-MM-DD[ hh:mm:ss[.f]]' with any of - / . : as date separator and
 // one- or two-digit parts, and 'YYYYMMDD[hhmmss]' as a string or integer.
 // Anything else is unkeyed rather than guessed.
-func normalizeTemporal(col *Column, v parser.Value) ([]byte, error) {
+//
+// Stored (use Assign), a fraction beyond the column's precision is rounded
+// (or cut, under TIME_TRUNCATE_FRACTIONAL): such a value is unkeyed.
+func normalizeTemporal(col *Column, v parser.Value, use Use) ([]byte, error) {
 	var s string
 	switch v.Kind {
 	case parser.ValueString:
@@ -28,7 +31,27 @@ func normalizeTemporal(col *Column, v parser.Value) ([]byte, error) {
 	if !ok {
 		return nil, unkeyable("%s is not a date/time lockproxy can canonicalise (column %s)", v.Text, col.Name)
 	}
+	if _, frac, has := strings.Cut(out, "."); use == Assign && has && len(frac) > fractionDigits(col.ColumnType) {
+		return nil, unkeyable("%s has more fraction digits than %s column %s stores", v.Text, col.ColumnType, col.Name)
+	}
+	if use == Assign && strings.EqualFold(col.DataType, "date") && !strings.HasSuffix(out, " 00:00:00") {
+		return nil, unkeyable("%s stored into DATE column %s loses its time", v.Text, col.Name)
+	}
 	return []byte(out), nil
+}
+
+// fractionDigits reads N from "datetime(N)" or "timestamp(N)" (0 when
+// absent).
+func fractionDigits(columnType string) int {
+	_, rest, ok := strings.Cut(columnType, "(")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), ")"))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func canonDateTime(s string) (string, bool) {
