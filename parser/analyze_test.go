@@ -90,6 +90,20 @@ func TestKeys(t *testing.T) {
 		{"INSERT INTO w (a) SELECT a FROM v", "w", []string{"a"}, nil},
 		{"REPLACE INTO w SET a = -1, b = 'x'", "w", []string{"a", "b"}, []string{"-1,'x'"}},
 		{"SELECT * FROM w WHERE a = ?", "w", nil, nil},
+		// Forms that compare with one constant, as = does.
+		{"UPDATE w SET b = 1 WHERE a BETWEEN 5 AND 5", "w", []string{"a"}, []string{"5"}},
+		{"UPDATE w SET b = 1 WHERE a BETWEEN 5 AND '5'", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a BETWEEN ? AND ?", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a NOT BETWEEN 5 AND 5", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE NOT (a <> 5)", "w", []string{"a"}, []string{"5"}},
+		{"UPDATE w SET b = 1 WHERE !(a != 5) AND c = 1", "w", []string{"a"}, []string{"5"}},
+		{"UPDATE w SET b = 1 WHERE NOT (a = 5)", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a IN (SELECT 5)", "w", []string{"a"}, []string{"5"}},
+		{"UPDATE w SET b = 1 WHERE a IN (SELECT 5 LIMIT 0)", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a IN (SELECT 5 UNION SELECT 6)", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a IN (SELECT 5 FROM v)", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a IN (SELECT 5 WHERE 0)", "w", []string{"a"}, nil},
+		{"UPDATE w SET b = 1 WHERE a NOT IN (SELECT 5)", "w", []string{"a"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.sql+"/"+tt.table, func(t *testing.T) {

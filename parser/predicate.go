@@ -86,8 +86,40 @@ func (b *predBuilder) expr(e ast.ExprNode) []Conj {
 		if !x.Not && x.Sel == nil {
 			return b.in(x.Expr, x.List)
 		}
+		if v := constSubquery(x.Sel); !x.Not && v != nil {
+			return b.eq(x.Expr, v) // e IN (SELECT k) is e = k
+		}
+	case *ast.BetweenExpr:
+		// e BETWEEN k AND k compares e with k alone: e = k.
+		if lo, ok := b.an.constValue(x.Left); ok && !x.Not && lo.Kind != ValueParam {
+			if hi, ok := b.an.constValue(x.Right); ok && hi == lo {
+				return b.eq(x.Expr, x.Left)
+			}
+		}
+	case *ast.UnaryOperationExpr:
+		// NOT (e <> k) is e = k, NULL where e is NULL as e = k is.
+		if ne, ok := unparen(x.V).(*ast.BinaryOperationExpr); ok && (x.Op == opcode.Not || x.Op == opcode.Not2) && ne.Op == opcode.NE {
+			return b.eq(ne.L, ne.R)
+		}
 	}
 	return b.opaque()
+}
+
+// constSubquery returns k for a subquery that is SELECT k and nothing else
+// (no FROM, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, INTO or WITH), whose
+// one row is k; nil otherwise.
+func constSubquery(e ast.ExprNode) ast.ExprNode {
+	sq, ok := e.(*ast.SubqueryExpr)
+	if !ok {
+		return nil
+	}
+	sel, ok := sq.Query.(*ast.SelectStmt)
+	if !ok || sel.From != nil || sel.Where != nil || sel.GroupBy != nil || sel.Having != nil || sel.OrderBy != nil ||
+		sel.Limit != nil || sel.SelectIntoOpt != nil || sel.With != nil || sel.LockInfo != nil || sel.WindowSpecs != nil ||
+		sel.Fields == nil || len(sel.Fields.Fields) != 1 || sel.Fields.Fields[0].WildCard != nil || sel.Kind != ast.SelectStmtKindSelect {
+		return nil
+	}
+	return sel.Fields.Fields[0].Expr
 }
 
 // flatten lists the operands of a chain of one logical operator, left to

@@ -56,6 +56,9 @@ type oracleBed struct {
 	direct *sql.DB // the primary; READ UNCOMMITTED, so it sees the side table of an open transaction
 	schema rules.Schema
 	seeded bool
+	// stored are the key column values of the rows lockName keyed, by
+	// key: a key made of weights does not spell its row.
+	stored map[string][][]byte
 }
 
 // oracleRules are the rules of the guarded oracle tables.
@@ -242,7 +245,12 @@ func (o *oracleBed) lockName(table string, v1, v2 []byte) (string, error) {
 		}
 		parts = append(parts, b)
 	}
-	return rules.EncodeKey(strings.ToLower(o.db), table, parts), nil
+	key := rules.EncodeKey(strings.ToLower(o.db), table, parts)
+	if o.stored == nil {
+		o.stored = map[string][][]byte{}
+	}
+	o.stored[key] = [][]byte{append([]byte(nil), v1...), append([]byte(nil), v2...)}
+	return key, nil
 }
 
 // committedChanges counts side-table rows outside any open transaction.

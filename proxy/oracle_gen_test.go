@@ -432,6 +432,10 @@ func (g *gen) where(t table) string {
 		a := g.keyValues(t)
 		w = "(shop_id, code) = (" + a[0] + ", " + a[1] + ")"
 		g.mark("shape: row constructor")
+	case n == 10 && g.chance(50):
+		v := g.keyValues(t)[0]
+		w = k + " BETWEEN " + v + " AND " + v
+		g.mark("shape: BETWEEN one value")
 	case n == 10:
 		w = k + " BETWEEN " + g.keyValues(t)[0] + " AND " + g.keyValues(t)[0]
 		g.mark("shape: BETWEEN")
@@ -470,6 +474,9 @@ func (g *gen) where(t table) string {
 		g.mark("trap: function and space (IGNORE_SPACE)")
 	case n == 21:
 		return ""
+	case n == 22:
+		w = k + " IN (SELECT " + g.keyValues(t)[0] + ")"
+		g.mark("shape: IN one-value subquery")
 	default:
 		w = g.keyEq(t, "")
 	}

@@ -409,6 +409,9 @@ func (o *oracleBed) readingKey(key string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if row, ok := o.stored[key]; ok {
+			vals = row // the row's own values: a key of weights does not spell them
+		}
 		var conds []string
 		for i, col := range tb.keys {
 			conds = append(conds, col+" = '"+strings.ReplaceAll(string(vals[i]), "'", "''")+"'")

@@ -237,6 +237,15 @@ func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {
 		if r, ok := roundToScale(n, decimalScale(col.ColumnType)); ok {
 			n = r
 		}
+		// Past p-s integer digits (or negative into UNSIGNED) MariaDB
+		// refuses the row or, not strict, stores the nearest end.
+		ip, _, _ := strings.Cut(strings.TrimPrefix(n, "-"), ".")
+		if ip == "0" {
+			ip = ""
+		}
+		if p := decimalPrecision(col.ColumnType); len(ip) > p-decimalScale(col.ColumnType) || (col.Unsigned && strings.HasPrefix(n, "-")) {
+			return nil, unkeyable("%s is out of range for %s column %s (MariaDB refuses or clips it)", v.Text, col.ColumnType, col.Name)
+		}
 	}
 	return []byte(n), nil
 }

@@ -215,7 +215,9 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 		{"k DATE", &Column{Name: "k", DataType: "date", ColumnType: "date"},
 			[]string{"'2024-01-05'", "'2024-01-05 10:00:00'", "'2024-01-05 00:00:00'"}},
 		{"k DECIMAL(10,2)", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2)"},
-			[]string{"1.1", "'1.10'", "2", "1e1", "1.105", "-1.105", "9.999", "1.104", "'0.005'"}},
+			[]string{"1.1", "'1.10'", "2", "1e1", "1.105", "-1.105", "9.999", "1.104", "'0.005'", "99999999.99", "99999999.995", "100000000", "-99999999.995", "'1e9'"}},
+		{"k DECIMAL(10,2) UNSIGNED", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2) unsigned", Unsigned: true},
+			[]string{"1.1", "-1", "'-0.001'", "0"}},
 		{"k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", &Column{Name: "k", DataType: "varchar", Collation: "utf8mb4_general_ci"},
 			[]string{"'Abc  '", "1001", "1.50"}},
 	}
