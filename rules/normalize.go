@@ -313,18 +313,20 @@ func normalizeString(col *Column, v parser.Value, use Use, cs TextCharsets) ([]b
 	}
 	from, via := valueCharsets(v, cs)
 	if asciiOnly(s) && t.table != nil && (asciiCharsets[from] || (from == "binary" && asciiCharsets[t.charset])) && (via == "" || asciiCharsets[via]) {
+		fast := s
 		if charCol {
-			s = strings.TrimRight(s, " ")
+			fast = strings.TrimRight(fast, " ")
 		}
-		chars := len(s)
-		if t.pad {
-			chars = len(strings.TrimRight(s, " "))
+		if k, ok := t.fastKey(fast); ok {
+			chars := len(fast)
+			if t.pad {
+				chars = len(strings.TrimRight(fast, " "))
+			}
+			if err := fitsColumn(col, use, chars, len(fast)); err != nil {
+				return nil, err
+			}
+			return []byte(k), nil
 		}
-		if err := fitsColumn(col, use, chars, len(s)); err != nil {
-			return nil, err
-		}
-		k, _ := t.fastKey(s)
-		return []byte(k), nil
 	}
 	if t.srv == nil || t.srv.s == nil {
 		return nil, unkeyable("column %s: a value outside printable ASCII (or a collation without the fast path) is keyed by the primary's weights, and lockproxy has no connection to ask", col.Name)
@@ -348,8 +350,8 @@ func normalizeString(col *Column, v parser.Value, use Use, cs TextCharsets) ([]b
 // the connection's, which the server converts it through first ("" when it
 // does not): an introducer names the literal's (_latin1 X'E9' too); hex
 // and bit literals and BLOB parameters are otherwise binary strings, which
-// meet a text column as bytes of its character set; anything else arrives in the client's and is
-// converted to the connection's.
+// meet a text column as bytes of its character set; anything else
+// arrives in the client's and is converted to the connection's.
 func valueCharsets(v parser.Value, cs TextCharsets) (from, via string) {
 	switch {
 	case v.Charset != "":
