@@ -109,7 +109,8 @@ func TestAnalyzeWithServerReading(t *testing.T) {
 	}{
 		{"M comment holds the whole UPDATE", "/*M!100000 UPDATE sku_stock SET stock = 0 */", v101106, KindUpdate, nil},
 		{"M comment widens the WHERE", "UPDATE sku_stock SET stock = 7 WHERE sku_id = 1001 /*M! OR 1=1 */", v101106, KindUpdate, nil},
-		{"M comment opens the statement", "/*M! UPDATE sku_stock SET stock = 42 WHERE sku_id IN */ (SELECT 1001)", v101106, KindUpdate, nil},
+		{"M comment opens the statement", "/*M! UPDATE sku_stock SET stock = 42 WHERE sku_id IN */ (SELECT sku_id FROM sku_stock)", v101106, KindUpdate, nil},
+		{"M comment opens a keyed statement", "/*M! UPDATE sku_stock SET stock = 42 WHERE sku_id IN */ (SELECT 1001)", v101106, KindUpdate, []string{"1001"}},
 		{"skipped version narrows nothing", "UPDATE sku_stock SET stock = 7 WHERE sku_id = 1001 /*!999999 OR 1=1 */", v101106, KindUpdate, []string{"1001"}},
 		{"T comment is not run", "DELETE FROM sku_stock WHERE sku_id = 1 /*T! AND sku_id = 2 */", v101106, KindDelete, []string{"1"}},
 		{"double quotes are a string", `UPDATE sku_stock SET stock = 7 WHERE sku_id = "sku_id"`, v101106, KindUpdate, []string{"'sku_id'"}},

@@ -148,7 +148,7 @@ func TestServerReadingGuarded(t *testing.T) {
 	}{
 		{"M comment holds the UPDATE", "", "/*M!100000 UPDATE sku SET stock = 0 */"},
 		{"M comment widens the WHERE", "", "UPDATE sku SET stock = 7 WHERE sku_id = 1 /*M! OR 1=1 */"},
-		{"M comment opens the statement", "", "/*M! UPDATE sku SET stock = 42 WHERE sku_id IN */ (SELECT 1)"},
+		{"M comment opens the statement", "", "/*M! UPDATE sku SET stock = 42 WHERE sku_id IN */ (SELECT sku_id FROM sku)"},
 		{"ANSI_QUOTES set by CONCAT", "CONCAT(@@sql_mode, ',ANSI_QUOTES')", `UPDATE sku SET stock = 7 WHERE sku_id = "sku_id"`},
 		{"NO_BACKSLASH_ESCAPES", "'NO_BACKSLASH_ESCAPES'", `UPDATE sku SET stock = 7 WHERE sku_id = 'x\' OR 1=1 -- '`},
 	}
