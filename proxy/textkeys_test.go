@@ -156,3 +156,68 @@ func TestTextKeyLostUpdates(t *testing.T) {
 		}
 	})
 }
+
+// TestNumberKeyLostUpdates holds row 1001 of an integer key through
+// sku_id = 1001 and writes it through every other spelling MariaDB reads
+// as that row: a string, a decimal, an exponent, a hex number, and the
+// comparisons that pin the key as = does (BETWEEN k AND k, NOT (<>),
+// IN (SELECT k)). The writer must wait (1205 naming the rule) and change
+// nothing; once the holder rolls back, the same write changes row 1001.
+func TestNumberKeyLostUpdates(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1000, 0), (1001, 0), (1002, 0)")
+	stock := func() int {
+		t.Helper()
+		var v int
+		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	p := guardedProxy(t, db, nil)
+	for _, where := range []string{
+		"sku_id = '1001'",
+		"sku_id = ' 1001'",
+		"sku_id = 1001.000",
+		"sku_id = '1001.0'",
+		"sku_id = 1001e0",
+		"sku_id = '1.001e3'",
+		"sku_id = 0x3E9",
+		"sku_id BETWEEN 1001 AND 1001",
+		"NOT (sku_id <> 1001)",
+		"sku_id IN (SELECT 1001)",
+		"sku_id IN (1001, '1001.0')",
+	} {
+		t.Run(where, func(t *testing.T) {
+			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tx.Rollback() }()
+			if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
+				t.Fatal(err)
+			}
+			before := stock()
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+			write := "UPDATE sku SET stock = stock + 1 WHERE " + where
+			_, err = r.query(write)
+			if me := myErr(t, err); me.Code != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+				t.Fatalf("while row 1001 is held: want lockproxy's 1205 naming the rule, got %v", me)
+			}
+			if got := stock(); got != before {
+				t.Fatalf("the write ran while the row was held: stock %d → %d", before, got)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.query(write); err != nil {
+				t.Fatalf("after the holder rolled back: %v", err)
+			}
+			if got := stock(); got != before+1 {
+				t.Fatalf("the write did not change row 1001: stock %d → %d", before, got)
+			}
+		})
+	}
+}
