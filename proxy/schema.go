@@ -25,8 +25,9 @@ const (
 // compileRules compiles cfg's rules with the key columns' types and
 // collations read from the primary, so that values normalise as MySQL
 // compares them, and with the primary's views, routines and triggers, so
-// that writes through them meet the rules. When the primary cannot be asked, rules still compile
-// (values then normalise by their literal form) and a warning says so.
+// that writes through them meet the rules. When the primary cannot be
+// asked, rules still compile, every statement on a guarded table is
+// unkeyed (its rule's on_unkeyed decides) and a warning says so.
 func (s *Server) compileRules(cfg *rules.Config, btls *tls.Config) (*rules.RuleSet, error) {
 	return s.compileRulesLogged(cfg, btls, s.log)
 }
@@ -39,8 +40,9 @@ func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *za
 	schema, err := s.loadSchema(cfg, btls, log)
 	if err != nil {
 		s.log.Warn("cannot read the guarded tables' key columns and the views, routines and triggers from the primary; "+
-			"keys normalise by literal form and every CALL is refused until they can be read",
+			"statements on guarded tables are unkeyed (on_unkeyed decides) and every CALL is refused until they can be read",
 			zap.Error(err))
+		schema = rules.UnreadSchema(err)
 	}
 	return rules.Compile(cfg, schema)
 }

@@ -10,6 +10,10 @@ import (
 // keysFor derives the row keys of one matched table occurrence into b.
 func (rs *RuleSet) keysFor(b *builder, f *parser.Facts, ref parser.TableRef, schema string, cr *compiledRule) {
 	info := rs.schema.Table(schema, ref.Name)
+	if info == nil && rs.schema.unread != "" {
+		b.unkeyed(cr.rule, schema, ref.Name, "the key columns' types and collations could not be read from the primary ("+rs.schema.unread+"), so no key value can be normalised as MariaDB compares it; lockproxy reads them again every backends.schema_refresh")
+		return
+	}
 	insert := f.Insert != nil && ref.Write && (f.Kind == parser.KindInsert || f.Kind == parser.KindReplace)
 	use := Compare
 	if insert {

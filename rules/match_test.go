@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -317,5 +318,33 @@ func TestSensitiveValidation(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: want %q, got %v", c.rules, c.want, err)
 		}
+	}
+}
+
+// TestMatchUnreadSchema: with the primary's schema unread, a key column's
+// type and collation are unknown, so no spelling can be keyed as MariaDB
+// compares it ('abc' is row 0 of an INT key, 1001 matches '1001.0' of a
+// string key): every statement on a guarded table is unkeyed and its
+// rule's on_unkeyed decides, a placeholder's before it is bound.
+func TestMatchUnreadSchema(t *testing.T) {
+	rs := matchSet(t, UnreadSchema(errors.New("dial tcp 127.0.0.1:3306: connection refused")))
+	for _, v := range []parser.Value{vInt(1001), vStr("1001"), vStr("abc")} {
+		f := &parser.Facts{Kind: parser.KindUpdate, Tables: []parser.TableRef{ref("shop", "sku_stock", true, or(parser.Conj{eq("sku_id", v)}))}}
+		d := rs.Match(f, "shop", false)
+		if !d.IsUnkeyed() || !d.Reject || len(d.Keys) != 0 || !strings.Contains(d.RejectReason(), "could not be read from the primary") {
+			t.Errorf("sku_id = %s: keys %q unkeyed=%v reject=%v (%s), want refused as unkeyed", v.Text, keyNames(d), d.IsUnkeyed(), d.Reject, d.RejectReason())
+		}
+	}
+	pf := &parser.Facts{Kind: parser.KindUpdate, Tables: []parser.TableRef{ref("shop", "sku_stock", true, or(parser.Conj{eq("sku_id", param(0))}))}}
+	if d := rs.Match(pf, "shop", false); !d.Reject || len(d.Keys) != 0 {
+		t.Errorf("sku_id = ?: keys %q reject=%v needParams=%v, want refused before it is bound", keyNames(d), d.Reject, d.NeedParams)
+	}
+	f := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("sales", "orders", true, or(parser.Conj{eq("order_id", vInt(7)), eq("line_no", vInt(1))}))}}
+	if d := rs.Match(f, "sales", false); !d.IsUnkeyed() || d.Reject || len(d.Keys) != 0 {
+		t.Errorf("orders (on_unkeyed: allow): keys %q unkeyed=%v reject=%v, want unkeyed and allowed", keyNames(d), d.IsUnkeyed(), d.Reject)
+	}
+	// The same rules over a described schema key these statements.
+	if d := matchSet(t, Schema{}).Match(f, "sales", false); d.IsUnkeyed() || len(d.Keys) != 1 {
+		t.Errorf("orders over an empty schema: keys %q unkeyed=%v", keyNames(d), d.IsUnkeyed())
 	}
 }

@@ -49,6 +49,19 @@ type Schema struct {
 	texts *textServerRef
 	// textNotes say which collations have no fast path, and why.
 	textNotes []string
+	// unread says why the primary could not be asked for the schema (see
+	// UnreadSchema); "" otherwise.
+	unread string
+}
+
+// UnreadSchema is the Schema of a primary that could not be read, err
+// saying why. Its guarded tables' key types and collations are unknown, so
+// no key value can be normalised as MariaDB compares it (an INT key meets
+// 'abc' as 0, a string key meets 1001 as '1001.0' and ' 1001' too): every
+// statement on a guarded table is unkeyed, and its rule's on_unkeyed
+// decides, until the schema is read again.
+func UnreadSchema(err error) Schema {
+	return Schema{unread: err.Error()}
 }
 
 // NewSchema builds a Schema from table descriptions (tests, `lockproxy
