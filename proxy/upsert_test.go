@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,38 @@ func TestSchemaRefreshSeesNewViews(t *testing.T) {
 			t.Fatal("writes through the new view still take no lock after 10s")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestUnreadSchemaKeysNothing starts lockproxy with a primary that will
+// not describe the guarded table (the first configured user, through
+// which the schema is read, cannot log in): the key column's type is
+// unknown, so a keyed UPDATE is refused as unkeyed (on_unkeyed: reject)
+// rather than keyed by its literal form, and no row changes.
+func TestUnreadSchemaKeysNothing(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (0, 10), (1001, 10)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Users = append([]rules.User{{User: "lockproxy_no_such_user", Password: "not-a-password"}}, c.Users...)
+		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(100 * time.Millisecond)}}
+	}, memlock.New(nil, nil))
+	for _, where := range []string{"sku_id = 1001", "sku_id = 'abc'"} {
+		_, err := p.db(t, db, "").Exec("UPDATE sku SET stock = 0 WHERE " + where)
+		if err == nil {
+			t.Fatalf("%s ran with the schema unread", where)
+		}
+		if me := mysqlErr(t, err); me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "could not be read from the primary") {
+			t.Fatalf("%s: want lockproxy's 1105 saying the schema is unread, got %v", where, me)
+		}
+	}
+	var changed int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE stock = 0").Scan(&changed); err != nil || changed != 0 {
+		t.Fatalf("rows changed: %d (%v)", changed, err)
 	}
 }
