@@ -40,7 +40,7 @@ func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *za
 	schema, err := s.loadSchema(cfg, btls, log)
 	if err != nil {
 		s.log.Warn("cannot read the guarded tables' key columns and the views, routines and triggers from the primary; "+
-			"statements on guarded tables are unkeyed (on_unkeyed decides) and every CALL is refused until they can be read",
+			"until they can be read, the schema read before is kept, and without one every statement on a guarded table is unkeyed (on_unkeyed decides) and every CALL is refused",
 			zap.Error(err))
 		schema = rules.UnreadSchema(err)
 	}
@@ -151,6 +151,12 @@ func (s *Server) refreshSchemaLogged(log *zap.Logger) {
 	rs, err := s.compileRulesLogged(cur.cfg, cur.backendTLS, log)
 	if err != nil {
 		s.log.Warn("re-reading the schema failed; the rules keep the schema read before", zap.Error(err))
+		return
+	}
+	if rs.SchemaUnread() && !cur.rules.SchemaUnread() {
+		// A primary that did not answer this once keeps the schema it
+		// described last, as between two refreshes; only a schema never
+		// read keys nothing.
 		return
 	}
 	s.swapRules(cur.cfg, rs)

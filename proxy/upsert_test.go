@@ -154,3 +154,40 @@ func TestUnreadSchemaKeysNothing(t *testing.T) {
 		t.Fatalf("rows changed: %d (%v)", changed, err)
 	}
 }
+
+// TestSchemaRefreshFailureKeepsSchema: once the schema was read, a refresh
+// the primary does not answer (the schema user's password changed) keeps
+// the schema read before, as between two refreshes: keyed writes go on
+// being keyed rather than refused as unkeyed.
+func TestSchemaRefreshFailureKeepsSchema(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	const user, pw = "lp_schema_reader", "lp-schema-reader-pw"
+	direct := base.direct(t, db, "")
+	mustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1001, 10)",
+		"CREATE USER IF NOT EXISTS '"+user+"'@'%' IDENTIFIED BY '"+pw+"'",
+		"GRANT ALL PRIVILEGES ON `"+db+"`.* TO '"+user+"'@'%'")
+	t.Cleanup(func() { _, _ = direct.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Users = append([]rules.User{{User: user, Password: pw}}, c.Users...)
+		c.Backends.SchemaRefresh = rules.Duration(100 * time.Millisecond)
+		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(100 * time.Millisecond)}}
+	}, memlock.New(nil, nil))
+	c := p.db(t, db, "")
+	if _, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1001"); err != nil {
+		t.Fatalf("keyed UPDATE with the schema read: %v", err)
+	}
+	mustExec(t, direct, "ALTER USER '"+user+"'@'%' IDENTIFIED BY 'changed-"+pw+"'")
+	time.Sleep(time.Second) // several refreshes, each refused by the primary
+	if _, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1001"); err != nil {
+		t.Fatalf("keyed UPDATE after failed refreshes: %v", err)
+	}
+	var stock int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1001").Scan(&stock); err != nil || stock != 8 {
+		t.Fatalf("stock %d (%v), want 8", stock, err)
+	}
+}

@@ -37,6 +37,9 @@ type compiledRule struct {
 	key   []string // lowercased key columns, in rule order
 }
 
+// SchemaUnread reports whether rs was compiled over an UnreadSchema.
+func (rs *RuleSet) SchemaUnread() bool { return rs.schema.Unread() }
+
 // Compile indexes cfg's rules by table. schema may be the zero Schema (then
 // values are normalised without column types; see Normalize).
 func Compile(cfg *Config, schema Schema) (*RuleSet, error) {

@@ -64,6 +64,9 @@ func UnreadSchema(err error) Schema {
 	return Schema{unread: err.Error()}
 }
 
+// Unread reports whether s is an UnreadSchema.
+func (s Schema) Unread() bool { return s.unread != "" }
+
 // NewSchema builds a Schema from table descriptions (tests, `lockproxy
 // explain` without a database).
 func NewSchema(tables ...*TableInfo) Schema {
