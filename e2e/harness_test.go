@@ -88,11 +88,28 @@ func redisLocks(bed *testbed.Bed, ttl, wait string) string {
 `, bed.RedisAddr, ttl, wait)
 }
 
-// start runs lockproxy with the config and waits until it serves.
+// start runs lockproxy with the config and waits until it serves. The
+// ports come from freePort, so another process may take one before
+// lockproxy binds it: such a start is tried again on new ports.
 func start(t testing.TB, bed *testbed.Bed, locks, rulesYAML string) *instance {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		in, taken := startOnce(t, bed, locks, rulesYAML)
+		if !taken {
+			return in
+		}
+		if attempt == 3 {
+			t.Fatalf("lockproxy did not start: its ports were taken in %d tries", attempt)
+		}
+	}
+}
+
+// startOnce is one try of start; taken reports that lockproxy stopped
+// because a port it was given was in use.
+func startOnce(t testing.TB, bed *testbed.Bed, locks, rulesYAML string) (in *instance, taken bool) {
+	t.Helper()
 	dir := t.TempDir()
-	in := &instance{addr: freePort(t), admin: freePort(t), log: filepath.Join(dir, "lockproxy.log")}
+	in = &instance{addr: freePort(t), admin: freePort(t), log: filepath.Join(dir, "lockproxy.log")}
 	cfg := filepath.Join(dir, "rules.yaml")
 	if err := os.WriteFile(cfg, []byte(config(bed, in.addr, in.admin, locks, rulesYAML)), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +136,12 @@ func start(t testing.TB, bed *testbed.Bed, locks, rulesYAML string) *instance {
 		resp, err := http.Get("http://" + in.admin + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			return in
+			return in, false
+		}
+		if b, _ := os.ReadFile(in.log); strings.Contains(string(b), "bind: address already in use") {
+			t.Logf("lockproxy %s: a port was taken before it bound it; trying other ports", in.addr)
+			in.stop()
+			return nil, true
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(in.log)
