@@ -16,6 +16,13 @@ import (
 // guardedProxy starts a proxy with one rule on db.sku(sku_id) and a memory locker.
 func guardedProxy(t *testing.T, db string, edit func(*rules.Rule)) *testProxy {
 	t.Helper()
+	return guardedProxyWith(t, db, edit, nil)
+}
+
+// guardedProxyWith is guardedProxy with the rest of the config edited by
+// cfg too.
+func guardedProxyWith(t *testing.T, db string, edit func(*rules.Rule), cfg func(*rules.Config)) *testProxy {
+	t.Helper()
 	return startProxyWith(t, func(c *rules.Config) {
 		r := rules.Rule{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
 			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
@@ -24,6 +31,9 @@ func guardedProxy(t *testing.T, db string, edit func(*rules.Rule)) *testProxy {
 			edit(&r)
 		}
 		c.Rules = []rules.Rule{r}
+		if cfg != nil {
+			cfg(c)
+		}
 	}, memlock.New(nil, nil))
 }
 

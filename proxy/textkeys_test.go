@@ -68,37 +68,14 @@ func TestTextKeyLostUpdates(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+"."+c.table, []string{"k"} })
-			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			if _, err := tx.Exec("UPDATE "+c.table+" SET v = v WHERE k = ?", c.held); err != nil {
-				t.Fatal(err)
-			}
-			before := value(c.table, c.held)
 			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 			if c.names != "" {
 				if _, err := r.query("SET NAMES " + c.names); err != nil {
 					t.Fatal(err)
 				}
 			}
-			_, err = r.query(c.write)
-			if me := myErr(t, err); me.Code != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
-				t.Fatalf("while %q is held: want lockproxy's 1205 naming the rule, got %v", c.held, me)
-			}
-			if got := value(c.table, c.held); got != before {
-				t.Fatalf("the write ran while the row was held: v %d → %d", before, got)
-			}
-			if err := tx.Rollback(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.query(c.write); err != nil {
-				t.Fatalf("after the holder rolled back: %v", err)
-			}
-			if got := value(c.table, c.held); got != before+1 {
-				t.Fatalf("the write did not change the held row %q: v %d → %d", c.held, before, got)
-			}
+			heldThenWritten(t, p, db, r, c.write, func() int { return value(c.table, c.held) },
+				"UPDATE "+c.table+" SET v = v WHERE k = ?", c.held)
 		})
 	}
 
@@ -191,33 +168,42 @@ func TestNumberKeyLostUpdates(t *testing.T) {
 		"sku_id IN (1001, '1001.0')",
 	} {
 		t.Run(where, func(t *testing.T) {
-			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = tx.Rollback() }()
-			if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
-				t.Fatal(err)
-			}
-			before := stock()
 			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
-			write := "UPDATE sku SET stock = stock + 1 WHERE " + where
-			_, err = r.query(write)
-			if me := myErr(t, err); me.Code != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
-				t.Fatalf("while row 1001 is held: want lockproxy's 1205 naming the rule, got %v", me)
-			}
-			if got := stock(); got != before {
-				t.Fatalf("the write ran while the row was held: stock %d → %d", before, got)
-			}
-			if err := tx.Rollback(); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.query(write); err != nil {
-				t.Fatalf("after the holder rolled back: %v", err)
-			}
-			if got := stock(); got != before+1 {
-				t.Fatalf("the write did not change row 1001: stock %d → %d", before, got)
-			}
+			heldThenWritten(t, p, db, r, "UPDATE sku SET stock = stock + 1 WHERE "+where, stock, "UPDATE sku SET stock = stock WHERE sku_id = 1001")
 		})
+	}
+}
+
+// heldThenWritten holds a row through hold (with args) in a transaction
+// of p, sends write on r and wants it to wait for the holder (lockproxy's
+// 1205 naming the rule) with value unchanged; once the holder rolls back,
+// the same write must add 1 to value, which shows hold and write name one
+// row.
+func heldThenWritten(t *testing.T, p *testProxy, db string, r *rawConn, write string, value func() int, hold string, args ...any) {
+	t.Helper()
+	tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Exec(hold, args...); err != nil {
+		t.Fatal(err)
+	}
+	before := value()
+	_, err = r.query(write)
+	if me := myErr(t, err); me.Code != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+		t.Fatalf("while %q %v holds the row: want lockproxy's 1205 naming the rule, got %v", hold, args, me)
+	}
+	if got := value(); got != before {
+		t.Fatalf("the write ran while the row was held: %d → %d", before, got)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.query(write); err != nil {
+		t.Fatalf("after the holder rolled back: %v", err)
+	}
+	if got := value(); got != before+1 {
+		t.Fatalf("the write did not change the held row: %d → %d", before, got)
 	}
 }

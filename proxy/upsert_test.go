@@ -134,12 +134,9 @@ func TestUnreadSchemaKeysNothing(t *testing.T) {
 	mustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (0, 10), (1001, 10)")
-	p := startProxyWith(t, func(c *rules.Config) {
+	p := guardedProxyWith(t, db, nil, func(c *rules.Config) {
 		c.Users = append([]rules.User{{User: "lockproxy_no_such_user", Password: "not-a-password"}}, c.Users...)
-		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
-			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
-			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(100 * time.Millisecond)}}
-	}, memlock.New(nil, nil))
+	})
 	for _, where := range []string{"sku_id = 1001", "sku_id = 'abc'"} {
 		_, err := p.db(t, db, "").Exec("UPDATE sku SET stock = 0 WHERE " + where)
 		if err == nil {
@@ -170,13 +167,10 @@ func TestSchemaRefreshFailureKeepsSchema(t *testing.T) {
 		"CREATE USER IF NOT EXISTS '"+user+"'@'%' IDENTIFIED BY '"+pw+"'",
 		"GRANT ALL PRIVILEGES ON `"+db+"`.* TO '"+user+"'@'%'")
 	t.Cleanup(func() { _, _ = direct.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
-	p := startProxyWith(t, func(c *rules.Config) {
+	p := guardedProxyWith(t, db, nil, func(c *rules.Config) {
 		c.Users = append([]rules.User{{User: user, Password: pw}}, c.Users...)
 		c.Backends.SchemaRefresh = rules.Duration(100 * time.Millisecond)
-		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
-			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
-			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(100 * time.Millisecond)}}
-	}, memlock.New(nil, nil))
+	})
 	c := p.db(t, db, "")
 	if _, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1001"); err != nil {
 		t.Fatalf("keyed UPDATE with the schema read: %v", err)
