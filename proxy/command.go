@@ -213,8 +213,8 @@ func (s *session) resetConnection(p []byte) error {
 	return nil
 }
 
-// query serves COM_QUERY: analyse, guard, forward, and release what the
-// end of a transaction frees.
+// query serves COM_QUERY: admit the text, answer SHOW LOCKPROXY and KILL
+// itself, analyse, and serve the text whole or piece by piece.
 func (s *session) query(p []byte) error {
 	p = s.ownConnectionID(p)
 	release, refused := s.admitStatement(p[1:])
@@ -233,74 +233,25 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	an, params, sql := s.analyzeQuery(p[1:])
-	if an != nil && an.SplitAt > 0 && s.splitPieces < maxSplitPieces && s.guardsMentioned(an.SQL) {
-		if params != nil {
-			an = s.analyzeText(sql) // SplitAt is an offset in the text
-		}
-		if an.SplitAt > 0 {
-			release() // each piece is admitted on its own
-			release = func() {}
-			return s.querySplit(p[1:], an.SplitAt)
-		}
+	if at := s.splitAt(an, params, sql); at > 0 {
+		release() // each piece is admitted on its own
+		release = func() {}
+		return s.querySplit(p[1:], at)
 	}
-	pl := s.plan(an, params)
-	if params != nil && !pl.fromShapeOK() {
-		if pl.rewrite.rule != nil || pl.fence.rule != nil {
-			// Which rule rewrites or fences a statement depends on its
-			// shape and the rules, not on its values.
-			s.srv.textShapes.Add(an, s.srv.ruleSet())
-		}
-		an, params = s.analyzeText(sql), nil
-		pl = s.plan(an, nil)
+	return s.serve(request{p: p, an: an, params: params, sql: sql})
+}
+
+// splitAt is where a multi-statement text that guarded statements follow
+// is cut to be served piece by piece (see querySplit); 0 for a text served
+// whole.
+func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
+	if an == nil || an.SplitAt == 0 || s.splitPieces >= maxSplitPieces || !s.guardsMentioned(an.SQL) {
+		return 0
 	}
-	if an != nil {
-		if params == nil {
-			s.current.Store(&an.SQL)
-		} else {
-			s.current.Store(&sql)
-		}
+	if params != nil {
+		an = s.analyzeText(sql) // SplitAt is an offset in the text
 	}
-	ok, err := s.beforeCommand(pl.guard)
-	if !ok {
-		return err
-	}
-	step := s.planRewrite(pl, nil, false)
-	if step.reject != nil {
-		return s.refuseUnpaired(step)
-	}
-	s.cap = step.capture
-	defer func() { s.cap = nil }()
-	if s.replicaEligible(pl) {
-		if served, err := s.onReplica(p, nil); served || err != nil {
-			if err == nil {
-				s.finishRewrite(step)
-			}
-			return err
-		}
-	}
-	s.srv.metrics.primaryQuery.Inc()
-	if fs, ok := s.planFence(pl, nil, step); ok {
-		if err := s.runFenced(fs); err != nil {
-			return err
-		}
-	} else if step.sql != "" {
-		if err := s.runRewritten(step); err != nil {
-			return err
-		}
-	} else if len(pl.currentRead) > 0 {
-		text := currentReadText(pl, sql, params != nil)
-		if err := s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false); err != nil {
-			return err
-		}
-	} else if err := s.forwardReleasing(p, false); err != nil {
-		return err
-	}
-	s.finishRewrite(step)
-	s.track(an, pl)
-	s.dyn.apply(pl.dyn, s.lastOK)
-	s.noteStatement(an)
-	s.afterCommand()
-	return nil
+	return an.SplitAt
 }
 
 // ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or

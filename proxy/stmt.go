@@ -154,8 +154,9 @@ func (s *session) flushClient() error {
 	return nil
 }
 
-// execute forwards COM_STMT_EXECUTE under the backend's statement id,
-// remembering the parameter types when the client binds them.
+// execute serves COM_STMT_EXECUTE: admit it, remember the parameter types
+// when the client binds them, decode the values (and long data) the locks
+// are keyed from, and serve it.
 func (s *session) execute(p []byte) error {
 	st, ok := s.lookupStmt(p)
 	if !ok {
@@ -198,86 +199,7 @@ func (s *session) execute(p []byte) error {
 			}
 		}
 	}
-	if st.an != nil {
-		s.current.Store(&st.query)
-	}
-	pl := s.plan(st.an, params)
-	ok, err := s.beforeCommand(pl.guard)
-	if !ok {
-		if err == nil && longSent {
-			err = s.dropLongData(st)
-		}
-		return err
-	}
-	var step rewriteStep
-	if !longSent {
-		step = s.planRewrite(pl, plainParams(params), true)
-	} else {
-		s.forgetOthers(pl) // not rewritten: nothing it touches stays paired
-		step = s.longDataStep(pl)
-	}
-	if step.reject != nil {
-		if longSent {
-			if err := s.dropLongData(st); err != nil {
-				return err
-			}
-		}
-		return s.refuseUnpaired(step)
-	}
-	s.cap = step.capture
-	defer func() { s.cap = nil }()
-	if !longSent && s.replicaEligible(pl) && p[5]&cursorTypeBits == 0 { // no cursor: rows come back at once
-		if served, err := s.onReplica(p, st); served || err != nil {
-			if err == nil {
-				s.finishRewrite(step)
-			}
-			return err
-		}
-	}
-	s.srv.metrics.primaryExecute.Inc()
-	if fs, ok := s.planFence(pl, plainParams(params), step); ok {
-		if err := s.runFenced(fs); err != nil {
-			return err
-		}
-	} else if step.sql != "" {
-		// An UPDATE answers OK or ERR, alike in both protocols: the
-		// guarded text form can stand in for the prepared execution.
-		if err := s.runRewritten(step); err != nil {
-			return err
-		}
-	} else if len(pl.currentRead) > 0 {
-		if longSent {
-			// The long data is bound to the client's statement, not to
-			// its current-read twin.
-			return s.notExecuted(st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
-		}
-		q, err := s.currentReadExecute(st, pl, p)
-		if err != nil {
-			if isMySQLErr(err) || isKindError(err) {
-				return s.writeErrAt(1, err)
-			}
-			return s.backendFailed(s.be, err)
-		}
-		st.execID = st.currentID
-		if err := s.forwardReleasing(q, true); err != nil {
-			return err
-		}
-	} else {
-		if p, refused = s.bindOnPrimary(st, p); refused != nil {
-			return s.writeErrAt(1, refused)
-		}
-		binary.LittleEndian.PutUint32(p[1:], st.backendID)
-		st.execID = st.backendID
-		if err := s.forwardReleasing(p, true); err != nil {
-			return err
-		}
-	}
-	s.finishRewrite(step)
-	s.track(st.an, pl)
-	s.dyn.apply(pl.dyn, s.lastOK)
-	s.noteStatement(st.an)
-	s.afterCommand()
-	return nil
+	return s.serve(request{p: p, st: st, an: st.an, params: params, longSent: longSent})
 }
 
 // notExecuted answers an execute lockproxy does not send, and drops the

@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"encoding/binary"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// request is one statement to serve, a COM_QUERY text or a
+// COM_STMT_EXECUTE, once admitted and analysed. Both forms go through the
+// one pipeline of serve; what differs between them is asked of the
+// request, never decided twice.
+type request struct {
+	// p is the command as the client sent it (CONNECTION_ID() replaced).
+	p []byte
+	// st is the prepared statement an execute runs; nil for a text.
+	st *stmt
+	// an is the statement's analysis; nil when no rule could apply.
+	an *parser.Analysis
+	// params are an execute's parameter values, or the literals a text's
+	// shape binds to its placeholders (then sql is the text itself).
+	params []any
+	sql    string
+	// longSent: the execute's parameters came as long data, which only
+	// the primary's copy of the statement holds.
+	longSent bool
+}
+
+// execute reports whether r is a COM_STMT_EXECUTE.
+func (r *request) execute() bool { return r.st != nil }
+
+// text is the statement text that SHOW LOCKPROXY SESSIONS shows.
+func (r *request) text() *string {
+	switch {
+	case r.st != nil:
+		return &r.st.query
+	case r.params != nil:
+		return &r.sql
+	}
+	return &r.an.SQL
+}
+
+// stepParams are the values rewrite and fence read placeholders from. A
+// text's plan holds its own values: a shaped text whose rewrite or fence
+// needs them was analysed again as itself (servePlan).
+func (r *request) stepParams() []any {
+	if r.st == nil {
+		return nil
+	}
+	return plainParams(r.params)
+}
+
+// serve runs one admitted statement, a text or an execute, through the
+// stages docs/architecture.md draws: plan, locks (beforeCommand), rewrite,
+// route, fence, send, finish the rewrite, track what the server changed,
+// and release what the end of a transaction frees (afterCommand).
+func (s *session) serve(r request) error {
+	pl := s.servePlan(&r)
+	if r.an != nil {
+		s.current.Store(r.text())
+	}
+	ok, err := s.beforeCommand(pl.guard)
+	if !ok {
+		if err == nil {
+			err = s.unsent(r)
+		}
+		return err
+	}
+	step := s.serveRewrite(r, pl)
+	if step.reject != nil {
+		if err := s.unsent(r); err != nil {
+			return err
+		}
+		return s.refuseUnpaired(step)
+	}
+	s.cap = step.capture
+	defer func() { s.cap = nil }()
+	if s.replicaMay(r) && s.replicaEligible(pl) {
+		if served, err := s.onReplica(r.p, r.st); served || err != nil {
+			if err == nil {
+				s.finishRewrite(step)
+			}
+			return err
+		}
+	}
+	if r.execute() {
+		s.srv.metrics.primaryExecute.Inc()
+	} else {
+		s.srv.metrics.primaryQuery.Inc()
+	}
+	if sent, err := s.sendPrimary(r, pl, step); !sent || err != nil {
+		return err
+	}
+	s.finishRewrite(step)
+	s.track(r.an, pl)
+	s.dyn.apply(pl.dyn, s.lastOK)
+	s.noteStatement(r.an)
+	s.afterCommand()
+	return nil
+}
+
+// servePlan plans r. Which rule rewrites or fences a statement depends on
+// its shape and the rules, not on its values; a shaped text whose plan
+// needs its values (rewrite, fence) is remembered as such and analysed
+// again as the text it is.
+func (s *session) servePlan(r *request) plan {
+	pl := s.plan(r.an, r.params)
+	if r.execute() || r.params == nil || pl.fromShapeOK() {
+		return pl
+	}
+	if pl.rewrite.rule != nil || pl.fence.rule != nil {
+		s.srv.textShapes.Add(r.an, s.srv.ruleSet())
+	}
+	r.an, r.params = s.analyzeText(r.sql), nil
+	return s.plan(r.an, nil)
+}
+
+// serveRewrite plans the rewrite of r. An execute with long data is not
+// rewritten (its values are on the primary, not in the packet), so nothing
+// it touches stays paired.
+func (s *session) serveRewrite(r request, pl plan) rewriteStep {
+	if !r.longSent {
+		return s.planRewrite(pl, r.stepParams(), r.execute())
+	}
+	s.forgetOthers(pl)
+	return s.longDataStep(pl)
+}
+
+// replicaMay reports whether r's form lets a replica serve it: an execute
+// with long data has its values on the primary only, and one that opens a
+// cursor reads its rows later, from the connection that ran it.
+func (s *session) replicaMay(r request) bool {
+	return !r.execute() || !r.longSent && r.p[5]&cursorTypeBits == 0
+}
+
+// unsent is what a statement lockproxy does not send leaves to undo: the
+// long data the primary holds for an execute (see dropLongData).
+func (s *session) unsent(r request) error {
+	if r.longSent {
+		return s.dropLongData(r.st)
+	}
+	return nil
+}
+
+// sendPrimary sends r to the primary in the form its plan chose (fenced,
+// rewritten, as a current read, or as the client sent it) and relays the
+// answer; sent is false when lockproxy answered the client itself.
+func (s *session) sendPrimary(r request, pl plan, step rewriteStep) (sent bool, err error) {
+	switch fs, fenced := s.planFence(pl, r.stepParams(), step); {
+	case fenced:
+		return true, s.runFenced(fs)
+	case step.sql != "":
+		// An UPDATE answers OK or ERR, alike in both protocols: the
+		// guarded text form stands in for a prepared execution too.
+		return true, s.runRewritten(step)
+	case len(pl.currentRead) > 0 && !r.execute():
+		text := currentReadText(pl, r.sql, r.params != nil)
+		return true, s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false)
+	case len(pl.currentRead) > 0:
+		return s.currentReadSend(r, pl)
+	case !r.execute():
+		return true, s.forwardReleasing(r.p, false)
+	}
+	p, refused := s.bindOnPrimary(r.st, r.p)
+	if refused != nil {
+		return false, s.writeErrAt(1, refused)
+	}
+	binary.LittleEndian.PutUint32(p[1:], r.st.backendID)
+	r.st.execID = r.st.backendID
+	return true, s.forwardReleasing(p, true)
+}
+
+// currentReadSend runs an execute as its current-read twin (see
+// currentread.go).
+func (s *session) currentReadSend(r request, pl plan) (sent bool, err error) {
+	if r.longSent {
+		// The long data is bound to the client's statement, not to its
+		// current-read twin.
+		return false, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
+	}
+	q, err := s.currentReadExecute(r.st, pl, r.p)
+	if err != nil {
+		if isMySQLErr(err) || isKindError(err) {
+			return false, s.writeErrAt(1, err)
+		}
+		return false, s.backendFailed(s.be, err)
+	}
+	r.st.execID = r.st.currentID
+	return true, s.forwardReleasing(q, true)
+}
