@@ -161,3 +161,40 @@ func (s *Set) Release(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Mark is the Set's position now: the leases acquired after it are the
+// ones taken since, which ReleaseSince gives back.
+func (s *Set) Mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.leases)
+}
+
+// ReleaseSince releases the leases acquired after mark (see Mark) and keeps
+// the others: what one statement took that the transaction did not hold
+// before it. Keys held before mark stay held, since Acquire takes only
+// keys the Set does not hold. It returns the joined release errors.
+func (s *Set) ReleaseSince(ctx context.Context, mark int) error {
+	s.mu.Lock()
+	if mark < 0 || mark >= len(s.leases) {
+		s.mu.Unlock()
+		return nil
+	}
+	leases := append([]*Lease(nil), s.leases[mark:]...)
+	s.leases = s.leases[:mark:mark]
+	for _, l := range leases {
+		for _, k := range l.Keys() {
+			if s.held[k.Name] == l {
+				delete(s.held, k.Name)
+			}
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

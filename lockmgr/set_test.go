@@ -86,6 +86,48 @@ func TestSet(t *testing.T) {
 	}
 }
 
+// TestSetReleaseSince: the keys acquired after a mark are given back, the
+// ones held before it stay, whatever a later statement asked for again.
+func TestSetReleaseSince(t *testing.T) {
+	ctx := context.Background()
+	g := &grantAll{}
+	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
+	keys := func(names ...string) []lockmgr.Key {
+		var out []lockmgr.Key
+		for _, n := range names {
+			out = append(out, lockmgr.Key{Name: n, Rule: "r"})
+		}
+		return out
+	}
+	if err := s.Acquire(ctx, keys("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	mark := s.Mark()
+	if err := s.Acquire(ctx, keys("b", "c", "d")); err != nil { // b is held: only c, d are taken
+		t.Fatal(err)
+	}
+	if err := s.ReleaseSince(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"a": true, "b": true, "c": false, "d": false} {
+		if s.Holds(name) != want {
+			t.Errorf("after ReleaseSince: holds %s = %v, want %v", name, !want, want)
+		}
+	}
+	if s.Len() != 2 || s.Mark() != mark {
+		t.Errorf("after ReleaseSince: len %d mark %d, want 2 and %d", s.Len(), s.Mark(), mark)
+	}
+	if err := g.keepers[1].Lease().Err(); !errors.Is(err, lockmgr.ErrReleased) {
+		t.Errorf("the lease taken after the mark: %v, want released", err)
+	}
+	if err := g.keepers[0].Lease().Err(); err != nil {
+		t.Errorf("the lease held before the mark: %v, want held", err)
+	}
+	if err := s.ReleaseSince(ctx, s.Mark()); err != nil || s.Len() != 2 {
+		t.Errorf("ReleaseSince with nothing after the mark: %v, len %d", err, s.Len())
+	}
+}
+
 func equal(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

@@ -32,10 +32,15 @@ type guard struct {
 	// notCurrent: reject refuses a read that takes read_in_txn locks
 	// and cannot be sent as a current read (counted as "not_current").
 	notCurrent bool
-	commits    bool   // the text contains COMMIT (or an implicit commit)
-	rollsBack  bool   // the text is ROLLBACK: it may always run
-	rule       string // first rule that matched, for messages
-	primary    bool   // a rule or a fact forces the primary
+	commits    bool // the text contains COMMIT (or an implicit commit)
+	// ends: the text ends a transaction (BEGIN, COMMIT, ROLLBACK, an
+	// implicit commit), perhaps to begin another (a second BEGIN, AND
+	// CHAIN); halfRuns: a failure of it may leave part of it done (CALL,
+	// EXECUTE, a text lockproxy could not parse).
+	ends, halfRuns bool
+	rollsBack      bool   // the text is ROLLBACK: it may always run
+	rule           string // first rule that matched, for messages
+	primary        bool   // a rule or a fact forces the primary
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
@@ -202,8 +207,57 @@ func (s *session) audit(event string, g guard, fields ...zap.Field) {
 // transaction: after an autocommit statement, or once COMMIT or ROLLBACK
 // has been answered by the backend.
 func (s *session) afterCommand() {
-	if s.locks != nil && s.locks.Len() > 0 && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+	back := s.giveBack
+	s.giveBack = giveBack{}
+	if s.locks == nil || s.locks.Len() == 0 {
+		return
+	}
+	switch {
+	case s.status&mysql.SERVER_STATUS_IN_TRANS == 0:
 		s.releaseLocks()
+	case !back.armed:
+	case back.ends && s.lastOK:
+		// The transaction that held them ended and another began (a
+		// second BEGIN, COMMIT AND CHAIN, ...); the text itself needed
+		// no row locks.
+		s.releaseLocks()
+	case s.noneRan && !back.halfRuns:
+		// MariaDB refused the statement before any of it ran (a missing
+		// privilege, an unknown column, a duplicate key rolled back): as
+		// InnoDB keeps no row lock for it, the transaction keeps none of
+		// the locks this statement alone took.
+		s.releaseSince(back.mark)
+	}
+}
+
+// giveBack is what a statement lockproxy sends as the client wrote it may
+// give back of the locks when it ends (see afterCommand).
+type giveBack struct {
+	armed    bool // set for the statement being served
+	mark     int  // the lock set's Mark before the statement's locks
+	ends     bool // a text without keys that ends a transaction (guard.ends)
+	halfRuns bool // guard.halfRuns
+}
+
+// armGiveBack prepares afterCommand for the statement of guard g, whose
+// locks were taken after mark.
+func (s *session) armGiveBack(g guard, mark int) {
+	s.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
+}
+
+// lockMark is the lock set's Mark, taken before a statement's locks.
+func (s *session) lockMark() int {
+	if s.locks == nil {
+		return 0
+	}
+	return s.locks.Mark()
+}
+
+func (s *session) releaseSince(mark int) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := s.locks.ReleaseSince(ctx, mark); err != nil {
+		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 	}
 }
 

@@ -125,6 +125,7 @@ func makePlan(env planEnv, an *parser.Analysis, params []any) plan {
 	pl.text(an, params, 0)
 	// A lone ROLLBACK may always run, even in a doomed transaction.
 	p.guard.rollsBack = !an.Unparsed && len(an.Stmts) == 1 && an.Stmts[0].Kind == parser.KindRollback
+	p.guard.halfRuns = p.guard.halfRuns || an.Unparsed
 	p.primaryWhy = primaryReason(an, p.guard, env)
 	return p
 }
@@ -243,16 +244,19 @@ func (pl *planner) refuseUnpaired(r *rules.Rule, why string) {
 // statement plans one parsed statement.
 func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	g := &pl.p.guard
+	g.halfRuns = g.halfRuns || depth > 0 // run through dynamic SQL
 	switch f.Kind {
 	case parser.KindBegin:
-		pl.inTxn = true
+		pl.inTxn, g.ends = true, true
 	case parser.KindCommit, parser.KindRollback:
 		g.commits = g.commits || f.Kind == parser.KindCommit
+		g.ends = true
 		pl.inTxn = !pl.env.autocommit
 	case parser.KindPrepare:
 		pl.prepare(f)
 		return
 	case parser.KindExecute:
+		g.halfRuns = true
 		pl.execute(f.Prepared.Name, f.Prepared.Using, false, depth)
 		return
 	case parser.KindDeallocate:
@@ -261,9 +265,10 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	case parser.KindCall:
 		// A routine may set variables and prepare statements.
 		pl.p.dyn.unknownAll = true
+		g.halfRuns = true
 	}
 	if f.ImplicitCommit {
-		g.commits = true
+		g.commits, g.ends = true, true
 	}
 	if f.MayChangeMode() { // EXECUTE returned above: its statements tell
 		pl.p.changesMode = true

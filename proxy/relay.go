@@ -141,7 +141,7 @@ func (s *session) passRow(kind passKind) ([]byte, error) {
 // relay passes the backend's whole response to the client and records the
 // final server status and whether it ended in success.
 func (s *session) relay(kind relayKind, binary bool) error {
-	s.midResponse = false
+	s.midResponse, s.noneRan = false, false
 	defer func() { s.midResponse = false }()
 	var err error
 	switch kind {
@@ -217,7 +217,7 @@ func (s *session) relayColumns(n int) error {
 // says no more results exist.
 func (s *session) relayResultSets() error {
 	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
-	for {
+	for first := true; ; first = false {
 		p, err := s.passAs(passFirst)
 		if err != nil {
 			return err
@@ -228,7 +228,7 @@ func (s *session) relayResultSets() error {
 		var status uint16
 		switch p[0] {
 		case mysql.ERR_HEADER:
-			s.lastOK = false
+			s.lastOK, s.noneRan = false, first
 			return nil
 		case mysql.OK_HEADER:
 			st, _ := okStatus(p)

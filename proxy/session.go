@@ -68,6 +68,13 @@ type session struct {
 	// flushed: the next holder of a hot row does not wait on this client's
 	// socket.
 	releaseEarly bool
+	// noneRan: the response being relayed began with ERR, so no part of
+	// the command ran (a later statement of a text runs only after the
+	// earlier ones succeeded).
+	noneRan bool
+	// giveBack is what the statement being served may give back of the
+	// transaction's locks when it ends (afterCommand).
+	giveBack giveBack
 
 	// Routing: the replica connection, SETs to replay on it, and what
 	// read-your-writes needs.

@@ -34,14 +34,14 @@ func (s *session) showLockproxy(q []byte) (bool, error) {
 func str(s string) *string { return &s }
 
 // showLocks answers SHOW LOCKPROXY LOCKS. As SHOW PROCESSLIST does, it
-// shows other users' statements only to a user with the PROCESS privilege;
-// others see their own user's statements, and everyone else's as shapes
-// without literals.
+// shows other users' locks only to a user with the PROCESS privilege;
+// others see their own user's locks alone (a lock key names a row, and
+// its statement what another user is doing).
 func (s *session) showLocks() error {
 	seeAll := s.hasProcessPrivilege()
 	user := s.user
 	var rows [][]*string
-	for _, l := range s.srv.locks(func(owner *session) bool { return !seeAll && owner.user != user }) {
+	for _, l := range s.srv.locks(func(owner *session) bool { return seeAll || owner != nil && owner.user == user }) {
 		var holder, position *string // NULL for held locks and when unknown
 		if l.Holder != "" {
 			holder = str(l.Holder)

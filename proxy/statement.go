@@ -60,6 +60,7 @@ func (s *session) serve(r request) error {
 	if r.an != nil {
 		s.current.Store(r.text())
 	}
+	mark := s.lockMark()
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		if err == nil {
@@ -69,6 +70,7 @@ func (s *session) serve(r request) error {
 	}
 	step := s.serveRewrite(r, pl)
 	if step.reject != nil {
+		s.notRun(mark)
 		if err := s.unsent(r); err != nil {
 			return err
 		}
@@ -89,7 +91,10 @@ func (s *session) serve(r request) error {
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	if sent, err := s.sendPrimary(r, pl, step); !sent || err != nil {
+	if sent, err := s.sendPrimary(r, pl, step, mark); !sent || err != nil {
+		if !sent {
+			s.notRun(mark)
+		}
 		return err
 	}
 	s.finishRewrite(step)
@@ -134,6 +139,15 @@ func (s *session) replicaMay(r request) bool {
 	return !r.execute() || !r.longSent && r.p[5]&cursorTypeBits == 0
 }
 
+// notRun gives back the locks a statement took after mark when lockproxy
+// answered it itself after taking them: none of it ran.
+func (s *session) notRun(mark int) {
+	s.giveBack = giveBack{}
+	if s.locks != nil {
+		s.releaseSince(mark)
+	}
+}
+
 // unsent is what a statement lockproxy does not send leaves to undo: the
 // long data the primary holds for an execute (see dropLongData).
 func (s *session) unsent(r request) error {
@@ -146,14 +160,23 @@ func (s *session) unsent(r request) error {
 // sendPrimary sends r to the primary in the form its plan chose (fenced,
 // rewritten, as a current read, or as the client sent it) and relays the
 // answer; sent is false when lockproxy answered the client itself.
-func (s *session) sendPrimary(r request, pl plan, step rewriteStep) (sent bool, err error) {
-	switch fs, fenced := s.planFence(pl, r.stepParams(), step); {
+//
+// What it sends as the client wrote it (or as a current read) gives back
+// at its end the locks taken after mark that it no longer needs (see
+// afterCommand); a fenced or rewritten statement runs lockproxy's own
+// statements too, and keeps them until the transaction ends.
+func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (sent bool, err error) {
+	fs, fenced := s.planFence(pl, r.stepParams(), step)
+	switch {
 	case fenced:
 		return true, s.runFenced(fs)
 	case step.sql != "":
 		// An UPDATE answers OK or ERR, alike in both protocols: the
 		// guarded text form stands in for a prepared execution too.
 		return true, s.runRewritten(step)
+	}
+	s.armGiveBack(pl.guard, mark)
+	switch {
 	case len(pl.currentRead) > 0 && !r.execute():
 		text := currentReadText(pl, r.sql, r.params != nil)
 		return true, s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false)

@@ -34,12 +34,12 @@ type LockInfo struct {
 // It is what /debug/locks shows (behind the admin token): statements are
 // shown with their literals unless a rule has sensitive columns.
 func (s *Server) Locks() []LockInfo {
-	return s.locks(func(*session) bool { return false })
+	return s.locks(func(*session) bool { return true })
 }
 
-// locks is Locks with the statements of the sessions for which redact
-// says so shown without their literals.
-func (s *Server) locks(redact func(owner *session) bool) []LockInfo {
+// locks is Locks with only the locks whose owner session (nil: not a
+// session of this instance's now) shown says so.
+func (s *Server) locks(shown func(owner *session) bool) []LockInfo {
 	if s.locker == nil {
 		return nil
 	}
@@ -55,12 +55,16 @@ func (s *Server) locks(redact func(owner *session) bool) []LockInfo {
 	out := make([]LockInfo, 0, len(entries))
 	s.mu.Lock()
 	for _, e := range entries {
+		sess := s.sessions[uint32(e.Session)]
+		if !shown(sess) {
+			continue
+		}
 		li := LockInfo{Key: e.Key, Rule: e.Rule, State: e.State, Session: e.Session, Owner: e.Owner,
 			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds(), Holder: e.Holder, Position: e.Position}
-		if sess := s.sessions[uint32(e.Session)]; sess != nil {
+		if sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
 			if q := sess.current.Load(); q != nil {
-				li.Statement = shownStatement(*q, hide || redact(sess))
+				li.Statement = shownStatement(*q, hide)
 			}
 		}
 		out = append(out, li)
@@ -72,7 +76,7 @@ func (s *Server) locks(redact func(owner *session) bool) []LockInfo {
 
 // shownStatement is a statement as /debug/locks and SHOW LOCKPROXY LOCKS
 // show it: cut to 512 bytes, and with every literal replaced by "?" when
-// hide (some rule has sensitive columns, or the viewer may not see it).
+// hide (some rule has sensitive columns).
 // Long statements are cut before redaction, so redaction stays cheap.
 func shownStatement(q string, hide bool) string {
 	if hide {
