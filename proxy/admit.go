@@ -35,7 +35,7 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 		return release, nil
 	}
 	p := s.srv.config().Proxy
-	if len(q) > p.MaxStatementSize {
+	if int64(len(q)) > p.MaxStatementSize.Bytes() {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}

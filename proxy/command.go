@@ -18,7 +18,7 @@ import (
 // client quits or the connection fails, or, once drain is cancelled (the
 // proxy is shutting down), when the session is outside a transaction.
 func (s *session) commandLoop(drain context.Context) error {
-	limit := s.srv.config().Proxy.MaxAllowedPacket
+	limit := int(s.srv.config().Proxy.MaxAllowedPacket)
 	for {
 		inTxn := s.status&mysql.SERVER_STATUS_IN_TRANS != 0
 		s.txnOpen.Store(inTxn)

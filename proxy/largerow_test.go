@@ -111,7 +111,7 @@ func TestLargeRowCaptured(t *testing.T) {
 				cfg.Rules = []rules.Rule{{Name: "stock", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{}, Rewrite: &rw}}
 				if c.budget > 0 {
 					cfg.Proxy.MaxAllowedPacket = 256 << 10
-					cfg.Proxy.SessionMemory = c.budget
+					cfg.Proxy.SessionMemory = rules.Size(c.budget)
 					cfg.Proxy.MemoryBudget = 8 << 20
 				}
 			})

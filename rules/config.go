@@ -41,7 +41,7 @@ type ProxyConfig struct {
 	// ShutdownGrace is how long SIGTERM waits for open sessions.
 	ShutdownGrace Duration `yaml:"shutdown_grace"` // default 30s
 	// MaxAllowedPacket is the largest client packet accepted (bytes).
-	MaxAllowedPacket int `yaml:"max_allowed_packet"` // default 64 MiB
+	MaxAllowedPacket Size `yaml:"max_allowed_packet"` // default 64 MiB
 	// RequireTLS refuses clients that do not switch to TLS (needs tls).
 	RequireTLS bool `yaml:"require_tls"`
 	// IdleTimeout closes a client connection idle between commands for
@@ -54,12 +54,12 @@ type ProxyConfig struct {
 	// MemoryBudget bounds the bytes all sessions together may hold in
 	// buffered client packets, long data, prepared statements' plans and
 	// statements being analysed; a command that would exceed it gets 1041.
-	MemoryBudget int `yaml:"memory_budget"` // default 1 GiB
+	MemoryBudget Size `yaml:"memory_budget"` // default 1 GiB
 	// SessionMemory is the same bound for one session.
-	SessionMemory int `yaml:"session_memory"` // default 2 x max_allowed_packet, at least 128 MiB
+	SessionMemory Size `yaml:"session_memory"` // default 2 x max_allowed_packet, at least 128 MiB
 	// MaxStatementSize is the longest statement text lockproxy analyses;
 	// longer ones are refused (when any rule or replica needs analysis).
-	MaxStatementSize int `yaml:"max_statement_size"` // default 2 MiB
+	MaxStatementSize Size `yaml:"max_statement_size"` // default 2 MiB
 	// MaxNesting is the deepest nesting of parentheses a statement may
 	// have; deeper ones are refused with 1473 before the parser sees them.
 	MaxNesting int `yaml:"max_nesting"` // default 256

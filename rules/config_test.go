@@ -87,7 +87,7 @@ func TestLoadDefaults(t *testing.T) {
 		{"max_connections", cfg.Proxy.MaxConnections, 4096},
 		{"handshake_timeout", cfg.Proxy.HandshakeTimeout.D(), 10 * time.Second},
 		{"shutdown_grace", cfg.Proxy.ShutdownGrace.D(), 30 * time.Second},
-		{"max_allowed_packet", cfg.Proxy.MaxAllowedPacket, 64 << 20},
+		{"max_allowed_packet", cfg.Proxy.MaxAllowedPacket, Size(64 << 20)},
 		{"admin.listen", cfg.Admin.Listen, "127.0.0.1:9307"},
 		{"max_replica_lag", cfg.Backends.MaxReplicaLag.D(), 2 * time.Second},
 		{"locks.backend", cfg.Locks.Backend, "memory"},

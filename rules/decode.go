@@ -45,7 +45,10 @@ func (d *decoder) budget(n ast.Node, path string) bool {
 	return false
 }
 
-var durationType = reflect.TypeOf(Duration(0))
+var (
+	durationType = reflect.TypeOf(Duration(0))
+	sizeType     = reflect.TypeOf(Size(0))
+)
 
 func (d *decoder) setLine(path string, n ast.Node) {
 	if _, ok := d.lines[path]; !ok {
@@ -125,6 +128,8 @@ func (d *decoder) decode(n ast.Node, path string, v reflect.Value) {
 	switch {
 	case v.Type() == durationType:
 		d.decodeDuration(n, path, v)
+	case v.Type() == sizeType:
+		d.decodeSize(n, path, v)
 	case v.Kind() == reflect.Pointer:
 		elem := reflect.New(v.Type().Elem())
 		d.decode(n, path, elem.Elem())
@@ -307,6 +312,23 @@ func (d *decoder) decodeDuration(n ast.Node, path string, v reflect.Value) {
 		return
 	}
 	v.SetInt(int64(dur))
+}
+
+func (d *decoder) decodeSize(n ast.Node, path string, v reflect.Value) {
+	if !isScalar(n) {
+		d.ps.add(lineOf(n), path, "must be a size such as 67108864 or 64MiB, not %s", describe(n))
+		return
+	}
+	text, ok := d.expand(n, path)
+	if !ok {
+		return
+	}
+	size, err := ParseSize(text)
+	if err != nil {
+		d.ps.add(lineOf(n), path, "%v", err)
+		return
+	}
+	v.SetInt(int64(size))
 }
 
 // expand returns the scalar's text with ${VAR} references expanded.

@@ -11,8 +11,9 @@ func TestProxyLimits(t *testing.T) {
 	const base = "users: [{user: app, password: x}]\nbackends: {primary: 127.0.0.1:3306}\n"
 	t.Run("defaults", func(t *testing.T) {
 		for _, tc := range []struct {
-			proxy                string
-			session, budget, mhs int
+			proxy           string
+			session, budget Size
+			mhs             int
 		}{
 			{"", 128 << 20, 1 << 30, 256},
 			{"proxy: {max_allowed_packet: 268435456}\n", 512 << 20, 1 << 30, 256},
