@@ -107,7 +107,7 @@ func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*
 	l := redislock.New(rdb, &redislock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m,
 		LocalHandoffs: rc.Handoffs(), LocalHandoffWindow: rc.HandoffWindow()})
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
-		ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, nil
+		ping: l.Ready}, nil
 }
 
 func newRedlock(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {

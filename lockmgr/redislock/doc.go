@@ -98,6 +98,14 @@
 // valid. The price: for one ttl after a Redis start, contended or not, no
 // lock is granted.
 //
+// Eviction. A server with a maxmemory and any eviction policy but
+// noeviction may drop a held lock key (lock keys carry a TTL, so the
+// volatile policies too). Together with the uptime, the check after a
+// grant made while connections were dialled reads INFO memory; from such a
+// server the grant is undone and Acquire fails with lockmgr.ErrUnavailable
+// saying why, at every grant until the policy is fixed (evict.go). Ready
+// reports it for every master.
+//
 // Sentinel and Cluster. A Sentinel client asks the sentinels for the
 // master at every dial. A Cluster client reloads its slot map whenever a
 // call finds its node away or the cluster changing (cluster.go), not only

@@ -92,6 +92,7 @@ type Locker struct {
 	ledger  *lockmgr.Ledger
 	notify  *notifier
 	restart restartGuard
+	evict   evictGuard
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -69,36 +70,60 @@ func (g *restartGuard) hold(d time.Duration) {
 // checkRestart is called after a grant. If connections were dialled since
 // the request was prepared (dials), it asks the server's uptime; a server
 // younger than one ttl means the grant cannot be trusted: it is undone, the
-// guard is set, and ok is false.
+// guard is set, and ok is false. It asks too whether the server may evict
+// lock keys (see evictGuard), and then undoes the grant and fails with
+// lockmgr.ErrUnavailable, so that the statement is not run.
 func (a *attempt) checkRestart(ctx context.Context, dials uint64) (ok bool, err error) {
 	l := a.l
-	if l.opt.RestartGrace < 0 || (l.restart.dials.Load() == dials && l.restart.remaining() <= 0) {
+	dialled := l.restart.dials.Load() != dials
+	if !dialled && l.restart.remaining() <= 0 && !l.evict.due() {
 		return true, nil
 	}
-	uptime, err := l.uptime(ctx, a.n.lock)
-	if err == nil && uptime >= l.opt.RestartGrace {
+	if l.opt.RestartGrace >= 0 && (dialled || l.restart.remaining() > 0) {
+		uptime, err := l.uptime(ctx, a.n.lock)
+		switch {
+		case err == nil && uptime >= l.opt.RestartGrace:
+		case err != nil && ctx.Err() == nil && !unavailable(err):
+			// INFO refused (renamed or disabled by the operator):
+			// restarts cannot be detected here; keep the grant rather
+			// than never grant.
+			l.opt.Logger.Warn("cannot read Redis uptime; a restart without persistence may go unnoticed", zap.Error(err))
+		case err == nil:
+			l.restart.hold(l.opt.RestartGrace - uptime + time.Second)
+			l.opt.Logger.Warn("Redis restarted less than one lease ago: holding back grants until leases from before the restart have run out")
+			return false, a.undoGrant(ctx, nil)
+		default:
+			return false, a.undoGrant(ctx, err)
+		}
+	}
+	why, err := l.checkEviction(ctx, a.n.lock)
+	if err != nil && (ctx.Err() != nil || unavailable(err)) {
+		return false, a.undoGrant(ctx, err)
+	}
+	if why == "" {
 		return true, nil
 	}
-	if err != nil && ctx.Err() == nil && !unavailable(err) {
-		// INFO refused (renamed or disabled by the operator): restarts
-		// cannot be detected here; keep the grant rather than never grant.
-		l.opt.Logger.Warn("cannot read Redis uptime; a restart without persistence may go unnoticed", zap.Error(err))
-		return true, nil
+	l.opt.Logger.Error("refusing lock grants: " + why)
+	if err := a.undoGrant(ctx, nil); err != nil {
+		return false, err
 	}
-	if err == nil {
-		l.restart.hold(l.opt.RestartGrace - uptime + time.Second)
-		l.opt.Logger.Warn("Redis restarted less than one lease ago: holding back grants until leases from before the restart have run out")
-	}
-	uctx, cancel := l.freshCtx()
+	return false, fmt.Errorf("%w: rule %q key %q: %s", lockmgr.ErrUnavailable, a.k.Rule, a.k.Name, why)
+}
+
+// undoGrant gives back the key a grant that cannot be trusted made, and
+// returns err (or the undo's own failure), classified for the caller's
+// ctx.
+func (a *attempt) undoGrant(ctx context.Context, err error) error {
+	uctx, cancel := a.l.freshCtx()
 	defer cancel()
 	// No grant in the undo: the server may not yet know every lease.
-	if uerr := l.releaseKeys(uctx, a.h.Tok, []lockmgr.Key{a.k}, false); uerr != nil && err == nil {
+	if uerr := a.l.releaseKeys(uctx, a.h.Tok, []lockmgr.Key{a.k}, false); uerr != nil && err == nil {
 		err = uerr
 	}
 	if err != nil {
-		return false, classify(ctx, a.k, err)
+		return classify(ctx, a.k, err)
 	}
-	return false, nil
+	return nil
 }
 
 // uptime asks the server that holds key how long it has been up.

@@ -184,7 +184,7 @@ func (a *attempt) won(fence uint64, until time.Time, freed time.Time) {
 func (a *attempt) usable(g leasebook.Grant) (time.Time, bool) {
 	l, m := a.l, a.miss
 	if m.sent.IsZero() || g.Fence <= m.mark || g.Epoch != m.dials ||
-		l.restart.dials.Load() != m.dials || l.restart.remaining() > 0 {
+		l.restart.dials.Load() != m.dials || l.restart.remaining() > 0 || l.evict.risk() != "" {
 		return time.Time{}, false
 	}
 	until := m.sent.Add(leasebook.Validity(l.grantLease()))
