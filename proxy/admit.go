@@ -160,8 +160,8 @@ func unpinPlan(st *stmt) {
 
 // forgetStmt gives back what a statement held of the memory budgets.
 func (s *session) forgetStmt(st *stmt) {
-	s.mem.give(st.planCost + st.longCost)
-	st.planCost, st.longCost = 0, 0
+	s.mem.give(st.planCost + st.longCost + st.textCost)
+	st.planCost, st.longCost, st.textCost = 0, 0, 0
 }
 
 // forgetStmts forgets every prepared statement of the session (the

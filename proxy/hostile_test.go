@@ -346,6 +346,55 @@ func TestParseBudget(t *testing.T) {
 	}
 }
 
+// TestPreparedTextBudget: a prepared statement's text is kept for the
+// statement's life and counts against session_memory: a session cannot
+// hold more prepared text than its budget (once 600 statements of 300 KB
+// took 300 MB); the prepare over it gets 1041, and closing a statement
+// makes room again.
+func TestPreparedTextBudget(t *testing.T) {
+	p, db := limitsProxy(t, func(pc *rules.ProxyConfig) {
+		pc.MaxAllowedPacket = 1 << 20
+		pc.SessionMemory = 2 << 20
+		pc.MaxStatementSize = 1 << 20
+	})
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	text := "SELECT stock FROM sku WHERE sku_id = ? AND note <> '" + strings.Repeat("x", 300<<10) + "'"
+	var stmts []*client.Stmt
+	for range 20 {
+		st, err := c.Prepare(text)
+		if err != nil {
+			wantCode(t, err, erOutOfResources)
+			break
+		}
+		stmts = append(stmts, st)
+	}
+	// 2 MiB holds six texts of 300 KiB at most, fewer with the packet
+	// being read.
+	if n := len(stmts); n < 3 || n > 6 {
+		t.Fatalf("%d statements of 300 KiB prepared within a 2 MiB session budget", n)
+	}
+	if n := testutil.ToFloat64(p.srv.metrics.memoryRefused); n != 1 {
+		t.Errorf("memory refusals counted: %v, want 1", n)
+	}
+	if _, err := stmts[0].Execute(1); err != nil {
+		t.Fatalf("a statement kept within the budget: %v", err)
+	}
+	if err := stmts[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Prepare(text)
+	if err != nil {
+		t.Fatalf("prepare after a close made room: %v", err)
+	}
+	if _, err := st.Execute(1); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // sendLongData writes COM_STMT_SEND_LONG_DATA (no response).
 func sendLongData(t *testing.T, c *client.Conn, id uint32, param uint16, data []byte) {
 	t.Helper()
@@ -466,12 +515,15 @@ func TestPreparedPlanBudget(t *testing.T) {
 	if held == 0 {
 		t.Fatal("a small prepared UPDATE's plan is not charged")
 	}
-	big, err := c.Prepare("UPDATE sku SET stock = stock - 1 WHERE sku_id = ? AND note <> '" + strings.Repeat("x", 20<<10) + "'")
+	bigText := "UPDATE sku SET stock = stock - 1 WHERE sku_id = ? AND note <> '" + strings.Repeat("x", 20<<10) + "'"
+	big, err := c.Prepare(bigText)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its text is kept (and charged); its plan is not.
+	held += int64(len(bigText)) + stmtOverhead
 	if got := settledMemory(p, held); got != held {
-		t.Errorf("a plan over the budget is charged: %d bytes held, want %d", got, held)
+		t.Errorf("a plan over the budget is charged: %d bytes held, want %d (the text)", got, held)
 	}
 	// Locks still apply: another session holding sku 2 makes it wait and time out.
 	other, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)

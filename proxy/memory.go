@@ -7,8 +7,9 @@ import (
 // Memory lockproxy holds on behalf of clients is budgeted twice: per
 // session (proxy.session_memory) and for the whole process
 // (proxy.memory_budget). What counts: client packets beyond a small
-// buffer every session has, long data kept for key derivation, the plans
-// of prepared statements, the parse of a statement being analysed, and a
+// buffer every session has, long data kept for key derivation, the texts
+// and plans of prepared statements, the parse of a statement being
+// analysed, and a
 // large result row held for a rewrite's capture (other large rows are
 // streamed, never held: passRow). A command whose memory would exceed
 // either budget is answered with 1041 (ER_OUT_OF_RESOURCES) instead of

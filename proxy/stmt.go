@@ -40,6 +40,7 @@ type stmt struct {
 	// refused; unpinned: the plan did not fit and is made at each execute
 	// from the text, under db (the database current at prepare).
 	planCost, longCost int64
+	textCost           int64 // the text's and the statement's own (prepare)
 	longLost, unpinned bool
 	db                 string
 	// primaryTyped: the primary's copy has been given parameter types
@@ -94,22 +95,39 @@ func (s *session) prepare(p []byte) error {
 	if done, err := s.prepareLocal(p[1:]); done {
 		return err
 	}
+	// The statement's text is kept for its whole life (keys, current
+	// reads, plans made again): it counts against the budgets as long.
+	cost := int64(len(p)-1) + stmtOverhead
+	if !s.mem.take(cost, shareAll) {
+		s.srv.metrics.memoryRefused.Inc()
+		return s.writeErrAt(1, outOfMemory("keeping a prepared statement", cost))
+	}
 	s.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
+		s.mem.give(cost)
 		return s.backendFailed(s.be, err)
 	}
-	if err := s.relayPrepare(string(p[1:])); err != nil {
+	if err := s.relayPrepare(string(p[1:]), cost); err != nil {
 		return s.backendFailed(s.be, err)
 	}
 	return nil
 }
 
-func (s *session) relayPrepare(query string) error {
+// stmtOverhead is what lockproxy keeps per prepared statement besides its
+// text and plan (the stmt, its map entries, its ids on the backends).
+const stmtOverhead = 512
+
+// relayPrepare relays the backend's answer to a prepare of query, whose
+// keeping cost was taken from the budgets: an accepted statement holds it
+// until closed, a refused one gives it back.
+func (s *session) relayPrepare(query string, cost int64) error {
 	seq, p, err := s.next()
 	if err != nil {
+		s.mem.give(cost)
 		return err
 	}
 	if len(p) == 0 || p[0] != mysql.OK_HEADER || len(p) < 12 {
+		s.mem.give(cost)
 		if err := s.cw.writePhysical(seq, p); err != nil {
 			return clientIOError{err}
 		}
@@ -123,6 +141,7 @@ func (s *session) relayPrepare(query string) error {
 		query:      query,
 		numColumns: int(binary.LittleEndian.Uint16(p[5:])),
 		numParams:  int(binary.LittleEndian.Uint16(p[7:])),
+		textCost:   cost,
 	}
 	binary.LittleEndian.PutUint32(p[1:], st.id)
 	if err := s.cw.writePhysical(seq, p); err != nil {
