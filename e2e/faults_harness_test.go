@@ -359,9 +359,11 @@ func (r *rig) checkSellOut(t *testing.T) {
 	}
 }
 
-// redisDownRejects: with Redis stopped, a guarded statement fails at once
-// with lockproxy's 1105 while an unguarded table still works; once Redis is
-// back the same proxy guards again, without a restart.
+// redisDownRejects: with Redis stopped, a guarded statement waits its
+// wait_timeout for the lock service and then fails with lockproxy's 1205
+// naming the cause (retryable, never run unlocked) while an unguarded
+// table still works; once Redis is back the same proxy guards again,
+// without a restart.
 func redisDownRejects(t *testing.T, r *rig) {
 	ctx := t.Context()
 	if _, err := r.direct.Exec("INSERT INTO sku_stock (sku_id, stock) VALUES (7, 10) ON DUPLICATE KEY UPDATE stock = 10"); err != nil {
@@ -376,19 +378,23 @@ func redisDownRejects(t *testing.T, r *rig) {
 	}()
 	c := pinned(t, r.nodes[0].db)
 	var me *mysql.MySQLError
-	for i := range 3 {
+	for i := range 2 {
 		began := time.Now()
 		_, err := c.ExecContext(ctx, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 7")
 		took := time.Since(began)
-		if !errors.As(err, &me) || me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
-			t.Fatalf("guarded UPDATE with Redis down: want lockproxy's 1105, got %v", err)
+		if !errors.As(err, &me) || me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") ||
+			!strings.Contains(me.Message, "lock service unavailable") {
+			t.Fatalf("guarded UPDATE with Redis down: want lockproxy's 1205 naming the lock service, got %v", err)
+		}
+		if took < faultWait {
+			t.Errorf("guarded UPDATE with Redis down answered after %v, before its wait_timeout %v", took, faultWait)
 		}
 		t.Logf("guarded UPDATE #%d rejected after %v (wait_timeout %v): %s", i+1, took.Round(time.Millisecond), faultWait, me.Message)
 	}
 	execOn(t, c, "BEGIN")
 	err := c.QueryRowContext(ctx, "SELECT stock FROM sku_stock WHERE sku_id = 7").Scan(new(int))
-	if !errors.As(err, &me) || me.Number != 1105 {
-		t.Fatalf("guarded read in a transaction with Redis down: want 1105, got %v", err)
+	if !errors.As(err, &me) || me.Number != 1205 || !strings.Contains(me.Message, "lock service unavailable") {
+		t.Fatalf("guarded read in a transaction with Redis down: want lockproxy's 1205, got %v", err)
 	}
 	execOn(t, c, "INSERT INTO orders (sku_id, buyer) VALUES (7, 'unguarded')", "COMMIT")
 	var n int

@@ -132,13 +132,17 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	defer cancel()
 	var trace lockmgr.WaitTrace
 	begin := time.Now()
-	lerr := s.lockSet().Acquire(lockmgr.WithWaitTrace(ctx, &trace), g.keys)
+	lerr := s.acquire(lockmgr.WithWaitTrace(ctx, &trace), g)
 	if waited := time.Since(begin); waited > s.srv.config().Locks.SlowWait.D() {
 		s.audit("slow lock wait", g, zap.Duration("waited", waited), zap.Strings("holders", trace.Holders()), zap.Error(lerr))
 	}
 	switch {
 	case lerr == nil:
 		return true, nil
+	case errors.Is(lerr, errServiceAway):
+		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
+		s.audit("statement not run: lock service unavailable during the wait", g, zap.Error(lerr))
+		return false, s.writeErrAt(1, lerr)
 	case errors.Is(lerr, lockmgr.ErrWaitTimeout):
 		return false, s.writeErrAt(1, lerr)
 	case errors.Is(lerr, lockmgr.ErrDeadlock), errors.Is(lerr, lockmgr.ErrLeaseLost):
@@ -151,6 +155,51 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 		s.audit("statement rejected: lock service unavailable", g, zap.Error(lerr))
 		return false, s.writeErrAt(1, fmt.Errorf("rule %s: lock service unavailable, statement not run (%w)", g.rule, lerr))
 	}
+}
+
+// acquire takes g's keys within ctx, the guard's wait. A lock service
+// that is down, failing over or too slow to answer is asked again, with
+// backoff, until the wait ends: an outage shorter than the wait costs
+// latency, not an error. A wait that ends after the service was
+// unavailable in it is answered as a lock wait that timed out (1205,
+// which applications retry), naming the cause (errServiceAway). Under
+// on_unavailable: passthrough the statement runs unlocked at once
+// instead.
+func (s *session) acquire(ctx context.Context, g guard) error {
+	backoff := 10 * time.Millisecond
+	var away error // the last unavailable answer in this wait
+	for {
+		err := s.lockSet().Acquire(ctx, g.keys)
+		switch {
+		case err == nil:
+			return nil
+		case away != nil && errors.Is(err, lockmgr.ErrWaitTimeout):
+			return serviceAway(g, away)
+		case !errors.Is(err, lockmgr.ErrUnavailable) || s.srv.config().Locks.OnUnavailable == "passthrough":
+			return err
+		}
+		away = err
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return err // lockproxy stops for good
+			}
+			return serviceAway(g, away)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// errServiceAway marks a lock wait that ended after the lock service was
+// unavailable in it.
+var errServiceAway = errors.New("lock service unavailable during the wait")
+
+func serviceAway(g guard, cause error) error {
+	k := g.keys[0]
+	return fmt.Errorf("%w: rule %q key %q: %w (%v)", lockmgr.ErrWaitTimeout, k.Rule, k.Name, errServiceAway, cause)
 }
 
 // noteUnkeyedReads counts and audits the reads in a transaction that run

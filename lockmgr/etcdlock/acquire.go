@@ -20,7 +20,7 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 			if errors.Is(err, errClosedNow) {
 				return nil, lockmgr.ErrClosed
 			}
-			return nil, classify(ctx, keys[0], err)
+			return nil, classify(ctx, keys[0], l.away(ctx, err))
 		}
 		h, st := l.begin(owner, s)
 		fences, err := leasebook.TakeAll(keys,

@@ -7,6 +7,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -17,12 +18,33 @@ var (
 	errLeaseGone = errors.New("etcdlock: the session lease expired or was revoked")
 	errRunOut    = errors.New("etcdlock: lease validity ran out before a keep-alive succeeded")
 	errEntryGone = errors.New("etcdlock: own lock entry vanished while waiting")
+	// errAway: a call ran out of its caller's time while the client had
+	// no connection to etcd: an outage, not a wait.
+	errAway = errors.New("etcdlock: etcd not reachable")
 )
+
+// away is err, marked errAway when the call ran out of ctx's time while
+// the client's connection to etcd was not ready (connecting, or failing).
+func (l *Locker) away(ctx context.Context, err error) error {
+	if ctx.Err() == nil || err == nil {
+		return err
+	}
+	cc := l.cli.ActiveConnection()
+	if cc == nil {
+		return err
+	}
+	if st := cc.GetState(); st != connectivity.Ready && st != connectivity.Idle {
+		return fmt.Errorf("%w (connection %s): %w", errAway, st, err)
+	}
+	return err
+}
 
 // classify turns an etcd error on a call made for key k under the caller's
 // ctx into the error Acquire returns.
 func classify(ctx context.Context, k lockmgr.Key, err error) error {
 	switch {
+	case errors.Is(err, errAway):
+		return fmt.Errorf("%w: rule %q key %q: %w", lockmgr.ErrUnavailable, k.Rule, k.Name, err)
 	case ctx.Err() != nil:
 		return lockmgr.WaitError(ctx, k)
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):

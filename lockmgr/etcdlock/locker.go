@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
@@ -21,7 +22,8 @@ type Options struct {
 	TTL time.Duration
 	// Prefix starts every etcd key. Default "lockproxy".
 	Prefix string
-	// OpTimeout bounds each etcd call. Default 1s.
+	// OpTimeout bounds each etcd call made without a caller's deadline
+	// (an acquire's calls are bounded by its wait alone). Default 1s.
 	OpTimeout time.Duration
 	// WaitSlice is the longest a waiter waits between re-reads of its
 	// key's queue (a lost watch event costs at most this much). Default 1s.
@@ -138,9 +140,33 @@ func (l *Locker) stop(release bool) {
 
 func (l *Locker) closed() bool { return l.ctx.Err() != nil }
 
-// opCtx bounds one etcd call by OpTimeout within ctx.
+// opCtx bounds one etcd call: by ctx's deadline (see leasebook.CallCtx),
+// or OpTimeout without one. A call bounded by its caller is cut short
+// (with errAway as the cause) once the client's connection to etcd fails,
+// as the client's own retries would otherwise wait out the caller's
+// deadline against an etcd that is not there; a slow etcd that answers is
+// waited for.
 func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.opt.OpTimeout)
+	if _, ok := ctx.Deadline(); !ok {
+		return context.WithTimeout(ctx, l.opt.OpTimeout)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	cc := l.cli.ActiveConnection()
+	if cc == nil {
+		return cctx, func() { cancel(nil) }
+	}
+	go func() {
+		for st := cc.GetState(); ; st = cc.GetState() {
+			if st == connectivity.TransientFailure || st == connectivity.Shutdown {
+				cancel(errAway)
+				return
+			}
+			if !cc.WaitForStateChange(cctx, st) {
+				return
+			}
+		}
+	}()
+	return cctx, func() { cancel(nil) }
 }
 
 // freshCtx is for cleanup: bounded, independent of the caller's dead ctx.

@@ -80,7 +80,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *held, st *leasebook.OwnerSta
 			return 0, err
 		}
 	}
-	return 0, classify(ctx, k, err)
+	return 0, classify(ctx, k, l.away(ctx, err))
 }
 
 // enqueue puts the own entry and reads the queue in one transaction.
@@ -204,7 +204,7 @@ func (a *attempt) watch(ctx, wctx context.Context, kv *mvccpb.KeyValue) (clientv
 	defer cancel()
 	resp, err := l.cli.Get(octx, key, clientv3.WithCountOnly())
 	if err != nil {
-		return nil, classify(ctx, a.k, err)
+		return nil, classify(ctx, a.k, l.away(ctx, err))
 	}
 	if resp.Count == 0 {
 		return nil, nil
@@ -235,7 +235,7 @@ func (a *attempt) settle(ctx context.Context) error {
 		}
 		alive, err := a.l.leaseAlive(ctx, id)
 		if err != nil {
-			return classify(ctx, a.k, err)
+			return classify(ctx, a.k, a.l.away(ctx, err))
 		}
 		if d := time.Duration(ttlMs) * time.Millisecond; !alive && d > wait {
 			wait = d

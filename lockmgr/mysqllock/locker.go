@@ -119,7 +119,7 @@ func New(db *sql.DB, table string, o *Options) (*Locker, error) {
 
 func newLocker(db *sql.DB, tn tableName, opt Options) *Locker {
 	cfg := pollwait.Config{
-		Name: "mysqllock", TTL: opt.TTL, OpTimeout: opt.OpTimeout,
+		Name: "mysqllock", TTL: opt.TTL, OpTimeout: opt.OpTimeout, CallerBound: true,
 		MinPoll: opt.MinPoll, MaxPoll: opt.MaxPoll, SlowWait: opt.SlowWait,
 		Logger: opt.Logger, Metrics: opt.Metrics,
 	}

@@ -20,7 +20,8 @@ type Options struct {
 	TTL time.Duration
 	// Prefix starts every Redis key and channel. Default "lockproxy".
 	Prefix string
-	// OpTimeout bounds each Redis call. Default 1s.
+	// OpTimeout bounds each Redis call made without a caller's deadline
+	// (an acquire's calls are bounded by its wait alone). Default 1s.
 	OpTimeout time.Duration
 	// WaitSlice is the longest a waiter sleeps between tries (a lost
 	// wake-up costs at most this much). Default 500ms.
@@ -188,9 +189,10 @@ func itoa(n uint64) string {
 	}
 }
 
-// opCtx bounds one Redis call by OpTimeout within ctx.
+// opCtx bounds one Redis call: by ctx's deadline, or OpTimeout without one
+// (see leasebook.CallCtx).
 func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.opt.OpTimeout)
+	return leasebook.CallCtx(ctx, l.opt.OpTimeout)
 }
 
 // freshCtx is for cleanup: bounded, independent of the caller's dead ctx.

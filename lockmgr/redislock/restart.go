@@ -23,6 +23,9 @@ import (
 // meanwhile those holders restore them at their next renewal.
 type restartGuard struct {
 	dials atomic.Uint64
+	// dialErr is the last dial's failure, nil once a dial succeeds: what
+	// a call cut short by its caller's deadline met meanwhile.
+	dialErr atomic.Pointer[error]
 
 	mu    sync.Mutex
 	until time.Time // monotonic
@@ -36,6 +39,9 @@ func (g *restartGuard) DialHook(next redis.DialHook) redis.DialHook {
 		c, err := next(ctx, network, addr)
 		if err == nil {
 			g.dials.Add(1)
+			g.dialErr.Store(nil)
+		} else if ctx.Err() == nil {
+			g.dialErr.Store(&err)
 		}
 		return c, err
 	}
@@ -47,6 +53,19 @@ func (g *restartGuard) ProcessHook(next redis.ProcessHook) redis.ProcessHook { r
 // ProcessPipelineHook is a pass-through.
 func (g *restartGuard) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// away is the error a call that ran out of its caller's time should
+// report: the server unreachable (the last dial failed) rather than a
+// wait that timed out, so that the caller sees an outage as one.
+func (g *restartGuard) away(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if d := g.dialErr.Load(); d != nil {
+		return *d
+	}
+	return err
 }
 
 // remaining is how long grants are still refused.

@@ -122,7 +122,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		sent := time.Now()
 		var r try
 		if r, err = a.run(ctx, l.book); err != nil {
-			err = a.fail(classify(ctx, k, err))
+			err = a.fail(classify(ctx, k, l.restart.away(ctx, err)))
 			return 0, nil, err
 		}
 		if r.status == 1 {

@@ -26,7 +26,8 @@ type Options struct {
 	// Root is the parent znode of everything the Locker creates. Default
 	// "/lockproxy".
 	Root string
-	// OpTimeout bounds each ZooKeeper request. Default 1s.
+	// OpTimeout bounds each ZooKeeper request made without a caller's
+	// deadline (an acquire's are bounded by its wait alone). Default 1s.
 	OpTimeout time.Duration
 	// WaitSlice is the longest a waiter waits between re-reads of its
 	// key's queue. Default 1s.
@@ -227,9 +228,10 @@ func (z zkLogger) Printf(format string, args ...interface{}) {
 	}
 }
 
-// opCtx bounds one ZooKeeper call by OpTimeout within ctx.
+// opCtx bounds one ZooKeeper call: by ctx's deadline, or OpTimeout without one
+// (see leasebook.CallCtx).
 func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, l.opt.OpTimeout)
+	return leasebook.CallCtx(ctx, l.opt.OpTimeout)
 }
 
 // freshCtx is for cleanup: bounded, independent of the caller's dead ctx.

@@ -70,6 +70,18 @@ const (
 	DefaultOpTimeout = time.Second
 )
 
+// CallCtx bounds one call to the lock service made for ctx: by ctx's own
+// deadline when it has one (an acquire's wait: a slow service is waited
+// for as long as the caller waits, never cut short by a shorter fixed
+// bound, which would turn slow into unavailable), else by opTimeout
+// (background work: renewals, announcements).
+func CallCtx(ctx context.Context, opTimeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, opTimeout)
+}
+
 // Defaults fills in the options every backend has: a ttl or opTimeout
 // <= 0 becomes DefaultTTL or DefaultOpTimeout, and, when logger is not
 // nil, a nil *logger becomes a no-op logger.

@@ -21,6 +21,11 @@ type Config struct {
 	TTL time.Duration
 	// OpTimeout bounds each Store call. Default 1s.
 	OpTimeout time.Duration
+	// CallerBound: a Store call made for a caller with a deadline (an
+	// acquire's wait) is bounded by that deadline alone, not OpTimeout
+	// too (see leasebook.CallCtx). Off for Redlock, where one slow server
+	// must not hold up a round the others answered.
+	CallerBound bool
 	// MinPoll and MaxPoll bound the jittered backoff between tries of a
 	// waiting head. Defaults 2ms and 100ms.
 	MinPoll, MaxPoll time.Duration
@@ -129,6 +134,9 @@ func (e *Engine) token(o lockmgr.Owner) string {
 }
 
 func (e *Engine) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.cfg.CallerBound {
+		return leasebook.CallCtx(ctx, e.cfg.OpTimeout)
+	}
 	return context.WithTimeout(ctx, e.cfg.OpTimeout)
 }
 
