@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -30,15 +31,48 @@ func isKill(q []byte) bool {
 	return len(t) > 5 && strings.EqualFold(t[:4], "kill") && (t[4] == ' ' || t[4] == '\t' || t[4] == '\n')
 }
 
-// killStatement serves KILL [QUERY | CONNECTION] id when q is one; it
-// reports false for anything else (an expression id, other text), which
-// then runs as sent.
+// killStatement serves KILL [HARD | SOFT] [QUERY | CONNECTION] id when q
+// is one; it reports false for anything else (an expression id, KILL
+// USER, KILL QUERY ID, other text), which then runs as sent. A client's id
+// that reaches MariaDB so names no thread there (see firstSessionID).
 func (s *session) killStatement(q []byte) (bool, error) {
-	query, id, ok := parseKill(q)
+	hard, query, id, ok := readKill(q)
 	if !ok {
 		return false, nil
 	}
-	return true, s.kill(query, id)
+	return true, s.kill(hard, query, id)
+}
+
+// readKill reads a KILL lockproxy translates: KILL [HARD | SOFT] [QUERY |
+// CONNECTION] <number>.
+func readKill(q []byte) (hard, query bool, id uint64, ok bool) {
+	if hard, query, id, ok = parseKillWords(q); ok {
+		return hard, query, id, true
+	}
+	query, id, ok = parseKill(q)
+	return false, query, id, ok
+}
+
+// parseKillWords reads KILL [HARD | SOFT] [QUERY | CONNECTION] <digits>
+// [;] made of words alone (no comments, no expression), MariaDB's forms
+// the SQL parser does not know.
+func parseKillWords(q []byte) (hard, query bool, id uint64, ok bool) {
+	f := strings.Fields(strings.TrimSuffix(strings.TrimRight(string(q), " \t\r\n"), ";"))
+	if len(f) < 2 || !strings.EqualFold(f[0], "kill") {
+		return false, false, 0, false
+	}
+	f = f[1:]
+	if strings.EqualFold(f[0], "hard") || strings.EqualFold(f[0], "soft") {
+		hard, f = strings.EqualFold(f[0], "hard"), f[1:]
+	}
+	if len(f) == 2 && (strings.EqualFold(f[0], "query") || strings.EqualFold(f[0], "connection")) {
+		query, f = strings.EqualFold(f[0], "query"), f[1:]
+	}
+	if len(f) != 1 || strings.TrimLeft(f[0], "0123456789") != "" {
+		return false, false, 0, false
+	}
+	id, err := strconv.ParseUint(f[0], 10, 64)
+	return hard, query, id, err == nil
 }
 
 // parseKill reads KILL [QUERY | CONNECTION] <number>.
@@ -59,7 +93,7 @@ func (s *session) processKill(p []byte) error {
 	if len(p) < 5 {
 		return s.writeErrAt(1, errorf(errBadCommand, "malformed COM_PROCESS_KILL"))
 	}
-	return s.kill(false, uint64(binary.LittleEndian.Uint32(p[1:])))
+	return s.kill(false, false, uint64(binary.LittleEndian.Uint32(p[1:])))
 }
 
 // replicaRun names a replica connection: the replica and the backend
@@ -76,7 +110,7 @@ type replicaRun struct {
 // decides there whether this user may); KILL CONNECTION also ends a
 // replica query that session is running, so the client's connection ends
 // at once, as it would on MariaDB.
-func (s *session) kill(query bool, id uint64) error {
+func (s *session) kill(hard, query bool, id uint64) error {
 	thread, run, ok := s.srv.backendThread(id)
 	if !ok {
 		return s.writeErrAt(1, errorf(errUnknownThread, "Unknown thread id: %d", id))
@@ -84,6 +118,9 @@ func (s *session) kill(query bool, id uint64) error {
 	verb := "KILL CONNECTION "
 	if query {
 		verb = "KILL QUERY "
+	}
+	if hard {
+		verb = "KILL HARD " + verb[len("KILL "):]
 	}
 	be := s.be
 	if run != nil {

@@ -118,3 +118,78 @@ func TestKillReplicaQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestKillUntranslatedNamesNoThread: lockproxy's connection ids start at
+// 2^31 and name no MariaDB thread, so a KILL of a client's id in a form
+// lockproxy does not translate (inside a multi-statement text, after a
+// comment, as an expression, through dynamic SQL or a prepared statement
+// with a parameter) reaches MariaDB as an unknown thread (1094) and ends
+// no session, where it once ended whichever backend connection had that
+// number. The forms MariaDB adds to KILL (HARD, SOFT) are translated.
+func TestKillUntranslatedNamesNoThread(t *testing.T) {
+	p := startProxy(t, nil)
+	direct := p.direct(t, "", "")
+	var sessions []*client.Conn
+	for range 4 {
+		c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sessions = append(sessions, c)
+		id := c.GetConnectionID()
+		if id < 1<<31 {
+			t.Errorf("connection id %d: want one at or above 2^31", id)
+		}
+		var n int
+		if err := direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil || n != 0 {
+			t.Errorf("MariaDB has %d threads (%v) numbered like lockproxy's connection %d", n, err, id)
+		}
+	}
+	victim := strconv.FormatUint(uint64(sessions[0].GetConnectionID()), 10)
+	killer := p.db(t, "", "multiStatements=true")
+	for _, q := range []string{
+		"KILL " + victim + "; SELECT 1",
+		"/* a comment first */ KILL " + victim,
+		"KILL " + victim + " + 0",
+		"EXECUTE IMMEDIATE 'KILL " + victim + "'",
+	} {
+		_, err := killer.Exec(q)
+		if me := mysqlErr(t, err); me.Number != 1094 {
+			t.Errorf("%s: %v, want 1094 (no such thread)", q, err)
+		}
+	}
+	if _, err := killer.Exec("KILL ?", sessions[0].GetConnectionID()); mysqlErr(t, err).Number != 1094 {
+		t.Errorf("prepared KILL ?: %v, want 1094", err)
+	}
+	for i, c := range sessions {
+		if _, err := c.Execute("SELECT 1"); err != nil {
+			t.Errorf("session %d after the untranslated KILLs: %v", i, err)
+		}
+	}
+
+	// KILL HARD QUERY stops the victim's query, KILL SOFT CONNECTION ends it.
+	done := make(chan error, 1)
+	go func() { _, err := sessions[1].Execute("SELECT SLEEP(30)"); done <- err }()
+	time.Sleep(300 * time.Millisecond)
+	if _, err := killer.Exec("KILL HARD QUERY " + strconv.FormatUint(uint64(sessions[1].GetConnectionID()), 10)); err != nil {
+		t.Fatalf("KILL HARD QUERY: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("KILL HARD QUERY did not stop the query")
+	}
+	if _, err := sessions[1].Execute("SELECT 1"); err != nil {
+		t.Errorf("KILL HARD QUERY ended the connection: %v", err)
+	}
+	if _, err := killer.Exec("KILL SOFT CONNECTION " + strconv.FormatUint(uint64(sessions[2].GetConnectionID()), 10)); err != nil {
+		t.Fatalf("KILL SOFT CONNECTION: %v", err)
+	}
+	if _, err := sessions[2].Execute("SELECT 1"); err == nil {
+		t.Error("the connection KILL SOFT CONNECTION named still serves")
+	}
+	if _, err := sessions[3].Execute("SELECT 1"); err != nil {
+		t.Errorf("another session after KILL SOFT CONNECTION: %v", err)
+	}
+}

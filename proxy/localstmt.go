@@ -17,7 +17,7 @@ import (
 // KILL <id> and reports whether q was one.
 func (s *session) prepareLocal(q []byte) (bool, error) {
 	if isKill(q) {
-		if _, _, ok := parseKill(q); ok {
+		if _, _, _, ok := readKill(q); ok {
 			st := &stmt{id: s.nextID + 1, query: string(q), local: true}
 			s.nextID++
 			return true, s.writePrepareOK(st, nil)
@@ -40,8 +40,8 @@ func (s *session) prepareLocal(q []byte) (bool, error) {
 // executeLocal answers COM_STMT_EXECUTE of a statement lockproxy answers
 // itself.
 func (s *session) executeLocal(st *stmt) error {
-	if query, id, ok := parseKill([]byte(st.query)); ok {
-		return s.kill(query, id)
+	if hard, query, id, ok := readKill([]byte(st.query)); ok {
+		return s.kill(hard, query, id)
 	}
 	s.form = resultForm{binary: true}
 	defer func() { s.form = resultForm{} }()

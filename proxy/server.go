@@ -387,7 +387,7 @@ func (s *Server) accept(c net.Conn) {
 	for len(s.handshaking) >= cfg.Proxy.MaxHandshakes {
 		s.evictHandshakeLocked("proxy.max_handshakes reached")
 	}
-	s.nextID++
+	s.nextSessionIDLocked()
 	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
 	sio := newSockIO(c)
 	sess := &session{
@@ -423,6 +423,28 @@ func (s *Server) accept(c net.Conn) {
 		}()
 		sess.run(s.ctx)
 	}()
+}
+
+// firstSessionID is where lockproxy's connection ids start. MariaDB
+// numbers its threads from 1, so ids from 2^31 on never name a backend
+// thread: a KILL that reaches MariaDB with a client's id untranslated
+// (inside a multi-statement text, dynamic SQL, a routine, any form
+// lockproxy does not rewrite) finds no such thread (1094) rather than
+// ending an unrelated session whose backend thread has that number.
+const firstSessionID = 1 << 31
+
+// nextSessionIDLocked advances s.nextID to a free id in [firstSessionID,
+// 2^32), wrapping around (s.mu held).
+func (s *Server) nextSessionIDLocked() {
+	for {
+		s.nextID++
+		if s.nextID < firstSessionID {
+			s.nextID = firstSessionID
+		}
+		if _, taken := s.sessions[s.nextID]; !taken {
+			return
+		}
+	}
 }
 
 // loggedIn moves an authenticated session out of the handshake count into
