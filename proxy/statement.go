@@ -30,7 +30,7 @@ type request struct {
 // execute reports whether r is a COM_STMT_EXECUTE.
 func (r *request) execute() bool { return r.st != nil }
 
-// text is the statement text that SHOW LOCKPROXY SESSIONS shows.
+// text is the statement text SHOW LOCKPROXY LOCKS and /debug/locks show.
 func (r *request) text() *string {
 	switch {
 	case r.st != nil:
