@@ -783,3 +783,28 @@ func settlePool(t *testing.T, p *testProxy) {
 	}
 	p.srv.pool.wg.Wait()
 }
+
+// TestRefreshCommand: COM_REFRESH (mariadb-admin refresh and flush-*,
+// mariadb-dump --flush-logs) reaches MariaDB, which decides on the user's
+// RELOAD privilege; the client sees what it sees directly.
+func TestRefreshCommand(t *testing.T) {
+	admin := requireTool(t, "mariadb-admin", "--version")
+	dump := requireTool(t, "mariadb-dump", "--version")
+	p := startProxy(t, nil)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	for _, target := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
+		host, port, _ := strings.Cut(target.addr, ":")
+		conn := []string{"-h" + host, "-P" + port, "-u" + p.bed.User, "-p" + p.bed.Password, "--protocol=TCP"}
+		for _, cmd := range [][]string{{"refresh"}, {"flush-logs"}, {"flush-tables"}, {"flush-privileges"}, {"flush-status"}} {
+			out := runClient(t, db, nil, "", admin, append(conn, cmd...)...)
+			if out.code != 0 {
+				t.Errorf("%s: mariadb-admin %s: exit %d: %s", target.name, cmd[0], out.code, out.stderr)
+			}
+		}
+		out := runClient(t, db, nil, "", dump, append(conn, "--flush-logs", "--single-transaction", db)...)
+		if out.code != 0 || !strings.Contains(out.stdout, "INSERT INTO `t` VALUES") {
+			t.Errorf("%s: mariadb-dump --flush-logs: exit %d: %s", target.name, out.code, out.stderr)
+		}
+	}
+}

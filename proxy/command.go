@@ -111,6 +111,11 @@ func (s *session) dispatch(p []byte) error {
 		return s.processKill(p)
 	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_DEBUG:
 		return s.forward(p, relaySingle, false)
+	case mysql.COM_REFRESH:
+		// FLUSH by command (mariadb-admin refresh, mariadb-dump
+		// --flush-logs): MariaDB checks RELOAD. Grants may change.
+		s.privKnown = false
+		return s.forward(p, relaySingle, false)
 	case mysql.COM_SET_OPTION:
 		s.be.optionSet = true // never pooled again: see backendConn.optionSet
 		return s.forward(p, relaySingle, false)
