@@ -137,6 +137,14 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		version:  cc.GetServerVersion(),
 		threadID: cc.GetConnectionID(),
 	}
+	if key.caps&mysql.CLIENT_INTERACTIVE != 0 {
+		// go-mysql cannot announce CLIENT_INTERACTIVE: give the session
+		// what MariaDB gives an interactive login.
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreInteractive...)); err != nil {
+			b.close()
+			return nil, fmt.Errorf("proxy: giving an interactive client's session interactive_timeout: %w", err)
+		}
+	}
 	if key.readOnly {
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
 			b.close()
@@ -273,6 +281,10 @@ func (p *pool) putSync(b *backendConn) {
 // restoreIgnoreSpace puts back what CLIENT_IGNORE_SPACE sets at login.
 const restoreIgnoreSpace = "SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@session.sql_mode, ''), 'IGNORE_SPACE')"
 
+// restoreInteractive gives a reset connection of an interactive client
+// (CLIENT_INTERACTIVE) the wait_timeout MariaDB gives one at login.
+const restoreInteractive = "SET SESSION wait_timeout = @@global.interactive_timeout"
+
 // reset returns b to the state of a fresh connection for its key.
 func (p *pool) reset(b *backendConn) bool {
 	if b.optionSet {
@@ -287,6 +299,13 @@ func (p *pool) reset(b *backendConn) bool {
 		// The reset took sql_mode back to the global value, dropping the
 		// IGNORE_SPACE that the capability added at login.
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreIgnoreSpace...)); err != nil {
+			return false
+		}
+	}
+	if b.key.caps&mysql.CLIENT_INTERACTIVE != 0 {
+		// The reset took wait_timeout back to the global value; an
+		// interactive client's login has interactive_timeout there.
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreInteractive...)); err != nil {
 			return false
 		}
 	}

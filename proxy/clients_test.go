@@ -808,3 +808,53 @@ func TestRefreshCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestInteractiveTimeout: a client that says it is interactive
+// (CLIENT_INTERACTIVE, as the mariadb CLI does) gets interactive_timeout as
+// its session's wait_timeout, as from MariaDB directly, also on a pooled
+// connection lockproxy reset; other clients get wait_timeout.
+func TestInteractiveTimeout(t *testing.T) {
+	p := startProxy(t, nil)
+	root := p.direct(t, "", "")
+	var was int
+	if err := root.QueryRow("SELECT @@global.interactive_timeout").Scan(&was); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, root, "SET GLOBAL interactive_timeout = 1234")
+	t.Cleanup(func() { _, _ = root.Exec(fmt.Sprintf("SET GLOBAL interactive_timeout = %d", was)) })
+	var global int
+	if err := root.QueryRow("SELECT @@global.wait_timeout").Scan(&global); err != nil {
+		t.Fatal(err)
+	}
+	// PyMySQL can announce CLIENT_INTERACTIVE (go-mysql cannot).
+	python := requireTool(t, systemPython, "-c", "import pymysql")
+	waitTimeout := func(addr string, interactive bool) int {
+		t.Helper()
+		host, port, _ := strings.Cut(addr, ":")
+		flag := 0
+		if interactive {
+			flag = 1024 // CLIENT.INTERACTIVE
+		}
+		out := runClient(t, "\x00", nil, "", python, "-c", fmt.Sprintf(`import pymysql
+c = pymysql.connect(host=%q, port=%s, user=%q, password=%q, client_flag=%d)
+cur = c.cursor()
+cur.execute("SELECT @@session.wait_timeout")
+print(cur.fetchone()[0])`, host, port, p.bed.User, p.bed.Password, flag))
+		n, err := strconv.Atoi(strings.TrimSpace(out.stdout))
+		if err != nil || out.code != 0 {
+			t.Fatalf("PyMySQL: exit %d, %q: %s", out.code, out.stdout, out.stderr)
+		}
+		return n
+	}
+	if got := waitTimeout(p.bed.PrimaryAddr, true); got != 1234 {
+		t.Fatalf("directly, an interactive client's wait_timeout is %d, want 1234", got)
+	}
+	for round := range 3 { // the second and third reuse a pooled, reset connection
+		if got := waitTimeout(p.addr, true); got != 1234 {
+			t.Errorf("round %d: an interactive client's wait_timeout through lockproxy is %d, want interactive_timeout 1234", round, got)
+		}
+		if got := waitTimeout(p.addr, false); got != global {
+			t.Errorf("round %d: another client's wait_timeout through lockproxy is %d, want %d", round, got, global)
+		}
+	}
+}

@@ -29,7 +29,7 @@ const serverCaps = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.
 // with its client for relayed packets to mean the same thing.
 const mirroredCaps = mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_IGNORE_SPACE | mysql.CLIENT_MULTI_STATEMENTS |
 	mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_LOCAL_FILES |
-	mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF
+	mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF | mysql.CLIENT_INTERACTIVE
 
 // defaultCollation is announced in the initial handshake (utf8mb4_general_ci).
 const defaultCollation = 45
