@@ -70,13 +70,17 @@ vet:
 	$(GO) vet ./...
 	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
-## lint: fail on unformatted files, go vet, and doc comments that do not
-## start with the name they document (internal/doccheck)
+## lint: fail on unformatted files, go vet, staticcheck (pinned; dead
+## code, misuse, simplifications), and doc comments that do not start
+## with the name they document (internal/doccheck)
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	$(GO) run $(STATICCHECK) ./...
+	for m in $(SUBMODULES); do (cd $$m && $(GO) run $(STATICCHECK) ./...) || exit 1; done
 	$(GO) run ./internal/doccheck .
 
 clean:

@@ -25,7 +25,7 @@ import "strings"
 // the server's version is unknown, a NUL byte ending a line comment, a
 // comment right after "--" (blanked, it would make a "-- " comment).
 func expand(sql string, o Options) (text, uncertain string) {
-	if strings.IndexAny(sql, "/#-") < 0 {
+	if !strings.ContainsAny(sql, "/#-") {
 		return sql, ""
 	}
 	x := expander{s: sql, o: o}

@@ -335,7 +335,7 @@ func FuzzRewriteUpdate(f *testing.F) {
 		f.Add([]byte(v), []byte("7"), int64(1), 0.5, uint8(0))
 	}
 	f.Add([]byte("19.25"), []byte("17.50"), int64(-3), math.Inf(1), uint8(1))
-	f.Add([]byte("3"), []byte("1e3"), int64(0), -0.0, uint8(2))
+	f.Add([]byte("3"), []byte("1e3"), int64(0), math.Copysign(0, -1), uint8(2))
 	texts := []string{
 		"UPDATE sku_stock SET name = ?, stock = ? WHERE sku_id = ? AND note <> ?",
 		"UPDATE sku_stock s SET s.stock = s.stock - ?, s.name = ? WHERE s.sku_id = ? OR s.note = ? LIMIT ?",

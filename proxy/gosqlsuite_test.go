@@ -6,10 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/lockproxy/lockproxy/rules"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -28,7 +28,7 @@ const suiteSkip = "^TestConnectorReturnsTimeout$"
 // directly must pass through lockproxy, TestStaleConnectionChecks
 // included.
 func TestGoSQLDriverSuite(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin := filepath.Join(build.Default.GOROOT, "bin", "go")
 	if _, err := os.Stat(goBin); err != nil {
 		goBin = requireTool(t, "go", "version")
 	}

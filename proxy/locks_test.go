@@ -118,7 +118,7 @@ func TestRowLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustConnExec(t, conn, "BEGIN", "UPDATE sku SET stock = stock WHERE sku_id = 2")
-		_ = conn.Raw(func(any) error { return driverBadConn })
+		_ = conn.Raw(func(any) error { return errDriverBadConn })
 		_ = conn.Close()
 		_ = c.Close()
 		deadline := time.Now().Add(5 * time.Second)
@@ -134,7 +134,7 @@ func TestRowLocks(t *testing.T) {
 	})
 }
 
-var driverBadConn = errors.New("close") // any error from Raw discards the connection
+var errDriverBadConn = errors.New("close") // any error from Raw discards the connection
 
 func mustConnExec(t *testing.T, c *sql.Conn, stmts ...string) {
 	t.Helper()

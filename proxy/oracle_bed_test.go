@@ -55,7 +55,6 @@ type oracleBed struct {
 	db     string
 	direct *sql.DB // the primary; READ UNCOMMITTED, so it sees the side table of an open transaction
 	schema rules.Schema
-	seeded bool
 	// stored are the key column values of the rows lockName keyed, by
 	// key: a key made of weights does not spell its row.
 	stored map[string][][]byte

@@ -37,12 +37,6 @@ func (s *session) next() (byte, []byte, error) {
 	return s.src.r.readPhysical()
 }
 
-// pass reads one logical packet from the backend and writes it to the
-// client unchanged. It returns the packet when it fits one physical packet
-// (valid until the next read), or nil for a large row, which is passed on
-// piece by piece without being held whole.
-func (s *session) pass() ([]byte, error) { return s.passAs(passPlain) }
-
 // passKind says which packets pass may find session state in.
 type passKind uint8
 
@@ -176,7 +170,7 @@ func (s *session) relaySinglePacket() error {
 	if err != nil {
 		return err
 	}
-	s.lastOK = p != nil && len(p) > 0 && p[0] != mysql.ERR_HEADER
+	s.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
 	if s.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
 		s.setStatus(okStatus(p))
 	}

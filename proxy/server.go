@@ -246,16 +246,6 @@ func (s *Server) hasRewrites() bool {
 	return false
 }
 
-// hasFences reports whether any rule fences its writes.
-func (s *Server) hasFences() bool {
-	for _, r := range s.config().Rules {
-		if r.Fence != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // needsFacts reports whether statements must be analysed at all.
 func (s *Server) needsFacts() bool {
 	cfg := s.config()

@@ -50,12 +50,6 @@ var (
 	sizeType     = reflect.TypeOf(Size(0))
 )
 
-func (d *decoder) setLine(path string, n ast.Node) {
-	if _, ok := d.lines[path]; !ok {
-		d.lines[path] = lineOf(n)
-	}
-}
-
 // line returns the line where path (or its nearest set ancestor) was set.
 func (d *decoder) line(path string) int {
 	for path != "" {

@@ -122,9 +122,7 @@ func numericPrefix(s string) string {
 		}
 	}
 	p := s[:i]
-	if strings.HasSuffix(p, ".") {
-		p = strings.TrimSuffix(p, ".")
-	}
+	p = strings.TrimSuffix(p, ".")
 	if p == "" || p == "+" || p == "-" {
 		return "0"
 	}

@@ -37,8 +37,6 @@ func TestMain(m *testing.M) {
 // getServer returns the shared server or skips (outside CI only).
 func getServer(t testing.TB) *server { t.Helper(); return shared.Get(t) }
 
-func tmpRoot() string { return servertest.TmpRoot() }
-
 func freePort() (string, error) { return servertest.FreePort() }
 
 // startServer starts etcd with its data under dir and waits until it

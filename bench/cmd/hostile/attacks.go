@@ -22,10 +22,10 @@ import (
 
 // counters of one attack: attempts, and answers by kind.
 type counters struct {
-	name             string
-	attempts, errors atomic.Int64
-	mu               sync.Mutex
-	codes            map[string]int64
+	name     string
+	attempts atomic.Int64
+	mu       sync.Mutex
+	codes    map[string]int64
 }
 
 func (c *counters) note(code string) {

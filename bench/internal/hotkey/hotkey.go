@@ -80,17 +80,17 @@ type Data struct {
 }
 
 type plan struct {
-	rounds   int
-	seconds  time.Duration
-	waiters  []int
-	fairSecs time.Duration
+	rounds     int
+	seconds    time.Duration
+	waiters    []int
+	fairWindow time.Duration
 }
 
 func planFor(opts scenario.Options) plan {
 	if opts.Quick {
-		return plan{rounds: 1, seconds: 3 * time.Second, waiters: []int{8, 64}, fairSecs: 2 * time.Second}
+		return plan{rounds: 1, seconds: 3 * time.Second, waiters: []int{8, 64}, fairWindow: 2 * time.Second}
 	}
-	return plan{rounds: 3, seconds: 10 * time.Second, waiters: []int{8, 32, 64}, fairSecs: 6 * time.Second}
+	return plan{rounds: 3, seconds: 10 * time.Second, waiters: []int{8, 32, 64}, fairWindow: 6 * time.Second}
 }
 
 // Run implements scenario.Scenario.
@@ -135,7 +135,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return fmt.Errorf("hotkey: %w", err)
 	}
 	d := Data{Clients: clients, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(), Main: main,
-		FairSeconds: pl.fairSecs.Seconds(), Waiters: pl.waiters, Fairness: fair}
+		FairSeconds: pl.fairWindow.Seconds(), Waiters: pl.waiters, Fairness: fair}
 	p, _ := contend.Find(main, Proxy)
 	a, _ := contend.Find(main, AppLock)
 	d.VsAppLock = contend.PairedRatio(p, a, contend.Run.DonePerSec)
@@ -179,7 +179,7 @@ func FairName(w, n int) string {
 
 func fairArms(t contend.Timing, px []*env.Proxy, pl plan) []contend.Arm {
 	var out []contend.Arm
-	t.Duration = pl.fairSecs
+	t.Duration = pl.fairWindow
 	for _, w := range pl.waiters {
 		t.Clients = w
 		out = append(out, t.TimedArm(FairName(w, 0), "", nil, txn(true)))
