@@ -4,11 +4,20 @@
 # `go test` (default: -race -count=1 -timeout 20m ./...).
 #
 # Every test package of the run shares the one bed through
-# LOCKPROXY_TESTBED (see internal/testbed). The exit status is go test's.
+# LOCKPROXY_TESTBED (see internal/testbed). The exit status is go test's,
+# or 1 when a Go file is not gofmt-formatted.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+
+# Unformatted Go fails the run before anything starts (CI runs this).
+unformatted=$(gofmt -l . 2>&1) || true
+if [[ -n $unformatted ]]; then
+	echo "test.sh: gofmt needed (run make fmt):" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/lpbed-test.XXXXXX")
 cleanup() {
