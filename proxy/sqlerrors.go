@@ -29,7 +29,7 @@ var (
 	// transaction (1053).
 	errShutdown = errors.New("proxy: server shutdown in progress")
 	// errStatementTooLong: the text is longer than
-	// proxy.max_statement_size (1064).
+	// proxy.max_statement_size (1105: a limit of lockproxy's, not a syntax error).
 	errStatementTooLong = errors.New("proxy: statement too long to analyse")
 	// errSyntax: a statement lockproxy answers itself is malformed (1064).
 	errSyntax = errors.New("proxy: syntax error")
@@ -93,7 +93,7 @@ var clientErrors = []clientError{
 	{err: errShutdown, code: erServerShutdown, state: "08S01"},
 	{err: errPacketTooLarge, code: erNetPacketTooBig, state: "08S01",
 		text: func(error) string { return "got a packet bigger than 'max_allowed_packet' bytes" }},
-	{err: errStatementTooLong, code: erParse, state: "42000"},
+	{err: errStatementTooLong, code: erUnknown, state: "HY000"},
 	{err: errSyntax, code: erParse, state: "42000"},
 	{err: errTooDeepNesting, code: erTooDeepNesting, state: "HY000"},
 	{err: errOutOfMemory, code: erOutOfResources, state: "HY000"},

@@ -34,7 +34,7 @@ var clientCases = []struct {
 	{"proxy.errBadCommand", errorf(errBadCommand, "empty command packet"), 1047, "08S01"},
 	{"proxy.errShutdown", errorf(errShutdown, "server shutdown in progress"), 1053, "08S01"},
 	{"proxy.errPacketTooLarge", errPacketTooLarge, 1153, "08S01"},
-	{"proxy.errStatementTooLong", errorf(errStatementTooLong, "statement too long to analyse: 9 bytes"), 1064, "42000"},
+	{"proxy.errStatementTooLong", errorf(errStatementTooLong, "statement too long to analyse: 9 bytes"), 1105, "HY000"},
 	{"proxy.errSyntax", errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS or RULES"), 1064, "42000"},
 	{"proxy.errTooDeepNesting", errorf(errTooDeepNesting, "Too high level of nesting for select"), 1473, "HY000"},
 	{"proxy.errOutOfMemory", outOfMemory("a client packet", 1), 1041, "HY000"},
