@@ -41,9 +41,11 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 }
 
 // releaseCtx is the lease's release: to the next local waiter when it may
-// be handed off (no round trip), else one pipelined round trip.
+// be handed off (no round trip), else one pipelined round trip. While the
+// server may evict lock keys (evictGuard) nothing is handed on: the key
+// goes back to Redis, which grants no more.
 func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
-	if l.book.HandOff(h, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
+	if l.evict.risk() == "" && l.book.HandOff(h, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
 		// The new holder's goroutine is now runnable on this P: let it
 		// run (and send the statement it waited to send) before the
 		// releasing session goes on to answer its own client, so the key
