@@ -153,6 +153,11 @@ func (s *Set) Release(ctx context.Context) error {
 	leases := s.leases
 	s.leases, s.held = nil, map[string]*Lease{}
 	s.mu.Unlock()
+	return releaseLeases(ctx, leases)
+}
+
+// releaseLeases releases each of leases and joins their errors.
+func releaseLeases(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for _, l := range leases {
 		if err := l.Release(ctx); err != nil {
@@ -190,11 +195,5 @@ func (s *Set) ReleaseSince(ctx context.Context, mark int) error {
 		}
 	}
 	s.mu.Unlock()
-	var errs []error
-	for _, l := range leases {
-		if err := l.Release(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return releaseLeases(ctx, leases)
 }

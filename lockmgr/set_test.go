@@ -40,21 +40,14 @@ func TestSet(t *testing.T) {
 	ctx := context.Background()
 	g := &grantAll{}
 	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
-	k := func(names ...string) []lockmgr.Key {
-		var out []lockmgr.Key
-		for _, n := range names {
-			out = append(out, lockmgr.Key{Name: n, Rule: "r"})
-		}
-		return out
-	}
 	steps := []struct {
 		keys []lockmgr.Key
 		want []string // what reaches the Locker; nil: nothing
 	}{
-		{k("a"), []string{"a"}},
-		{k("a"), nil},
-		{k("b", "a", "c"), []string{"b", "c"}},
-		{k("c", "b"), nil},
+		{ruleKeys("a"), []string{"a"}},
+		{ruleKeys("a"), nil},
+		{ruleKeys("b", "a", "c"), []string{"b", "c"}},
+		{ruleKeys("c", "b"), nil},
 	}
 	for i, st := range steps {
 		before := len(g.asked)
@@ -75,7 +68,7 @@ func TestSet(t *testing.T) {
 	if !errors.Is(s.Err(), lockmgr.ErrLeaseLost) || s.Valid() {
 		t.Errorf("after a loss: Err %v Valid %v", s.Err(), s.Valid())
 	}
-	if err := s.Acquire(ctx, k("d")); !errors.Is(err, lockmgr.ErrLeaseLost) {
+	if err := s.Acquire(ctx, ruleKeys("d")); !errors.Is(err, lockmgr.ErrLeaseLost) {
 		t.Errorf("Acquire on a doomed set: %v; want ErrLeaseLost", err)
 	}
 	if err := s.Release(ctx); err != nil {
@@ -92,18 +85,11 @@ func TestSetReleaseSince(t *testing.T) {
 	ctx := context.Background()
 	g := &grantAll{}
 	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
-	keys := func(names ...string) []lockmgr.Key {
-		var out []lockmgr.Key
-		for _, n := range names {
-			out = append(out, lockmgr.Key{Name: n, Rule: "r"})
-		}
-		return out
-	}
-	if err := s.Acquire(ctx, keys("a", "b")); err != nil {
+	if err := s.Acquire(ctx, ruleKeys("a", "b")); err != nil {
 		t.Fatal(err)
 	}
 	mark := s.Mark()
-	if err := s.Acquire(ctx, keys("b", "c", "d")); err != nil { // b is held: only c, d are taken
+	if err := s.Acquire(ctx, ruleKeys("b", "c", "d")); err != nil { // b is held: only c, d are taken
 		t.Fatal(err)
 	}
 	if err := s.ReleaseSince(ctx, mark); err != nil {
@@ -126,6 +112,15 @@ func TestSetReleaseSince(t *testing.T) {
 	if err := s.ReleaseSince(ctx, s.Mark()); err != nil || s.Len() != 2 {
 		t.Errorf("ReleaseSince with nothing after the mark: %v, len %d", err, s.Len())
 	}
+}
+
+// ruleKeys are keys of rule "r" with names.
+func ruleKeys(names ...string) []lockmgr.Key {
+	var out []lockmgr.Key
+	for _, n := range names {
+		out = append(out, lockmgr.Key{Name: n, Rule: "r"})
+	}
+	return out
 }
 
 func equal(a, b []string) bool {

@@ -7,9 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
 )
 
@@ -26,13 +24,30 @@ func heldRows(p *testProxy, id uint64) []string {
 	return out
 }
 
-func connID(t *testing.T, c *sql.Conn) uint64 {
+// openSession opens one connection of h (closed when t ends) and returns it
+// with its connection id.
+func openSession(t *testing.T, h *sql.DB) (*sql.Conn, uint64) {
 	t.Helper()
+	c, err := h.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
 	var id uint64
 	if err := c.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return c, id
+}
+
+// wantLocked fails t unless write on w waits for a row lock another
+// session holds and gets lockproxy's 1205.
+func wantLocked(t *testing.T, w *sql.DB, write, what string) {
+	t.Helper()
+	_, err := w.Exec(write)
+	if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") {
+		t.Errorf("%s: %v, want lockproxy's 1205", what, err)
+	}
 }
 
 // TestRefusedStatementGivesBackLocks: a statement MariaDB refuses before
@@ -58,14 +73,9 @@ func TestRefusedStatementGivesBackLocks(t *testing.T) {
 	writer := p.db(t, db, "")
 
 	t.Run("no privilege on the guarded table", func(t *testing.T) {
-		c, err := openDB(t, fmt.Sprintf("%s:%s@tcp(%s)/%s", plain, plainPw, p.addr, db)).Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		id := connID(t, c)
+		c, id := openSession(t, openDB(t, fmt.Sprintf("%s:%s@tcp(%s)/%s", plain, plainPw, p.addr, db)))
 		mustConnExec(t, c, "BEGIN")
-		_, err = c.ExecContext(ctx, "SELECT stock FROM sku WHERE sku_id IN (1, 2, 3)")
+		_, err := c.ExecContext(ctx, "SELECT stock FROM sku WHERE sku_id IN (1, 2, 3)")
 		if me := mysqlErr(t, err); me.Number != 1142 {
 			t.Fatalf("read without the privilege: %v, want MariaDB's 1142", err)
 		}
@@ -82,13 +92,9 @@ func TestRefusedStatementGivesBackLocks(t *testing.T) {
 	for _, prepared := range []bool{false, true} {
 		name := map[bool]string{false: "text", true: "prepared"}[prepared]
 		t.Run("refused statement in a transaction holding other rows/"+name, func(t *testing.T) {
-			c, err := p.db(t, db, "").Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			id := connID(t, c)
+			c, id := openSession(t, p.db(t, db, ""))
 			mustConnExec(t, c, "BEGIN", "SELECT stock FROM sku WHERE sku_id = 2")
+			var err error
 			if prepared {
 				// An error at execute time: strict mode refuses the
 				// value, and the statement is rolled back.
@@ -105,23 +111,15 @@ func TestRefusedStatementGivesBackLocks(t *testing.T) {
 			if held := heldRows(p, id); len(held) != 1 || held[0] != "2" {
 				t.Errorf("after the refused statement the session holds rows %v, want [2] (held before it)", held)
 			}
-			_, err = writer.ExecContext(ctx, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 2")
-			if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") {
-				t.Errorf("write of the row held before the refused statement: %v, want lockproxy's 1205", err)
-			}
+			wantLocked(t, writer, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 2", "write of the row held before the refused statement")
 			mustConnExec(t, c, "ROLLBACK")
 		})
 	}
 
 	t.Run("a statement that ran keeps its locks", func(t *testing.T) {
-		c, err := p.db(t, db, "").Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		id := connID(t, c)
+		c, id := openSession(t, p.db(t, db, ""))
 		mustConnExec(t, c, "BEGIN")
-		if _, err = c.ExecContext(ctx, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 3"); err != nil {
+		if _, err := c.ExecContext(ctx, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 3"); err != nil {
 			t.Fatalf("update: %v", err)
 		}
 		if held := heldRows(p, id); len(held) != 1 || held[0] != "3" {
@@ -140,21 +138,12 @@ func TestImplicitCommitReleasesLocks(t *testing.T) {
 	db := freshDB(t, base)
 	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10)")
-	p := startProxyWith(t, func(c *rules.Config) {
-		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
-			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
-			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)}}
-	}, memlock.New(nil, nil))
+	p := guardedProxy(t, db, nil)
 	ctx := context.Background()
 	writer := p.db(t, db, "")
 	for _, end := range []string{"BEGIN", "START TRANSACTION", "START TRANSACTION READ WRITE", "COMMIT AND CHAIN", "ROLLBACK AND CHAIN"} {
 		t.Run(end, func(t *testing.T) {
-			c, err := p.db(t, db, "multiStatements=true").Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			id := connID(t, c)
+			c, id := openSession(t, p.db(t, db, "multiStatements=true"))
 			mustConnExec(t, c, "BEGIN", "SELECT stock FROM sku WHERE sku_id = 1")
 			if held := heldRows(p, id); len(held) != 1 {
 				t.Fatalf("the transaction holds %v, want row 1", held)
@@ -168,20 +157,12 @@ func TestImplicitCommitReleasesLocks(t *testing.T) {
 			}
 			// The next transaction's locks are its own, held to its end.
 			mustConnExec(t, c, "SELECT stock FROM sku WHERE sku_id = 2")
-			_, err = writer.ExecContext(ctx, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 2")
-			if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") {
-				t.Errorf("write of the new transaction's row: %v, want lockproxy's 1205", err)
-			}
+			wantLocked(t, writer, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 2", "write of the new transaction's row")
 			mustConnExec(t, c, "ROLLBACK")
 		})
 	}
 	t.Run("BEGIN and a read in one text", func(t *testing.T) {
-		c, err := p.db(t, db, "multiStatements=true").Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		id := connID(t, c)
+		c, id := openSession(t, p.db(t, db, "multiStatements=true"))
 		mustConnExec(t, c, "BEGIN", "SELECT stock FROM sku WHERE sku_id = 1")
 		rows, err := c.QueryContext(ctx, "BEGIN; SELECT stock FROM sku WHERE sku_id = 1")
 		if err != nil {
@@ -195,10 +176,7 @@ func TestImplicitCommitReleasesLocks(t *testing.T) {
 		if held := heldRows(p, id); len(held) != 1 || held[0] != "1" {
 			t.Errorf("after a text that reads row 1 in its new transaction the session holds %v, want [1]", held)
 		}
-		_, err = writer.ExecContext(ctx, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 1")
-		if me := mysqlErr(t, err); me.Number != 1205 {
-			t.Errorf("write of the row the new transaction read: %v, want lockproxy's 1205", err)
-		}
+		wantLocked(t, writer, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 1", "write of the row the new transaction read")
 		mustConnExec(t, c, "ROLLBACK")
 	})
 }

@@ -292,37 +292,36 @@ func (d *decoder) decodeScalar(n ast.Node, path string, v reflect.Value) {
 }
 
 func (d *decoder) decodeDuration(n ast.Node, path string, v reflect.Value) {
-	if !isScalar(n) {
-		d.ps.add(lineOf(n), path, "must be a duration such as 2s or 150ms, not %s", describe(n))
-		return
-	}
-	text, ok := d.expand(n, path)
-	if !ok {
-		return
-	}
-	dur, err := ParseDuration(text)
-	if err != nil {
-		d.ps.add(lineOf(n), path, "%v", err)
-		return
-	}
-	v.SetInt(int64(dur))
+	d.decodeInt(n, path, v, "a duration such as 2s or 150ms", func(text string) (int64, error) {
+		dur, err := ParseDuration(text)
+		return int64(dur), err
+	})
 }
 
 func (d *decoder) decodeSize(n ast.Node, path string, v reflect.Value) {
+	d.decodeInt(n, path, v, "a size such as 67108864 or 64MiB", func(text string) (int64, error) {
+		size, err := ParseSize(text)
+		return int64(size), err
+	})
+}
+
+// decodeInt stores into v the scalar n (what it must be: want), with
+// ${VAR} references expanded, as parse reads it.
+func (d *decoder) decodeInt(n ast.Node, path string, v reflect.Value, want string, parse func(string) (int64, error)) {
 	if !isScalar(n) {
-		d.ps.add(lineOf(n), path, "must be a size such as 67108864 or 64MiB, not %s", describe(n))
+		d.ps.add(lineOf(n), path, "must be %s, not %s", want, describe(n))
 		return
 	}
 	text, ok := d.expand(n, path)
 	if !ok {
 		return
 	}
-	size, err := ParseSize(text)
+	x, err := parse(text)
 	if err != nil {
 		d.ps.add(lineOf(n), path, "%v", err)
 		return
 	}
-	v.SetInt(int64(size))
+	v.SetInt(x)
 }
 
 // expand returns the scalar's text with ${VAR} references expanded.
