@@ -233,10 +233,10 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 	}
 	stmt.Accept(an)
 	an.finish()
-	if sel, ok := stmt.(*ast.SelectStmt); ok {
-		if f.OneBlock = oneBlock(sel); f.OneBlock {
-			f.current = new(atomic.Int32)
-		}
+	switch stmt.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		f.current = new(atomic.Pointer[currentPlan])
+		f.PlainBlocks = plainBlocks(stmt)
 	}
 	if _, ok := stmt.(*ast.UpdateStmt); !ok {
 		// Only an UPDATE is ever rewritten from its tree; the others'
@@ -252,99 +252,4 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 // must not be seen.
 func Redact(sql string) string {
 	return tidb.Normalize(sql, "ON")
-}
-
-// oneBlock reports whether sel is one query block and nothing else: no
-// UNION, subquery, derived table or CTE (each is a query block of its
-// own), not in parentheses, no locking clause, no INTO OUTFILE or
-// DUMPFILE. Appending LOCK IN SHARE MODE to its text then makes every row
-// it reads a current read (CurrentReadText).
-func oneBlock(sel *ast.SelectStmt) bool {
-	if sel.Kind != ast.SelectStmtKindSelect || sel.With != nil || sel.IsInBraces ||
-		(sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone) {
-		return false
-	}
-	if o := sel.SelectIntoOpt; o != nil && o.Tp != ast.SelectIntoVars {
-		return false
-	}
-	c := &blockCounter{}
-	sel.Accept(c)
-	return c.n == 1
-}
-
-// blockCounter counts the query blocks of a statement.
-type blockCounter struct{ n int }
-
-func (c *blockCounter) Enter(n ast.Node) (ast.Node, bool) {
-	switch n.(type) {
-	case *ast.SelectStmt, *ast.SetOprStmt, *ast.SetOprSelectList:
-		c.n++
-	}
-	return n, false
-}
-
-func (c *blockCounter) Leave(n ast.Node) (ast.Node, bool) { return n, true }
-
-// CurrentReadClause is what CurrentReadText appends.
-const CurrentReadClause = " LOCK IN SHARE MODE"
-
-// CurrentReadText returns the text that runs the one-block SELECT text
-// (a Facts' Text, or a client text of the same statement without
-// comments) as a current read: InnoDB then answers from the latest
-// committed rows and share-locks them, where a plain SELECT in a
-// REPEATABLE READ transaction reads the transaction's snapshot, which may
-// be older than the row lock lockproxy holds. MariaDB reads the clause
-// after LIMIT (and after a trailing INTO @v, which the TiDB parser does
-// not: such a text is not made current here). ok is false unless text parses under m to one statement that
-// oneBlock accepts, and the result to the same statement with a share
-// lock: what runs is proven to be the read lockproxy planned.
-func CurrentReadText(text string, m Mode) (sql string, ok bool) {
-	text = strings.TrimRight(text, " \t\r\n;")
-	stmts, err := ParseMode(text, m)
-	if err != nil || len(stmts) != 1 {
-		return "", false
-	}
-	sel, isSel := stmts[0].(*ast.SelectStmt)
-	if !isSel || !oneBlock(sel) {
-		return "", false
-	}
-	sql = text + CurrentReadClause
-	again, err := ParseMode(sql, m)
-	if err != nil || len(again) != 1 {
-		return "", false
-	}
-	sel2, isSel := again[0].(*ast.SelectStmt)
-	if !isSel || sel2.LockInfo == nil || sel2.LockInfo.LockType != ast.SelectLockForShare {
-		return "", false
-	}
-	return sql, true
-}
-
-// CurrentReadOK reports whether CurrentReadText proves f's Text, proving
-// it once per Facts. The proof holds for every text of f's shape too
-// (parser.Cache.AnalyzeShaped): such texts differ from Text only in
-// integer literals, and have no comments.
-func (f *Facts) CurrentReadOK() bool {
-	if f.current == nil {
-		return false // not one query block
-	}
-	switch f.current.Load() {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	_, ok := CurrentReadText(f.Text, f.Mode)
-	v := int32(2)
-	if ok {
-		v = 1
-	}
-	f.current.Store(v)
-	return ok
-}
-
-// AsCurrentRead returns text, a statement's text for which CurrentReadOK
-// holds (its Text, or a text of its shape), with CurrentReadClause.
-func AsCurrentRead(text string) string {
-	return strings.TrimRight(text, " \t\r\n;") + CurrentReadClause
 }

@@ -118,16 +118,15 @@ type Facts struct {
 	ParamBase int
 	Params    int
 
-	// OneBlock: a SELECT that is one query block and nothing else (no
-	// UNION, subquery, derived table or CTE), in no parentheses, with no
-	// locking clause and no INTO OUTFILE or DUMPFILE: CurrentReadText can
-	// make it a current read.
-	OneBlock bool
-	// current caches CurrentReadOK for a OneBlock statement: 0 not yet
-	// proven, 1 proven, 2 not provable. A pointer, so that copies of the
-	// Facts (which share Text) share it; atomic, since Facts are shared
-	// between sessions.
-	current *atomic.Int32
+	// PlainBlocks counts, for a SELECT, its query blocks (the outer one,
+	// subqueries, derived tables, CTE bodies, UNION branches) that read a
+	// table and have no locking clause: in a transaction InnoDB answers
+	// them from its snapshot (CurrentReadOK).
+	PlainBlocks int
+	// current caches CurrentReadOK's proof for a SELECT (nil for other
+	// statements): a pointer, so that copies of the Facts (which share
+	// Text) share it; atomic, since Facts are shared between sessions.
+	current *atomic.Pointer[currentPlan]
 
 	// Lock is the strongest locking clause found anywhere in the statement
 	// (subqueries, UNION branches, derived tables, CTEs included).

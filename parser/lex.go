@@ -10,6 +10,8 @@ type token struct {
 	text   string // identifier text (unquoted) or punctuation
 	quoted bool   // back-quoted identifier
 	punct  bool
+	pos    int  // offset of the token's first byte in the text
+	str    bool // a string literal (only from a lexer with strings set)
 }
 
 // lexer is a cheap, forgiving MySQL tokenizer for text the TiDB parser
@@ -21,6 +23,8 @@ type lexer struct {
 	hint bool
 	// ansiQuotes: "x" is an identifier, as under sql_mode ANSI_QUOTES.
 	ansiQuotes bool
+	// strings: a string literal is a token (str), not skipped.
+	strings bool
 }
 
 const hintWord = "lockproxy:primary"
@@ -45,20 +49,26 @@ func (l *lexer) next() (token, bool) {
 		case c == '*' && strings.HasPrefix(l.s[l.i:], "*/"):
 			l.i += 2 // end of a /*! ... */ version comment
 		case c == '"' && l.ansiQuotes:
-			return token{text: l.quotedIdent('"'), quoted: true}, true
+			pos := l.i
+			return token{text: l.quotedIdent('"'), quoted: true, pos: pos}, true
 		case c == '\'' || c == '"':
+			pos := l.i
 			l.skipQuoted(c)
+			if l.strings {
+				return token{text: l.s[pos:l.i], str: true, pos: pos}, true
+			}
 		case c == '`':
-			return token{text: l.quotedIdent('`'), quoted: true}, true
+			pos := l.i
+			return token{text: l.quotedIdent('`'), quoted: true, pos: pos}, true
 		case isWordByte(c):
 			start := l.i
 			for l.i < len(l.s) && isWordByte(l.s[l.i]) {
 				l.i++
 			}
-			return token{text: l.s[start:l.i]}, true
+			return token{text: l.s[start:l.i], pos: start}, true
 		default:
 			l.i++
-			return token{text: string(c), punct: true}, true
+			return token{text: string(c), punct: true, pos: l.i - 1}, true
 		}
 	}
 	return token{}, false

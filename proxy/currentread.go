@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/lockproxy/lockproxy/parser"
 )
 
 // Current reads. Under REPEATABLE READ InnoDB answers a plain SELECT from
@@ -24,23 +23,27 @@ import (
 // currentReadText returns the text to send for a COM_QUERY command whose
 // plan has current reads (each proven by the planner: CurrentReadOK): the
 // statements' own texts (comments blanked, executable comments expanded,
-// as the server reads them), the marked ones with the clause, joined by
-// semicolons. sql is the client's text of a command planned from its
+// as the server reads them), the marked ones with their clauses, joined
+// by semicolons. sql is the client's text of a command planned from its
 // shape (parser.Cache.AnalyzeShaped: shaped true), whose literals it
-// holds; a shaped text is one statement and has no comments.
-func currentReadText(pl plan, sql string, shaped bool) string {
+// holds; a shaped text is one statement and has no comments. ok is false
+// if a text's tokens do not line up with the proof's (not expected: the
+// caller refuses the command).
+func currentReadText(pl plan, sql string, shaped bool) (text string, ok bool) {
 	an := pl.an
 	if shaped {
-		return parser.AsCurrentRead(sql)
+		return an.Stmts[0].AsCurrentRead(sql)
 	}
 	texts := make([]string, len(an.Stmts))
 	for i, f := range an.Stmts {
 		texts[i] = f.Text
 	}
 	for _, i := range pl.currentRead {
-		texts[i] = parser.AsCurrentRead(texts[i])
+		if texts[i], ok = an.Stmts[i].AsCurrentRead(texts[i]); !ok {
+			return "", false
+		}
 	}
-	return strings.Join(texts, ";")
+	return strings.Join(texts, ";"), true
 }
 
 // currentReadExecute returns the execute packet p (a COM_STMT_EXECUTE of
@@ -54,7 +57,12 @@ func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error
 			// The twin would name the tables of the database current now.
 			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks (read_in_txn) and runs as a current read, which lockproxy prepares when first needed, and the session's database is no longer the one it was prepared in (%q); prepare it again in this database", pl.guard.rule, st.db)
 		}
-		id, err := s.be.prepare(parser.AsCurrentRead(pl.an.Stmts[0].Text))
+		f := pl.an.Stmts[0]
+		text, ok := f.AsCurrentRead(f.Text)
+		if !ok {
+			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks and runs as a current read, which lockproxy could not make of it", pl.guard.rule)
+		}
+		id, err := s.be.prepare(text)
 		if err != nil {
 			return nil, err
 		}

@@ -3,11 +3,13 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 )
 
@@ -60,6 +62,23 @@ func TestLockedReadIsCurrent(t *testing.T) {
 			first: "SELECT bal FROM bank_acct WHERE id = 0", read: "SELECT bal FROM bank_acct WHERE id = %d"},
 		{name: "comment after the read", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0",
 			read: "SELECT bal FROM bank_acct WHERE id = %d -- the clause must not land in here"},
+		// Every query block that reads the table is a current read; the
+		// first read has the same shape, so the text of the second is
+		// planned from the shape's cached analysis.
+		{name: "scalar subquery", begin: "BEGIN", first: "SELECT (SELECT bal FROM bank_acct WHERE id = 0) AS b",
+			read: "SELECT (SELECT bal FROM bank_acct WHERE id = %d) AS b"},
+		{name: "derived table", begin: "BEGIN", first: "SELECT d.bal FROM (SELECT bal FROM bank_acct WHERE id = 0) AS d",
+			read: "SELECT d.bal FROM (SELECT bal FROM bank_acct WHERE id = %d) AS d"},
+		{name: "cte", begin: "BEGIN", first: "WITH c AS (SELECT bal FROM bank_acct WHERE id = 0) SELECT bal FROM c",
+			read: "WITH c AS (SELECT bal FROM bank_acct WHERE id = %d) SELECT bal FROM c"},
+		{name: "union", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0 UNION SELECT v FROM plain WHERE id = 99",
+			read: "SELECT bal FROM bank_acct WHERE id = %d UNION SELECT v FROM plain WHERE id = 99"},
+		{name: "union in parentheses", begin: "BEGIN", first: "(SELECT v FROM plain WHERE id = 99) UNION ALL (SELECT bal FROM bank_acct WHERE id = 0) ORDER BY 1 LIMIT 1",
+			read: "(SELECT v FROM plain WHERE id = 99) UNION ALL (SELECT bal FROM bank_acct WHERE id = %d) ORDER BY 1 LIMIT 1"},
+		{name: "in subquery", begin: "BEGIN", first: "SELECT bal FROM bank_acct WHERE id = 0 AND id NOT IN (SELECT id FROM plain WHERE id > 5)",
+			read: "SELECT bal FROM bank_acct WHERE id = %d AND id NOT IN (SELECT id FROM plain WHERE id > 5)"},
+		{name: "locking read with a plain subquery", begin: "BEGIN", first: "SELECT (SELECT bal FROM bank_acct WHERE id = 0) FROM bank_acct WHERE id = 0 FOR UPDATE",
+			read: "SELECT (SELECT bal FROM bank_acct WHERE id = %d) FROM bank_acct WHERE id = 0 FOR UPDATE"},
 	}
 	for _, prepared := range []bool{false, true} {
 		for _, v := range variants {
@@ -124,10 +143,8 @@ func TestLockedReadRefusedWhenNotCurrent(t *testing.T) {
 	h := p.db(t, db, "")
 	ctx := context.Background()
 	for _, q := range []string{
-		"SELECT bal FROM bank_acct WHERE id = 1 UNION SELECT bal FROM bank_acct WHERE id = 2",
-		"SELECT * FROM (SELECT bal FROM bank_acct WHERE id = 1) d",
-		"WITH c AS (SELECT bal FROM bank_acct WHERE id = 1) SELECT * FROM c",
-		"SELECT bal FROM bank_acct WHERE id = (SELECT id FROM bank_acct WHERE id = 1)",
+		"SELECT bal FROM bank_acct WHERE id = 1 INTO OUTFILE '/nonexistent/lockproxy-test'",
+		"SELECT d.bal FROM (SELECT bal FROM bank_acct WHERE id = 1) d INTO OUTFILE '/nonexistent/lockproxy-test'",
 	} {
 		b := conn(t, h)
 		if _, err := b.ExecContext(ctx, "BEGIN"); err != nil {
@@ -259,6 +276,71 @@ func TestLockedReadIsCurrentReadOnly(t *testing.T) {
 					t.Errorf("write of row 1 while the read-only transaction holds its lock: %v, want lockproxy's 1205", err)
 				}
 			})
+		}
+	}
+}
+
+// TestCurrentReadTextAgainstMariaDB: MariaDB is the judge of where the
+// locking clauses go. For each form of several query blocks, the text
+// parser.CurrentReadText makes of it, run in a transaction whose snapshot
+// predates another session's changes to both tables, answers what the
+// original text answers in a new session (the rows as they are now),
+// while the original text in that transaction answers its snapshot. A
+// block left without its clause would answer from the snapshot.
+func TestCurrentReadTextAgainstMariaDB(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	ctx := context.Background()
+	for _, q := range []string{
+		"SELECT bal FROM t WHERE id = (SELECT MIN(id) FROM u WHERE v > 150)",
+		"SELECT (SELECT SUM(v) FROM u) AS s, bal FROM t WHERE id = 1",
+		"SELECT d.s FROM (SELECT SUM(bal) AS s FROM t) AS d",
+		"SELECT SUM(x) FROM (SELECT bal AS x FROM t UNION ALL SELECT v FROM u) AS d",
+		"SELECT * FROM (SELECT t.bal, u.v FROM t JOIN u ON u.id = t.id) AS j ORDER BY bal",
+		"WITH c AS (SELECT id, v FROM u) SELECT SUM(c.v), COUNT(*) FROM c JOIN t ON t.id = c.id",
+		"WITH c AS (SELECT id, v FROM u), e AS (SELECT SUM(bal) AS s FROM t) SELECT (SELECT SUM(v) FROM c), s FROM e",
+		"WITH RECURSIVE r (n, s) AS (SELECT 1, (SELECT SUM(bal) FROM t) UNION ALL SELECT n + 1, s FROM r WHERE n < 3) SELECT SUM(s) FROM r",
+		"SELECT bal FROM t WHERE id = 1 UNION ALL SELECT v FROM u WHERE id = 2",
+		"SELECT bal FROM t UNION SELECT v FROM u ORDER BY 1 DESC LIMIT 2",
+		"(SELECT bal FROM t WHERE id = 2) UNION ALL (SELECT v FROM u ORDER BY v LIMIT 1) ORDER BY 1",
+		"SELECT bal FROM t WHERE id = 1 UNION SELECT 7 UNION SELECT v FROM u WHERE id = 1",
+		"SELECT COUNT(*) FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.id = t.id AND u.v > 150)",
+		"SELECT COUNT(*) FROM t WHERE id IN (SELECT id FROM u WHERE v > 150) AND bal > 15",
+		"SELECT COALESCE((SELECT MAX(v) FROM u), 0) + (SELECT MAX(bal) FROM t)",
+		"SELECT (SELECT COUNT(*) FROM t) + (SELECT COUNT(*) FROM u)",
+		"SELECT (SELECT v FROM u WHERE id = 1) FROM t WHERE id = 1 FOR UPDATE",
+		"SELECT bal FROM t WHERE id = 1 UNION SELECT v FROM u WHERE id = 1 FOR UPDATE",
+	} {
+		edited, ok := parser.CurrentReadText(q, 0)
+		if !ok {
+			t.Errorf("%s: not made current", q)
+			continue
+		}
+		mustExec(t, direct, "DROP TABLE IF EXISTS t, u",
+			"CREATE TABLE t (id INT PRIMARY KEY, bal INT)", "CREATE TABLE u (id INT PRIMARY KEY, v INT)",
+			"INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)", "INSERT INTO u VALUES (1, 100), (2, 200)")
+		b := conn(t, direct)
+		mustExecConn(t, b, "BEGIN", "SELECT COUNT(*) FROM t", "SELECT COUNT(*) FROM u")
+		mustExec(t, direct, "UPDATE t SET bal = bal + 1000", "UPDATE u SET v = v + 1000",
+			"INSERT INTO t VALUES (4, 40)", "INSERT INTO u VALUES (3, 300)")
+		rows, err := b.QueryContext(ctx, q)
+		_, snapshot := scanAll(t, rows, err)
+		rows, err = b.QueryContext(ctx, edited)
+		if err != nil {
+			t.Errorf("%s\n  as %s: %v", q, edited, err)
+			mustExecConn(t, b, "ROLLBACK")
+			continue
+		}
+		_, current := scanAll(t, rows, err)
+		mustExecConn(t, b, "ROLLBACK")
+		rows, err = direct.QueryContext(ctx, q)
+		_, now := scanAll(t, rows, err)
+		if !slices.Equal(current, now) {
+			t.Errorf("%s\n  as %s\n  answered %v in the transaction; the rows now give %v", q, edited, current, now)
+		}
+		if slices.Equal(snapshot, now) {
+			t.Errorf("%s: the snapshot answers as the rows now do (%v); the check proves nothing", q, now)
 		}
 	}
 }

@@ -296,36 +296,38 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	if depth == 0 {
 		pl.targets(f, d, params)
 	}
-	if f.Kind == parser.KindSelect && f.Lock.Mode == parser.LockNone && d.Class == rules.ClassReadInTxn &&
-		(len(d.Keys) > 0 || d.NeedParams) && !d.Reject {
+	if f.Kind == parser.KindSelect && f.PlainBlocks > 0 && pl.inTxn && !d.Reject && (len(d.Keys) > 0 || d.NeedParams) &&
+		(d.Class == rules.ClassReadInTxn || d.Class == rules.ClassLockingRead) {
 		pl.currentRead(f, d, depth)
 	}
 	pl.unrewritten(f, depth)
 	g.add(d, pl.lc)
 }
 
-// currentRead marks a plain SELECT that takes read_in_txn row locks to run
-// as a current read, or refuses it where lockproxy cannot send it so: a
-// statement EXECUTE or EXECUTE IMMEDIATE runs (its text is the server's
-// prepared statement), or one of several query blocks (UNION, subquery,
-// derived table, CTE), where appending the clause would lock only the
-// outer block, or one whose text parser.CurrentReadText does not prove
-// (INTO). Refused before any lock is taken, counted and audited, not run as a snapshot read: holding the row lock
-// while answering an older row is how updates get lost.
+// currentRead marks a SELECT that takes row locks in a transaction and
+// has query blocks without a locking clause (a plain SELECT under
+// read_in_txn, or a subquery of a locking read) to run as a current read,
+// every such block given LOCK IN SHARE MODE (parser.Facts.CurrentReadOK),
+// or refuses it where lockproxy cannot send it so: a statement EXECUTE or
+// EXECUTE IMMEDIATE runs (its text is the server's prepared statement),
+// or one whose edit the parser cannot prove (INTO, a form it cannot
+// place the clauses in). Refused before any lock is taken, counted and
+// audited, not run as a snapshot read: holding the row lock while
+// answering an older row is how updates get lost.
 func (pl *planner) currentRead(f *parser.Facts, d rules.Decision, depth int) {
-	if depth == 0 && f.OneBlock && f.CurrentReadOK() {
+	if depth == 0 && f.CurrentReadOK() {
 		if i := slices.Index(pl.p.an.Stmts, f); i >= 0 {
 			pl.p.currentRead = append(pl.p.currentRead, i)
 			return
 		}
 	}
-	how := "a SELECT that is not one plain query block (UNION, subquery, derived table, CTE, INTO)"
+	how := "a SELECT whose query blocks lockproxy cannot give LOCK IN SHARE MODE (INTO, or a form it cannot prove)"
 	if depth > 0 {
 		how = "a SELECT that EXECUTE runs"
 	}
 	g := &pl.p.guard
 	if g.reject == nil {
-		g.reject = errorf(errRejected, "rule %s: %s reads %s in a transaction, where its row locks (read_in_txn) need a current read, and lockproxy can add LOCK IN SHARE MODE only to a single-block SELECT; add LOCK IN SHARE MODE or FOR UPDATE to the query blocks that read %s",
+		g.reject = errorf(errRejected, "rule %s: %s reads %s in a transaction, where its row locks need a current read; add LOCK IN SHARE MODE or FOR UPDATE to the query blocks that read %s",
 			d.Rule.Name, how, d.Rule.Table, d.Rule.Table)
 		g.rule, g.notCurrent = d.Rule.Name, true
 	}

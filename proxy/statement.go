@@ -178,7 +178,10 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 	s.armGiveBack(pl.guard, mark)
 	switch {
 	case len(pl.currentRead) > 0 && !r.execute():
-		text := currentReadText(pl, r.sql, r.params != nil)
+		text, ok := currentReadText(pl, r.sql, r.params != nil)
+		if !ok {
+			return false, s.writeErrAt(1, errorf(errRejected, "rule %s: this read in a transaction takes row locks and runs as a current read, which lockproxy could not make of its text", pl.guard.rule))
+		}
 		return true, s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false)
 	case len(pl.currentRead) > 0:
 		return s.currentReadSend(r, pl)
