@@ -145,6 +145,21 @@ func (s *Set) ValidUntil() time.Time {
 	return min
 }
 
+// LastValidUntil is the latest validity deadline of the Set's leases: how
+// long one of its locks may still be held. The zero Time for an empty Set
+// or one whose leases have all ended.
+func (s *Set) LastValidUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last time.Time
+	for _, l := range s.leases {
+		if v := l.ValidUntil(); v.After(last) {
+			last = v
+		}
+	}
+	return last
+}
+
 // Release releases every lease and empties the Set, even when a backend
 // release fails (those locks then expire with their lease). It returns the
 // joined release errors.

@@ -64,6 +64,11 @@ func TestSet(t *testing.T) {
 	if s.Len() != 3 || !s.Valid() || s.Fence("c") == 0 || s.ValidUntil().IsZero() {
 		t.Fatalf("set: len %d valid %v", s.Len(), s.Valid())
 	}
+	later := time.Now().Add(2 * time.Hour)
+	g.keepers[1].Extend(later)
+	if !s.LastValidUntil().Equal(later) || !s.ValidUntil().Before(later) {
+		t.Errorf("validity: first %v last %v; want the last to be the extended lease's %v", s.ValidUntil(), s.LastValidUntil(), later)
+	}
 	g.keepers[1].Lose(errors.New("gone"))
 	if !errors.Is(s.Err(), lockmgr.ErrLeaseLost) || s.Valid() {
 		t.Errorf("after a loss: Err %v Valid %v", s.Err(), s.Valid())
@@ -73,6 +78,9 @@ func TestSet(t *testing.T) {
 	}
 	if err := s.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if !s.LastValidUntil().IsZero() {
+		t.Errorf("released set: LastValidUntil %v, want zero", s.LastValidUntil())
 	}
 	if s.Len() != 0 || s.Err() != nil || !s.Begin(lockmgr.Owner{Instance: "i", Session: 1, Txn: 2}) {
 		t.Errorf("released set not reusable")

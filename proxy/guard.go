@@ -12,9 +12,21 @@ import (
 	"go.uber.org/zap"
 )
 
-// releaseTimeout bounds giving locks back; a lock whose release fails ends
-// with its lease.
+// releaseTimeout is the least time giving locks back may take (see
+// releaseCtx); a lock whose release fails ends with its lease.
 const releaseTimeout = 3 * time.Second
+
+// releaseCtx bounds giving the session's locks back by their leases: a
+// release may take as long as a lock it gives back is still held (a slow
+// lock service is waited for, not given up on while the lock lingers),
+// and at least releaseTimeout.
+func (s *session) releaseCtx() (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(releaseTimeout)
+	if v := s.locks.LastValidUntil(); v.After(deadline) {
+		deadline = v
+	}
+	return context.WithDeadline(context.Background(), deadline)
+}
 
 // rollbackTimeout bounds the ROLLBACK lockproxy sends itself (a deadlock
 // victim, a lost lease): past it the backend connection is given up.
@@ -303,7 +315,7 @@ func (s *session) lockMark() int {
 }
 
 func (s *session) releaseSince(mark int) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := s.releaseCtx()
 	defer cancel()
 	if err := s.locks.ReleaseSince(ctx, mark); err != nil {
 		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
@@ -314,7 +326,7 @@ func (s *session) releaseLocks() {
 	if s.locks == nil || s.locks.Len() == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := s.releaseCtx()
 	defer cancel()
 	if err := s.locks.Release(ctx); err != nil {
 		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))

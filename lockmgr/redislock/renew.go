@@ -75,7 +75,7 @@ func (l *Locker) renew(rs []leasebook.Renewal) bool {
 		}
 		items = append(items, it)
 	}
-	ctx, cancel := l.opCtx(l.ctx)
+	ctx, cancel := leasebook.RenewCtx(l.ctx, rs, l.opt.OpTimeout)
 	defer cancel()
 	sent := time.Now()
 	_, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {

@@ -1,6 +1,7 @@
 package leasebook
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -170,5 +171,30 @@ func TestNextInLine(t *testing.T) {
 	b.Leave("k", w2)
 	if _, _, ok := b.NextInLine("k", w3); ok {
 		t.Fatal("a lone head got a next in line")
+	}
+}
+
+// TestRenewCtx: a renewal is bounded by the latest validity among the
+// leases it renews, and by opTimeout only where that is later.
+func TestRenewCtx(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		valid []time.Duration // each lease's validity left
+		want  time.Duration
+	}{
+		{[]time.Duration{10 * time.Second, 20 * time.Second}, 20 * time.Second},
+		{[]time.Duration{100 * time.Millisecond}, time.Second},
+		{nil, time.Second},
+	} {
+		var rs []Renewal
+		for _, v := range c.valid {
+			rs = append(rs, Renewal{ValidUntil: now.Add(v)})
+		}
+		ctx, cancel := RenewCtx(context.Background(), rs, time.Second)
+		d, ok := ctx.Deadline()
+		cancel()
+		if got := d.Sub(now); !ok || got < c.want || got > c.want+time.Second {
+			t.Errorf("validity %v: deadline in %v, want %v", c.valid, got, c.want)
+		}
 	}
 }

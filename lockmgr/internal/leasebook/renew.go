@@ -19,9 +19,11 @@ func Validity(ttl time.Duration) time.Duration {
 
 // Loop runs a renewal loop until ctx ends: about every interval it calls
 // round (which renews every lease; false when its call failed, then the
-// next round comes after interval/4), loses the leases whose validity ran
-// out with cause runOut (the next round comes no later than the next
-// deadline) and calls after, if not nil.
+// next round comes interval/4 after it began), loses the leases whose
+// validity ran out with cause runOut (the next round comes no later than
+// the next deadline) and calls after, if not nil. Rounds are spaced from
+// their starts: a slow service's round does not push the next one later
+// (a round that took longer than the interval is followed at once).
 func (b *Book) Loop(ctx context.Context, interval time.Duration, round func() bool, runOut error, after func()) {
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -31,10 +33,12 @@ func (b *Book) Loop(ctx context.Context, interval time.Duration, round func() bo
 			return
 		case <-t.C:
 		}
+		start := time.Now()
 		next := interval
 		if !round() {
 			next = interval / 4
 		}
+		next = max(next-time.Since(start), 0)
 		if d := b.ExpireOverdue(runOut); d > 0 && d < next {
 			next = d
 		}
@@ -57,6 +61,22 @@ type Renewal struct {
 	// Valid: the lease is still within its validity, so the service may
 	// restore keys it lost (restart, failover).
 	Valid bool
+	// ValidUntil is the lease's validity deadline when snapshotted.
+	ValidUntil time.Time
+}
+
+// RenewCtx bounds one renewal call for rs: by the latest validity
+// deadline among them, and by opTimeout only where that is later. A
+// renewal may take as long as a lease it renews is still held: cut short
+// at a fixed bound, a slow service would lose leases it was renewing.
+func RenewCtx(parent context.Context, rs []Renewal, opTimeout time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(opTimeout)
+	for _, r := range rs {
+		if r.ValidUntil.After(deadline) {
+			deadline = r.ValidUntil
+		}
+	}
+	return context.WithDeadline(parent, deadline)
 }
 
 // Renewals snapshots every lease with granted keys that is not lost.
@@ -70,7 +90,7 @@ func (b *Book) Renewals() []Renewal {
 			continue
 		}
 		out = append(out, Renewal{H: h, Owner: h.Owner, Prio: b.owners[h.Owner].priority(h.Owner),
-			Keys: h.keys, Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)})
+			Keys: h.keys, Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil), ValidUntil: h.validUntil})
 	}
 	return out
 }
@@ -85,7 +105,7 @@ func (b *Book) RenewalOf(h *Held) (Renewal, bool) {
 		return Renewal{}, false
 	}
 	return Renewal{H: h, Owner: h.Owner, Prio: b.owners[h.Owner].priority(h.Owner),
-		Keys: slices.Clone(h.keys), Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil)}, true
+		Keys: slices.Clone(h.keys), Fences: slices.Clone(h.fences), Valid: now.Before(h.validUntil), ValidUntil: h.validUntil}, true
 }
 
 // Renewed extends the validity of h to until after a renewal of its first

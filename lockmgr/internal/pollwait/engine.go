@@ -140,6 +140,16 @@ func (e *Engine) opCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, e.cfg.OpTimeout)
 }
 
+// renewCtx bounds a renewal of rs: for a CallerBound Store by the leases
+// it renews (leasebook.RenewCtx), else by OpTimeout (a quorum's round,
+// whose time is taken off the validity it grants).
+func (e *Engine) renewCtx(rs []leasebook.Renewal) (context.Context, context.CancelFunc) {
+	if e.cfg.CallerBound {
+		return leasebook.RenewCtx(e.ctx, rs, e.cfg.OpTimeout)
+	}
+	return context.WithTimeout(e.ctx, e.cfg.OpTimeout)
+}
+
 func (e *Engine) freshCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.cfg.OpTimeout)
 }

@@ -32,7 +32,7 @@ func (e *Engine) renewAll() bool {
 	for i, r := range rs {
 		items[i] = Held{Tok: r.H.Tok, Keys: keyNames(r.Keys), Fences: r.Fences, Owner: r.H.Owner, Valid: r.Valid}
 	}
-	ctx, cancel := e.opCtx(e.ctx)
+	ctx, cancel := e.renewCtx(rs)
 	defer cancel()
 	sent := time.Now()
 	res, err := e.st.Renew(ctx, items)
