@@ -33,6 +33,35 @@ type lockBackend struct {
 
 const lockOpTimeout = time.Second
 
+// checkProbeTimeout bounds --check's question to the lock service.
+const checkProbeTimeout = 3 * time.Second
+
+// probeLockService asks the Redis that rules.yaml names for locks whether
+// it would serve them now, as /readyz does (reachable, and not able to
+// evict lock keys), and returns what is wrong, "" if nothing is or the
+// backend is not Redis. A Redis that cannot be asked is reported, not
+// treated as an error of the file: --check may run where it is not
+// reachable.
+func probeLockService(cfg *rules.Config) string {
+	if cfg.Locks.Backend != rules.LockBackendRedis {
+		return ""
+	}
+	lb, err := newLocker(cfg, prometheus.NewRegistry(), zap.NewNop())
+	if err != nil {
+		return fmt.Sprintf("lock service (%s): %v", cfg.Locks.Backend, err)
+	}
+	defer lb.close()
+	if lb.ping == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkProbeTimeout)
+	defer cancel()
+	if err := lb.ping(ctx); err != nil {
+		return fmt.Sprintf("lock service (%s) not ready: %v", cfg.Locks.Backend, err)
+	}
+	return ""
+}
+
 // newLocker builds the lock backend rules.yaml names.
 func newLocker(cfg *rules.Config, reg prometheus.Registerer, log *zap.Logger) (*lockBackend, error) {
 	m, err := lockmgr.NewMetrics(reg)

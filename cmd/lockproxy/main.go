@@ -58,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *check {
 		fmt.Fprintf(stdout, "%s: ok\n", *configPath)
+		if w := probeLockService(cfg); w != "" {
+			fmt.Fprintf(stdout, "%s: warning: %s\n", *configPath, w)
+		}
 		return 0
 	}
 	log, err := newLogger(*logFormat, *logLevel)
