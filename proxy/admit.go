@@ -171,6 +171,7 @@ func (s *session) forgetStmts() {
 		s.forgetStmt(st)
 	}
 	clear(s.stmts)
+	s.lastPrepared = 0
 }
 
 // keepLongData keeps a COM_STMT_SEND_LONG_DATA chunk for key derivation,

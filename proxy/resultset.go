@@ -84,6 +84,7 @@ func (s *session) writePrepareOK(st *stmt, columns []string) error {
 		return err
 	}
 	s.stmts[st.id] = st
+	s.lastPrepared = st.id
 	s.lastOK = true
 	return s.cw.flush()
 }

@@ -48,8 +48,12 @@ type session struct {
 	src    *backendConn // the connection whose response is being relayed
 	stmts  map[uint32]*stmt
 	nextID uint32
-	form   resultForm // how writeResult answers the current command
-	status uint16     // server status after the last response the client saw
+	// lastPrepared is the id of the statement the last prepare made, 0
+	// when it failed or that statement was closed: what MariaDB's direct
+	// execute (statement id 0xFFFFFFFF) names.
+	lastPrepared uint32
+	form         resultForm // how writeResult answers the current command
+	status       uint16     // server status after the last response the client saw
 
 	// Per-response relay state.
 	lastOK          bool   // the last response ended in OK/EOF, not ERR

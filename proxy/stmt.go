@@ -75,17 +75,27 @@ func (st *stmt) bindTypes(s *session, types []byte) {
 // longer than this cannot name a row anyway (InnoDB keys are shorter).
 const maxLongKey = 64 << 10
 
+// lastStmtID is the statement id MariaDB reads as "the statement the last
+// prepare made" (direct execute: a client sends the prepare and the
+// execute together, before it knows the id).
+const lastStmtID = 0xFFFFFFFF
+
 func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 	if len(p) < 5 {
 		return nil, false
 	}
-	st, ok := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+	id := binary.LittleEndian.Uint32(p[1:])
+	if id == lastStmtID {
+		id = s.lastPrepared
+	}
+	st, ok := s.stmts[id]
 	return st, ok
 }
 
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
+	s.lastPrepared = 0 // until this prepare succeeds
 	p = s.ownConnectionID(p)
 	release, refused := s.admitStatement(p[1:])
 	defer release()
@@ -162,6 +172,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	st.an = s.analyze([]byte(query))
 	s.keepPlan(st)
 	s.stmts[st.id] = st
+	s.lastPrepared = st.id
 	s.lastOK = true
 	return s.flushClient()
 }
@@ -302,6 +313,9 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	delete(s.stmts, st.id)
+	if s.lastPrepared == st.id {
+		s.lastPrepared = 0
+	}
 	s.forgetStmt(st)
 	if st.local {
 		return nil
