@@ -8,7 +8,7 @@ BENCH_ARGS    ?=
 # `./...` does not reach them, so vet and lint visit each.
 SUBMODULES    := docs/tools/waitplot
 
-.PHONY: all build test test-faults run down status bench bench-quick soak hostile fmt vet lint check-config clean
+.PHONY: all build test test-busy test-faults run down status bench bench-quick soak hostile fmt vet lint check-config clean
 
 all: build
 
@@ -20,6 +20,11 @@ build:
 ## Go test against it with the race detector, take the bed down
 test:
 	scripts/test.sh $(GO_TEST_FLAGS) $(PKGS)
+
+## test-busy: make test with two CPU-bound processes beside it (a busy
+## 2-core machine); the suite must pass so too
+test-busy:
+	scripts/busy.sh 2 scripts/test.sh $(GO_TEST_FLAGS) $(PKGS)
 
 ## test-faults: the fault harness (e2e TestFault*) with the long workload:
 ## Redis, a proxy, the primary and the replica fail under a flash sale
