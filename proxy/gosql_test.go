@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -181,13 +182,20 @@ func lineDiff(a, b string) string {
 }
 
 // conn pins one connection of db for a workload that needs session state.
+// After a failed test it is discarded, not returned to the pool: it may
+// still be in a transaction whose locks would stall the next test.
 func conn(t *testing.T, db *sql.DB) *sql.Conn {
 	t.Helper()
 	c, err := db.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		_ = c.Close()
+	})
 	return c
 }
 
