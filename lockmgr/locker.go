@@ -22,3 +22,17 @@ type Locker interface {
 	// stops background work. Acquire then fails with ErrClosed.
 	Close() error
 }
+
+// SchemaAnnouncer is implemented by Lockers whose lock service carries a
+// word between the instances that share it: one instance ran DDL, so the
+// others re-read the schema now rather than at their next periodic read.
+// An announcement may be lost (a service that is away); the periodic read
+// stays the bound.
+type SchemaAnnouncer interface {
+	// AnnounceSchemaChange tells the other instances sharing the lock
+	// service that the schema changed.
+	AnnounceSchemaChange(ctx context.Context) error
+	// SchemaChanges delivers a value when another instance announced a
+	// change (changes that come while one is pending are merged).
+	SchemaChanges() <-chan struct{}
+}

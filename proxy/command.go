@@ -374,7 +374,9 @@ func (s *session) refreshSchemaAfter(ddl string) {
 	s.refreshSchemaAsync()
 }
 
-// refreshSchemaAsync re-reads the schema after DDL in the background,
+// refreshSchemaAsync re-reads the schema after DDL in the background (and
+// then tells the other instances sharing the lock service to, where it
+// can carry that: announceSchemaChange),
 // counted with the session's server so that Shutdown waits for it (the
 // session itself is counted while it runs, so the count cannot be zero).
 // The client has its OK at once; the session's next plan waits for the
@@ -393,6 +395,7 @@ func (s *session) refreshSchemaAsync() {
 			<-prev
 		}
 		s.srv.refreshSchema()
+		s.srv.announceSchemaChange()
 	}()
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 )
@@ -180,6 +181,42 @@ func (s *Server) refreshSchemaEvery(ctx context.Context) {
 		}
 		if every > 0 && readsSchema(s.config()) {
 			// Quietly: a rule that does not fit its table still warns.
+			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		}
+	}
+}
+
+// announceSchemaChange tells the other instances sharing the lock service
+// that DDL ran here, where the lock service carries such a word
+// (lockmgr.SchemaAnnouncer: Redis); they re-read the schema at once
+// (followSchemaChanges). Best effort: backends.schema_refresh stays the
+// bound for an announcement lost.
+func (s *Server) announceSchemaChange() {
+	a, ok := s.locker.(lockmgr.SchemaAnnouncer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	if err := a.AnnounceSchemaChange(ctx); err != nil {
+		s.log.Warn("could not tell the other instances about a schema change; they see it at their next schema_refresh", zap.Error(err))
+	}
+}
+
+// followSchemaChanges re-reads the schema whenever another instance
+// sharing the lock service announces DDL, until ctx ends.
+func (s *Server) followSchemaChanges(ctx context.Context) {
+	a, ok := s.locker.(lockmgr.SchemaAnnouncer)
+	if !ok {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.SchemaChanges():
+		}
+		if readsSchema(s.config()) {
 			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
 		}
 	}

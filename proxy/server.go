@@ -318,6 +318,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		rt.Start(s.ctx)
 	}
 	go s.refreshSchemaEvery(s.ctx)
+	go s.followSchemaChanges(s.ctx)
 	go s.watchBackends(s.ctx)
 	var backoff time.Duration
 	for {

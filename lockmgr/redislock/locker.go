@@ -132,10 +132,24 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		lctx, lcancel := l.opCtx(ctx)
 		defer lcancel()
 		_ = l.sc.load(lctx, rdb)
-		_ = l.notify.ps.Subscribe(lctx, l.woundChannel())
+		_ = l.notify.ps.Subscribe(lctx, l.woundChannel(), l.schemaChannel())
 	}()
 	return l
 }
+
+// schemaChannel is where the Lockers sharing a prefix announce schema
+// changes; the payload is the announcer's id.
+func (l *Locker) schemaChannel() string { return l.opt.Prefix + ":schema" }
+
+// AnnounceSchemaChange implements lockmgr.SchemaAnnouncer.
+func (l *Locker) AnnounceSchemaChange(ctx context.Context) error {
+	ctx, cancel := l.opCtx(ctx)
+	defer cancel()
+	return l.rdb.Publish(ctx, l.schemaChannel(), l.id).Err()
+}
+
+// SchemaChanges implements lockmgr.SchemaAnnouncer.
+func (l *Locker) SchemaChanges() <-chan struct{} { return l.notify.schema }
 
 // woundChannel is where other Lockers tell this one that a lease token of
 // its was wounded.

@@ -23,6 +23,8 @@ type notifier struct {
 	mu   sync.Mutex // guards subs and orders (UN)SUBSCRIBE writes
 	subs map[string]*subscription
 	done chan struct{}
+	// schema gets a value when another Locker announced a schema change.
+	schema chan struct{}
 }
 
 type subscription struct {
@@ -35,7 +37,7 @@ type subscription struct {
 const idleUnsub = 30 * time.Second
 
 func newNotifier(l *Locker) *notifier {
-	n := &notifier{l: l, subs: map[string]*subscription{}, done: make(chan struct{})}
+	n := &notifier{l: l, subs: map[string]*subscription{}, done: make(chan struct{}), schema: make(chan struct{}, 1)}
 	n.ps = l.rdb.Subscribe(l.ctx) // the wound channel is subscribed by New's warm-up
 	ch := n.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	go n.dispatch(ch)
@@ -44,7 +46,7 @@ func newNotifier(l *Locker) *notifier {
 
 func (n *notifier) dispatch(ch <-chan interface{}) {
 	defer close(n.done)
-	wound := n.l.woundChannel()
+	wound, schema := n.l.woundChannel(), n.l.schemaChannel()
 	for m := range ch {
 		switch m := m.(type) {
 		case *redis.Subscription:
@@ -54,6 +56,13 @@ func (n *notifier) dispatch(ch <-chan interface{}) {
 		case *redis.Message:
 			if m.Channel == wound {
 				n.l.book.WoundToken(m.Payload)
+			} else if m.Channel == schema {
+				if m.Payload != n.l.id {
+					select {
+					case n.schema <- struct{}{}:
+					default: // one is pending: the re-read covers both
+					}
+				}
 			} else if key, ok := n.keyOf(m.Channel); ok {
 				if fence, tok, ok := parseGrant(m.Payload); ok {
 					// Redis granted the key to a ticket as it freed it
