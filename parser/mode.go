@@ -204,10 +204,13 @@ func ServerVersionOf(s string) int {
 }
 
 // MayChangeMode reports whether running the statement may change how the
-// session's later text is read: its sql_mode or its client character set.
-// That is SET of sql_mode, SET NAMES, SET CHARACTER SET and SET of
-// character_set_client (whatever the value: the server's answer tells
-// which it became), and EXECUTE, which runs SQL the text does not show.
+// session's later text is read: its sql_mode, its client character set or
+// the character set its literals are converted to. That is SET of
+// sql_mode, SET NAMES, SET CHARACTER SET and SET of character_set_client,
+// character_set_connection or collation_connection (which sets
+// character_set_connection too, and MariaDB does not report that one
+// changed; whatever the value: the server's answer tells which it
+// became), and EXECUTE, which runs SQL the text does not show.
 // CALL does not: MariaDB restores the caller's sql_mode and client
 // character set when a routine returns, whatever the routine ran.
 func (f *Facts) MayChangeMode() bool {
@@ -217,7 +220,8 @@ func (f *Facts) MayChangeMode() bool {
 	case KindSet:
 		for _, v := range f.Effects.SessionVars {
 			switch v {
-			case "sql_mode", "names", "character set", "character_set_client", "charset":
+			case "sql_mode", "names", "character set", "character_set_client", "charset",
+				"character_set_connection", "collation_connection":
 				return true
 			}
 		}

@@ -19,13 +19,15 @@ import (
 
 // trackSession is run on a primary connection after login and after every
 // COM_RESET_CONNECTION (which takes the session's variables back to their
-// global values): it adds character_set_client, character_set_connection
-// and sql_mode to the variables the server reports (the global list, kept
-// for the client's sake, has character_set_client by default but not
-// sql_mode) and turns schema tracking on.
+// global values): it adds character_set_client, character_set_connection,
+// collation_connection and sql_mode to the variables the server reports
+// (the global list, kept for the client's sake, has character_set_client
+// by default but not sql_mode; a SET of collation_connection changes
+// character_set_connection without reporting it) and turns schema
+// tracking on.
 const trackSession = "SET SESSION session_track_system_variables = " +
 	"IF(FIND_IN_SET('*', @@global.session_track_system_variables), '*', " +
-	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'character_set_connection', 'sql_mode')), " +
+	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'character_set_connection', 'collation_connection', 'sql_mode')), " +
 	"session_track_schema = ON"
 
 // Types of session state entries (MariaDB's enum_session_state_type).
@@ -35,11 +37,12 @@ const (
 )
 
 // analysisVariables are the tracked variables whose change makes the
-// session read its state again: the two parsing depends on, the one text
-// keys depend on besides character_set_client, and the two that decide
-// what the server reports.
+// session read its state again: the two parsing depends on, the two text
+// keys depend on besides character_set_client (collation_connection sets
+// character_set_connection unreported), and the two that decide what the
+// server reports.
 var analysisVariables = map[string]bool{
-	"character_set_client": true, "character_set_connection": true, "sql_mode": true,
+	"character_set_client": true, "character_set_connection": true, "collation_connection": true, "sql_mode": true,
 	"session_track_system_variables": true, "session_track_schema": true,
 }
 

@@ -33,7 +33,7 @@ func TestTextKeyLostUpdates(t *testing.T) {
 		mustExec(t, direct, "CREATE TABLE "+name+" (k VARCHAR(32) CHARACTER SET "+coll+" PRIMARY KEY, v INT NOT NULL)")
 	}
 	mustExec(t, direct,
-		"INSERT INTO general VALUES ('i', 0), ('josé', 0), ('abc', 0)",
+		"INSERT INTO general VALUES ('i', 0), ('josé', 0), ('abc', 0), ('?', 0)",
 		"INSERT INTO uca VALUES ('1001', 0), ('a', 0), ('é', 0)",
 		"INSERT INTO ascs VALUES ('Kelvin', 0)",
 		"INSERT INTO swedish VALUES ('y', 0), ('d', 0)",
@@ -76,6 +76,38 @@ func TestTextKeyLostUpdates(t *testing.T) {
 			}
 			heldThenWritten(t, p, db, r, c.write, func() int { return value(c.table, c.held) },
 				"UPDATE "+c.table+" SET v = v WHERE k = ?", c.held)
+		})
+	}
+
+	// Literals are converted to character_set_connection: under latin1
+	// 'ı' becomes '?', and MariaDB changes the row '?'. A SET of
+	// collation_connection sets that character set too, unreported by
+	// MariaDB, and a client may turn the reports off: either way the
+	// session reads the character set again, and a literal the
+	// conversion would change is refused, never keyed as written.
+	for _, c := range []struct {
+		name   string
+		before []string
+	}{
+		{"connection collation", []string{"SET collation_connection = latin1_swedish_ci"}},
+		{"connection character set, reports off", []string{"SET session_track_system_variables = ''", "SET character_set_connection = latin1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+".general", []string{"k"} })
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+			for _, q := range c.before {
+				if _, err := r.query(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			before := value("general", "?")
+			_, err := r.query("UPDATE general SET v = v + 1 WHERE k = 'ı'")
+			if me := myErr(t, err); me.Code != 1105 || !strings.HasPrefix(me.Message, "lockproxy: rule sku-stock") {
+				t.Fatalf("a literal latin1 turns into '?': want lockproxy's 1105 naming the rule, got %v", me)
+			}
+			if got := value("general", "?"); got != before {
+				t.Fatalf("the refused write changed row '?': %d → %d", before, got)
+			}
 		})
 	}
 
