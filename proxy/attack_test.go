@@ -224,30 +224,35 @@ func TestAttackSessionState(t *testing.T) {
 		_, _, err := s.r.result(false)
 		return err
 	}
+	const quietFunction = "CREATE OR REPLACE FUNCTION lockproxy_quiet() RETURNS INT NO SQL BEGIN " +
+		"SET SESSION session_track_system_variables = ''; SET SESSION session_track_schema = OFF; RETURN 1; END"
 	for _, c := range []struct {
 		name string
 		c    oracleCase
+		// foreseenOnly: the server reports nothing of the attack, so
+		// it is run only as lockproxy runs, foreseeing changes.
+		foreseenOnly bool
 	}{
-		{"SET NAMES gbk in the same text", oracleCase{Text: "SET NAMES gbk; " + gbkUpdate}},
-		{"SET CHARACTER SET gbk in the same text", oracleCase{Text: "SET CHARACTER SET gbk; " + gbkUpdate}},
-		{"executable comment setting gbk in the same text", oracleCase{Text: "/*!40101 SET NAMES gbk */; " + gbkUpdate}},
-		{"SET NAMES gbk before", oracleCase{Setup: "SET NAMES gbk", Before: run("SET NAMES gbk"), Text: gbkUpdate}},
-		{"SET CHARACTER SET gbk before", oracleCase{Setup: "SET CHARACTER SET gbk", Before: run("SET CHARACTER SET gbk"), Text: gbkUpdate}},
-		{"character_set_client by number", oracleCase{Setup: "SET character_set_client = 28", Before: run("SET character_set_client = 28"), Text: gbkUpdate}},
-		{"character_set_client from a variable", oracleCase{Setup: "SET character_set_client = @v", Before: run("SET @v = 'gbk'", "SET character_set_client = @v"), Text: gbkUpdate}},
-		{"character_set_client from adjacent strings", oracleCase{Setup: "SET character_set_client = 'gb' 'k'", Before: run("SET character_set_client = 'gb' 'k'"), Text: gbkUpdate}},
-		{"EXECUTE IMMEDIATE of SET NAMES", oracleCase{Setup: "EXECUTE IMMEDIATE 'SET NAMES gbk'", Before: run("EXECUTE IMMEDIATE 'SET NAMES gbk'"), Text: gbkUpdate}},
-		{"PREPARE and EXECUTE of SET NAMES", oracleCase{Setup: "PREPARE/EXECUTE SET NAMES gbk", Before: run("PREPARE s FROM 'SET NAMES gbk'", "EXECUTE s"), Text: gbkUpdate}},
-		{"executable comment setting gbk before", oracleCase{Setup: "/*!40101 SET NAMES gbk */", Before: run("/*!40101 SET NAMES gbk */"), Text: gbkUpdate}},
-		{"COM_CHANGE_USER to gbk", oracleCase{Setup: "COM_CHANGE_USER with collation 28", Before: changeUser(28), Text: gbkUpdate}},
-		{"COM_RESET_CONNECTION after gbk", oracleCase{Setup: "SET NAMES gbk, COM_RESET_CONNECTION", Before: reset, Text: gbkUpdate}},
+		{"SET NAMES gbk in the same text", oracleCase{Text: "SET NAMES gbk; " + gbkUpdate}, false},
+		{"SET CHARACTER SET gbk in the same text", oracleCase{Text: "SET CHARACTER SET gbk; " + gbkUpdate}, false},
+		{"executable comment setting gbk in the same text", oracleCase{Text: "/*!40101 SET NAMES gbk */; " + gbkUpdate}, false},
+		{"SET NAMES gbk before", oracleCase{Setup: "SET NAMES gbk", Before: run("SET NAMES gbk"), Text: gbkUpdate}, false},
+		{"SET CHARACTER SET gbk before", oracleCase{Setup: "SET CHARACTER SET gbk", Before: run("SET CHARACTER SET gbk"), Text: gbkUpdate}, false},
+		{"character_set_client by number", oracleCase{Setup: "SET character_set_client = 28", Before: run("SET character_set_client = 28"), Text: gbkUpdate}, false},
+		{"character_set_client from a variable", oracleCase{Setup: "SET character_set_client = @v", Before: run("SET @v = 'gbk'", "SET character_set_client = @v"), Text: gbkUpdate}, false},
+		{"character_set_client from adjacent strings", oracleCase{Setup: "SET character_set_client = 'gb' 'k'", Before: run("SET character_set_client = 'gb' 'k'"), Text: gbkUpdate}, false},
+		{"EXECUTE IMMEDIATE of SET NAMES", oracleCase{Setup: "EXECUTE IMMEDIATE 'SET NAMES gbk'", Before: run("EXECUTE IMMEDIATE 'SET NAMES gbk'"), Text: gbkUpdate}, false},
+		{"PREPARE and EXECUTE of SET NAMES", oracleCase{Setup: "PREPARE/EXECUTE SET NAMES gbk", Before: run("PREPARE s FROM 'SET NAMES gbk'", "EXECUTE s"), Text: gbkUpdate}, false},
+		{"executable comment setting gbk before", oracleCase{Setup: "/*!40101 SET NAMES gbk */", Before: run("/*!40101 SET NAMES gbk */"), Text: gbkUpdate}, false},
+		{"COM_CHANGE_USER to gbk", oracleCase{Setup: "COM_CHANGE_USER with collation 28", Before: changeUser(28), Text: gbkUpdate}, false},
+		{"COM_RESET_CONNECTION after gbk", oracleCase{Setup: "SET NAMES gbk, COM_RESET_CONNECTION", Before: reset, Text: gbkUpdate}, false},
 		{"a procedure that sets gbk", oracleCase{Setup: "CALL of a procedure running SET NAMES gbk",
-			Before: run("DROP PROCEDURE IF EXISTS set_gbk", "CREATE PROCEDURE set_gbk() SET NAMES gbk", "CALL set_gbk()"), Text: gbkUpdate}},
-		{"SET STATEMENT character_set_client FOR", oracleCase{Text: "SET STATEMENT character_set_client = gbk FOR " + gbkUpdate}},
-		{"USE in the text, unkeyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1"}},
-		{"USE in the text, keyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
-		{"alias differing from a table only in case", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7"}},
-		{"alias differing from a table only in case, keyed", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7 AND sku_stock.sku_id = 1001"}},
+			Before: run("DROP PROCEDURE IF EXISTS set_gbk", "CREATE PROCEDURE set_gbk() SET NAMES gbk", "CALL set_gbk()"), Text: gbkUpdate}, false},
+		{"SET STATEMENT character_set_client FOR", oracleCase{Text: "SET STATEMENT character_set_client = gbk FOR " + gbkUpdate}, false},
+		{"USE in the text, unkeyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1"}, false},
+		{"USE in the text, keyed", oracleCase{Setup: "USE information_schema", Before: run("USE information_schema"), Text: "USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}, false},
+		{"alias differing from a table only in case", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7"}, false},
+		{"alias differing from a table only in case, keyed", oracleCase{Text: "UPDATE sku_stock JOIN sku AS SKU_STOCK SET sku_stock.stock = 0 WHERE SKU_STOCK.sku_id = 7 AND sku_stock.sku_id = 1001"}, false},
 		{"USE in a text that then fails", oracleCase{Setup: "USE information_schema, then USE {db}; a failing SELECT",
 			Before: func(s *oracleSession, o *oracleBed) error {
 				if err := s.exec("USE information_schema"); err != nil {
@@ -257,13 +262,26 @@ func TestAttackSessionState(t *testing.T) {
 					return errors.New("the failing SELECT succeeded")
 				}
 				return nil
-			}, Text: "UPDATE sku_stock SET stock = stock + 1"}},
-		{"USE of another database in the text", oracleCase{Text: "USE information_schema; USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}},
+			}, Text: "UPDATE sku_stock SET stock = stock + 1"}, false},
+		{"USE of another database in the text", oracleCase{Text: "USE information_schema; USE {db}; UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = 1001"}, false},
+		// MariaDB reports SET sql_mode but not SET @@sql_mode.
+		{"SET @@sql_mode before, unreported", oracleCase{Setup: "SET @@sql_mode = ANSI_QUOTES added",
+			Before: run("SET @@sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')"), Text: "UPDATE sku_stock SET stock = stock + 1 WHERE sku_id = \"sku_id\""}, true},
+		// A stored function turns the server's reports off, and MariaDB
+		// reports none of that: the changes after it are learnt only
+		// because lockproxy then foresees them from the text again.
+		{"reports turned off by a function, then SET NAMES gbk", oracleCase{Setup: "SELECT of a function turning the reports off, SET NAMES gbk",
+			Before: run(quietFunction, "SELECT lockproxy_quiet()", "SET NAMES gbk"), Text: gbkUpdate}, true},
+		{"reports turned off by a function, then USE", oracleCase{Setup: "USE information_schema, SELECT of a function turning the reports off, USE {db}",
+			Before: run(quietFunction, "USE information_schema", "SELECT {db}.lockproxy_quiet()", "USE {db}"), Text: "UPDATE sku_stock SET stock = stock + 1"}, true},
 	} {
 		// foreseen: as lockproxy runs. reported: sessions forget which
 		// statements may have changed their state, so only what MariaDB
 		// reports in its OK packets makes them read it again.
 		for _, mode := range []string{"foreseen", "reported"} {
+			if c.foreseenOnly && mode == "reported" {
+				continue
+			}
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				o.p.srv.unforeseen.Store(mode == "reported")
 				defer o.p.srv.unforeseen.Store(false)

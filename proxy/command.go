@@ -103,9 +103,13 @@ func (s *session) dispatch(p []byte) error {
 		if err := s.forward(p, relayResults, false); err != nil {
 			return err
 		}
-		if s.lastOK {
+		if s.lastOK && s.lastReport&reportedSchema == 0 {
+			// The server's report named no database: it is read again
+			// before the next analysis.
 			s.db = string(p[1:])
+			s.modeMayHaveChanged()
 		}
+		s.lastReport = 0
 		return nil
 	case mysql.COM_PROCESS_KILL:
 		return s.processKill(p)
@@ -333,25 +337,14 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis, pl plan) {
-	// Even a text that failed may have run a SET before its error.
-	s.noteModeChange(pl)
-	if an != nil && !s.lastOK && !s.srv.unforeseen.Load() {
-		for _, f := range an.Stmts {
-			if f.Kind == parser.KindUse {
-				// A USE before the error may have run: the server
-				// says which database is current now.
-				s.modeMayHaveChanged()
-			}
-		}
-	}
+	// Even a text that failed may have run a SET or a USE before its
+	// error: the server says what its state is now.
+	s.noteModeChange(an, pl)
 	if an == nil || !s.lastOK {
 		return
 	}
 	for _, f := range an.Stmts {
 		switch f.Kind {
-		case parser.KindUse:
-			s.db = f.UseDB
-			s.be.dbDirty = true
 		case parser.KindDDL:
 			s.refreshSchemaAfter(f.Text)
 		}

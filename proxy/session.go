@@ -104,6 +104,9 @@ type session struct {
 	rwConflict    bool
 	lastAffected  uint64
 	unsafeCharset bool
+	// lastReport: what the server's report at the end of the command's
+	// last result named (sessiontrack.go), for confirmed.
+	lastReport reportBits
 
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState

@@ -4,16 +4,18 @@ import (
 	"encoding/binary"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
 )
 
 // Session state tracking. Every primary connection negotiates
 // CLIENT_SESSION_TRACK, whatever its client did, and asks MariaDB to
 // report changes of the current database and of the variables parsing
-// depends on (trackSession). The reports arrive in OK packets: when one
-// names what a statement is analysed under, the session reads its state
-// again (sessionStateQuery) before the next analysis, so a change
-// lockproxy did not foresee from the text (plan.changesMode) is still
-// read from the server and never guessed. A client that did not negotiate
+// depends on (trackSession). The reports arrive in OK packets: the values
+// they carry become what the next statement is analysed under
+// (noteReport), and a report lockproxy cannot take as it stands makes the
+// session read its state again (sessionStateQuery) before the next
+// analysis, so a change lockproxy did not foresee from the text
+// (plan.changesMode) is still learnt from the server and never guessed. A client that did not negotiate
 // CLIENT_SESSION_TRACK gets each OK as MariaDB would have sent it: without
 // the state and without SERVER_SESSION_STATE_CHANGED.
 
@@ -30,21 +32,15 @@ const trackSession = "SET SESSION session_track_system_variables = " +
 	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'character_set_connection', 'collation_connection', 'sql_mode')), " +
 	"session_track_schema = ON"
 
+// trackedVariables are the variables trackSession adds to the ones the
+// server reports.
+var trackedVariables = []string{"character_set_client", "character_set_connection", "collation_connection", "sql_mode"}
+
 // Types of session state entries (MariaDB's enum_session_state_type).
 const (
 	trackSystemVariables = 0
 	trackSchema          = 1
 )
-
-// analysisVariables are the tracked variables whose change makes the
-// session read its state again: the two parsing depends on, the two text
-// keys depend on besides character_set_client (collation_connection sets
-// character_set_connection unreported), and the two that decide what the
-// server reports.
-var analysisVariables = map[string]bool{
-	"character_set_client": true, "character_set_connection": true, "collation_connection": true, "sql_mode": true,
-	"session_track_system_variables": true, "session_track_schema": true,
-}
 
 // okParts splits an OK packet (header 0x00, or 0xfe ending rows under
 // CLIENT_DEPRECATE_EOF) of a connection that negotiated
@@ -83,28 +79,77 @@ func readLenEncBytes(p []byte, pos int) ([]byte, int, error) {
 	return p[pos : pos+int(n)], pos + int(n), nil
 }
 
-// stateMatters reports whether session state changes name the current
-// database or one of analysisVariables. Changes it cannot read count as
-// mattering: the session then reads its state again, which is always safe.
-func stateMatters(state []byte) bool {
+// noteReport takes the session state changes of an OK as what the
+// session's next statement is analysed under: the current database, the
+// sql_mode and the client and connection character sets, as the server
+// reports them, and notes in lastReport which it named. A report it
+// cannot take as it stands (unreadable; of collation_connection without
+// character_set_connection, whose change MariaDB then leaves unnamed; of
+// the tracking variables themselves; from another connection than the
+// session's) makes the session read its state again instead, which is
+// always safe.
+func (s *session) noteReport(state []byte) {
+	if s.src != s.be {
+		s.modeMayHaveChanged()
+		return
+	}
+	collation := false
 	for pos := 0; pos < len(state); {
 		typ := state[pos]
 		data, next, err := readLenEncBytes(state, pos+1)
 		if err != nil {
-			return true
+			s.modeMayHaveChanged()
+			return
 		}
 		pos = next
-		switch typ {
-		case trackSchema:
-			return true
-		case trackSystemVariables:
-			name, _, err := readLenEncBytes(data, 0)
-			if err != nil || analysisVariables[string(name)] {
-				return true
+		var name, value []byte
+		if typ == trackSchema || typ == trackSystemVariables {
+			var at int
+			if name, at, err = readLenEncBytes(data, 0); err == nil && typ == trackSystemVariables {
+				value, _, err = readLenEncBytes(data, at)
+			}
+			if err != nil {
+				s.modeMayHaveChanged()
+				return
 			}
 		}
+		switch {
+		case typ == trackSchema:
+			if string(name) != s.db {
+				s.db = string(name)
+				s.be.dbDirty = true
+			}
+			s.lastReport |= reportedSchema
+		case typ != trackSystemVariables:
+		case string(name) == "collation_connection":
+			collation = true
+		case string(name) == "session_track_system_variables", string(name) == "session_track_schema":
+			s.modeMayHaveChanged()
+		default:
+			s.lastReport |= s.sqlMode.take(string(name), string(value))
+		}
 	}
-	return false
+	if collation && s.lastReport&reportedConnection == 0 {
+		s.modeMayHaveChanged()
+	}
+	s.unsafeCharset = s.sqlMode.unsafe
+}
+
+// take applies one reported variable and says which part of the state it
+// was (none: a variable analysis does not depend on).
+func (m *modeState) take(name, value string) reportBits {
+	switch name {
+	case "sql_mode":
+		m.mode = parser.ParseSQLMode(value)
+		return reportedMode
+	case "character_set_client":
+		m.charset, m.unsafe = value, !parser.RewriteSafeCharset(value)
+		return reportedClient
+	case "character_set_connection":
+		m.connection = value
+		return reportedConnection
+	}
+	return 0
 }
 
 // tracked handles a packet of the relayed connection's response that may
@@ -117,6 +162,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	if s.src == nil || !s.src.key.track {
 		return p
 	}
+	s.lastReport = 0 // a result ended: what its report names, if anything
 	if !ok {
 		if len(p) < 5 {
 			return p
@@ -142,8 +188,10 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	if st&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
 		return p
 	}
-	if state == nil || stateMatters(state) {
-		s.modeMayHaveChanged()
+	if state == nil {
+		s.modeMayHaveChanged() // a change with no state: read it to be sure
+	} else {
+		s.noteReport(state)
 	}
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		return p

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 )
 
@@ -87,6 +88,13 @@ func TestSessionStatePackets(t *testing.T) {
 		"DELETE FROM g WHERE id = 4; SET NAMES utf8mb4; DELETE FROM g WHERE id = 3; SET NAMES utf8mb4",
 		"SET NAMES utf8mb4; INSERT INTO g (id, v) VALUES (1, 1)",
 		"SET NAMES utf8mb4; USE information_schema; SELECT COUNT(*) FROM `" + db + "`.g; USE `" + db + "`",
+		// What the session's last statement reports (FOUND_ROWS(),
+		// ROW_COUNT()) is the client's statement's, not a read of the
+		// session's state lockproxy made after a change.
+		"SELECT SQL_CALC_FOUND_ROWS id FROM g ORDER BY id LIMIT 1; SET NAMES utf8mb4; SELECT FOUND_ROWS(), ROW_COUNT() FROM g LIMIT 1",
+		"SELECT SQL_CALC_FOUND_ROWS id FROM g ORDER BY id LIMIT 1", "SET NAMES utf8mb4", "SELECT FOUND_ROWS(), ROW_COUNT()",
+		"UPDATE g SET v = v + 1 WHERE id = 1", "SET sql_mode = DEFAULT", "SELECT ROW_COUNT(), FOUND_ROWS()",
+		"USE information_schema", "SELECT ROW_COUNT()", "USE `" + db + "`",
 	}
 	for _, track := range []bool{false, true} {
 		for _, deprecateEOF := range []bool{false, true} {
@@ -143,8 +151,9 @@ func TestSessionStatePackets(t *testing.T) {
 
 // TestTrackedStripsState: the OKs MariaDB sends a CLIENT_SESSION_TRACK
 // connection (bytes from MariaDB 10.11) reach a client without the
-// capability as MariaDB sends them to such a client, and only state that
-// analysis depends on marks the session's state for reading again.
+// capability as MariaDB sends them to such a client; the database, the
+// sql_mode and the character sets they report become the session's, and
+// only what cannot be taken so marks its state for reading again.
 func TestTrackedStripsState(t *testing.T) {
 	unhex := func(s string) []byte {
 		b, err := hex.DecodeString(s)
@@ -153,22 +162,33 @@ func TestTrackedStripsState(t *testing.T) {
 		}
 		return b
 	}
+	start := modeState{mode: parser.ParseSQLMode(""), charset: "utf8mb4", connection: "utf8mb4"}
+	gbk, ansi := start, start
+	gbk.charset, gbk.connection, gbk.unsafe = "gbk", "gbk", true
+	ansi.mode = parser.ParseSQLMode("ANSI_QUOTES")
+	stale := start
+	stale.stale = true
 	for _, c := range []struct {
 		name, tracked, plain string
-		matters              bool
+		want                 modeState
+		db                   string
 	}{
 		{"SET NAMES gbk", "000000024000000056001d186368617261637465725f7365745f636f6e6e656374696f6e0367626b0019146368617261637465725f7365745f636c69656e740367626b001a156368617261637465725f7365745f726573756c74730367626b",
-			"00000002000000", true},
-		{"SET sql_mode", "00000002c00000001700150873716c5f6d6f64650b414e53495f51554f544553", "00000002800000", true},
-		{"USE mysql", "00000002c0000000080106056d7973716c", "00000002800000", true},
-		{"SET autocommit = 0", "000000004000000011000f0a6175746f636f6d6d6974034f4646", "00000000000000", false},
-		{"no state", "00000002000000", "00000002000000", false},
-		{"info kept", "000100024000000c52656164792e2e2e2e2e2e2e11000f0a6175746f636f6d6d6974034f4646", "000100020000000c52656164792e2e2e2e2e2e2e", false},
-		{"unreadable state", "0000000240000000030005ff", "00000002000000", true},
+			"00000002000000", gbk, "shop"},
+		{"SET sql_mode", "00000002c00000001700150873716c5f6d6f64650b414e53495f51554f544553", "00000002800000", ansi, "shop"},
+		{"USE mysql", "00000002c0000000080106056d7973716c", "00000002800000", start, "mysql"},
+		{"SET autocommit = 0", "000000004000000011000f0a6175746f636f6d6d6974034f4646", "00000000000000", start, "shop"},
+		{"no state", "00000002000000", "00000002000000", start, "shop"},
+		{"info kept", "000100024000000c52656164792e2e2e2e2e2e2e11000f0a6175746f636f6d6d6974034f4646", "000100020000000c52656164792e2e2e2e2e2e2e", start, "shop"},
+		{"unreadable state", "0000000240000000030005ff", "00000002000000", stale, "shop"},
+		// SET collation_connection = latin1_swedish_ci: the connection's
+		// character set changed too, unnamed.
+		{"collation_connection", "000000024000000029002714636f6c6c6174696f6e5f636f6e6e656374696f6e116c6174696e315f737765646973685f6369", "00000002000000", stale, "shop"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, clientTracks := range []bool{false, true} {
-				s := &session{src: &backendConn{key: poolKey{track: true}}}
+				be := &backendConn{key: poolKey{track: true}}
+				s := &session{src: be, be: be, db: "shop", sqlMode: start}
 				if clientTracks {
 					s.caps = mysql.CLIENT_SESSION_TRACK
 				}
@@ -181,8 +201,8 @@ func TestTrackedStripsState(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Errorf("client tracks %v: got %x, want %x", clientTracks, got, want)
 				}
-				if s.sqlMode.stale != c.matters {
-					t.Errorf("client tracks %v: state marked stale %v, want %v", clientTracks, s.sqlMode.stale, c.matters)
+				if s.sqlMode != c.want || s.db != c.db || s.unsafeCharset != c.want.unsafe {
+					t.Errorf("client tracks %v: state %+v in %q (unsafe %v), want %+v in %q", clientTracks, s.sqlMode, s.db, s.unsafeCharset, c.want, c.db)
 				}
 			}
 		})
@@ -223,4 +243,47 @@ func TestSplitBound(t *testing.T) {
 	}
 	rows, err := r.query("SELECT v FROM g WHERE id = 1")
 	wantRows(t, "the row after the refused text", rows, err, "10")
+}
+
+// TestReportsTurnedOffUnseen: a stored function may turn the server's
+// reports off, and MariaDB says nothing of it (no state, no flag with
+// CLIENT_DEPRECATE_EOF). A session that then changes its database must
+// still be read under the new one: here the unkeyed UPDATE of the guarded
+// table, after a USE the server no longer reports, is refused, not sent
+// as an UPDATE of a table lockproxy took for another database's.
+func TestReportsTurnedOffUnseen(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10)",
+		"CREATE FUNCTION lockproxy_quiet() RETURNS INT NO SQL BEGIN "+
+			"SET SESSION session_track_system_variables = ''; SET SESSION session_track_schema = OFF; RETURN 1; END",
+		"CREATE TABLE noisy (id INT)",
+		"CREATE TRIGGER noisy_quiet BEFORE INSERT ON noisy FOR EACH ROW SET SESSION session_track_schema = OFF")
+	p := guardedProxy(t, db, nil)
+	for _, c := range []struct {
+		name, quiet  string
+		deprecateEOF bool
+	}{
+		{"function", "SELECT `" + db + "`.lockproxy_quiet()", false},
+		{"function/deprecate_eof", "SELECT `" + db + "`.lockproxy_quiet()", true},
+		{"trigger/deprecate_eof", "INSERT INTO `" + db + "`.noisy VALUES (1)", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, c.deprecateEOF)
+			for _, q := range []string{"USE information_schema", c.quiet, "USE `" + db + "`"} {
+				if _, err := r.query(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			_, err := r.query("UPDATE sku SET stock = stock + 1")
+			if me := myErr(t, err); me.Code != 1105 || !strings.HasPrefix(me.Message, "lockproxy: rule sku-stock") {
+				t.Fatalf("unkeyed UPDATE of the guarded table: want lockproxy's 1105, got %v", me)
+			}
+			var stock int
+			if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil || stock != 10 {
+				t.Fatalf("stock %d (%v), want 10: the refused UPDATE ran", stock, err)
+			}
+		})
+	}
 }

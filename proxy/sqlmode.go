@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"slices"
+
 	"github.com/lockproxy/lockproxy/parser"
 	"go.uber.org/zap"
 )
@@ -29,7 +31,10 @@ type modeState struct {
 
 // sessionStateQuery reads what parsing depends on from the session's
 // primary connection (lower_case_table_names is the server's, read with
-// them for the same statement's sake).
+// them for the same statement's sake). It is a query of its own on the
+// session's connection: it keeps the warnings (a SELECT without tables
+// does), but what ROW_COUNT() and FOUND_ROWS() say next is about it, so
+// the server's reports spare it where they can (confirmed).
 const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE(), @@lower_case_table_names, @@SESSION.character_set_connection"
 
 // parseOptions are the options the session's texts are analysed under:
@@ -68,17 +73,82 @@ func (s *session) parseOptions() parser.Options {
 // that set or may have set sql_mode succeeded.
 func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 
-// noteModeChange marks the sql_mode stale after a command whose plan says
-// it may have changed it (plan.changesMode: SET sql_mode, also run by
-// EXECUTE; EXECUTE of a statement lockproxy did not see; text it could
-// not parse naming sql_mode or EXECUTE). An EXECUTE of a known statement
-// that does not set it leaves the mode as it was. CALL is not among them:
-// MariaDB restores the caller's sql_mode when a routine returns. Reading
-// the mode is a query on the session's connection, which resets what
-// FOUND_ROWS(), ROW_COUNT() and SHOW WARNINGS report, so it is done only
-// when needed.
-func (s *session) noteModeChange(pl plan) {
-	if pl.changesMode && !s.srv.unforeseen.Load() {
+// noteModeChange marks the session's state stale after a command whose
+// plan says it may have changed it (plan.changesMode: SET sql_mode, also
+// run by EXECUTE; EXECUTE of a statement lockproxy did not see; text it
+// could not parse naming sql_mode or EXECUTE) or that ran a USE, unless
+// the server's report confirmed the change (confirmed). An EXECUTE of a
+// known statement that does not set it leaves the mode as it was. CALL is
+// not among them: MariaDB restores the caller's sql_mode and character
+// sets when a routine returns.
+func (s *session) noteModeChange(an *parser.Analysis, pl plan) {
+	defer func() { s.lastReport = 0 }()
+	if s.srv.unforeseen.Load() {
+		return
+	}
+	if (pl.changesMode || usesDB(an)) && !s.confirmed(an) {
 		s.modeMayHaveChanged()
 	}
+}
+
+// usesDB reports whether a text has a USE.
+func usesDB(an *parser.Analysis) bool {
+	return an != nil && slices.ContainsFunc(an.Stmts, func(f *parser.Facts) bool { return f.Kind == parser.KindUse })
+}
+
+// Bits of session.lastReport: what the report that ended the last result
+// of a command named.
+const (
+	reportedMode reportBits = 1 << iota
+	reportedClient
+	reportedConnection
+	reportedSchema
+)
+
+// reportBits are the parts of a session's state one report named.
+type reportBits uint8
+
+// confirmed reports whether the server's report of a command that
+// succeeded named everything its one changing statement set: that
+// statement came last (as in every piece of a split text), every other
+// statement of the command changes nothing analysis depends on, and the
+// report that ended the command's last result names each variable the
+// statement sets (or, for USE, the database). The values were taken as
+// the report arrived (noteReport). MariaDB does not report every
+// spelling (a SET @@sql_mode = ... goes unreported), nor the connection
+// character set a SET of collation_connection changes: those, dynamic
+// SQL and anything else are read again.
+func (s *session) confirmed(an *parser.Analysis) bool {
+	if !s.lastOK || an == nil || an.Unparsed || len(an.Stmts) == 0 {
+		return false
+	}
+	last := an.Stmts[len(an.Stmts)-1]
+	for _, f := range an.Stmts[:len(an.Stmts)-1] {
+		if f.MayChangeMode() || f.Kind == parser.KindUse {
+			return false
+		}
+	}
+	var need reportBits
+	switch last.Kind {
+	case parser.KindUse:
+		need = reportedSchema
+	case parser.KindSet:
+		for _, v := range last.Effects.SessionVars {
+			switch v {
+			case "sql_mode":
+				need |= reportedMode
+			case "names", "character set", "charset":
+				need |= reportedClient | reportedConnection
+			case "character_set_client":
+				need |= reportedClient
+			case "character_set_connection":
+				need |= reportedConnection
+			case "collation_connection":
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return s.lastReport&need == need
 }
