@@ -20,6 +20,7 @@ const (
 const (
 	GroupParser = "parser"
 	GroupRules  = "rules"
+	GroupProxy  = "proxy"
 	GroupLock   = "lock"
 )
 
@@ -42,6 +43,7 @@ func Specs() []Spec {
 	ss := []Spec{
 		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
 		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst"}},
+		{GroupProxy, "./proxy/", []string{"BenchmarkSplitText"}},
 	}
 	for _, b := range []string{"memlock", "redislock", "redlock", "mysqllock", "etcdlock", "zklock"} {
 		ss = append(ss, Spec{GroupLock, "./lockmgr/" + b + "/", LockBenches})

@@ -55,8 +55,9 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		"%d round(s), every package once per round, the package order reversed every other round, so a burst of load on this shared machine does not fall on one package only; "+
 		"figures are medians over the rounds (min–max of ns/op beside them). B/op and allocs/op are per operation as `b.ReportAllocs` reports them, where the benchmark asks for them.\n\n",
 		d.Benchtime, d.Rounds)
-	b.WriteString("**Parser and rules** (one statement or one rule match per op):\n\n")
+	b.WriteString("**Parser, rules and the statement pipeline** (one statement, one rule match or one text per op):\n\n")
 	b.WriteString(microTable(d.Benches))
+	b.WriteString(splitCost(d))
 	b.WriteString("**Lock backends side by side.** *Uncontended*: acquire + release of a free key by one goroutine (the cost a guarded statement pays when nobody else holds the row). " +
 		"*Hot-key handoff*: 8 goroutines over 2 Lockers (as two proxy instances would hold them; memlock: two handles on one in-process table) take turns on one key; the figure is time per grant, i.e. how fast the lock changes hands. " +
 		"The chart shows both on a log scale.\n\n")
@@ -68,6 +69,25 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	b.WriteString(missingList(d.Benches))
 	b.WriteString(invocationTable(d.Invocations))
 	return b.String(), nil
+}
+
+// splitCost says what running a text in pieces adds (proxy
+// BenchmarkSplitText): the split text's time through lockproxy over the
+// whole one's, less the same difference directly.
+func splitCost(d Data) string {
+	ns := map[string]float64{}
+	for _, arm := range []string{"direct/whole", "direct/split", "lockproxy/whole", "lockproxy/split"} {
+		b, ok := d.Find("./proxy/", "BenchmarkSplitText/"+arm)
+		if !ok || b.Missing != "" || b.Ns() <= 0 {
+			return ""
+		}
+		ns[arm] = b.Ns()
+	}
+	added := (ns["lockproxy/split"] - ns["lockproxy/whole"]) - (ns["direct/split"] - ns["direct/whole"])
+	return fmt.Sprintf("*A text run in pieces* (`BenchmarkSplitText`: `SET NAMES utf8mb4; SELECT ...` on a guarded table, which lockproxy runs as two pieces, "+
+		"against `SET @v = 1; SELECT ...`, sent whole; one autocommit session each, directly and through lockproxy): "+
+		"the split adds **%s** per text over the same texts directly (lockproxy split − whole %s, direct split − whole %s).\n\n",
+		Dur(max(added, 0)), Dur(ns["lockproxy/split"]-ns["lockproxy/whole"]), Dur(ns["direct/split"]-ns["direct/whole"]))
 }
 
 func microTable(bs []Bench) string {

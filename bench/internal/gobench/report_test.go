@@ -41,8 +41,8 @@ func sampleData() Data {
 
 func TestAggregate(t *testing.T) {
 	d := sampleData()
-	if len(d.Benches) != 8+1+5+12 {
-		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (26)", len(d.Benches))
+	if len(d.Benches) != 8+1+5+1+12 {
+		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (27)", len(d.Benches))
 	}
 	if d.Benches[7].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[8].Name != "BenchmarkRewriteUpdate/relative" {
 		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[7].Name, d.Benches[8].Name)
@@ -190,7 +190,7 @@ func TestArgs(t *testing.T) {
 	if got != want {
 		t.Errorf("Args = %q, want %q", got, want)
 	}
-	if be := Specs()[2].Backend(); be != "memlock" {
+	if be := Specs()[3].Backend(); be != "memlock" {
 		t.Errorf("Backend = %q", be)
 	}
 }
@@ -213,5 +213,20 @@ func TestBuildFailedSummarize(t *testing.T) {
 	long := []byte(strings.Repeat("x", 5000))
 	if s := Summarize(long, errors.New("e"), nil); len(s) > 3100 {
 		t.Errorf("Summarize kept %d bytes", len(s))
+	}
+}
+
+// TestSplitCost: what a split adds is lockproxy's split − whole less
+// direct's; nothing is said without all four arms.
+func TestSplitCost(t *testing.T) {
+	arm := func(name string, ns float64) Bench {
+		return Bench{Group: GroupProxy, Pkg: "./proxy/", Name: "BenchmarkSplitText/" + name, Runs: 3, Median: map[string]float64{UnitNs: ns}}
+	}
+	d := Data{Benches: []Bench{arm("direct/whole", 100e3), arm("direct/split", 110e3), arm("lockproxy/whole", 150e3), arm("lockproxy/split", 250e3)}}
+	if got := splitCost(d); !strings.Contains(got, "**90.0 µs**") || !strings.Contains(got, "split − whole 100.0 µs") {
+		t.Errorf("splitCost = %q", got)
+	}
+	if got := splitCost(Data{Benches: d.Benches[:3]}); got != "" {
+		t.Errorf("splitCost with an arm missing = %q", got)
 	}
 }
