@@ -17,6 +17,14 @@
 -- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
 -- else 0; with {deleted, ticket, fence} when it granted the key.
 local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
+-- The uncontended path: nobody waits for the key (no queue, so no ticket
+-- expiry or grants entry either) and no handed-off waiter's ticket is to
+-- be removed: compare-and-delete, nothing to announce.
+if #ARGV < 5 and redis.call('EXISTS', q) == 0 then
+  if redis.call('HGET', lock, 'tok') ~= tok then return {0} end
+  redis.call('DEL', lock)
+  return {1}
+end
 local wasHead = redis.call('ZRANK', q, tok) == 0
 local gone = {tok}
 for i = 5, #ARGV do gone[#gone + 1] = ARGV[i] end

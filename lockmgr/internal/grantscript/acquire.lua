@@ -38,6 +38,30 @@ local function older(p1, s1, p2, s2)
   return #s1 < #s2
 end
 
+-- The uncontended path: nobody holds the key and nobody waits for it
+-- (the queue and its ticket expiry and grants entries exist only while
+-- someone does), and no next local waiter is to be queued. Take it with
+-- owner, fence and lease, and note nothing else. The fence is the same
+-- max(counter + 1, server time in µs) as below, read and written in one
+-- SET ... GET (a second SET only when the clock is behind the counter).
+if ARGV[9] == '' and redis.call('EXISTS', lock, q) == 0 then
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local fs = string.format('%.0f', us)
+  local prev = tonumber(redis.call('SET', fence, fs, 'PX', ARGV[8], 'GET') or '0')
+  if prev >= us then
+    fs = string.format('%.0f', prev + 1)
+    redis.call('SET', fence, fs, 'PX', ARGV[8])
+  end
+  if ARGV[6] ~= '' then
+    redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'ch', ARGV[6], 'f', fs)
+  else
+    redis.call('HSET', lock, 'tok', tok, 'own', own, 'prio', ARGV[3], 'f', fs)
+  end
+  redis.call('PEXPIRE', lock, ARGV[4])
+  return {1, tonumber(fs), tonumber(ARGV[4])}
+end
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local stale = redis.call('ZRANGEBYSCORE', qx, '-inf', now, 'LIMIT', 0, 64)
