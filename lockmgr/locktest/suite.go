@@ -49,6 +49,7 @@ func Run(t *testing.T, b Backend) {
 		{"ReleaseIdempotentAndSafe", testReleaseSafe},
 		{"CancelLeavesNothing", testCancel},
 		{"FIFO", testFIFO},
+		{"UncontendedThenContended", testUncontendedThenContended},
 		{"Deadlock", testDeadlock},
 		{"Transfers", testTransfers},
 		{"TraceHolder", testTraceHolder},
