@@ -171,6 +171,19 @@ func (s *Set) Release(ctx context.Context) error {
 	return releaseLeases(ctx, leases)
 }
 
+// Detach empties s and returns what it held as a new Set of the same
+// owner, for the caller to release apart (in the background, say) while s
+// goes on to the next transaction. Until that release has returned, the
+// backend may still hold those keys: a caller that acquires them again
+// through s waits for it first, or waits on the backend.
+func (s *Set) Detach() *Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &Set{locker: s.locker, owner: s.owner, leases: s.leases, held: s.held}
+	s.leases, s.held = nil, map[string]*Lease{}
+	return d
+}
+
 // releaseLeases releases each of leases and joins their errors.
 func releaseLeases(ctx context.Context, leases []*Lease) error {
 	var errs []error

@@ -122,6 +122,39 @@ func TestSetReleaseSince(t *testing.T) {
 	}
 }
 
+// TestSetDetach: the detached Set keeps the leases until it releases
+// them; the original is empty and takes the next owner's keys anew.
+func TestSetDetach(t *testing.T) {
+	ctx := context.Background()
+	g := &grantAll{}
+	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
+	if err := s.Acquire(ctx, ruleKeys("a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	d := s.Detach()
+	if s.Len() != 0 || s.Holds("a") || d.Len() != 2 || !d.Holds("a") {
+		t.Fatalf("after Detach: set len %d, detached len %d; want 0 and 2", s.Len(), d.Len())
+	}
+	if !s.Begin(lockmgr.Owner{Instance: "i", Session: 1, Txn: 2}) {
+		t.Fatal("a detached set does not begin the next transaction")
+	}
+	if err := s.Acquire(ctx, ruleKeys("a")); err != nil || len(g.asked) != 2 {
+		t.Fatalf("re-acquire after Detach: %v, asked %v; want a new request", err, g.asked)
+	}
+	if err := g.keepers[0].Lease().Err(); err != nil {
+		t.Errorf("detached lease before its release: %v, want held", err)
+	}
+	if err := d.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.keepers[0].Lease().Err(); !errors.Is(err, lockmgr.ErrReleased) {
+		t.Errorf("detached lease after its release: %v, want released", err)
+	}
+	if err := g.keepers[1].Lease().Err(); err != nil || !s.Holds("a") {
+		t.Errorf("the set's own lease after the detached release: %v, want held", err)
+	}
+}
+
 // ruleKeys are keys of rule "r" with names.
 func ruleKeys(names ...string) []lockmgr.Key {
 	var out []lockmgr.Key

@@ -21,8 +21,12 @@ const releaseTimeout = 3 * time.Second
 // lock service is waited for, not given up on while the lock lingers),
 // and at least releaseTimeout.
 func (s *session) releaseCtx() (context.Context, context.CancelFunc) {
+	return releaseCtxFor(s.locks)
+}
+
+func releaseCtxFor(locks *lockmgr.Set) (context.Context, context.CancelFunc) {
 	deadline := time.Now().Add(releaseTimeout)
-	if v := s.locks.LastValidUntil(); v.After(deadline) {
+	if v := locks.LastValidUntil(); v.After(deadline) {
 		deadline = v
 	}
 	return context.WithDeadline(context.Background(), deadline)
@@ -180,6 +184,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 func (s *session) acquire(ctx context.Context, g guard) error {
 	backoff := 10 * time.Millisecond
 	var away error // the last unavailable answer in this wait
+	s.awaitRelease()
 	for {
 		err := s.lockSet().Acquire(ctx, g.keys)
 		switch {
@@ -275,13 +280,13 @@ func (s *session) afterCommand() {
 	}
 	switch {
 	case s.status&mysql.SERVER_STATUS_IN_TRANS == 0:
-		s.releaseLocks()
+		s.releaseBehind()
 	case !back.armed:
 	case back.ends && s.lastOK:
 		// The transaction that held them ended and another began (a
 		// second BEGIN, COMMIT AND CHAIN, ...); the text itself needed
 		// no row locks.
-		s.releaseLocks()
+		s.releaseBehind()
 	case s.noneRan && !back.halfRuns:
 		// MariaDB refused the statement before any of it ran (a missing
 		// privilege, an unknown column, a duplicate key rolled back): as
@@ -315,6 +320,7 @@ func (s *session) lockMark() int {
 }
 
 func (s *session) releaseSince(mark int) {
+	s.awaitRelease()
 	ctx, cancel := s.releaseCtx()
 	defer cancel()
 	if err := s.locks.ReleaseSince(ctx, mark); err != nil {
@@ -323,6 +329,7 @@ func (s *session) releaseSince(mark int) {
 }
 
 func (s *session) releaseLocks() {
+	s.awaitRelease()
 	if s.locks == nil || s.locks.Len() == 0 {
 		return
 	}
@@ -330,5 +337,38 @@ func (s *session) releaseLocks() {
 	defer cancel()
 	if err := s.locks.Release(ctx); err != nil {
 		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+	}
+}
+
+// releaseBehind gives back every lock of a transaction that has ended in
+// the background: the client's answer goes out without waiting for the
+// lock service, and the release does not wait for the client's socket
+// either. The session's next lock acquire, release or end waits for it
+// (awaitRelease), so the session never asks for a key it is still giving
+// back, and a drain still releases every lock before the process exits.
+func (s *session) releaseBehind() {
+	s.awaitRelease()
+	if s.locks == nil || s.locks.Len() == 0 {
+		return
+	}
+	held := s.locks.Detach()
+	ctx, cancel := releaseCtxFor(held)
+	done := make(chan struct{})
+	s.releasing = done
+	log := s.log
+	go func() {
+		defer close(done)
+		defer cancel()
+		if err := held.Release(ctx); err != nil {
+			log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+		}
+	}()
+}
+
+// awaitRelease waits for the release releaseBehind started, if any.
+func (s *session) awaitRelease() {
+	if s.releasing != nil {
+		<-s.releasing
+		s.releasing = nil
 	}
 }

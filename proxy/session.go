@@ -79,6 +79,10 @@ type session struct {
 	// giveBack is what the statement being served may give back of the
 	// transaction's locks when it ends (afterCommand).
 	giveBack giveBack
+	// releasing, when not nil, is closed once the locks of the last
+	// transaction, given back in the background (releaseBehind), are
+	// released.
+	releasing chan struct{}
 
 	// Routing: the replica connection, SETs to replay on it, and what
 	// read-your-writes needs.
@@ -185,6 +189,7 @@ func (s *session) cleanup() {
 		}
 	}()
 	s.watched.Store(nil)
+	s.awaitRelease()
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.
