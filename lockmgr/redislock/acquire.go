@@ -21,7 +21,11 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		h := l.book.Begin(l.token(owner), owner)
 		handoff := l.opt.LocalHandoffs > 0 && len(keys) == 1 && !keys[0].NoHandoff
 		var handed *leasebook.Held
+		free := l.takeFree(ctx, h, keys) // the keys nobody contends: one round trip for all
 		fences, err := leasebook.TakeAll(keys, func(k lockmgr.Key) (uint64, error) {
+			if f, ok := free[k.Name]; ok {
+				return f, nil
+			}
 			f, hh, err := l.acquireKey(ctx, h, k, handoff)
 			handed = hh
 			return f, err

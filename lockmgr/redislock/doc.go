@@ -36,7 +36,13 @@
 // included, against 21 through the queue's bookkeeping. The queue,
 // wound-wait and grant machinery below starts as soon as a key has a
 // holder when asked for, or a waiter; the fence is computed the same way
-// on both paths, so it grows across the switch.
+// on both paths, so it grows across the switch. A multi-key Acquire (an
+// IN list, a multi-row INSERT) first asks for all its keys in one
+// pipeline without queueing (free.go): one round trip takes every key
+// nobody contends, and only the others are waited for one by one. Its
+// release and its renewals are one pipeline for all its keys too. (One
+// script call per key, not one for all: on a Cluster each key has its own
+// slot.)
 //
 // A release that frees a key other waiters are queued for grants it, in the
 // same script, to the oldest live ticket when that one has a grants entry
