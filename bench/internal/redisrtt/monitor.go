@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +21,8 @@ var ErrMonitor = errors.New("redisrtt: monitor")
 type Line struct {
 	Source  string
 	Command string
-	Args    string // the rest of the line, for the marker
+	Args    string  // the rest of the line, for the marker
+	At      float64 // when Redis ran it, Unix seconds (0 if unreadable)
 }
 
 // ParseMonitorLine reads `1700000000.123456 [0 127.0.0.1:5000] "set" "k" "v"`.
@@ -41,7 +44,8 @@ func ParseMonitorLine(s string) (Line, bool) {
 	if end < 0 {
 		return Line{}, false
 	}
-	return Line{Source: head[1], Command: strings.ToLower(rest[1 : end+1]), Args: rest[end+2:]}, true
+	at, _ := strconv.ParseFloat(strings.TrimSpace(s[:open]), 64)
+	return Line{Source: head[1], Command: strings.ToLower(rest[1 : end+1]), Args: rest[end+2:], At: at}, true
 }
 
 // monitor is a running MONITOR connection collecting lines until stop.
@@ -107,6 +111,27 @@ func (m *monitor) until(marker string, timeout time.Duration) ([]Line, string, e
 		time.Sleep(5 * time.Millisecond)
 	}
 	return nil, "", fmt.Errorf("%w: marker %s not seen in %s", ErrMonitor, marker, timeout)
+}
+
+// Span is the time from sending one statement to reading its answer,
+// Unix seconds.
+type Span struct{ From, To float64 }
+
+// CountOnPath counts, like CountSent, the commands clients other than self
+// sent themselves, but only those Redis ran inside one of spans (sorted,
+// not overlapping): the ones a client waited for.
+func CountOnPath(lines []Line, self string, spans []Span) Counts {
+	c := Counts{}
+	for _, l := range lines {
+		if l.Source == "lua" || l.Source == self {
+			continue
+		}
+		i := sort.Search(len(spans), func(i int) bool { return spans[i].To >= l.At })
+		if i < len(spans) && spans[i].From <= l.At {
+			c[l.Command]++
+		}
+	}
+	return c
 }
 
 // CountSent counts the commands clients other than self sent themselves

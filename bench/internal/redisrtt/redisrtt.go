@@ -14,8 +14,22 @@ import (
 )
 
 // TargetCalls is the most Redis commands one uncontended guarded autocommit
-// UPDATE may cost (reported, not asserted).
+// UPDATE may send (round trips; reported, not asserted).
 const TargetCalls = 2.0
+
+// TargetPathTrips is the most Redis round trips the client of one
+// uncontended guarded autocommit UPDATE may wait for; TargetExecuted the
+// most commands Redis may run for it, scripts' own included (reported,
+// not asserted).
+const (
+	TargetPathTrips = 1.0
+	TargetExecuted  = 4.0
+)
+
+// pause separates the statements of the paced phase, so that what
+// lockproxy sends after an answer (a release in the background) is not
+// taken for part of the next statement.
+const pause = 2 * time.Millisecond
 
 const (
 	database = "bench_redisrtt"
@@ -54,6 +68,12 @@ type Window struct {
 	RoundTrips  float64            `json:"round_trips"` // sum of SentPerUnit
 	// LatencyUs is the mean time of one unit, µs.
 	LatencyUs float64 `json:"latency_us"`
+	// OnPath (paced phase only) are the commands of Sent that Redis ran
+	// while a statement was between its sending and its answer: the
+	// round trips the client waited for.
+	OnPath        Counts             `json:"on_path,omitempty"`
+	OnPathPerUnit map[string]float64 `json:"on_path_per_unit,omitempty"`
+	PathTrips     float64            `json:"path_round_trips,omitempty"` // sum of OnPathPerUnit
 }
 
 // Data is the stored result.
@@ -67,6 +87,9 @@ type Data struct {
 	Txn          []Window           `json:"txn"`                   // BEGIN; SELECT; UPDATE; COMMIT through lockproxy
 	DirectUpdate []Window           `json:"direct_update"`         // the UPDATE directly (latency only)
 	DirectTxn    []Window           `json:"direct_txn"`            // the transaction directly, FOR UPDATE (latency only)
+	// Paced: autocommit UPDATEs through lockproxy with a pause after each
+	// answer, for the round trips on the client's path.
+	Paced []Window `json:"paced,omitempty"`
 }
 
 type plan struct {
@@ -117,7 +140,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 			return err
 		}
 	}
-	idle, err := m.window(ctx, func() error { time.Sleep(pl.idle); return nil })
+	idle, err := m.window(ctx, func() error { time.Sleep(pl.idle); return nil }, nil)
 	if err != nil {
 		return err
 	}
@@ -133,6 +156,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 
 // round measures each phase once, alternating the order every round.
 func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via, direct *sql.DB, logf func(string, ...any)) error {
+	var spans []Span // the paced phase's statements
 	phases := []struct {
 		into *[]Window
 		run  func() error
@@ -141,17 +165,27 @@ func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via,
 		{&d.DirectUpdate, func() error { return updates(ctx, direct, d.N) }},
 		{&d.Txn, func() error { return txns(ctx, via, d.N/4, false) }},
 		{&d.DirectTxn, func() error { return txns(ctx, direct, d.N/4, true) }},
+		{&d.Paced, func() error { return paced(ctx, via, d.N/4, &spans) }},
 	}
-	names := []string{"UPDATE via lockproxy", "UPDATE direct", "txn via lockproxy", "txn direct (FOR UPDATE)"}
-	units := []int{d.N, d.N, d.N / 4, d.N / 4}
+	names := []string{"UPDATE via lockproxy", "UPDATE direct", "txn via lockproxy", "txn direct (FOR UPDATE)", "UPDATE via lockproxy, paced"}
+	units := []int{d.N, d.N, d.N / 4, d.N / 4, d.N / 4}
 	for j := range phases {
 		i := j
 		if round%2 == 0 {
 			i = len(phases) - 1 - j
 		}
-		w, err := m.window(ctx, phases[i].run)
+		spans = nil
+		w, err := m.window(ctx, phases[i].run, &spans)
 		if err != nil {
 			return err
+		}
+		if len(spans) > 0 {
+			var busy float64
+			for _, sp := range spans {
+				busy += sp.To - sp.From
+			}
+			w.OnPathPerUnit = PerUnit(w.OnPath, d.SentIdle, busy, units[i])
+			w.PathTrips = Sum(w.OnPathPerUnit)
 		}
 		w.Round, w.Units = round, units[i]
 		w.PerUnit = PerUnit(w.Raw, d.Background, w.Seconds, w.Units)
@@ -160,8 +194,8 @@ func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via,
 		w.RoundTrips = Sum(w.SentPerUnit)
 		w.LatencyUs = w.Seconds * 1e6 / float64(w.Units)
 		*phases[i].into = append(*phases[i].into, w)
-		logf("redisrtt: round %d %-24s %5d units %7.1f µs each; per unit: sent %.2f (%s); executed %.2f (%s)",
-			round, names[i], w.Units, w.LatencyUs, w.RoundTrips, Format(w.SentPerUnit), w.Calls, Format(w.PerUnit))
+		logf("redisrtt: round %d %-24s %5d units %7.1f µs each; per unit: sent %.2f (%s), on the client's path %.2f; executed %.2f (%s)",
+			round, names[i], w.Units, w.LatencyUs, w.RoundTrips, Format(w.SentPerUnit), w.PathTrips, w.Calls, Format(w.PerUnit))
 	}
 	return nil
 }
@@ -181,7 +215,9 @@ func (m *meter) read(ctx context.Context) (Counts, error) {
 	return ParseCommandStats(txt)
 }
 
-func (m *meter) window(ctx context.Context, work func() error) (Window, error) {
+// window measures work; with statement spans recorded in *spans by
+// then, it also counts the commands sent inside them (Window.OnPath).
+func (m *meter) window(ctx context.Context, work func() error, spans *[]Span) (Window, error) {
 	mon, err := startMonitor(ctx, m.addr)
 	if err != nil {
 		return Window{}, err
@@ -208,7 +244,11 @@ func (m *meter) window(ctx context.Context, work func() error) (Window, error) {
 	if err != nil {
 		return Window{}, err
 	}
-	return Window{Seconds: took.Seconds(), Raw: Sub(after, before), Sent: CountSent(lines, self)}, nil
+	w := Window{Seconds: took.Seconds(), Raw: Sub(after, before), Sent: CountSent(lines, self)}
+	if spans != nil && len(*spans) > 0 {
+		w.OnPath = CountOnPath(lines, self, *spans)
+	}
+	return w, nil
 }
 
 // updates sends n keyed autocommit UPDATEs one after the other on one
@@ -219,6 +259,22 @@ func updates(ctx context.Context, db *sql.DB, n int) error {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("redisrtt: %s: %w", q, err)
 		}
+	}
+	return nil
+}
+
+// paced sends n keyed autocommit UPDATEs like updates, recording each
+// one's span and pausing after each answer.
+func paced(ctx context.Context, db *sql.DB, n int, spans *[]Span) error {
+	unix := func() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+	for i := range n {
+		q := fmt.Sprintf("UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d", i%keys+1)
+		from := unix()
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("redisrtt: %s: %w", q, err)
+		}
+		*spans = append(*spans, Span{From: from, To: unix()})
+		time.Sleep(pause)
 	}
 	return nil
 }

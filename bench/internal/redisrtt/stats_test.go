@@ -64,9 +64,9 @@ func TestParseMonitorLine(t *testing.T) {
 		want Line
 		ok   bool
 	}{
-		{`+1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "abc" "1" "k"`, Line{Source: "127.0.0.1:5000", Command: "evalsha", Args: ` "abc" "1" "k"`}, true},
-		{`+1700000000.123456 [0 lua] "zrem" "q" "m"`, Line{Source: "lua", Command: "zrem", Args: ` "q" "m"`}, true},
-		{`+1700000000.1 [0 unix:/tmp/r.sock] "ping"`, Line{Source: "unix:/tmp/r.sock", Command: "ping"}, true},
+		{`+1700000000.123456 [0 127.0.0.1:5000] "EVALSHA" "abc" "1" "k"`, Line{Source: "127.0.0.1:5000", Command: "evalsha", Args: ` "abc" "1" "k"`, At: 1700000000.123456}, true},
+		{`+1700000000.123456 [0 lua] "zrem" "q" "m"`, Line{Source: "lua", Command: "zrem", Args: ` "q" "m"`, At: 1700000000.123456}, true},
+		{`+1700000000.1 [0 unix:/tmp/r.sock] "ping"`, Line{Source: "unix:/tmp/r.sock", Command: "ping", At: 1700000000.1}, true},
 		{"+OK", Line{}, false},
 		{`+1.0 [0 x] nope`, Line{}, false},
 		{`+1.0 [broken "get"`, Line{}, false},
@@ -92,6 +92,24 @@ func TestCountSent(t *testing.T) {
 	}
 }
 
+// TestCountOnPath: only what clients sent inside a statement's span
+// counts, at either end of it too.
+func TestCountOnPath(t *testing.T) {
+	lines := []Line{
+		{Source: "1.1.1.1:1", Command: "evalsha", At: 10.0},  // before the first span
+		{Source: "1.1.1.1:1", Command: "evalsha", At: 10.5},  // in it
+		{Source: "lua", Command: "set", At: 10.5},            // a script's own
+		{Source: "1.1.1.1:1", Command: "evalsha", At: 11.5},  // in the pause
+		{Source: "1.1.1.1:1", Command: "evalsha", At: 12.0},  // at the second span's start
+		{Source: "me:2", Command: "info", At: 12.2},          // bench's own
+		{Source: "1.1.1.1:1", Command: "evalsha", At: 13.01}, // after the last
+	}
+	c := CountOnPath(lines, "me:2", []Span{{From: 10.1, To: 11}, {From: 12, To: 13}})
+	if len(c) != 1 || c["evalsha"] != 2 {
+		t.Errorf("CountOnPath = %v, want evalsha 2", c)
+	}
+}
+
 func TestReportAndTargets(t *testing.T) {
 	d := Data{N: 100, Rounds: 2, Background: map[string]float64{"ping": 0.5}, SentIdle: map[string]float64{"ping": 0.5},
 		Update: []Window{{Round: 1, RoundTrips: 2, Calls: 18, LatencyUs: 600, SentPerUnit: map[string]float64{"evalsha": 2}},
@@ -99,7 +117,7 @@ func TestReportAndTargets(t *testing.T) {
 		DirectUpdate: []Window{{Round: 1, LatencyUs: 200}, {Round: 2, LatencyUs: 200}},
 	}
 	tg := targets(d)
-	if len(tg) != 1 || tg[0].Met || tg[0].Got != "2.50" {
+	if len(tg) != 2 || tg[0].Met || tg[0].Got != "2.50" || tg[1].Met || tg[1].Got != "18.00" {
 		t.Errorf("targets = %+v (median of 2 and 3 round trips is 2.5, above 2)", tg)
 	}
 	if got := latencyRatio(d.Update, d.DirectUpdate); got != 3.5 {
@@ -108,6 +126,14 @@ func TestReportAndTargets(t *testing.T) {
 	d.Update[1].RoundTrips = 2
 	if tg := targets(d); !tg[0].Met {
 		t.Errorf("2 round trips not met: %+v", tg)
+	}
+	d.Paced = []Window{{Round: 1, PathTrips: 1}, {Round: 2, PathTrips: 2}}
+	if tg := targets(d); len(tg) != 3 || tg[1].Met || tg[1].Got != "1.50" {
+		t.Errorf("round trips on the path, median of 1 and 2: %+v", tg)
+	}
+	d.Paced[1].PathTrips = 1
+	if tg := targets(d); !tg[1].Met {
+		t.Errorf("1 round trip on the path not met: %+v", tg)
 	}
 	if !strings.Contains(Format(d.Update[0].SentPerUnit), "evalsha 2.00") {
 		t.Error("Format of sent per unit")
