@@ -295,7 +295,7 @@ func TestPlanOracle(t *testing.T) {
 	observer := o.p.db(t, o.db, "")
 	holder := o.session(t)
 	rng := seededChoices{rand.New(rand.NewSource(oracleSeed))}
-	var inTxn, auto, reported oracleReport
+	var inTxn, auto, reported, reportedAuto oracleReport
 	changing := 0
 	for i := 0; i < oracleCorpusSize; i++ {
 		c := genCase(rng)
@@ -315,10 +315,17 @@ func TestPlanOracle(t *testing.T) {
 		if changing%autocommitEvery == 0 {
 			auto.add(o.underHeldLock(t, s, holder, observer, c, v.changed))
 		}
+		if c.Before != nil {
+			// Blind again, in autocommit against a held lock.
+			o.p.srv.unforeseen.Store(true)
+			reportedAuto.add(o.underHeldLock(t, s, holder, observer, c, v.changed))
+			o.p.srv.unforeseen.Store(false)
+		}
 	}
 	t.Run("transaction", inTxn.finish)
 	t.Run("autocommit", auto.finish)
 	t.Run("reported", reported.finish)
+	t.Run("reported autocommit", reportedAuto.finish)
 }
 
 // underHeldLock runs c in autocommit while holder holds the locks of the
