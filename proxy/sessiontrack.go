@@ -15,9 +15,10 @@ import (
 // (noteReport), and a report lockproxy cannot take as it stands makes the
 // session read its state again (sessionStateQuery) before the next
 // analysis, so a change lockproxy did not foresee from the text
-// (plan.changesMode) is still learnt from the server and never guessed. A client that did not negotiate
-// CLIENT_SESSION_TRACK gets each OK as MariaDB would have sent it: without
-// the state and without SERVER_SESSION_STATE_CHANGED.
+// (plan.changesMode) is still learnt from the server and never guessed. A
+// client that did not negotiate CLIENT_SESSION_TRACK gets each OK as
+// MariaDB would have sent it: without the state and without
+// SERVER_SESSION_STATE_CHANGED.
 
 // trackSession is run on a primary connection after login and after every
 // COM_RESET_CONNECTION (which takes the session's variables back to their
@@ -25,16 +26,13 @@ import (
 // collation_connection and sql_mode to the variables the server reports
 // (the global list, kept for the client's sake, has character_set_client
 // by default but not sql_mode; a SET of collation_connection changes
-// character_set_connection without reporting it) and turns schema
-// tracking on.
+// character_set_connection without reporting it), turns schema tracking
+// on, and asks for the flag that says any other state changed (a user
+// variable, a temporary table, a variable not in the list).
 const trackSession = "SET SESSION session_track_system_variables = " +
 	"IF(FIND_IN_SET('*', @@global.session_track_system_variables), '*', " +
 	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'character_set_connection', 'collation_connection', 'sql_mode')), " +
-	"session_track_schema = ON"
-
-// trackedVariables are the variables trackSession adds to the ones the
-// server reports.
-var trackedVariables = []string{"character_set_client", "character_set_connection", "collation_connection", "sql_mode"}
+	"session_track_schema = ON, session_track_state_change = ON"
 
 // Types of session state entries (MariaDB's enum_session_state_type).
 const (
