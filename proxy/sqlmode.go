@@ -82,11 +82,9 @@ func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 // not among them: MariaDB restores the caller's sql_mode and character
 // sets when a routine returns.
 func (s *session) noteModeChange(an *parser.Analysis, pl plan) {
-	defer func() { s.lastReport = 0 }()
-	if s.srv.unforeseen.Load() {
-		return
-	}
-	if (pl.changesMode || usesDB(an)) && !s.confirmed(an) {
+	stale := (pl.changesMode || usesDB(an)) && !s.srv.unforeseen.Load() && !s.confirmed(an)
+	s.lastReport = 0
+	if stale {
 		s.modeMayHaveChanged()
 	}
 }
