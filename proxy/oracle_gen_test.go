@@ -128,7 +128,8 @@ func classPriority(class string) int {
 		{"comment ", 9}, {"dynamic SQL", 9}, {"view", 9}, {"CALL", 9}, {"session change", 9},
 		{"param ", 8}, {"sql_mode set in the same text", 7}, {"trap: ", 6}, {"sql_mode ", 5},
 		{"key change", 4}, {"multi-table", 4}, {"INSERT ... SELECT", 4}, {"number compared", 4},
-		{"numeric spelling", 3}, {"string spelling", 3}, {"shape: ", 2}, {"unguarded", 2},
+		{"numeric spelling", 3}, {"string spelling", 3}, {"temporal spelling", 3}, {"client charset", 5}, {"sql_mode empty", 5},
+		{"prepared typed key", 7}, {"typed key", 1}, {"shape: ", 2}, {"unguarded", 2},
 	} {
 		if strings.HasPrefix(class, p.prefix) {
 			return p.prio
@@ -146,13 +147,15 @@ func genCase(ch choices) oracleCase {
 			"IGNORE_SPACE", "ANSI", "ANSI_QUOTES,NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT,HIGH_NOT_PRECEDENCE")
 	}
 	switch k := g.ch.intn(100); {
-	case k < 20:
-		c.Prepare, c.Params = g.prepared()
-	case k < 26:
-		c.Text = g.dynamic()
 	case k < 30:
+		g.typedCase(&c)
+	case k < 42:
+		c.Prepare, c.Params = g.prepared()
+	case k < 56:
+		c.Text = g.dynamic()
+	case k < 59:
 		c.Text = g.view()
-	case k < 33:
+	case k < 61:
 		c.Text = g.call()
 	default:
 		c.Text = g.decorate(g.statement())
@@ -164,10 +167,10 @@ func genCase(ch choices) oracleCase {
 			"SET @@sql_mode = CONCAT(@@session.sql_mode, ',", "SET @@session.sql_mode := CONCAT(@@sql_mode, ',") +
 			mode + "'); " + c.Text
 	}
-	if g.chance(10) {
+	if c.Before == nil && g.chance(10) {
 		g.sessionChange(&c)
 	}
-	if c.Mode != "" {
+	if c.Mode != "" && c.Mode != nonStrict {
 		g.mark("sql_mode " + c.Mode)
 	}
 	g.mark("plain")

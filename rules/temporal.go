@@ -82,7 +82,9 @@ func canonDateTime(s string) (string, bool) {
 			}
 		}
 	}
-	if f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 || f[4] > 59 || f[5] > 59 {
+	// A day the month lacks (2000-02-30) MariaDB refuses, or under a
+	// lenient sql_mode stores as 0000-00-00: not the value as written.
+	if f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > daysIn(f[0], f[1]) || f[3] > 23 || f[4] > 59 || f[5] > 59 {
 		return "", false
 	}
 	out := fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d", f[0], f[1], f[2], f[3], f[4], f[5])
