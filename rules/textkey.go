@@ -387,6 +387,13 @@ func loadCollations(ctx context.Context, db *sql.DB, s *Schema) []string {
 	seen := map[string]*textCollation{}
 	for _, t := range s.tables {
 		for name, c := range t.Columns {
+			if f := family(c.DataType); f == famInt || f == famDecimal {
+				// Numeric strings past the in-process digits are converted by
+				// the primary (numkey.go): only the server reference is used.
+				c.text = &textCollation{srv: ref, broken: "not a text column"}
+				t.Columns[name] = c
+				continue
+			}
 			if c.Collation == "" || family(c.DataType) != famString {
 				continue
 			}
@@ -425,13 +432,14 @@ func loadCollations(ctx context.Context, db *sql.DB, s *Schema) []string {
 type TextServer struct {
 	db      *sql.DB
 	cache   *lru.Cache[textQuestion, textAnswer]
+	numbers *numberServer // numeric strings past the in-process digits (numkey.go)
 	timeout time.Duration
 }
 
 // NewTextServer asks through db (a pool of connections to the primary).
 func NewTextServer(db *sql.DB) *TextServer {
 	c, _ := lru.New[textQuestion, textAnswer](textCacheSize)
-	return &TextServer{db: db, cache: c, timeout: textTimeout}
+	return &TextServer{db: db, cache: c, numbers: newNumberServer(), timeout: textTimeout}
 }
 
 const (

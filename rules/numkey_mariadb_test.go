@@ -1,0 +1,107 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// TestServerDecimalKeys compares numeric strings past the in-process
+// digits with INT, BIGINT UNSIGNED and DECIMAL keys: for each, the rows
+// MariaDB selects with key = 'string' must have the string's lock key
+// (keyed through the primary's conversion), and the string stored is
+// refused.
+func TestServerDecimalKeys(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := bed.TempDatabase(t)
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tables := map[string]string{"i": "INT", "u": "BIGINT UNSIGNED", "d": "DECIMAL(12,3)"}
+	var ruleList strings.Builder
+	for name, typ := range tables {
+		for _, q := range []string{"CREATE TABLE " + name + " (k " + typ + " PRIMARY KEY)",
+			"INSERT INTO " + name + " VALUES (0), (1), (1000), (1001), (1002), (999), (12345)"} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		ruleList.WriteString("  - {name: " + name + ", table: " + dbName + "." + name + ", key: [k]}\n")
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO d VALUES (1001.5), (1001.501), (0.001)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := load("num.yaml", []byte("users: [{user: a}]\nbackends: {primary: 127.0.0.1:1}\nrules:\n"+ruleList.String()), testEnv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, problems, err := LoadSchema(ctx, db, cfg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("LoadSchema: %v %v", err, problems)
+	}
+	schema = schema.WithTextServer(NewTextServer(db))
+	spellings := []string{"1001.0000000000000000000000000000000000000001", "1000.99999999999999999999999999999999999999999",
+		"1001e-400", "1001.5000000000000000000000000000000000000004", "1001.50099999999999999999999999999999999999999",
+		"0.00000000000000000000000000000000000000049", "-0.00000000000000000000000000000000000000049", "1001.00000000000000001"}
+	rng := rand.New(rand.NewSource(29))
+	for i := 0; i < 60; i++ {
+		n := []string{"0", "1", "999", "1000", "1001", "1002", "12345", "1001.5", "1001.501"}[rng.Intn(9)]
+		if !strings.Contains(n, ".") {
+			n += "."
+		}
+		tail := strings.Repeat(string("09"[rng.Intn(2)]), 36+rng.Intn(6)) + strconv.Itoa(rng.Intn(10))
+		spellings = append(spellings, n+tail, " "+n+tail+"e0", n+tail+"abc")
+	}
+	keyed, asked := 0, 0
+	for name := range tables {
+		col := schema.Table(dbName, name).Column("k")
+		for _, s := range spellings {
+			v := parser.Value{Kind: parser.ValueString, Str: s, Text: "'" + s + "'"}
+			key, err := Normalize(col, v, Compare)
+			if err != nil {
+				if !errors.Is(err, ErrUnkeyable) {
+					t.Fatalf("%s = %q: %v", name, s, err)
+				}
+				continue
+			}
+			keyed++
+			_, inProcess := numberOf(v)
+			if inProcess != nil {
+				asked++
+			}
+			again, err := Normalize(col, v, Compare)
+			if err != nil || string(again) != string(key) {
+				t.Fatalf("%s = %q keyed twice: %q, then %q (%v)", name, s, key, again, err)
+			}
+			rows, err := db.QueryContext(ctx, "SELECT CAST(k AS CHAR) FROM "+name+" WHERE k = ?", s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var stored string
+				if err := rows.Scan(&stored); err != nil {
+					t.Fatal(err)
+				}
+				rowKey, err := Normalize(col, parser.Value{Kind: parser.ValueString, Str: stored, Text: stored}, Assign)
+				if err != nil || string(rowKey) != string(key) {
+					t.Errorf("%s = %q: MariaDB selects row %s, keyed %q, but the spelling is keyed %q (%v)", name, s, stored, rowKey, key, err)
+				}
+			}
+			rows.Close()
+			if _, err := Normalize(col, v, Assign); inProcess != nil && !errors.Is(err, ErrUnkeyable) {
+				t.Errorf("%q stored into %s: want it refused, got %v", s, name, err)
+			}
+		}
+	}
+	if asked < len(spellings) {
+		t.Errorf("only %d of %d comparisons keyed through the primary's conversion", asked, 3*len(spellings))
+	}
+	t.Logf("%d of %d comparisons keyed, %d of them through the primary", keyed, 3*len(spellings), asked)
+}
