@@ -57,6 +57,11 @@ func fractionDigits(columnType string) int {
 func canonDateTime(s string) (string, bool) {
 	var f [6]int
 	frac := ""
+	if head, tail, ok := strings.Cut(s, "."); ok && len(head) == 14 && allDigits(head) && len(tail) >= 1 && len(tail) <= 6 && allDigits(tail) {
+		// 'YYYYMMDDhhmmss.ffffff': MariaDB reads the fraction as the
+		// spelling with separators does.
+		s, frac = head, tail
+	}
 	if allDigits(s) && (len(s) == 8 || len(s) == 14) {
 		f[0], _ = strconv.Atoi(s[0:4])
 		f[1], _ = strconv.Atoi(s[4:6])
