@@ -423,8 +423,18 @@ func (o *oracleBed) readingKey(key string) (string, error) {
 			vals = row // the row's own values: a key of weights does not spell them
 		}
 		var conds []string
+		info := o.schema.Table(o.db, tb.name)
 		for i, col := range tb.keys {
-			conds = append(conds, col+" = '"+strings.ReplaceAll(string(vals[i]), "'", "''")+"'")
+			v := string(vals[i])
+			if c := info.Column(col); c != nil && strings.Contains(c.DataType, "int") {
+				// A number, as a number: a string beyond 2^53 compares
+				// inexactly with an integer column.
+				if _, err := strconv.ParseUint(strings.TrimPrefix(v, "-"), 10, 64); err == nil {
+					conds = append(conds, col+" = "+v)
+					continue
+				}
+			}
+			conds = append(conds, col+" = '"+strings.ReplaceAll(v, "'", "''")+"'")
 		}
 		return "SELECT 1 FROM " + tb.name + " WHERE " + strings.Join(conds, " AND "), nil
 	}
