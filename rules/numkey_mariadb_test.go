@@ -105,3 +105,67 @@ func TestServerDecimalKeys(t *testing.T) {
 	}
 	t.Logf("%d of %d comparisons keyed, %d of them through the primary", keyed, 3*len(spellings), asked)
 }
+
+// numberKeyBench is a BIGINT column of a table on the bed, with the
+// primary to ask.
+func numberKeyBench(b *testing.B) *Column {
+	bed := testbed.Get(b)
+	dbName := bed.TempDatabase(b)
+	db := bed.Open(b, bed.PrimaryAddr, dbName)
+	if _, err := db.Exec("CREATE TABLE sku (sku_id BIGINT PRIMARY KEY)"); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := load("bench.yaml", []byte("users: [{user: a}]\nbackends: {primary: 127.0.0.1:1}\nrules:\n  - {name: sku, table: "+dbName+".sku, key: [sku_id]}\n"), testEnv, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema, _, err := LoadSchema(context.Background(), db, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return schema.WithTextServer(NewTextServer(db)).Table(dbName, "sku").Column("sku_id")
+}
+
+// BenchmarkNumberKeyString keys '1001.0' on an integer column in process.
+func BenchmarkNumberKeyString(b *testing.B) {
+	col := numberKeyBench(b)
+	v := parser.Value{Kind: parser.ValueString, Str: "1001.0"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Normalize(col, v, Compare); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNumberKeyServerCached keys a string past 38 fraction digits
+// whose conversion the primary gave before.
+func BenchmarkNumberKeyServerCached(b *testing.B) {
+	col := numberKeyBench(b)
+	v := parser.Value{Kind: parser.ValueString, Str: "1001." + strings.Repeat("0", 40) + "1"}
+	if _, err := Normalize(col, v, Compare); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Normalize(col, v, Compare); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNumberKeyServerFirst keys a new string past 38 fraction
+// digits every time: a round trip to the primary each.
+func BenchmarkNumberKeyServerFirst(b *testing.B) {
+	col := numberKeyBench(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v := parser.Value{Kind: parser.ValueString, Str: strconv.Itoa(i) + "." + strings.Repeat("0", 40) + "1"}
+		if _, err := Normalize(col, v, Compare); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -42,7 +42,8 @@ var LockBenches = []string{"BenchmarkUncontended", "BenchmarkHotKeyHandoff"}
 func Specs() []Spec {
 	ss := []Spec{
 		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
-		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst"}},
+		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst",
+			"BenchmarkNumberKeyString", "BenchmarkNumberKeyServerCached", "BenchmarkNumberKeyServerFirst"}},
 		{GroupProxy, "./proxy/", []string{"BenchmarkSplitText"}},
 	}
 	for _, b := range []string{"memlock", "redislock", "redlock", "mysqllock", "etcdlock", "zklock"} {

@@ -41,8 +41,8 @@ func sampleData() Data {
 
 func TestAggregate(t *testing.T) {
 	d := sampleData()
-	if len(d.Benches) != 8+1+5+1+12 {
-		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (27)", len(d.Benches))
+	if len(d.Benches) != 8+1+8+1+12 {
+		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (30)", len(d.Benches))
 	}
 	if d.Benches[7].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[8].Name != "BenchmarkRewriteUpdate/relative" {
 		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[7].Name, d.Benches[8].Name)
@@ -186,7 +186,7 @@ func TestDecades(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	got := strings.Join(Args(Specs()[1], "200ms"), " ")
-	want := "test -run ^$ -bench ^(BenchmarkMatch|BenchmarkEncodeKey|BenchmarkTextKeyASCII|BenchmarkTextKeyServerCached|BenchmarkTextKeyServerFirst)$ -benchtime 200ms -count 1 -v -timeout 10m ./rules/"
+	want := "test -run ^$ -bench ^(BenchmarkMatch|BenchmarkEncodeKey|BenchmarkTextKeyASCII|BenchmarkTextKeyServerCached|BenchmarkTextKeyServerFirst|BenchmarkNumberKeyString|BenchmarkNumberKeyServerCached|BenchmarkNumberKeyServerFirst)$ -benchtime 200ms -count 1 -v -timeout 10m ./rules/"
 	if got != want {
 		t.Errorf("Args = %q, want %q", got, want)
 	}
