@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
 // The typed part of the plan oracle's generator: keys of every type the
@@ -124,14 +127,47 @@ func (g *gen) typedCase(c *oracleCase) {
 		return
 	}
 	c.Text = g.typedStatement(k)
-	if g.chance(20) {
-		if b, ok := toLatin1(c.Text); ok {
+	if g.chance(25) {
+		cs := g.pick(clientCharsets...)
+		if b, ok := encodeIn(cs, c.Text); ok {
 			c.Text = b
-			c.Setup = "SET NAMES latin1"
-			c.Before = func(s *oracleSession, _ *oracleBed) error { return s.exec("SET NAMES latin1") }
-			g.mark("client charset latin1")
+			c.Setup = "SET NAMES " + cs
+			c.Before = func(s *oracleSession, _ *oracleBed) error { return s.exec("SET NAMES " + cs) }
+			g.mark("client charset " + cs)
 		}
 	}
+}
+
+// clientCharsets are the client character sets typed cases are sent in
+// (utf8mb4 otherwise): latin1 most often.
+var clientCharsets = []string{"latin1", "latin1", "latin1", "utf8mb3", "gbk", "cp1250", "ascii", "binary"}
+
+// encodeIn is s (UTF-8) in character set cs, when every character has
+// one there.
+func encodeIn(cs, s string) (string, bool) {
+	switch cs {
+	case "latin1":
+		return toLatin1(s)
+	case "utf8mb3":
+		for _, r := range s {
+			if r > 0xffff {
+				return "", false
+			}
+		}
+		return s, true
+	case "ascii":
+		for _, r := range s {
+			if r > 0x7f {
+				return "", false
+			}
+		}
+		return s, true
+	case "binary":
+		return s, true
+	}
+	enc := map[string]*encoding.Encoder{"gbk": simplifiedchinese.GBK.NewEncoder(), "cp1250": charmap.Windows1250.NewEncoder()}[cs]
+	b, err := enc.String(s)
+	return b, err == nil
 }
 
 // toLatin1 is s (UTF-8) in latin1, when every character has a latin1 byte.
