@@ -25,6 +25,8 @@ var storedKeyTables = []string{
 	"CREATE TABLE ukey (k BIGINT UNSIGNED PRIMARY KEY, v INT NOT NULL)",
 	"CREATE TABLE skey (k VARCHAR(32) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT NOT NULL)",
 	"CREATE TABLE trg (k INT PRIMARY KEY, v INT NOT NULL)",
+	"CREATE TABLE dec12 (k DECIMAL(12,3) PRIMARY KEY, v INT NOT NULL)",
+	"INSERT INTO dec12 VALUES (1001.5, 0), (1001.501, 0)",
 	"INSERT INTO ev VALUES ('2000-10-01 12:00:00', 0), ('2000-10-01 12:00:01', 0)",
 	"INSERT INTO day VALUES ('2000-10-01', 0)",
 	"INSERT INTO evf VALUES ('2000-10-01 12:00:00.5', 0), ('2000-10-01 12:00:00.51', 0)",
@@ -166,6 +168,10 @@ func TestClippedKeyLostUpdates(t *testing.T) {
 		{"ukey", "0", "INSERT IGNORE INTO ukey (k, v) VALUES ('-0', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		// Trailing spaces past the length are dropped silently, and do not
 		// count under PAD SPACE: the row is the 32 x's.
+		// Rounded to the column's scale from the text, as the primary's
+		// CAST to DECIMAL(65,3) says: row 1001.500.
+		{"dec12", "1001.5", "INSERT INTO dec12 (k, v) VALUES ('1001.50049999999999999999999999999999999999999', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"dec12", "1001.501", "REPLACE INTO dec12 (k, v) VALUES ('1001.5005000000000000000000000000000000000001', 1)"},
 		{"skey", "'" + strings.Repeat("x", 32) + "'", "INSERT INTO skey (k, v) VALUES ('" + strings.Repeat("X", 32) + "     ', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 	}
 	for _, c := range keyed {

@@ -176,8 +176,8 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 		return nil, unkeyable("float %s is beyond the integers a double holds exactly, for integer column %s", v.Text, col.Name)
 	}
 	n, err := numberOf(v)
-	if err != nil && use == Compare && v.Kind == parser.ValueString {
-		n, err = serverDecimal(col, v)
+	if err != nil && v.Kind == parser.ValueString {
+		n, err = serverDecimal(col, v, use)
 	}
 	if err != nil {
 		return nil, err
@@ -231,8 +231,8 @@ func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {
 		return nil, unkeyable("%s stored into numeric column %s converts as a binary string", v.Text, col.Name)
 	}
 	n, err := numberOf(v)
-	if err != nil && use == Compare && v.Kind == parser.ValueString {
-		n, err = serverDecimal(col, v)
+	if err != nil && v.Kind == parser.ValueString {
+		n, err = serverDecimal(col, v, use)
 	}
 	if err != nil {
 		return nil, err
