@@ -57,7 +57,7 @@ func newNumberServer() *numberServer {
 // value v to when comparing it with the numeric column col (use Compare:
 // 38 fraction digits) or storing it there (Assign: the column's scale).
 func serverDecimal(col *Column, v parser.Value, use Use) (string, error) {
-	if col.text == nil || col.text.srv == nil || col.text.srv.s == nil {
+	if col.srv == nil || col.srv.s == nil {
 		return "", unkeyable("%s has more digits than lockproxy reads in process (%d, %d after the point), and lockproxy has no connection to ask the primary how it converts it", v.Text, maxDecimalDigits, maxDecimalScale)
 	}
 	if !asciiOnly(v.Str) {
@@ -73,7 +73,7 @@ func serverDecimal(col *Column, v parser.Value, use Use) (string, error) {
 		}
 		q.scale = decimalScale(col.ColumnType)
 	}
-	ts := col.text.srv.s
+	ts := col.srv.s
 	if a, ok := ts.numbers.cache.Get(q); ok {
 		return a.result(col, v)
 	}

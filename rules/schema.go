@@ -24,7 +24,8 @@ type Column struct {
 	// textkey.go); nil for a schema not read from a server, whose text
 	// values are then folded by their literal form.
 	text    *textCollation
-	charset string // CHARACTER_SET_NAME, as read with text
+	charset string         // CHARACTER_SET_NAME, as read with text
+	srv     *textServerRef // the primary to ask, for a schema read from one
 }
 
 // TableInfo describes a guarded table: its columns (by lowercased name) and

@@ -387,13 +387,10 @@ func loadCollations(ctx context.Context, db *sql.DB, s *Schema) []string {
 	seen := map[string]*textCollation{}
 	for _, t := range s.tables {
 		for name, c := range t.Columns {
-			if f := family(c.DataType); f == famInt || f == famDecimal {
-				// Numeric strings past the in-process digits are converted by
-				// the primary (numkey.go): only the server reference is used.
-				c.text = &textCollation{srv: ref, broken: "not a text column"}
-				t.Columns[name] = c
-				continue
-			}
+			// Numeric strings past the in-process digits are converted by
+			// the primary too (numkey.go).
+			c.srv = ref
+			t.Columns[name] = c
 			if c.Collation == "" || family(c.DataType) != famString {
 				continue
 			}
