@@ -109,7 +109,7 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string, opt oracleOptions) *
 	direct.SetMaxOpenConns(1)
 	stmts := []string{"DROP DATABASE IF EXISTS `" + db + "`", "CREATE DATABASE `" + db + "` COLLATE utf8mb4_general_ci", "USE `" + db + "`",
 		"CREATE TABLE oracle_changes (seq INT AUTO_INCREMENT PRIMARY KEY, tbl VARCHAR(16) NOT NULL, op CHAR(1) NOT NULL, " +
-			"old1 VARBINARY(64), old2 VARBINARY(64), new1 VARBINARY(64), new2 VARBINARY(64))"}
+			"old1 VARBINARY(255), old2 VARBINARY(255), new1 VARBINARY(255), new2 VARBINARY(255))"}
 	for _, tb := range oracleTables {
 		stmts = append(stmts, "CREATE TABLE "+tb.name+" ("+tb.ddl+")")
 		stmts = append(stmts, changeTriggers(tb.name, tb.keys)...)

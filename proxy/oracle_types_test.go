@@ -45,11 +45,11 @@ var textTables = []struct {
 }{
 	{"t_unicode", "utf8mb4", "utf8mb4_unicode_ci", []string{"abc", "josé", "i", "1001", "straße"},
 		map[string][]string{"josé": {"JOSE", "jose\u0301"}, "abc": {"ÀBC"}, "straße": {"STRASSE", "strasse"}}},
-	{"t_uca", "utf8mb4", "utf8mb4_uca1400_ai_ci", []string{"abc", "1001", "a", "é"},
+	{"t_uca", "utf8mb4", "utf8mb4_uca1400_ai_ci", []string{"abc", "1001", "a", "é", "😀x"},
 		map[string][]string{"1001": {"١٠٠١", "۱۰۰۱"}, "a": {"a\u200b", "á", "A\u0301"}, "é": {"e\u0301", "E"}}},
 	{"t_ascs", "utf8mb4", "utf8mb4_uca1400_as_cs", []string{"Kelvin", "é", "abc"},
 		map[string][]string{"Kelvin": {"\u212Aelvin"}, "é": {"e\u0301"}}},
-	{"t_bin", "utf8mb4", "utf8mb4_bin", []string{"abc", "ABC", "josé"}, map[string][]string{"abc": {"abc  "}}},
+	{"t_bin", "utf8mb4", "utf8mb4_bin", []string{"abc", "ABC", "josé", "😀"}, map[string][]string{"abc": {"abc  "}}},
 	{"t_nopad", "utf8mb4", "utf8mb4_nopad_bin", []string{"abc", "abc ", "josé"}, nil},
 	{"t_swedish", "latin1", "latin1_swedish_ci", []string{"y", "d", "josé", "ae"},
 		map[string][]string{"y": {"ü", "Ü", "Y"}, "d": {"ð", "Ð"}, "josé": {"JOSÉ", "jose", "JOSE"}}},
@@ -116,13 +116,18 @@ func typedKeys() []typedKey {
 // statement, sometimes from a latin1 client or under an empty sql_mode.
 func (g *gen) typedCase(c *oracleCase) {
 	keys := typedKeys()
-	k := keys[g.ch.intn(len(keys))]
+	// Half the cases on the number and date tables (listed first), half on
+	// the text tables.
+	k := keys[g.ch.intn(len(keys)-len(textTables))]
+	if g.chance(50) {
+		k = keys[len(keys)-len(textTables)+g.ch.intn(len(textTables))]
+	}
 	g.mark("typed key: " + k.table)
 	if g.chance(25) {
 		c.Mode = nonStrict
 		g.mark("sql_mode empty: clipping")
 	}
-	if g.chance(25) {
+	if g.chance(35) {
 		c.Prepare, c.Params = g.typedPrepared(k)
 		return
 	}
@@ -322,7 +327,7 @@ func (g *gen) numParam(v string) binParam {
 	switch g.ch.intn(7) {
 	case 0:
 		g.mark("param DOUBLE typed")
-		if g.chance(30) {
+		if g.chance(50) {
 			f = g.pick2f(1152921504606846976, 1001.5, 1e20)
 		}
 		return binParam{mysql.MYSQL_TYPE_DOUBLE, false, le.AppendUint64(nil, math.Float64bits(f)), fmt.Sprintf("DOUBLE %g", f)}
