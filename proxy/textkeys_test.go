@@ -158,6 +158,26 @@ func TestTextKeyLostUpdates(t *testing.T) {
 			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 			heldThenWritten(t, p, db, r, "UPDATE sku SET stock = stock + 1 WHERE sku_id = "+c.k, stock(c.row), "UPDATE sku SET stock = stock WHERE sku_id = "+c.row)
 		}
+		// The same as STRING and BLOB parameters.
+		for _, param := range []typedParam{
+			wireText(mysql.MYSQL_TYPE_STRING, "1001."+strings.Repeat("0", 40)+"1"),
+			wireText(mysql.MYSQL_TYPE_BLOB, "1000."+strings.Repeat("9", 42)),
+		} {
+			tx, err := p.db(t, db, "").BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
+				t.Fatal(err)
+			}
+			r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
+			id, _ := r.prepare("UPDATE sku SET stock = stock + 1 WHERE sku_id = ?")
+			_, _, err = r.executeTyped(id, param)
+			if me := myErr(t, err); me.Code != 1205 || !strings.Contains(me.Message, "sku-stock") {
+				t.Fatalf("parameter %v while row 1001 is held: want lockproxy's 1205, got %v", param, me)
+			}
+			_ = tx.Rollback()
+		}
 		// Stored, or a float several integers share, is still refused.
 		r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 		for _, q := range []string{"UPDATE sku SET stock = 0 WHERE sku_id = 1152921504606846976e0",
