@@ -187,7 +187,7 @@ func toLatin1(s string) (string, bool) {
 	return string(b), true
 }
 
-// row picks a row's key values and spells them.
+// typedRow picks a row's key values and spells them.
 func (g *gen) typedRow(k typedKey) []string {
 	v := k.vals[g.ch.intn(len(k.vals))]
 	out := make([]string, len(v))
