@@ -26,7 +26,7 @@ var storedKeyTables = []string{
 	"CREATE TABLE skey (k VARCHAR(32) COLLATE utf8mb4_general_ci PRIMARY KEY, v INT NOT NULL)",
 	"CREATE TABLE trg (k INT PRIMARY KEY, v INT NOT NULL)",
 	"CREATE TABLE dec12 (k DECIMAL(12,3) PRIMARY KEY, v INT NOT NULL)",
-	"INSERT INTO dec12 VALUES (1001.5, 0), (1001.501, 0)",
+	"INSERT INTO dec12 VALUES (1001.5, 0), (1001.501, 0), (999999999.999, 0)",
 	"INSERT INTO ev VALUES ('2000-10-01 12:00:00', 0), ('2000-10-01 12:00:01', 0)",
 	"INSERT INTO day VALUES ('2000-10-01', 0)",
 	"INSERT INTO evf VALUES ('2000-10-01 12:00:00.5', 0), ('2000-10-01 12:00:00.51', 0)",
@@ -127,11 +127,10 @@ func TestTemporalKeyLostUpdates(t *testing.T) {
 }
 
 // TestClippedKeyLostUpdates: under an empty sql_mode (and INSERT IGNORE)
-// MariaDB stores an out-of-range integer as the nearest end of the range,
-// -1 in an UNSIGNED column as 0, and the first 32 characters of a longer
-// VARCHAR(32) value, so the row written is not the one the statement
-// names: refused, nothing written, in strict mode too. A value stored as
-// written is keyed: the writer waits for the holder of its row.
+// MariaDB stores an out-of-range integer or decimal as the nearest end of
+// the range and -1 in an UNSIGNED column as 0, so that is the row's key:
+// the writer waits for the holder of the end row. A VARCHAR(32) key given
+// 40 characters is cut to 32: refused (strict or not), nothing written.
 func TestClippedKeyLostUpdates(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
@@ -139,15 +138,9 @@ func TestClippedKeyLostUpdates(t *testing.T) {
 	mustExec(t, direct, storedKeyTables...)
 	long := strings.Repeat("x", 40)
 	refused := []struct{ table, q string }{
-		{"ikey", "INSERT IGNORE INTO ikey (k, v) VALUES (99999999999, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		{"ikey", "REPLACE INTO ikey (k, v) VALUES ('99999999999', 7)"},
-		{"ikey", "INSERT INTO ikey (k, v) VALUES (-2147483649, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		{"ikey", "INSERT INTO ikey (k, v) VALUES (1e10, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		{"ukey", "INSERT IGNORE INTO ukey (k, v) VALUES (-1, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		{"ukey", "REPLACE INTO ukey (k, v) VALUES ('-1', 7)"},
-		{"ukey", "INSERT IGNORE INTO ukey (k, v) VALUES (18446744073709551616, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"skey", "INSERT IGNORE INTO skey (k, v) VALUES ('" + long + "', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"skey", "REPLACE INTO skey (k, v) VALUES ('" + long + "', 7)"},
+		{"skey", "UPDATE IGNORE skey SET k = '" + long + "' WHERE k = 'abc'"},
 	}
 	for _, c := range refused {
 		t.Run(c.q, func(t *testing.T) {
@@ -161,17 +154,26 @@ func TestClippedKeyLostUpdates(t *testing.T) {
 			}
 		})
 	}
+	// Each write adds 1 to v of the held row (v starts at 0; the REPLACE
+	// comes first on its row and sets 1).
 	keyed := []struct{ table, held, write string }{
+		{"ikey", "2147483647", "INSERT IGNORE INTO ikey (k, v) VALUES (99999999999, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"ikey", "2147483647", "INSERT INTO ikey (k, v) VALUES (1e10, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"ikey", "2147483647", "INSERT IGNORE INTO ikey (k, v) VALUES ('2147483647.0', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"ikey", "-2147483648", "REPLACE INTO ikey (k, v) VALUES ('-99999999999', 1)"},
+		{"ikey", "-2147483648", "INSERT INTO ikey (k, v) VALUES (-2147483649, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"ikey", "-2147483648", "INSERT INTO ikey (k, v) VALUES (-2147483648e0, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		{"ukey", "18446744073709551615", "INSERT IGNORE INTO ukey (k, v) VALUES ('18446744073709551615', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"ukey", "0", "INSERT IGNORE INTO ukey (k, v) VALUES (-1, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"ukey", "0", "INSERT IGNORE INTO ukey (k, v) VALUES ('-0', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
-		// Trailing spaces past the length are dropped silently, and do not
-		// count under PAD SPACE: the row is the 32 x's.
+		{"ukey", "18446744073709551615", "INSERT IGNORE INTO ukey (k, v) VALUES (18446744073709551616, 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"ukey", "18446744073709551615", "INSERT IGNORE INTO ukey (k, v) VALUES ('18446744073709551615', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
+		{"dec12", "999999999.999", "INSERT INTO dec12 (k, v) VALUES ('1e10', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		// Rounded to the column's scale from the text, as the primary's
 		// CAST to DECIMAL(65,3) says: row 1001.500.
 		{"dec12", "1001.5", "INSERT INTO dec12 (k, v) VALUES ('1001.50049999999999999999999999999999999999999', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 		{"dec12", "1001.501", "REPLACE INTO dec12 (k, v) VALUES ('1001.5005000000000000000000000000000000000001', 1)"},
+		// Trailing spaces past the length are dropped silently, and do not
+		// count under PAD SPACE: the row is the 32 x's.
 		{"skey", "'" + strings.Repeat("x", 32) + "'", "INSERT INTO skey (k, v) VALUES ('" + strings.Repeat("X", 32) + "     ', 0) ON DUPLICATE KEY UPDATE v = v + 1"},
 	}
 	for _, c := range keyed {

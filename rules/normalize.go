@@ -204,9 +204,8 @@ func normalizeInt(col *Column, v parser.Value, use Use) ([]byte, error) {
 		}
 	}
 	if use == Assign && !inIntRange(col, n) {
-		// Strict, MariaDB refuses the row; otherwise (sql_mode without
-		// STRICT_*, INSERT IGNORE) it stores the nearest end of the range.
-		return nil, unkeyable("%s is out of range for %s column %s (MariaDB refuses or clips it)", v.Text, col.ColumnType, col.Name)
+		// Refused by MariaDB, or stored as the nearest end (clip.go).
+		n = intEnd(col, n)
 	}
 	return []byte(n), nil
 }
@@ -244,13 +243,15 @@ func normalizeDecimal(col *Column, v parser.Value, use Use) ([]byte, error) {
 			n = r
 		}
 		// Past p-s integer digits (or negative into UNSIGNED) MariaDB
-		// refuses the row or, not strict, stores the nearest end.
+		// refuses the row or stores the nearest end (clip.go).
 		ip, _, _ := strings.Cut(strings.TrimPrefix(n, "-"), ".")
 		if ip == "0" {
 			ip = ""
 		}
-		if p := decimalPrecision(col.ColumnType); len(ip) > p-decimalScale(col.ColumnType) || (col.Unsigned && strings.HasPrefix(n, "-")) {
-			return nil, unkeyable("%s is out of range for %s column %s (MariaDB refuses or clips it)", v.Text, col.ColumnType, col.Name)
+		if p := decimalPrecision(col.ColumnType); p > maxDecimalDigits || decimalScale(col.ColumnType) > p {
+			return nil, unkeyable("column %s: lockproxy cannot read the range of %s", col.Name, col.ColumnType)
+		} else if len(ip) > p-decimalScale(col.ColumnType) || (col.Unsigned && strings.HasPrefix(n, "-")) {
+			n = decimalEnd(col, n)
 		}
 	}
 	return []byte(n), nil

@@ -29,7 +29,9 @@ import (
 //   - DECIMAL parameters are exact numbers; strings and blobs are strings.
 //
 // Any other pair, and any value MariaDB would convert with a warning
-// (out of range, invalid date), wraps ErrUnkeyable. Safe for concurrent
+// (an invalid date, a fraction it would round), wraps ErrUnkeyable; an
+// integer or decimal stored out of its column's range is keyed as the
+// end of the range MariaDB stores it as (clip.go). Safe for concurrent
 // use.
 func NormalizeParam(col *Column, p Param, use Use) ([]byte, error) {
 	return NormalizeParamIn(col, p, use, TextCharsets{})
