@@ -330,7 +330,14 @@ func normalizeString(col *Column, v parser.Value, use Use, cs TextCharsets) ([]b
 				chars = len(strings.TrimRight(fast, " "))
 			}
 			if err := fitsColumn(col, use, chars, len(fast)); err != nil {
-				return nil, err
+				n, ok := cutLength(col, use)
+				if !ok {
+					return nil, err
+				}
+				// Stored as its first n characters (or refused, strict).
+				if k, ok = t.fastKey(cutText(fast[:n], charCol)); !ok {
+					return nil, err
+				}
 			}
 			return []byte(k), nil
 		}
@@ -348,7 +355,15 @@ func normalizeString(col *Column, v parser.Value, use Use, cs TextCharsets) ([]b
 		return nil, unkeyable("column %s: the value is not well-formed in %s, or has characters the column's character set %s lacks (MariaDB would refuse or replace them)", col.Name, from, t.charset)
 	}
 	if err := fitsColumn(col, use, a.chars, a.octets); err != nil {
-		return nil, err
+		n, ok := cutLength(col, use)
+		if !ok {
+			return nil, err
+		}
+		// Stored as its first n characters (or refused, strict): the key
+		// of those, as the primary cuts and weighs them.
+		if a, err = t.srv.s.ask(t, textQuestion{collation: t.name, from: from, via: via, charCol: charCol, value: s, cut: n}); err != nil || a.failure != "" {
+			return nil, unkeyable("column %s: cannot ask the primary how collation %s weighs the value cut to %d characters: %v%s", col.Name, t.name, n, err, a.failure)
+		}
 	}
 	return []byte(a.key), nil
 }
@@ -374,7 +389,8 @@ func valueCharsets(v parser.Value, cs TextCharsets) (from, via string) {
 }
 
 // fitsColumn refuses a value stored (Assign) into a text column that
-// would cut it: the row then holds a shorter value than the one keyed.
+// would cut it: the row then holds a shorter value than the one given (a
+// CHAR or VARCHAR caller keys the cut value instead, see cutLength).
 // chars counts the characters that matter (trailing spaces, which MariaDB
 // drops silently, not under PAD SPACE), octets its bytes in the column's
 // character set.
@@ -394,6 +410,31 @@ func fitsColumn(col *Column, use Use, chars, octets int) error {
 		}
 	}
 	return nil
+}
+
+// cutLength is the number of characters a CHAR or VARCHAR column keeps
+// of a longer value stored into it: under an empty sql_mode or IGNORE
+// MariaDB stores the first n characters; strict, it refuses the
+// statement and writes nothing. Either way the only row written is the
+// cut value's.
+func cutLength(col *Column, use Use) (int, bool) {
+	if use != Assign {
+		return 0, false
+	}
+	switch strings.ToLower(col.DataType) {
+	case "char", "varchar":
+		return charLength(col.ColumnType)
+	}
+	return 0, false
+}
+
+// cutText is a printable ASCII value cut to its column's length, as a
+// CHAR column reads it back (without trailing spaces) or a VARCHAR one.
+func cutText(s string, charCol bool) string {
+	if charCol {
+		return strings.TrimRight(s, " ")
+	}
+	return s
 }
 
 // charLength reads n from "varchar(n)" or "char(n)".

@@ -450,6 +450,7 @@ type textQuestion struct {
 	from, via string // the value's character set, and the connection's it goes through ("" none)
 	charCol   bool
 	value     string
+	cut       int // > 0: the value's first cut characters, as a column of that length stores it
 }
 
 // textAnswer is what the server said of a value.
@@ -484,6 +485,9 @@ func (s *TextServer) ask(t *textCollation, q textQuestion) (textAnswer, error) {
 	}
 	converted := "CONVERT(" + e1 + " USING " + t.charset + ")"
 	e := converted
+	if q.cut > 0 {
+		e = "LEFT(" + e + ", " + strconv.Itoa(q.cut) + ")"
+	}
 	if q.charCol {
 		e = "TRIM(TRAILING ' ' FROM " + e + ")"
 	}
