@@ -32,6 +32,7 @@ func TestTextKeysCut(t *testing.T) {
 		"vl": "VARCHAR(6) CHARACTER SET latin1 COLLATE latin1_german2_ci",
 		"cu": "CHAR(6) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",
 		"cl": "CHAR(6) CHARACTER SET latin1 COLLATE latin1_swedish_ci",
+		"cn": "CHAR(6) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin",
 	}
 	var ruleList strings.Builder
 	for name, typ := range tables {
