@@ -224,7 +224,7 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 		{"k DATETIME(3)", &Column{Name: "k", DataType: "datetime", ColumnType: "datetime(3)"},
 			[]string{"'2024-01-05 12:00:00.5'", "'2024-01-05 12:00:00.1234'", "'2024-01-05 12:00:00.123'"}},
 		{"k DATE", &Column{Name: "k", DataType: "date", ColumnType: "date"},
-			[]string{"'2024-01-05'", "'2024-01-05 10:00:00'", "'2024-01-05 00:00:00'"}},
+			[]string{"'2024-01-05'", "'2024-01-05 10:00:00'", "'2024-01-05 00:00:00'", "'2024-01-05 23:59:59.999999'", "20240105235959", "'20240105120000.5'"}},
 		{"k DECIMAL(10,2)", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2)"},
 			[]string{"1.1", "'1.10'", "2", "1e1", "1.105", "-1.105", "9.999", "1.104", "'0.005'", "99999999.99", "99999999.995", "100000000", "-99999999.995", "'1e9'"}},
 		{"k DECIMAL(10,2) UNSIGNED", &Column{Name: "k", DataType: "decimal", ColumnType: "decimal(10,2) unsigned", Unsigned: true},

@@ -15,8 +15,9 @@ import (
 // one- or two-digit parts, and 'YYYYMMDD[hhmmss]' as a string or integer.
 // Anything else is unkeyed rather than guessed.
 //
-// Stored (use Assign), a fraction beyond the column's precision is rounded
-// (or cut, under TIME_TRUNCATE_FRACTIONAL): such a value is unkeyed.
+// Stored (use Assign), a fraction beyond the column's precision is cut (or
+// rounded, under TIME_ROUND_FRACTIONAL): such a value is unkeyed. A DATE
+// keeps only the date of a datetime: that is its key.
 func normalizeTemporal(col *Column, v parser.Value, use Use) ([]byte, error) {
 	var s string
 	switch v.Kind {
@@ -31,11 +32,16 @@ func normalizeTemporal(col *Column, v parser.Value, use Use) ([]byte, error) {
 	if !ok {
 		return nil, unkeyable("%s is not a date/time lockproxy can canonicalise (column %s)", v.Text, col.Name)
 	}
-	if _, frac, has := strings.Cut(out, "."); use == Assign && has && len(frac) > fractionDigits(col.ColumnType) {
-		return nil, unkeyable("%s has more fraction digits than %s column %s stores", v.Text, col.ColumnType, col.Name)
+	if use == Assign && strings.EqualFold(col.DataType, "date") {
+		// A DATE keeps the date of a datetime stored into it (a note, or
+		// refused by MariaDB: no row), whatever its time.
+		date, _, _ := strings.Cut(out, " ")
+		return []byte(date + " 00:00:00"), nil
 	}
-	if use == Assign && strings.EqualFold(col.DataType, "date") && !strings.HasSuffix(out, " 00:00:00") {
-		return nil, unkeyable("%s stored into DATE column %s loses its time", v.Text, col.Name)
+	if _, frac, has := strings.Cut(out, "."); use == Assign && has && len(frac) > fractionDigits(col.ColumnType) {
+		// Rounded under TIME_ROUND_FRACTIONAL, cut otherwise: which one
+		// depends on the session's sql_mode.
+		return nil, unkeyable("%s has more fraction digits than %s column %s stores", v.Text, col.ColumnType, col.Name)
 	}
 	return []byte(out), nil
 }
