@@ -227,6 +227,7 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 	f := &Facts{Node: stmt, Text: strings.Trim(stmt.Text(), " \t\r\n;"), Mode: o.Mode}
 	an := &analyzer{f: f, db: strings.ToLower(currentDB), dbAsWritten: currentDB, params: params, budget: workBudget, exactNames: o.CaseSensitiveNames}
 	f.Kind = an.classify(stmt)
+	f.Diagnostics = diagnostics(stmt)
 	switch f.Kind {
 	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:
 		an.scoped = true

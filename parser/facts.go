@@ -171,6 +171,11 @@ type Facts struct {
 	// or a system variable read. "" when there is none. Effects covers the
 	// rest (user variables, INTO, LAST_INSERT_ID...).
 	Impure string
+	// Diagnostics is true for a statement that only reads the
+	// diagnostics area of the session's previous statement (SHOW
+	// WARNINGS, SHOW ERRORS, SELECT @@warning_count, @@error_count): the
+	// server that ran that statement must answer it.
+	Diagnostics bool
 
 	// Effects are the session effects that pin the session to the primary
 	// or change the proxy's view of the session.

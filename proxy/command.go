@@ -57,6 +57,7 @@ func (s *session) commandLoop(drain context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
+		s.beginCommand(p[0])
 		err = s.dispatch(p)
 		s.shrinkBuffers()
 		if err != nil {
@@ -361,10 +362,25 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 // refreshSchemaAsync). Temporary tables are not in the schema lockproxy
 // reads, and without rules or replicas nothing reads it.
 func (s *session) refreshSchemaAfter(ddl string) {
-	if !readsSchema(s.srv.config()) || strings.Contains(strings.ToLower(ddl), "temporary") {
+	if !readsSchema(s.srv.config()) || temporaryDDL(ddl) {
 		return
 	}
 	s.refreshSchemaAsync()
+}
+
+// temporaryDDL reports whether ddl creates or drops a temporary table or
+// sequence (CREATE [OR REPLACE] TEMPORARY ..., DROP TEMPORARY ...), not
+// whether the word appears: a routine or trigger whose body makes a
+// temporary table is part of the schema.
+func temporaryDDL(ddl string) bool {
+	w := strings.Fields(strings.ToLower(ddl))
+	switch {
+	case len(w) < 2 || w[0] != "create" && w[0] != "drop":
+		return false
+	case w[1] == "temporary":
+		return true
+	}
+	return len(w) > 3 && w[1] == "or" && w[2] == "replace" && w[3] == "temporary"
 }
 
 // refreshSchemaAsync re-reads the schema after DDL in the background (and

@@ -76,6 +76,23 @@ func isEOF(p []byte, deprecateEOF bool) bool {
 	return len(p) < 9
 }
 
+// resultWarnings returns the warning count of an OK packet (or, with
+// deprecateEOF false, an EOF packet) that ends a result; 0 when the packet
+// is too short to hold one.
+func resultWarnings(p []byte, deprecateEOF bool) uint16 {
+	pos := 1
+	if p[0] == mysql.OK_HEADER || deprecateEOF {
+		if pos = statusOffset(p); pos < 0 {
+			return 0
+		}
+		pos += 2
+	}
+	if pos+2 > len(p) {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(p[pos:])
+}
+
 // resultStatus extracts the server status of a terminating OK or EOF.
 func resultStatus(p []byte, deprecateEOF bool) uint16 {
 	var st uint16

@@ -135,7 +135,7 @@ func (s *session) passRow(kind passKind) ([]byte, error) {
 // relay passes the backend's whole response to the client and records the
 // final server status and whether it ended in success.
 func (s *session) relay(kind relayKind, binary bool) error {
-	s.midResponse, s.noneRan = false, false
+	s.midResponse, s.noneRan, s.raised = false, false, false
 	defer func() { s.midResponse = false }()
 	var err error
 	switch kind {
@@ -227,6 +227,7 @@ func (s *session) relayResultSets() error {
 		case mysql.OK_HEADER:
 			st, _ := okStatus(p)
 			s.lastOK = true
+			s.raised = s.raised || resultWarnings(p, true) > 0
 			status = st
 			s.lastAffected, _, _, _ = readLenEncInt(p, 1)
 		case mysql.LocalInFile_HEADER:
@@ -288,6 +289,7 @@ func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 		}
 		if isEOF(p, deprecate) {
 			s.lastOK = true
+			s.raised = s.raised || resultWarnings(p, deprecate) > 0
 			return resultStatus(p, deprecate), true, nil
 		}
 		if s.cap != nil {

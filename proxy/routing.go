@@ -1,17 +1,14 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/router"
-	"github.com/pingcap/tidb/pkg/parser/charset"
 	"go.uber.org/zap"
 )
 
@@ -35,7 +32,7 @@ type replicaState struct {
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
 func (s *session) replicaEligible(p plan) bool {
-	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary {
+	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary || s.nextTxnPrimary {
 		return false
 	}
 	return p.primaryWhy == ""
@@ -120,33 +117,52 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 			return false, nil
 		}
 	}
-	if err := s.cw.flush(); err != nil {
-		return true, clientIOError{err}
-	}
-	s.onReplicaNow.Store(s.replica.run)
-	err = rc.writeCommand(p)
 	refused := false
-	if err == nil {
+	err = s.relayReplicaIf(rc, p, st != nil, func() (bool, error) {
 		refused, err = s.writeRefused(rc, p)
-	}
-	if err == nil && !refused {
-		s.src = rc
-		err = s.relay(relayResults, st != nil)
-	}
-	s.onReplicaNow.Store(nil)
+		return !refused, err
+	})
 	if refused {
 		return false, nil
 	}
 	if err != nil {
-		if s.midResponse {
+		if _, ok := err.(clientIOError); ok || s.midResponse {
 			rc.broken = true
 			return true, err
 		}
 		s.replicaBroken(addr, err)
 		return false, nil
 	}
+	s.diagReplica = true
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(st)).Inc()
 	return true, nil
+}
+
+// relayReplica sends a command to the session's replica connection rc and
+// relays its answer to the client; KILL finds the command meanwhile
+// (onReplicaNow). A failure to write to the client is a clientIOError.
+func (s *session) relayReplica(rc *backendConn, p []byte, binary bool) error {
+	return s.relayReplicaIf(rc, p, binary, nil)
+}
+
+// relayReplicaIf is relayReplica where, when check is not nil, the answer
+// is relayed only if check, which may read its first packet, says so.
+func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check func() (bool, error)) error {
+	if err := s.cw.flush(); err != nil {
+		return clientIOError{err}
+	}
+	s.onReplicaNow.Store(s.replica.run)
+	defer s.onReplicaNow.Store(nil)
+	if err := rc.writeCommand(p); err != nil {
+		return err
+	}
+	if check != nil {
+		if ok, err := check(); !ok || err != nil {
+			return err
+		}
+	}
+	s.src = rc
+	return s.relay(relayResults, binary)
 }
 
 // writeRefused reads the replica's answer to p far enough to tell whether
@@ -198,6 +214,7 @@ func (s *session) replicaBroken(addr string, err error) {
 		s.srv.pool.put(s.replica.conn)
 	}
 	s.replica = replicaState{}
+	s.diagReplica = false
 }
 
 func isMySQLErr(err error) bool {
@@ -293,17 +310,31 @@ func (s *session) noteStatement(an *parser.Analysis) {
 	}
 	if an.Unparsed {
 		s.needGTID = true
-		if parser.HasDynamicSQL(an.SQL) || strings.Contains(strings.ToLower(an.SQL), "temporary") {
+		if s.mayCreateTemporary(an) {
 			s.pinnedPrimary = true
 		}
 		return
 	}
 	var computed []*parser.Facts
+	rs := s.srv.ruleSet()
 	for _, f := range an.Stmts {
+		if rs.MayCreateTemporary(f, s.db) {
+			// A stored function, procedure or trigger may have made a
+			// temporary table (MariaDB allows CREATE TEMPORARY TABLE in
+			// each), which only the primary's connection has.
+			s.pinnedPrimary = true
+		}
 		switch f.Kind {
 		case parser.KindSelect, parser.KindShow, parser.KindExplain, parser.KindUse:
+			s.nextTxnPrimary = false
 		case parser.KindSet:
 			switch {
+			case f.Effects.SetTransaction && f.Effects.SetTransactionScope == "next":
+				// The next transaction's characteristics live on the
+				// primary's connection only: that transaction runs there.
+				s.nextTxnPrimary = true
+			case sessionTransaction(f):
+				computed = append(computed, f)
 			case !replayable(f):
 			case f.Effects.SetComputed:
 				computed = append(computed, f)
@@ -324,145 +355,13 @@ func (s *session) noteStatement(an *parser.Analysis) {
 		default:
 			s.needGTID = true
 		}
+		if f.Kind != parser.KindSet && f.Kind != parser.KindSelect {
+			s.nextTxnPrimary = false
+		}
 	}
 	if len(computed) > 0 {
 		s.replaySet(computed)
 	}
-}
-
-// replaySet records, for replica connections, the session variables SETs
-// with computed values gave (SET time_zone = @tz, SET x = f()) as the
-// values the primary computed, read back from it: evaluated again on a
-// replica, the expression could give another value or have an effect
-// there. User variables are not replayed: a read that uses one runs on
-// the primary. When a value cannot be read back or written as a literal,
-// the session's reads stay on the primary.
-func (s *session) replaySet(sets []*parser.Facts) {
-	var names []string
-	seen := map[string]bool{}
-	for _, f := range sets {
-		for _, n := range f.Effects.SessionVars {
-			vars := []string{n}
-			if n == "names" || n == "character set" {
-				vars = []string{"character_set_client", "character_set_connection", "character_set_results", "collation_connection"}
-			}
-			for _, v := range vars {
-				if !seen[v] {
-					seen[v] = true
-					names = append(names, v)
-				}
-			}
-		}
-	}
-	if len(names) == 0 {
-		return
-	}
-	if s.be == nil {
-		s.pinnedPrimary = true
-		return
-	}
-	var q strings.Builder
-	q.WriteString("SELECT ")
-	for i, n := range names {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("@@SESSION." + quoteIdent(n))
-	}
-	row, cols, err := s.be.queryRowTyped(q.String(), true)
-	if err == nil && (len(row) != len(names) || len(cols) != len(names)) {
-		err = errNoRow
-	}
-	var set strings.Builder
-	set.WriteString("SET ")
-	for i := 0; err == nil && i < len(names); i++ {
-		lit, ok := sqlLiteral(row[i], cols[i])
-		if !ok {
-			err = fmt.Errorf("proxy: cannot write the value of %s as a literal", names[i])
-			break
-		}
-		if i > 0 {
-			set.WriteString(", ")
-		}
-		set.WriteString("@@SESSION." + quoteIdent(names[i]) + " = " + lit)
-	}
-	if err != nil {
-		s.log.Debug("cannot replay a SET on replicas; the session reads from the primary", zap.Error(err))
-		s.pinnedPrimary = true
-		return
-	}
-	s.sets = append(s.sets, set.String())
-}
-
-// quoteIdent back-quotes an identifier.
-func quoteIdent(n string) string { return "`" + strings.ReplaceAll(n, "`", "``") + "`" }
-
-// sqlLiteral writes a value of an internal query's result (text protocol)
-// as an SQL literal of the same type: NULL, a number as the server wrote
-// it (a float marked as one), a string as hex under its character set.
-func sqlLiteral(v []byte, c column) (string, bool) {
-	if v == nil {
-		return "NULL", true
-	}
-	switch c.typ {
-	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG,
-		mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_YEAR, mysql.MYSQL_TYPE_DECIMAL, mysql.MYSQL_TYPE_NEWDECIMAL:
-		return string(v), numeric(v, false)
-	case mysql.MYSQL_TYPE_FLOAT, mysql.MYSQL_TYPE_DOUBLE:
-		if !numeric(v, true) {
-			return "", false
-		}
-		if bytes.ContainsAny(v, "eE") {
-			return string(v), true
-		}
-		return string(v) + "e0", true
-	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_ENUM,
-		mysql.MYSQL_TYPE_SET, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB,
-		mysql.MYSQL_TYPE_BLOB:
-		if c.charset == binaryCollation {
-			return fmt.Sprintf("_binary X'%x'", v), true
-		}
-		coll, err := charset.GetCollationByID(int(c.charset))
-		if err != nil || coll.CharsetName == "" {
-			return "", false
-		}
-		cs := coll.CharsetName
-		if cs == "utf8" {
-			cs = "utf8mb3"
-		}
-		return fmt.Sprintf("_%s X'%x'", cs, v), true
-	}
-	return "", false
-}
-
-// binaryCollation is the id of the binary character set's collation.
-const binaryCollation = 63
-
-// numeric reports whether v is a number as MariaDB writes one in a text
-// result: digits, a sign, a point and, for floats, an exponent.
-func numeric(v []byte, float bool) bool {
-	if len(v) == 0 {
-		return false
-	}
-	for _, c := range v {
-		switch {
-		case c >= '0' && c <= '9', c == '-', c == '.':
-		case float && (c == 'e' || c == 'E' || c == '+'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// replayable reports whether a SET belongs on every connection the session
-// reads through: session and user variables, not autocommit or
-// transaction characteristics (those keep the session on the primary) and
-// not GLOBAL ones.
-func replayable(f *parser.Facts) bool {
-	e := f.Effects
-	return e.Autocommit == parser.AutocommitUnchanged && !e.SetTransaction && len(e.GlobalVars) == 0 &&
-		(len(e.SessionVars) > 0 || len(e.UserVars) > 0)
 }
 
 // dropReplica gives the replica connection back (session end, reset,
@@ -472,6 +371,19 @@ func (s *session) dropReplica() {
 		s.srv.pool.put(s.replica.conn)
 	}
 	s.replica = replicaState{}
+	s.diagReplica = false
 	s.sets = nil
-	s.lastGTID, s.needGTID, s.pinnedPrimary = "", false, false
+	s.lastGTID, s.needGTID, s.pinnedPrimary, s.nextTxnPrimary = "", false, false, false
+}
+
+// mayCreateTemporary reports whether a text the parser could not read may
+// have made a temporary table (CREATE TEMPORARY TABLE with a type the
+// parser does not know, CREATE OR REPLACE TEMPORARY TABLE, CREATE
+// TEMPORARY SEQUENCE, dynamic SQL, stored code that may:
+// rules.RuleSet.MayCreateTemporaryText).
+func (s *session) mayCreateTemporary(an *parser.Analysis) bool {
+	if parser.ShowDiagnostics(an.SQL) {
+		return false
+	}
+	return parser.HasDynamicSQL(an.SQL) || s.srv.ruleSet().MayCreateTemporaryText(an.SQL, s.db)
 }

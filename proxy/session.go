@@ -91,6 +91,16 @@ type session struct {
 	lastGTID      string
 	needGTID      bool
 	pinnedPrimary bool
+	// nextTxnPrimary: SET TRANSACTION without a scope set the next
+	// transaction's characteristics, on the primary's connection.
+	nextTxnPrimary bool
+	// diagReplica: the session's diagnostics area (SHOW WARNINGS) is
+	// its replica connection's, which served the last statement;
+	// diagPrev is what diagReplica was before the command being served
+	// (beginCommand).
+	diagReplica, diagPrev bool
+	// raised: the response being relayed reported a warning.
+	raised bool
 
 	// Locks held for the current transaction or autocommit statement.
 	locks   *lockmgr.Set

@@ -66,6 +66,9 @@ var (
 	// errReplicaUnreachable: KILL could not reach the replica running the
 	// query it is to stop (2003).
 	errReplicaUnreachable = errors.New("proxy: cannot reach the replica")
+	// errDiagnosticsLost: the replica connection that ran the previous
+	// statement failed before it gave that statement's warnings (1105).
+	errDiagnosticsLost = errors.New("proxy: the previous statement's diagnostics are lost")
 )
 
 // clientError is one row of clientErrors: an error that matches err
@@ -106,6 +109,7 @@ var clientErrors = []clientError{
 	{err: errConstraint, code: erConstraintFailed, state: "23000"},
 	{err: errPrimaryUnreachable, code: erConnHost, state: "HY000"},
 	{err: errReplicaUnreachable, code: erConnHost, state: "HY000"},
+	{err: errDiagnosticsLost, code: erUnknown, state: "HY000"},
 
 	{err: lockmgr.ErrWaitTimeout, code: erLockWaitTimeout, state: "HY000",
 		text: mysqlWords("Lock wait timeout exceeded; try restarting transaction")},

@@ -47,6 +47,7 @@ var clientCases = []struct {
 	{"proxy.errConstraint", errorf(errConstraint, `CONSTRAINT stock >= 0 failed for rule "r" key "k"`), 4025, "23000"},
 	{"proxy.errPrimaryUnreachable", backendDialError(errors.New("dial tcp: connection refused")), 2003, "HY000"},
 	{"proxy.errReplicaUnreachable", errorf(errReplicaUnreachable, "cannot reach replica %s to stop the query of connection %d: %v", "127.0.0.1:1", 7, errors.New("connection refused")), 2003, "HY000"},
+	{"proxy.errDiagnosticsLost", errorf(errDiagnosticsLost, "the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", errors.New("EOF")), 1105, "HY000"},
 	// A stale fencing token reaches the client as the lease it proves lost.
 	{"proxy.errFenced", fmt.Errorf("%w: %w (rule %q key %q token %d)", lockmgr.ErrLeaseLost, errFenced, "r", "k", 3), 1213, "40001"},
 

@@ -78,6 +78,9 @@ func (s *session) serve(r request) error {
 	}
 	s.cap = step.capture
 	defer func() { s.cap = nil }()
+	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
+		return err
+	}
 	if s.replicaMay(r) && s.replicaEligible(pl) {
 		if served, err := s.onReplica(r.p, r.st); served || err != nil {
 			if err == nil {
@@ -97,6 +100,7 @@ func (s *session) serve(r request) error {
 		}
 		return err
 	}
+	s.diagReplica = s.diagPrev && keepsReplicaDiagnostics(r.an, s.lastOK, s.raised)
 	s.finishRewrite(step)
 	s.track(r.an, pl)
 	s.dyn.apply(pl.dyn, s.lastOK)

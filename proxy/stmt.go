@@ -120,6 +120,9 @@ func (s *session) prepare(p []byte) error {
 	if err := s.relayPrepare(string(p[1:]), cost); err != nil {
 		return s.backendFailed(s.be, err)
 	}
+	if st := s.stmts[s.lastPrepared]; s.diagPrev && st != nil {
+		s.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.lastOK, s.raised)
+	}
 	return nil
 }
 
@@ -144,6 +147,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		s.lastOK = false
 		return s.flushClient()
 	}
+	s.raised = binary.LittleEndian.Uint16(p[10:]) > 0
 	s.nextID++
 	st := &stmt{
 		id:         s.nextID,

@@ -42,6 +42,9 @@ type hiddenNode struct {
 	event   string // a trigger's event
 	reaches []reach
 	calls   []*hiddenNode // routines it calls and triggers its writes fire
+	// mayTemp: its body may make a temporary table (it names TEMPORARY,
+	// runs dynamic SQL, or cannot be seen).
+	mayTemp bool
 }
 
 // firedByWrites reports whether n runs because a write to its table does:
@@ -83,6 +86,7 @@ func (rs *RuleSet) compileObjects(objs Objects) *objectPlan {
 		m[n.name] = n
 		nodes = append(nodes, n)
 		if !r.BodyKnown {
+			n.mayTemp = true
 			rs.touchAll(n, "lockproxy's backend user cannot see its body")
 			continue
 		}
@@ -146,8 +150,11 @@ func (rs *RuleSet) scanBody(n *hiddenNode, body string) {
 	for _, w := range parser.LexNames(body) {
 		switch w {
 		case "prepare", "execute":
+			n.mayTemp = true
 			rs.touchAll(n, "it runs dynamic SQL (PREPARE/EXECUTE)")
 			continue
+		case "temporary":
+			n.mayTemp = true
 		}
 		ref := qualify(w, n.schema)
 		name := ref.Schema + "." + ref.Name

@@ -184,3 +184,103 @@ func (rs *RuleSet) RunsStoredCode(f *parser.Facts, currentDB string) bool {
 	}
 	return false
 }
+
+// MayCreateTemporary reports whether f may run stored code that makes a
+// temporary table lockproxy does not see: a procedure or stored function
+// it calls (or a view it reads calls), or a trigger on a table it writes,
+// whose body, or that of code it calls, names TEMPORARY, runs dynamic SQL
+// or cannot be read. Without the schema's objects any call or write
+// counts.
+func (rs *RuleSet) MayCreateTemporary(f *parser.Facts, currentDB string) bool {
+	if rs == nil || rs.objects == nil {
+		if f.Procedure != "" || len(f.Calls) > 0 {
+			return true
+		}
+		for _, ref := range f.Tables {
+			if ref.Write {
+				return true
+			}
+		}
+		return false
+	}
+	op := rs.objects
+	var start []*hiddenNode
+	if f.Procedure != "" {
+		p := op.procs[f.Procedure]
+		if p == nil {
+			return true // not in the schema read: made since
+		}
+		start = append(start, p)
+	}
+	calls := f.Calls
+	for _, ref := range f.Tables {
+		schema := refSchema(ref, currentDB)
+		if v := rs.view(schema, ref.Name); v != nil {
+			calls = append(calls, v.calls...)
+		}
+		if ref.Write {
+			start = append(start, op.triggers[schema+"."+ref.Name]...)
+		}
+	}
+	for _, c := range calls {
+		if fn := op.funcs[c]; fn != nil {
+			start = append(start, fn)
+		}
+	}
+	return reachesTemporary(start)
+}
+
+// reachesTemporary reports whether a node of start, or one they call, may
+// make a temporary table.
+func reachesTemporary(start []*hiddenNode) bool {
+	seen := map[*hiddenNode]bool{}
+	for len(start) > 0 {
+		n := start[len(start)-1]
+		start = start[:len(start)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if n.mayTemp {
+			return true
+		}
+		start = append(start, n.calls...)
+	}
+	return false
+}
+
+// MayCreateTemporaryText is MayCreateTemporary for a text the parser could
+// not read, by the names in it (parser.LexNames): it names TEMPORARY or
+// PREPARE/EXECUTE, or a routine, a view calling one or a table with
+// triggers whose code may make a temporary table. Without the schema's
+// objects every text counts.
+func (rs *RuleSet) MayCreateTemporaryText(text, currentDB string) bool {
+	if rs == nil || rs.objects == nil {
+		return true
+	}
+	op := rs.objects
+	var start []*hiddenNode
+	for _, w := range parser.LexNames(text) {
+		switch w {
+		case "temporary", "prepare", "execute":
+			return true
+		}
+		ref := qualify(w, strings.ToLower(currentDB))
+		name := ref.Schema + "." + ref.Name
+		if n := op.procs[name]; n != nil {
+			start = append(start, n)
+		}
+		if n := op.funcs[name]; n != nil {
+			start = append(start, n)
+		}
+		if v := op.views[name]; v != nil {
+			for _, c := range v.calls {
+				if n := op.funcs[c]; n != nil {
+					start = append(start, n)
+				}
+			}
+		}
+		start = append(start, op.triggers[name]...)
+	}
+	return reachesTemporary(start)
+}

@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// The diagnostics area. MariaDB keeps the warnings and errors of a
+// session's last statement for SHOW WARNINGS, SHOW ERRORS and
+// @@warning_count/@@error_count. A read a replica served left them on the
+// session's replica connection, not on the primary: the statements that
+// read them go where the previous statement ran.
+
+// keepsDiagnostics reports whether MariaDB leaves the diagnostics area of
+// the previous statement as it was across a command: those that run no
+// statement.
+func keepsDiagnostics(cmd byte) bool {
+	switch cmd {
+	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_STMT_CLOSE, mysql.COM_STMT_SEND_LONG_DATA:
+		return true
+	}
+	return false
+}
+
+// beginCommand notes, before a command is served, whether the diagnostics
+// area the client may read is the replica connection's (diagPrev); the
+// command, unless it keeps them, then owns the session's diagnostics
+// wherever it runs (onReplica marks a replica's).
+func (s *session) beginCommand(cmd byte) {
+	s.diagPrev = s.diagReplica
+	if !keepsDiagnostics(cmd) {
+		s.diagReplica = false
+	}
+}
+
+// diagnosticsOnly reports whether every statement of an only reads the
+// diagnostics area (parser.Facts.Diagnostics).
+func diagnosticsOnly(an *parser.Analysis) bool {
+	if an != nil && an.Unparsed {
+		return parser.ShowDiagnostics(an.SQL)
+	}
+	if an == nil || len(an.Stmts) == 0 {
+		return false
+	}
+	for _, f := range an.Stmts {
+		if !f.Diagnostics {
+			return false
+		}
+	}
+	return true
+}
+
+// diagnosticsOnReplica serves r on the replica connection that ran the
+// previous statement when r only reads the diagnostics area, and reports
+// whether it did; false means the diagnostics are the primary's and r goes
+// there. Should that connection fail before answering, the warnings it
+// held are gone: the client is told so (1105), never shown the primary's.
+func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
+	rc := s.replica.conn
+	if !s.diagPrev || rc == nil || !diagnosticsOnly(r.an) {
+		return false, nil
+	}
+	p := r.p
+	if r.st != nil {
+		if p, err = s.replicaExecute(rc, p, r.st); err != nil {
+			return true, s.diagnosticsLost(err)
+		}
+	}
+	if err := s.relayReplica(rc, p, r.st != nil); err != nil {
+		if _, ok := err.(clientIOError); ok || s.midResponse {
+			rc.broken = true
+			return true, err
+		}
+		return true, s.diagnosticsLost(err)
+	}
+	s.diagReplica = true
+	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(r.st)).Inc()
+	return true, nil
+}
+
+// diagnosticsLost drops the replica connection that failed while asked
+// for the previous statement's diagnostics and tells the client.
+func (s *session) diagnosticsLost(cause error) error {
+	s.replicaBroken(s.replica.conn.key.addr, cause)
+	return s.writeErrAt(1, errorf(errDiagnosticsLost,
+		"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", cause))
+}
+
+// keepsReplicaDiagnostics reports whether a statement the primary ran
+// leaves the client's diagnostics area as the previous statement, which a
+// replica ran, left it: MariaDB clears the area for a statement that names
+// a table or raises a condition, not for one that does neither (SET
+// @x = 1, SELECT @@last_insert_id). Anything that may reach a table (a
+// stored function, a statement other than SET or SELECT) clears it.
+func keepsReplicaDiagnostics(an *parser.Analysis, ok, raised bool) bool {
+	if !ok || raised || an == nil || an.Unparsed || len(an.Stmts) == 0 {
+		return false
+	}
+	for _, f := range an.Stmts {
+		switch {
+		case f.Kind != parser.KindSet && f.Kind != parser.KindSelect,
+			len(f.Tables) > 0 || f.Procedure != "",
+			f.Impure != "" && !strings.HasPrefix(f.Impure, "reads @@"):
+			return false
+		}
+	}
+	return true
+}

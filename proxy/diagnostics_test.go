@@ -1,0 +1,144 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// answer is what a command returned, as text: its rows or its error
+// code, and its warning count.
+func answer(r *mysql.Result, err error) string {
+	if err != nil {
+		var me *mysql.MyError
+		if e, ok := err.(*mysql.MyError); ok {
+			me = e
+			return fmt.Sprintf("error %d", me.Code)
+		}
+		return "error " + err.Error()
+	}
+	defer r.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "warnings %d;", r.Warnings)
+	if r.Resultset == nil {
+		return b.String()
+	}
+	for i := range r.Values {
+		for j := range r.Values[i] {
+			s, _ := r.GetString(i, j)
+			b.WriteString(" " + s)
+		}
+		b.WriteString(";")
+	}
+	return b.String()
+}
+
+// TestDiagnosticsAfterReplicaRead: SHOW WARNINGS, SHOW ERRORS, their
+// COUNT(*) forms and @@warning_count/@@error_count show the diagnostics of
+// the statement before them, as MariaDB shows them directly, whether a
+// replica or the primary ran that statement, by text and prepared.
+func TestDiagnosticsAfterReplicaRead(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
+		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	waitReplica(t, p)
+	type step struct {
+		q       string
+		replica bool // the statement is a read a replica serves
+		prepare bool // run as a prepared statement
+		ping    bool // a COM_PING first
+		// prepareOnly: prepared, closed, never executed.
+		prepareOnly bool
+	}
+	steps := []step{
+		{q: "SELECT CAST(s AS SIGNED) FROM plain ORDER BY id", replica: true},
+		{q: "SHOW WARNINGS"},
+		{q: "SHOW COUNT(*) WARNINGS"},
+		{q: "SELECT @@warning_count, @@error_count"},
+		{q: "SHOW WARNINGS LIMIT 1"},
+		{q: "SHOW WARNINGS", ping: true},
+		{q: "SELECT * FROM nosuch", replica: true},
+		{q: "SHOW ERRORS"},
+		{q: "SELECT @@session.error_count"},
+		{q: "SHOW COUNT(*) ERRORS"},
+		{q: "SHOW WARNINGS"},
+		{q: "UPDATE plain SET s = s WHERE id = CAST('1x' AS SIGNED)"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT @@warning_count"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 2", replica: true},
+		{q: "SHOW WARNINGS", prepare: true},
+		{q: "SELECT @@warning_count", prepare: true},
+		{q: "SELECT CAST(s AS DOUBLE) FROM plain WHERE id = ?", replica: true, prepare: true},
+		{q: "SHOW WARNINGS", prepare: true},
+		{q: "SELECT 1 + 1", replica: true},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 3", replica: true},
+		{q: "SET @x = 1"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT @@last_insert_id, @x"},
+		{q: "SHOW WARNINGS"},
+		{q: "SET @x = CAST('2x' AS SIGNED)"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 1", replica: true},
+		{q: "SELECT s FROM plain WHERE id = ?", prepareOnly: true},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 2", replica: true},
+		{q: "SELECT @x + ?", prepareOnly: true},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 3", replica: true},
+		{q: "DELETE FROM plain WHERE id = 99"},
+		{q: "SHOW WARNINGS"},
+	}
+	run := func(c *client.Conn, s step) string {
+		if s.ping {
+			if err := c.Ping(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !s.prepare && !s.prepareOnly {
+			return answer(c.Execute(s.q))
+		}
+		st, err := c.Prepare(s.q)
+		if err != nil {
+			return answer(nil, err)
+		}
+		defer st.Close()
+		if s.prepareOnly {
+			return fmt.Sprintf("prepared: %d parameters", st.ParamNum())
+		}
+		var args []any
+		if st.ParamNum() > 0 {
+			args = []any{3}
+		}
+		return answer(st.Execute(args...))
+	}
+	direct, err := client.Connect(p.bed.PrimaryAddr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	proxied, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxied.Close()
+	for i, s := range steps {
+		kind := "query"
+		if s.prepare {
+			kind = "execute"
+		}
+		before := testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", kind))
+		want, got := run(direct, s), run(proxied, s)
+		if got != want {
+			t.Errorf("step %d %q: through lockproxy %q, directly %q", i, s.q, got, want)
+		}
+		if s.replica && testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", kind)) == before {
+			t.Errorf("step %d %q: not served by the replica", i, s.q)
+		}
+	}
+}
