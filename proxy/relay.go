@@ -159,6 +159,9 @@ func (s *session) relay(kind relayKind, binary bool) error {
 		s.releaseEarly = false
 		s.afterCommand()
 	}
+	if s.shareOnEnd {
+		s.shareWrites()
+	}
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
 	}

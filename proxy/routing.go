@@ -100,8 +100,13 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		s.replicaBroken(addr, err)
 		return false, nil
 	}
-	if s.lastGTID != "" && s.replica.reached != s.lastGTID {
-		v, err := rc.queryValue(router.WaitGTIDQuery(s.lastGTID, gtidWait))
+	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.lastGTID)
+	if want != "" && s.replica.reached != want {
+		q := router.WaitGTIDQuery(want, gtidWait)
+		if q == "" {
+			return false, nil // a GTID that does not parse: read from the primary
+		}
+		v, err := rc.queryValue(q)
 		if err != nil {
 			s.replicaBroken(addr, err)
 			return false, nil
@@ -109,7 +114,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		if string(v) != "0" {
 			return false, nil // not caught up: read from the primary
 		}
-		s.replica.reached = s.lastGTID
+		s.replica.reached = want
 	}
 	if st != nil {
 		if p, err = s.replicaExecute(rc, p, st); err != nil {

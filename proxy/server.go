@@ -63,6 +63,9 @@ type Server struct {
 	// shape first. At most textShapesSize: rewrite and fence rules guard
 	// few tables, and each entry keeps its analysis alive.
 	textShapes *lru.Cache[*parser.Analysis, *rules.RuleSet]
+	// marks are the GTIDs written through this instance, for
+	// backends.read_your_writes user and global.
+	marks      writeMarks
 	reg        prometheus.Registerer
 	started    time.Time
 	hardCtx    context.Context // cancelled when the shutdown grace ends

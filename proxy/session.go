@@ -101,6 +101,11 @@ type session struct {
 	diagReplica, diagPrev bool
 	// raised: the response being relayed reported a warning.
 	raised bool
+	// shareOnEnd: the statement being relayed may write, and its GTID is
+	// to be shared before the client has its answer (shareWrites).
+	shareOnEnd bool
+	// sharedGTID: shareWrites learnt the GTID of the statement served.
+	sharedGTID bool
 
 	// Locks held for the current transaction or autocommit statement.
 	locks   *lockmgr.Set

@@ -94,7 +94,10 @@ func (s *session) serve(r request) error {
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	if sent, err := s.sendPrimary(r, pl, step, mark); !sent || err != nil {
+	s.shareOnEnd = mayWrite(r.an) && s.sharesWrites()
+	sent, err := s.sendPrimary(r, pl, step, mark)
+	s.shareOnEnd = false
+	if !sent || err != nil {
 		if !sent {
 			s.notRun(mark)
 		}
@@ -105,6 +108,10 @@ func (s *session) serve(r request) error {
 	s.track(r.an, pl)
 	s.dyn.apply(pl.dyn, s.lastOK)
 	s.noteStatement(r.an)
+	if s.sharedGTID {
+		s.needGTID = false // learnt once the primary had answered
+	}
+	s.sharedGTID = false
 	s.afterCommand()
 	return nil
 }

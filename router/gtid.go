@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,24 @@ func (p GTIDPos) Reached(want GTIDPos) bool {
 		}
 	}
 	return true
+}
+
+// Merge returns the position that has applied both p and q: for every
+// domain of either, the GTID with the higher sequence number. Neither p
+// nor q is changed; the result is sorted by domain.
+func (p GTIDPos) Merge(q GTIDPos) GTIDPos {
+	out := append(GTIDPos(nil), p...)
+	for _, g := range q {
+		i := slices.IndexFunc(out, func(o GTID) bool { return o.Domain == g.Domain })
+		switch {
+		case i < 0:
+			out = append(out, g)
+		case out[i].Seq < g.Seq:
+			out[i] = g
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Domain < out[j].Domain })
+	return out
 }
 
 func (p GTIDPos) domain(d uint32) (GTID, bool) {

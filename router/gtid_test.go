@@ -131,3 +131,30 @@ func FuzzWaitGTIDQuery(f *testing.F) {
 		}
 	})
 }
+
+func TestGTIDPosMerge(t *testing.T) {
+	for _, c := range []struct{ a, b, want string }{
+		{"", "", ""},
+		{"0-1-5", "", "0-1-5"},
+		{"", "0-1-5", "0-1-5"},
+		{"0-1-5", "0-1-7", "0-1-7"},
+		{"0-1-9", "0-2-7", "0-1-9"},
+		{"1-1-3", "0-1-5", "0-1-5,1-1-3"},
+		{"0-1-5,1-1-3", "1-2-4,2-1-1", "0-1-5,1-2-4,2-1-1"},
+	} {
+		a, err := ParseGTIDPos(c.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ParseGTIDPos(c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Merge(b).String(); got != c.want {
+			t.Errorf("%q merged with %q: %q, want %q", c.a, c.b, got, c.want)
+		}
+		if a.String() != c.a && c.a != "" {
+			t.Errorf("Merge changed its receiver to %q", a)
+		}
+	}
+}

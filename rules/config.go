@@ -94,9 +94,9 @@ type BackendConfig struct {
 	Primary       string   `yaml:"primary"`
 	Replicas      []string `yaml:"replicas"`
 	MaxReplicaLag Duration `yaml:"max_replica_lag"` // default 2s
-	// ReadYourWrites (default true): after a session writes, a replica
-	// serves its reads only once it has applied the session's last GTID.
-	ReadYourWrites *bool `yaml:"read_your_writes"`
+	// ReadYourWrites (default session): whose writes a replica must have
+	// applied before it serves a session's read (ReadYourWrites).
+	ReadYourWrites ReadYourWrites `yaml:"read_your_writes"`
 	// SchemaRefresh (default 30s) is how often the guarded tables' columns
 	// and the primary's views, routines, triggers and foreign keys are
 	// read again, so objects made directly on the primary are seen within
@@ -122,7 +122,24 @@ type TLSClientConfig struct {
 }
 
 // RYW reports whether read-your-writes is on (the default).
-func (b BackendConfig) RYW() bool { return b.ReadYourWrites == nil || *b.ReadYourWrites }
+func (b BackendConfig) RYW() bool { return b.ReadYourWrites != RYWOff }
+
+// ReadYourWrites is backends.read_your_writes: before a replica serves a
+// session's read, it must have applied the last GTID written through this
+// lockproxy by the session itself (RYWSession, the default), by any
+// session of the same user (RYWUser: a pool that writes on one
+// connection and reads on another reads its writes), or by any session
+// (RYWGlobal); RYWOff: any healthy replica within the lag. The YAML
+// booleans of earlier versions still read: true is session, false off.
+type ReadYourWrites string
+
+// The values of ReadYourWrites.
+const (
+	RYWSession ReadYourWrites = "session"
+	RYWUser    ReadYourWrites = "user"
+	RYWGlobal  ReadYourWrites = "global"
+	RYWOff     ReadYourWrites = "off"
+)
 
 // LockConfig selects and tunes the distributed lock backend.
 type LockConfig struct {

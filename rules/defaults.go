@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -91,6 +92,12 @@ func applyDefaults(cfg *Config, d *decoder) {
 	proxyLimitDefaults(&cfg.Proxy, d)
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
+	switch strings.ToLower(string(cfg.Backends.ReadYourWrites)) {
+	case "", "true": // the boolean of earlier versions
+		cfg.Backends.ReadYourWrites = RYWSession
+	case "false":
+		cfg.Backends.ReadYourWrites = RYWOff
+	}
 	setStr(&cfg.Locks.Backend, DefaultLockBackend)
 	setDur(d, "locks.ttl", &cfg.Locks.TTL, DefaultLockTTL)
 	setDur(d, "locks.wait_timeout", &cfg.Locks.WaitTimeout, DefaultWaitTimeout)

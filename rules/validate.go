@@ -158,6 +158,11 @@ func (v *validator) backends(b *BackendConfig) {
 	if b.SchemaRefresh < 0 {
 		v.add("backends.schema_refresh", "must not be negative")
 	}
+	switch b.ReadYourWrites {
+	case RYWSession, RYWUser, RYWGlobal, RYWOff:
+	default:
+		v.add("backends.read_your_writes", "must be session, user, global or off (true: session, false: off), not %q", b.ReadYourWrites)
+	}
 	v.tlsClient("backends.tls", b.TLS)
 }
 
