@@ -105,67 +105,82 @@ func newTestThrottle() (*loginThrottle, *fakeClock) {
 	return th, clk
 }
 
-// attempt runs one admitted attempt to its end, as a session would, and
-// returns its wait.
-func attempt(t *testing.T, th *loginThrottle, clk *fakeClock, user, host string, ok bool) time.Duration {
-	t.Helper()
-	turn, admitted := th.admit(user, host, time.Minute)
+// attempt runs one attempt to its end, as a session would: refused
+// reports whether the throttle refused it before its password was checked;
+// penalty is what a failure cost its counts.
+func attempt(th *loginThrottle, user, host string, ok bool) (refused bool, penalty time.Duration) {
+	turn, admitted := th.admit(user, host)
 	if !admitted {
-		t.Fatalf("attempt by %s from %s refused", user, host)
+		return true, 0
 	}
-	clk.t = clk.t.Add(turn.wait)
+	defer th.release(turn)
 	if ok {
-		th.succeeded(user, host)
-	} else {
-		th.failed(user, host)
+		th.succeeded(user, host, turn)
+		return false, 0
 	}
-	turn.done()
-	return turn.wait
+	return false, th.failed(user, host, turn)
 }
 
+// TestLoginThrottle: past the free failures, each failure holds a slot of
+// its count for a penalty that doubles up to maxLoginDelay; while every
+// slot is held, attempts are refused unchecked; nobody is ever made to
+// wait, and a correct password is admitted whenever a slot is free.
 func TestLoginThrottle(t *testing.T) {
 	th, clk := newTestThrottle()
 	for i := 0; i < freeLogins; i++ {
-		if d := attempt(t, th, clk, "app", "10.0.0.1", false); d != 0 {
-			t.Fatalf("attempt %d delayed %v", i, d)
+		if refused, d := attempt(th, "app", "10.0.0.1", false); refused || d != 0 {
+			t.Fatalf("free attempt %d: refused %v, penalty %v", i, refused, d)
 		}
 	}
 	var last time.Duration
 	for i := 0; i < 10; i++ {
-		d := attempt(t, th, clk, "app", "10.0.0.1", false)
-		if d < last || d == 0 || d > maxLoginDelay {
-			t.Fatalf("after %d more failures: delay %v (previous %v)", i, d, last)
+		refused, d := attempt(th, "app", "10.0.0.1", false)
+		if refused || d < last || d == 0 || d > maxLoginDelay {
+			t.Fatalf("after %d more failures: refused %v, penalty %v (previous %v)", i, refused, d, last)
 		}
 		last = d
+		clk.t = clk.t.Add(d) // the slot frees
 	}
 	if last != maxLoginDelay {
-		t.Errorf("delay capped at %v, want %v", last, maxLoginDelay)
+		t.Errorf("penalty capped at %v, want %v", last, maxLoginDelay)
 	}
-	if d := attempt(t, th, clk, "app", "10.0.0.2", true); d != 0 {
-		t.Errorf("another address is delayed %v", d)
+	for i := 0; i < maxWaiting; i++ {
+		if refused, _ := attempt(th, "app", "10.0.0.1", false); refused {
+			t.Fatalf("guess %d refused with a slot free", i)
+		}
 	}
-	th.succeeded("app", "10.0.0.1")
-	if turn, _ := th.admit("app", "10.0.0.1", time.Minute); turn.wait != 0 {
-		t.Errorf("delay %v after a successful login", turn.wait)
+	if refused, _ := attempt(th, "app", "10.0.0.1", true); !refused {
+		t.Error("an attempt was checked while every slot of its count was held")
+	}
+	if refused, _ := attempt(th, "app", "10.0.0.2", true); refused {
+		t.Error("another address is refused")
+	}
+	clk.t = clk.t.Add(maxLoginDelay)
+	if refused, _ := attempt(th, "app", "10.0.0.1", true); refused {
+		t.Error("the correct password is refused once a slot freed")
+	}
+	if refused, d := attempt(th, "app", "10.0.0.1", false); refused || d != 0 {
+		t.Errorf("after a successful login a failure is refused %v, penalised %v", refused, d)
 	}
 	clk.t = clk.t.Add(2 * throttleWindow)
-	if d := attempt(t, th, clk, "other", "10.0.0.1", false); d != 0 {
-		t.Errorf("delay %v after the window passed", d)
+	if refused, d := attempt(th, "other", "10.0.0.1", false); refused || d != 0 {
+		t.Errorf("after the window passed: refused %v, penalty %v", refused, d)
 	}
 }
 
-// TestLoginThrottleParallel: attempts on a throttled account wait in line
-// (each one delay after the previous), at most maxWaiting at a time; the
-// rest are refused at once instead of all being answered after one delay.
+// TestLoginThrottleParallel: attempts on a throttled account are checked
+// maxWaiting at a time; the rest are refused at once. A check that ends
+// in success frees its slot at once; one that fails holds it.
 func TestLoginThrottleParallel(t *testing.T) {
 	th, clk := newTestThrottle()
 	for i := 0; i < freeLogins+3; i++ {
-		attempt(t, th, clk, "app", "10.0.0.1", false)
+		attempt(th, "app", "10.0.0.1", false)
 	}
+	clk.t = clk.t.Add(time.Minute - time.Second) // every slot free, the failures still counted
 	var turns []loginTurn
 	refused := 0
 	for i := 0; i < 200; i++ {
-		turn, ok := th.admit("app", "10.0.0.1", time.Minute)
+		turn, ok := th.admit("app", "10.0.0.1")
 		if !ok {
 			refused++
 			continue
@@ -175,38 +190,32 @@ func TestLoginThrottleParallel(t *testing.T) {
 	if len(turns) != maxWaiting || refused != 200-maxWaiting {
 		t.Fatalf("%d attempts admitted, %d refused; want %d admitted", len(turns), refused, maxWaiting)
 	}
-	if turns[1].wait <= turns[0].wait {
-		t.Errorf("second waiting attempt waits %v, first %v: they are not in line", turns[1].wait, turns[0].wait)
-	}
-	if _, ok := th.admit("app", "10.0.0.1", turns[0].wait/2); ok {
-		t.Error("an attempt that would outwait the handshake was admitted")
-	}
-	for _, turn := range turns {
-		turn.done()
-	}
-	if _, ok := th.admit("app", "10.0.0.1", time.Minute); !ok {
-		t.Error("attempts are still refused after the line emptied")
+	th.succeeded("app", "10.0.0.1", turns[0])
+	th.release(turns[0])
+	if _, ok := th.admit("app", "10.0.0.1"); !ok {
+		t.Error("the slot of a successful login is still held")
 	}
 }
 
 // TestLoginThrottleSpray: one address trying one password on many user
-// names is slowed on its own count.
+// names is slowed on its own count; an account that logged in from it
+// before is not.
 func TestLoginThrottleSpray(t *testing.T) {
-	th, clk := newTestThrottle()
-	for i := 0; i < freeHostLogins; i++ {
-		if d := attempt(t, th, clk, fmt.Sprintf("user%d", i), "10.0.0.9", false); d != 0 {
-			t.Fatalf("attempt %d (a fresh name) delayed %v", i, d)
+	th, _ := newTestThrottle()
+	attempt(th, "app", "10.0.0.9", true) // a user who knows the password, before the spray
+	for i := 0; i < freeHostLogins+maxWaiting; i++ {
+		if refused, _ := attempt(th, fmt.Sprintf("user%d", i), "10.0.0.9", false); refused {
+			t.Fatalf("attempt %d (a fresh name) refused", i)
 		}
 	}
-	attempt(t, th, clk, "app", "10.0.0.9", true) // a user who knows the password, before the spray
-	if d := attempt(t, th, clk, "yet-another-name", "10.0.0.9", false); d == 0 {
-		t.Error("the address's next attempt, on a fresh name, is not delayed")
+	if refused, _ := attempt(th, "yet-another-name", "10.0.0.9", false); !refused {
+		t.Error("the address's next attempt, on a fresh name, is checked while its slots are held")
 	}
-	if d := attempt(t, th, clk, "app", "10.0.0.9", true); d != 0 {
-		t.Errorf("a user who logged in from the address before is delayed %v by the spray", d)
+	if refused, _ := attempt(th, "app", "10.0.0.9", true); refused {
+		t.Error("a user who logged in from the address before is refused because of the spray")
 	}
-	if d := attempt(t, th, clk, "app", "10.0.0.10", true); d != 0 {
-		t.Errorf("another address is delayed %v", d)
+	if refused, _ := attempt(th, "app", "10.0.0.10", true); refused {
+		t.Error("another address is refused")
 	}
 }
 
@@ -216,7 +225,7 @@ func TestLoginThrottleBounded(t *testing.T) {
 	th, clk := newTestThrottle()
 	long := strings.Repeat("x", 4000)
 	for i := 0; i < 30000; i++ {
-		th.failed(fmt.Sprintf("%s%d", long, i), fmt.Sprintf("10.1.%d.%d", i/250, i%250))
+		th.failed(fmt.Sprintf("%s%d", long, i), fmt.Sprintf("10.1.%d.%d", i/250, i%250), loginTurn{})
 		clk.t = clk.t.Add(time.Millisecond)
 	}
 	if n := th.tracked(); n > maxTracked {
@@ -284,5 +293,51 @@ func TestUserMaxConnections(t *testing.T) {
 	}
 	if err := a.Ping(); err != nil {
 		t.Errorf("a session within the cap: %v", err)
+	}
+}
+
+// TestLoginThrottleAnswersAtOnce: through the wire, wrong passwords get
+// 1045 and the right one logs in while its account has a free slot, with
+// no wait on either; once the account's failures past the free ones hold
+// every slot, every
+// attempt on it is refused unchecked (1129), the right password too, until
+// a slot frees. The throttle's clock stands still, so no slot frees here.
+func TestLoginThrottleAnswersAtOnce(t *testing.T) {
+	p := startProxy(t, nil)
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	p.srv.logins.mu.Lock()
+	p.srv.logins.now = clk.now
+	p.srv.logins.mu.Unlock()
+	code := func(password string) uint16 {
+		t.Helper()
+		c, err := client.ConnectWithTimeout(p.addr, p.bed.User, password, "", 30*time.Second)
+		if err == nil {
+			c.Close()
+			return 0
+		}
+		var me *mysql.MyError
+		if !errors.As(err, &me) {
+			t.Fatalf("login with password %q: %v, want a MySQL error", password, err)
+		}
+		return me.Code
+	}
+	for i := 0; i < freeLogins+1; i++ {
+		if got := code("wrong"); got != mysql.ER_ACCESS_DENIED_ERROR {
+			t.Fatalf("wrong password %d: error %d, want 1045", i, got)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		if got := code(p.bed.Password); got != 0 {
+			t.Fatalf("the right password after %d failures: error %d, want a login", freeLogins+1, got)
+		}
+	}
+	// A login forgets the account's failures: a new run of guesses.
+	for i := 0; i < freeLogins+maxWaiting; i++ {
+		if got := code("wrong"); got != mysql.ER_ACCESS_DENIED_ERROR {
+			t.Fatalf("wrong password: error %d, want 1045", got)
+		}
+	}
+	if got := code(p.bed.Password); got != mysql.ER_HOST_IS_BLOCKED {
+		t.Errorf("with every slot held: error %d, want 1129", got)
 	}
 }

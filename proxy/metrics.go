@@ -92,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	})
 	m.loginsThrottled = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lockproxy_logins_throttled_total",
-		Help: "Login attempts refused unanswered because too many were already waiting for the same account or address.",
+		Help: "Login attempts refused (1129) unchecked because recent failed logins hold every slot of their account or address.",
 	})
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")

@@ -311,18 +311,15 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
 	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
-	turn, admitted := s.srv.logins.admit(s.user, host, s.srv.config().Proxy.HandshakeTimeout.D())
+	turn, admitted := s.srv.logins.admit(s.user, host)
 	if !admitted {
 		s.srv.metrics.loginsThrottled.Inc()
-		s.srv.audit.Debug("login refused: too many failed logins waiting", zap.String("user", s.user), zap.String("client", host))
+		s.srv.audit.Debug("login refused: too many recent failed logins", zap.String("user", s.user), zap.String("client", host))
 		e := errorf(errHostBlocked, "Host '%s' is blocked because of many failed logins; try again later", host)
 		_ = s.writeErrAt(seq, e)
 		return 0, e
 	}
-	defer turn.done()
-	if turn.wait > 0 {
-		time.Sleep(turn.wait)
-	}
+	defer s.srv.logins.release(turn)
 	u, known := s.srv.lookupUser(s.user)
 	// A client answering with another plugin than the one announced did not
 	// compute its answer for the greeting (libmariadb and libmysqlclient
@@ -356,7 +353,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	}
 	if !ok {
 		s.srv.metrics.authFailures.Inc()
-		s.srv.logins.failed(s.user, host)
+		s.srv.logins.failed(s.user, host, turn)
 		usingPw := "YES"
 		if len(auth) == 0 {
 			usingPw = "NO"
@@ -368,7 +365,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 		return 0, e
 	}
 	s.password = u.Password
-	s.srv.logins.succeeded(s.user, host)
+	s.srv.logins.succeeded(s.user, host, turn)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
 		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err

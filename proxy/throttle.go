@@ -9,16 +9,19 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Failed logins slow down further attempts, as MySQL's connection_control
-// does, on two counts: per account and client address (guessing one
-// account's password), and per client address alone (one password tried
-// on many user names). Past the free failures within throttleWindow, each
-// attempt on a count is answered only after a delay that doubles up to
-// maxLoginDelay, and attempts on one count take their turns one after the
-// other: parallel guesses wait in line instead of all at once. At most
-// maxWaiting attempts wait on a count; more are refused at once (1129).
-// Counts live in an LRU of maxTracked entries, so the table stays bounded
-// however many names are tried.
+// Failed logins slow down password guessing, on two counts: per account
+// and client address (guessing one account's password), and per client
+// address alone (one password tried on many user names). Past the free
+// failures within throttleWindow, each failure on a count holds one of
+// its maxWaiting slots for a penalty that doubles up to maxLoginDelay,
+// after the slot's previous penalty; while every slot of a count is held,
+// attempts on it are refused at once (1129) before their password is
+// checked. So a count is checked at most maxWaiting times per penalty,
+// whoever hangs up, and nobody waits: a correct password is answered at
+// once (a pool never times out on the throttle), a wrong one gets 1045 at
+// once, and guesses past the slots get 1129. Counts live in an LRU of
+// maxTracked entries, so the table stays bounded however many names are
+// tried.
 const (
 	freeLogins     = 3  // per account and address
 	freeHostLogins = 20 // per address, over every account
@@ -41,13 +44,12 @@ type loginThrottle struct {
 	now  func() time.Time
 }
 
-// failures is one count: recent failures, and the line of attempts
-// waiting for their turn.
+// failures is one count: recent failures, and until when each of its
+// slots is held by a failure's penalty.
 type failures struct {
-	n       int
-	last    time.Time
-	next    time.Time // when the next waiting attempt may be answered
-	waiting int
+	n    int
+	last time.Time
+	held [maxWaiting]time.Time
 }
 
 func newLoginThrottle() *loginThrottle {
@@ -58,103 +60,148 @@ func newLoginThrottle() *loginThrottle {
 	return &loginThrottle{keys: keys, now: time.Now}
 }
 
-// loginTurn is an admitted attempt: wait before answering, then call done.
-type loginTurn struct {
-	wait time.Duration
-	done func()
+// count is one of the counts an attempt is on, and its free failures.
+type count struct {
+	key  string
+	free int
 }
 
-// admit lines an attempt by user from host up behind the attempts on its
-// counts. It refuses (ok false) when maxWaiting attempts already wait on a
-// count, or when the wait would exceed maxWait (the handshake would time
-// out first).
-func (t *loginThrottle) admit(user, host string, maxWait time.Duration) (turn loginTurn, ok bool) {
+// counts are the counts of an attempt by user from host: the account's,
+// and the address's unless the account logged in from it lately.
+func (t *loginThrottle) counts(user, host string, now time.Time) []count {
+	cs := []count{{accountKey(user, host), freeLogins}, {"h:" + host, freeHostLogins}}
+	if ok, found := t.keys.Get("ok:" + accountKey(user, host)); found && now.Sub(ok.last) < trustedFor {
+		cs = cs[:1]
+	}
+	return cs
+}
+
+// loginTurn is an admitted attempt: the slot it holds on each of its
+// throttled counts while its password is checked, so that parallel
+// attempts on a count are checked maxWaiting at a time. End it with
+// failed or succeeded; release frees what an attempt that ended otherwise
+// still holds.
+type loginTurn struct {
+	slots map[string]int // count key → slot
+}
+
+// reserved is how long an admitted attempt may hold its slot if it never
+// ends (a session that panicked).
+const reserved = maxLoginDelay
+
+// admit admits an attempt by user from host to have its password checked
+// now, holding a free slot of each of its throttled counts; ok is false
+// (and nothing is held) while every slot of one of them is held.
+func (t *loginThrottle) admit(user, host string) (turn loginTurn, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	var waiting []*failures
-	var until time.Time
-	counts := []struct {
-		key  string
-		free int
-	}{{accountKey(user, host), freeLogins}, {"h:" + host, freeHostLogins}}
-	if ok, found := t.keys.Get("ok:" + accountKey(user, host)); found && now.Sub(ok.last) < trustedFor {
-		counts = counts[:1]
-	}
-	for _, k := range counts {
-		f, _ := t.keys.Get(k.key)
-		d := f.delay(now, k.free)
-		if d == 0 {
+	turn.slots = map[string]int{}
+	for _, c := range t.counts(user, host, now) {
+		f, _ := t.keys.Get(c.key)
+		if !f.throttled(now, c.free) {
 			continue
 		}
-		if f.waiting >= maxWaiting {
+		i := f.freeSlot(now)
+		if i < 0 {
+			t.releaseLocked(turn, now)
 			return loginTurn{}, false
 		}
-		at := f.next
-		if at.Before(now) {
-			at = now
-		}
-		at = at.Add(d)
-		if at.After(until) {
-			until = at
-		}
-		waiting = append(waiting, f)
+		f.held[i] = now.Add(reserved)
+		turn.slots[c.key] = i
 	}
-	wait := until.Sub(now)
-	if wait > maxWait {
-		return loginTurn{}, false
-	}
-	for _, f := range waiting {
-		f.next = until
-		f.waiting++
-	}
-	return loginTurn{wait: max(wait, 0), done: func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		for _, f := range waiting {
-			f.waiting--
-		}
-	}}, true
+	return turn, true
 }
 
-// delay is how long the next attempt on f waits (f may be nil).
-func (f *failures) delay(now time.Time, free int) time.Duration {
-	if f == nil || now.Sub(f.last) > throttleWindow || f.n < free {
-		return 0
-	}
-	return min(baseLoginDelay<<min(f.n-free, 6), maxLoginDelay)
+// release frees the slots turn still holds (idempotent).
+func (t *loginThrottle) release(turn loginTurn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.releaseLocked(turn, t.now())
 }
 
-// failed records a failed login by user from host on both counts.
-func (t *loginThrottle) failed(user, host string) {
+func (t *loginThrottle) releaseLocked(turn loginTurn, now time.Time) {
+	for k, i := range turn.slots {
+		if f, ok := t.keys.Peek(k); ok {
+			f.held[i] = now
+		}
+		delete(turn.slots, k)
+	}
+}
+
+// throttled reports whether f's free failures are used up, so that
+// attempts on it need a slot (f may be nil).
+func (f *failures) throttled(now time.Time, free int) bool {
+	return f != nil && now.Sub(f.last) <= throttleWindow && f.n >= free
+}
+
+// penalty is how long a failure past the free ones holds a slot.
+func (f *failures) penalty(free int) time.Duration {
+	return min(baseLoginDelay<<min(f.n-free-1, 6), maxLoginDelay)
+}
+
+// freeSlot is a slot of f not held at now, or -1.
+func (f *failures) freeSlot(now time.Time) int {
+	for i, h := range f.held {
+		if !h.After(now) {
+			return i
+		}
+	}
+	return -1
+}
+
+// failed ends turn, a failed login by user from host, on both counts; on
+// a throttled count the failure holds the slot that frees first for the
+// count's penalty, after what it held before. It returns the longest
+// penalty it applied.
+func (t *loginThrottle) failed(user, host string, turn loginTurn) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	for _, k := range []string{accountKey(user, host), "h:" + host} {
-		f, ok := t.keys.Get(k)
+	t.releaseLocked(turn, now) // the failure holds a slot for its penalty below
+	var longest time.Duration
+	for _, c := range []count{{accountKey(user, host), freeLogins}, {"h:" + host, freeHostLogins}} {
+		f, ok := t.keys.Get(c.key)
 		if !ok {
 			f = &failures{}
-			t.keys.Add(k, f)
+			t.keys.Add(c.key, f)
 		} else if now.Sub(f.last) > throttleWindow {
 			f.n = 0
 		}
 		f.n++
 		f.last = now
+		if f.n <= c.free {
+			continue
+		}
+		d := f.penalty(c.free)
+		i := 0
+		for j := range f.held {
+			if f.held[j].Before(f.held[i]) {
+				i = j
+			}
+		}
+		f.held[i] = maxTime(f.held[i], now).Add(d)
+		longest = max(longest, d)
 	}
+	return longest
 }
 
-// succeeded forgets the failures of user from host, and exempts it from
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// succeeded ends turn and forgets the failures of user from host, and exempts it from
 // the address's count for trustedFor. The address's count itself stays:
 // one account that works must not clear the way for guesses at others.
-func (t *loginThrottle) succeeded(user, host string) {
+func (t *loginThrottle) succeeded(user, host string, turn loginTurn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.releaseLocked(turn, t.now())
 	t.keys.Add("ok:"+accountKey(user, host), &failures{last: t.now()})
-	if f, ok := t.keys.Get(accountKey(user, host)); ok && f.waiting == 0 {
-		t.keys.Remove(accountKey(user, host))
-	} else if ok {
-		f.n = 0
-	}
+	t.keys.Remove(accountKey(user, host))
 }
 
 // tracked is how many counts the table holds.
