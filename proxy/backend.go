@@ -42,6 +42,9 @@ type poolKey struct {
 	// (readOnlySession) when it is opened and after every reset, so that
 	// MariaDB itself refuses any write a read lockproxy sent there makes.
 	readOnly bool
+	// attrs are the client's connection attributes the connection was
+	// opened with (connattrs.go).
+	attrs connAttrs
 	// track: a primary connection, which negotiates CLIENT_SESSION_TRACK
 	// whatever the client did and runs trackSession when it is opened
 	// and after every reset (sessiontrack.go).
@@ -89,7 +92,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
 		}
 		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
-		c.SetAttributes(map[string]string{"program_name": "lockproxy"})
+		c.SetAttributes(key.attrs.backend())
 		if key.tls != nil {
 			c.SetTLSConfig(rules.ForAddr(key.tls, key.addr))
 		}

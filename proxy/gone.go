@@ -100,7 +100,11 @@ func (s *session) closeIfPrimaryGone() {
 // away", as it does directly) instead of succeeding into a closed stream.
 // A backend that closed normally (KILL) is mirrored by a normal close.
 func resetClose(c net.Conn) {
-	if nc, ok := c.(interface{ NetConn() net.Conn }); ok { // TLS
+	for { // under TLS, compression
+		nc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
 		c = nc.NetConn()
 	}
 	if tc, ok := c.(*net.TCPConn); ok {

@@ -23,7 +23,8 @@ const serverCaps = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.
 	mysql.CLIENT_PROTOCOL_41 | mysql.CLIENT_INTERACTIVE | mysql.CLIENT_TRANSACTIONS |
 	mysql.CLIENT_SECURE_CONNECTION | mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS |
 	mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_PLUGIN_AUTH | mysql.CLIENT_CONNECT_ATTRS |
-	mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF
+	mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF |
+	mysql.CLIENT_COMPRESS
 
 // mirroredCaps are the client capabilities a backend connection must share
 // with its client for relayed packets to mean the same thing.
@@ -42,6 +43,7 @@ type handshakeResponse struct {
 	auth      []byte
 	db        string
 	plugin    string
+	attrs     connAttrs
 }
 
 // newSalt returns a 20-byte scramble of printable bytes, as MySQL servers send.
@@ -126,10 +128,13 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 		}
 	}
 	if r.caps&mysql.CLIENT_PLUGIN_AUTH != 0 && pos < len(p) {
-		if r.plugin, _, err = readNulString(p, pos); err != nil {
+		if r.plugin, pos, err = readNulString(p, pos); err != nil {
 			// Some clients end the packet without the terminating NUL.
-			r.plugin = string(p[pos:])
+			r.plugin, pos = string(p[pos:]), len(p)
 		}
+	}
+	if r.caps&mysql.CLIENT_CONNECT_ATTRS != 0 && pos < len(p) {
+		r.attrs = parseConnAttrs(p[pos:])
 	}
 	return r, nil
 }

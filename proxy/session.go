@@ -41,6 +41,7 @@ type session struct {
 	caps      uint32 // capabilities the client negotiated
 	collation uint8
 	user      string
+	attrs     connAttrs // the client's connection attributes
 	password  string
 	db        string
 
@@ -270,6 +271,7 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	s.attrs = resp.attrs
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
 		return err
@@ -278,7 +280,13 @@ func (s *session) handshake(ctx context.Context) error {
 		_ = s.writeErrAt(seq, e)
 		return e
 	}
-	return s.pinBackend(ctx, seq)
+	if err := s.pinBackend(ctx, seq); err != nil {
+		return err
+	}
+	if s.caps&mysql.CLIENT_COMPRESS != 0 {
+		s.startCompression()
+	}
+	return nil
 }
 
 // pinBackend takes a primary connection for the session's user, database
@@ -384,6 +392,7 @@ func (s *session) backendKey() poolKey {
 		caps:      s.caps & mirroredCaps,
 		collation: s.collation,
 		tls:       s.srv.loaded().backendTLS,
+		attrs:     s.attrs,
 		track:     true,
 	}
 }

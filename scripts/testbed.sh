@@ -31,6 +31,9 @@
 # takes the bed down when that process exits (so a crashed test binary
 # leaves no servers behind); with LOCKPROXY_TESTBED_EPHEMERAL=1 the
 # watchdog then removes DIR too.
+#
+# LOCKPROXY_TESTBED_PERFORMANCE_SCHEMA=ON at `up` (or `start`, `restart`)
+# turns MariaDB's performance_schema on; it is off by default.
 set -euo pipefail
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
@@ -319,7 +322,7 @@ character-set-server=utf8mb4
 collation-server=utf8mb4_general_ci
 max-connections=1000
 max-allowed-packet=64M
-performance-schema=OFF
+performance-schema=${LOCKPROXY_TESTBED_PERFORMANCE_SCHEMA:-OFF}
 innodb-buffer-pool-size=64M
 innodb-log-file-size=16M
 innodb-flush-log-at-trx-commit=2

@@ -93,9 +93,22 @@ func Get(t testing.TB) *Bed {
 // when no bed can be started.
 func Private(t testing.TB) *Bed {
 	t.Helper()
+	return PrivateWith(t, Options{})
+}
+
+// Options are how a private bed's servers differ from the default.
+type Options struct {
+	// PerformanceSchema turns MariaDB's performance_schema on (off by
+	// default, to keep the servers small), for tests that read it.
+	PerformanceSchema bool
+}
+
+// PrivateWith is Private with servers set up as o says.
+func PrivateWith(t testing.TB, o Options) *Bed {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), installTimeout+startTimeout)
 	defer cancel()
-	b, err := startPrivate(ctx)
+	b, err := startPrivate(ctx, o)
 	if err != nil {
 		unavailable(t, err)
 	}
@@ -115,7 +128,7 @@ func open(ctx context.Context) (b *Bed, owned bool, err error) {
 		b, err := openShared(ctx, dir)
 		return b, false, err
 	}
-	b, err = startPrivate(ctx)
+	b, err = startPrivate(ctx, Options{})
 	return b, err == nil, err
 }
 

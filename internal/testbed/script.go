@@ -69,7 +69,7 @@ func ensureInstalled(ctx context.Context) error {
 // startPrivate starts a bed in a new temporary directory owned by this
 // process: a watchdog stops it and removes the directory if the process
 // dies before destroy runs.
-func startPrivate(ctx context.Context) (*Bed, error) {
+func startPrivate(ctx context.Context, o Options) (*Bed, error) {
 	if err := ensureInstalled(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -80,10 +80,14 @@ func startPrivate(ctx context.Context) (*Bed, error) {
 	}
 	upCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	_, err = runScript(upCtx, []string{
+	env := []string{
 		"LOCKPROXY_TESTBED_OWNER_PID=" + strconv.Itoa(os.Getpid()),
 		"LOCKPROXY_TESTBED_EPHEMERAL=1",
-	}, "up", dir)
+	}
+	if o.PerformanceSchema {
+		env = append(env, "LOCKPROXY_TESTBED_PERFORMANCE_SCHEMA=ON")
+	}
+	_, err = runScript(upCtx, env, "up", dir)
 	if err == nil {
 		var b *Bed
 		if b, err = load(dir); err == nil {
