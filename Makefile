@@ -8,7 +8,7 @@ BENCH_ARGS    ?=
 # `./...` does not reach them, so vet and lint visit each.
 SUBMODULES    := docs/tools/waitplot
 
-.PHONY: all build test test-busy test-faults run down status bench bench-quick soak hostile fmt vet lint check-config clean
+.PHONY: all build test test-busy test-faults run demo down status bench bench-quick soak hostile fmt vet lint check-config clean
 
 all: build
 
@@ -34,6 +34,11 @@ test-faults:
 ## run: the demo: a persistent bed in .testbed/, the shop schema, lockproxy on 127.0.0.1:3307
 run: build
 	scripts/run.sh $(ARGS)
+
+## demo: the flash sale of the seeds directly and through two lockproxy
+## instances, side by side, on the bed of `make run` (started if need be)
+demo: build
+	$(GO) run ./bench/cmd/demo -lockproxy bin/lockproxy $(ARGS)
 
 ## down: stop the persistent bed of `make run` (its data stays in .testbed/)
 down:
