@@ -100,21 +100,8 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		s.replicaBroken(addr, err)
 		return false, nil
 	}
-	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.lastGTID)
-	if want != "" && s.replica.reached != want {
-		q := router.WaitGTIDQuery(want, gtidWait)
-		if q == "" {
-			return false, nil // a GTID that does not parse: read from the primary
-		}
-		v, err := rc.queryValue(q)
-		if err != nil {
-			s.replicaBroken(addr, err)
-			return false, nil
-		}
-		if string(v) != "0" {
-			return false, nil // not caught up: read from the primary
-		}
-		s.replica.reached = want
+	if !s.caughtUp(rc, addr) {
+		return false, nil
 	}
 	if st != nil {
 		if p, err = s.replicaExecute(rc, p, st); err != nil {
@@ -168,6 +155,31 @@ func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check f
 	}
 	s.src = rc
 	return s.relay(relayResults, binary)
+}
+
+// caughtUp reports whether the replica connection rc has applied what the
+// session's reads must see (read_your_writes: its own last write, or the
+// mark of its user or of everyone), waiting up to gtidWait; false sends
+// the read to the primary.
+func (s *session) caughtUp(rc *backendConn, addr string) bool {
+	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.lastGTID)
+	if want == "" || s.replica.reached == want {
+		return true
+	}
+	q := router.WaitGTIDQuery(want, gtidWait)
+	if q == "" {
+		return false // a GTID that does not parse
+	}
+	v, err := rc.queryValue(q)
+	if err != nil {
+		s.replicaBroken(addr, err)
+		return false
+	}
+	if string(v) != "0" {
+		return false // not caught up within gtidWait
+	}
+	s.replica.reached = want
+	return true
 }
 
 // writeRefused reads the replica's answer to p far enough to tell whether
