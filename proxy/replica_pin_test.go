@@ -2,7 +2,12 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // TestReplicaPinnedByAnyTemporaryTable: a temporary table made by a
@@ -109,5 +114,41 @@ func TestReplicaSessionIsolation(t *testing.T) {
 	var ro int
 	if err := c.QueryRowContext(ctx, "SELECT @@tx_read_only").Scan(&ro); err != nil || ro != 1 {
 		t.Errorf("@@tx_read_only %d (%v), want 1 after SET SESSION TRANSACTION READ ONLY", ro, err)
+	}
+}
+
+// TestReplicaAfterSetOption: once a client turned multi-statements off
+// with COM_SET_OPTION, a multi-statement read is refused as MariaDB
+// refuses it directly, not run by a replica connection that still
+// accepts it.
+func TestReplicaAfterSetOption(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1)")
+	waitReplica(t, p)
+	answer := func(addr string) string {
+		c, err := client.Connect(addr, p.bed.User, p.bed.Password, db, func(c *client.Conn) error {
+			return c.SetCapability(mysql.CLIENT_MULTI_STATEMENTS)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), mysql.COM_SET_OPTION, 1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ReadPacket(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Execute("SELECT id FROM plain; SELECT 2")
+		var me *mysql.MyError
+		if errors.As(err, &me) {
+			return fmt.Sprint(me.Code)
+		}
+		return fmt.Sprint(err)
+	}
+	if want, got := answer(p.bed.PrimaryAddr), answer(p.addr); got != want {
+		t.Errorf("a multi-statement read after COM_SET_OPTION(off): %s through lockproxy, %s directly", got, want)
 	}
 }

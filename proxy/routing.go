@@ -35,6 +35,9 @@ func (s *session) replicaEligible(p plan) bool {
 	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary || s.nextTxnPrimary {
 		return false
 	}
+	if s.be != nil && s.be.optionSet {
+		return false // COM_SET_OPTION changed what the primary's connection accepts, not the replica's
+	}
 	return p.primaryWhy == ""
 }
 
