@@ -1,0 +1,43 @@
+package parser
+
+import "testing"
+
+// TestDiagnostics: the statements that only read the previous statement's
+// diagnostics are told from everything else, parsed or not.
+func TestDiagnostics(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SHOW WARNINGS", true},
+		{"show errors", true},
+		{"SHOW COUNT(*) WARNINGS", true},
+		{"SHOW COUNT(*) ERRORS", true},
+		{"SELECT @@warning_count", true},
+		{"SELECT @@session.error_count, @@warning_count", true},
+		{"SHOW WARNINGS LIMIT 2", true},
+		{"SHOW ERRORS LIMIT 1, 2", true},
+		{"show warnings limit 3 offset 1;", true},
+		{"SHOW WARNINGS LIMIT ?", true},
+		{"SELECT @@GLOBAL.warning_count", false},
+		{"SELECT @@warning_count FROM t", false},
+		{"SELECT @@warning_count, 1", false},
+		{"SELECT @@warning_count INTO @w", false},
+		{"SHOW STATUS", false},
+		{"SHOW WARNINGS LIMIT 'x'", false},
+		{"SHOW WARNINGS LIMIT 1; DROP TABLE t", false},
+		{"SHOW `WARNINGS`", false},
+		{"GET DIAGNOSTICS @n = NUMBER", false},
+	} {
+		got := ShowDiagnostics(c.sql)
+		if an, err := Analyze(c.sql, "d"); err == nil && !an.Unparsed {
+			got = len(an.Stmts) > 0
+			for _, f := range an.Stmts {
+				got = got && f.Diagnostics
+			}
+		}
+		if got != c.want {
+			t.Errorf("%q: diagnostics %v, want %v", c.sql, got, c.want)
+		}
+	}
+}
