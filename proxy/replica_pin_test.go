@@ -92,6 +92,9 @@ func TestReplicaSessionIsolation(t *testing.T) {
 	const q = "SELECT @@server_id, @@time_zone, VARIABLE_VALUE FROM information_schema.SESSION_VARIABLES WHERE VARIABLE_NAME = 'TX_ISOLATION'"
 	read := func(want string, wantServer int) {
 		t.Helper()
+		if wantServer == replicaID {
+			waitReplica(t, p)
+		}
 		var sid int
 		var tz, iso string
 		if err := c.QueryRowContext(ctx, q).Scan(&sid, &tz, &iso); err != nil {
