@@ -200,12 +200,21 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 	if err := tc.Handshake(); err != nil {
 		return err
 	}
-	s.conn = tc
+	s.setConn(tc)
 	s.cr = newPacketReader(tc, clientBufSize)
 	s.cr.mem = s.mem
 	s.cw = newPacketWriter(tc, clientBufSize)
 	s.tls = true
 	return nil
+}
+
+// setConn replaces the client connection with a layer over it (TLS,
+// compression). The server reads sessions' connections under its mutex
+// (shutdown, idle sessions), so the change is made under it too.
+func (s *session) setConn(c net.Conn) {
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	s.conn = c
 }
 
 // prefixConn is a net.Conn whose reads first return bytes already taken
