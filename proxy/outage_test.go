@@ -21,12 +21,16 @@ import (
 // target until it is cut: then its listener and every connection through
 // it are closed (new ones are refused), as when the network to a server
 // fails, until it is restored on the same address. The server behind it
-// keeps running, so this is an outage without a restart.
+// keeps running, so this is an outage without a restart. Silenced, it
+// accepts connections but passes nothing either way, as a server that
+// hangs or a network that drops packets: calls through it end only by
+// their own deadlines.
 type cutRelay struct {
 	addr, target string
 	mu           sync.Mutex
 	ln           net.Listener
 	conns        map[net.Conn]bool
+	silent       bool
 }
 
 func newCutRelay(t *testing.T, target string) *cutRelay {
@@ -51,6 +55,15 @@ func (r *cutRelay) serve(ln net.Listener) {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			r.mu.Lock()
+			silent := r.silent
+			if silent {
+				r.conns[c] = true
+			}
+			r.mu.Unlock()
+			if silent {
+				continue
 			}
 			s, err := net.Dial("tcp", r.target)
 			if err != nil {
@@ -80,8 +93,39 @@ func (r *cutRelay) cut() {
 	clear(r.conns)
 }
 
-// restore listens on the relay's address again.
+// silence closes every relayed connection and holds new ones open and
+// mute until cut or restored.
+func (r *cutRelay) silence() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.silent = true
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	clear(r.conns)
+}
+
+// restore relays again: it listens on the relay's address again after a
+// cut, and ends a silence.
 func (r *cutRelay) restore(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	listening := r.ln != nil
+	if r.silent {
+		r.silent = false
+		for c := range r.conns {
+			_ = c.Close()
+		}
+		clear(r.conns)
+	}
+	r.mu.Unlock()
+	if !listening {
+		r.listen(t)
+	}
+}
+
+// listen listens on the relay's address again.
+func (r *cutRelay) listen(t *testing.T) {
 	t.Helper()
 	for i := 0; ; i++ {
 		ln, err := net.Listen("tcp", r.addr)
@@ -173,4 +217,70 @@ func TestLockServiceOutageWaitedOut(t *testing.T) {
 			t.Errorf("rejections for unavailable: %v → %v, want one more", refused, got)
 		}
 	})
+}
+
+// TestLockServiceOutageAnsweredByTheWait: a guarded statement whose lock
+// service refuses connections, or accepts them and never answers, is
+// answered when its wait_timeout ends: no dial, retry, backoff or cleanup
+// of the lock client runs on past the wait the statement was given, even
+// with a per-call bound (OpTimeout) longer than the wait. The bound checked
+// is generous (the wait plus 1.5 s); what it rules out is a call with a
+// deadline of its own, longer than the caller's: the cleanup after a
+// failed wait ran on a fresh 5 s bound and answered 3.2-5.5 s after
+// the statement.
+func TestLockServiceOutageAnsweredByTheWait(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	const wait, margin = 2 * time.Second, 1500 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		fault   func(*cutRelay)
+		options func(addr string) redis.UniversalClient
+	}{
+		{"lockproxy's client/refused", (*cutRelay).cut, lockproxyClient},
+		{"lockproxy's client/silent", (*cutRelay).silence, lockproxyClient},
+		// go-redis's defaults retry a dial 5 times 100 ms apart, up to 3
+		// times a call: the cleanup after a failed wait took its whole
+		// fresh bound (1 s) past the wait.
+		{"go-redis defaults/refused", (*cutRelay).cut, func(addr string) redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			relay := newCutRelay(t, testbed.Get(t).RedisAddr)
+			rdb := tc.options(relay.addr)
+			t.Cleanup(func() { _ = rdb.Close() })
+			// A per-call bound longer than the wait: it must bound only
+			// calls made without the caller's deadline.
+			locker := redislock.New(rdb, &redislock.Options{TTL: 3 * time.Second, OpTimeout: 5 * time.Second, Prefix: testbed.UniqueName(t)})
+			p := startProxyWith(t, func(c *rules.Config) {
+				c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+					Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(wait)}}
+			}, locker)
+			h := p.db(t, db, "")
+			if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+				t.Fatalf("with Redis reachable: %v", err)
+			}
+			tc.fault(relay)
+			defer relay.restore(t)
+			began := time.Now()
+			_, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+			took := time.Since(began)
+			t.Logf("answered after %v", took)
+			me := mysqlErr(t, err)
+			if me.Number != 1205 || !strings.Contains(me.Message, "lock service unavailable during the wait") {
+				t.Errorf("UPDATE with the lock service %s: %v, want lockproxy's 1205 naming the cause", tc.name, err)
+			}
+			if took > wait+margin {
+				t.Errorf("answered %v after the statement, want by its %v wait (+%v): a lock-service call outlived the wait", took, wait, margin)
+			}
+		})
+	}
+}
+
+// lockproxyClient is the client lockproxy builds for locks.redis.
+func lockproxyClient(addr string) redis.UniversalClient {
+	return redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))
 }

@@ -29,7 +29,7 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 			f, hh, err := l.acquireKey(ctx, h, k, handoff)
 			handed = hh
 			return f, err
-		}, func() { l.release(h) })
+		}, func() { leasebook.CleanupWithin(ctx, func() { l.release(h) }) })
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,7 @@ type try struct {
 // attempt is the state of one Acquire's wait for one key.
 type attempt struct {
 	l        *Locker
+	ctx      context.Context // the caller's: bounds the wait for a cleanup
 	h        *leasebook.Held
 	k        lockmgr.Key
 	n        names
@@ -57,7 +58,7 @@ type attempt struct {
 // this Locker handed to it (returned as handed, with fence 0). On error
 // nothing of k is left in Redis.
 func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Key, handoff bool) (fence uint64, handed *leasebook.Held, err error) {
-	a := &attempt{l: l, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner, h.Tok), start: time.Now()}
+	a := &attempt{l: l, ctx: ctx, h: h, k: k, n: l.names(k.Name), w: l.book.Join(k.Name, h.Owner, h.Tok), start: time.Now()}
 	a.rank.Store(-1)
 	if handoff {
 		l.book.AcceptHandoffs(a.w)
@@ -340,16 +341,19 @@ func ownerOf(own string) string {
 // fail cleans up after a failed wait: compare-and-delete the key (the
 // server may have granted it in a reply we never read) and leave its queue
 // (where a local head may also have put our ticket), on a fresh bounded
-// context. It returns err.
+// context, waited for no longer than the caller's wait allows
+// (leasebook.CleanupWithin). It returns err.
 func (a *attempt) fail(err error) error {
 	if a.queued || a.l.book.Proxied(a.w) {
 		a.queued = false
-		ctx, cancel := a.l.freshCtx()
-		defer cancel()
-		if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}, true); cerr != nil {
-			a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
-				zap.String("key", a.k.Name), zap.Error(cerr))
-		}
+		leasebook.CleanupWithin(a.ctx, func() {
+			ctx, cancel := a.l.freshCtx()
+			defer cancel()
+			if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}, true); cerr != nil {
+				a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
+					zap.String("key", a.k.Name), zap.Error(cerr))
+			}
+		})
 	}
 	return err
 }
