@@ -31,8 +31,6 @@ type lockBackend struct {
 	metrics *lockmgr.Metrics
 }
 
-const lockOpTimeout = time.Second
-
 // checkProbeTimeout bounds --check's question to the lock service.
 const checkProbeTimeout = 3 * time.Second
 
@@ -172,7 +170,7 @@ func newMySQLLocker(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (*lo
 	if len(cfg.Users) == 0 {
 		return nil, fmt.Errorf("lockproxy: the mysql lock backend needs a user")
 	}
-	dc := mysqllock.DriverConfig(addr, cfg.Users[0].User, cfg.Users[0].Password, lockOpTimeout)
+	dc := mysqllock.DriverConfig(addr, cfg.Users[0].User, cfg.Users[0].Password)
 	if cfg.Backends.TLS != nil {
 		// The lock table's server is the primary, or one beside it:
 		// backends.tls applies to it too.

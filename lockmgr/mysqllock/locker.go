@@ -41,7 +41,9 @@ type Options struct {
 	// TTL is the lease: how long a lock outlives its holder's last
 	// renewal. Default 30s.
 	TTL time.Duration
-	// OpTimeout bounds each statement (and the dial). Default 1s.
+	// OpTimeout bounds each statement (and the dial) made without a
+	// caller's deadline; an acquire's statements are bounded by its wait,
+	// a renewal's and a release's by the lease. Default 1s.
 	OpTimeout time.Duration
 	// MinPoll and MaxPoll bound the backoff of a waiting Acquire.
 	// Defaults 2ms and 100ms.
@@ -92,7 +94,7 @@ func Open(cfg Config, o *Options) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	connector, err := Connector(DriverConfig(cfg.Addr, cfg.User, cfg.Password, opt.OpTimeout))
+	connector, err := Connector(DriverConfig(cfg.Addr, cfg.User, cfg.Password))
 	if err != nil {
 		return nil, err
 	}
@@ -128,15 +130,18 @@ func newLocker(db *sql.DB, tn tableName, opt Options) *Locker {
 }
 
 // DriverConfig is the go-sql-driver configuration the Locker's own
-// connections use: dial, read and write bounded by opTimeout, so a server
-// that is down turns into lockmgr.ErrUnavailable quickly; a lock-wait
-// timeout of 1s on the lock rows.
-func DriverConfig(addr, user, password string, opTimeout time.Duration) *mysql.Config {
+// connections use: no dial, read or write timeout of the driver's own, so
+// every statement, and the dial of the connection it needs, is bounded by
+// its caller's context alone (an acquire's wait, a renewal's or release's
+// lease, OpTimeout for a call without a deadline): a lock table slower
+// than a fixed per-call timeout but answering within the wait still
+// grants, and one that is down still turns into lockmgr.ErrUnavailable
+// when that context ends. A lock-wait timeout of 1s on the lock rows: a
+// statement that waited that long for another's row lock is simply tried
+// again.
+func DriverConfig(addr, user, password string) *mysql.Config {
 	c := mysql.NewConfig()
 	c.Net, c.Addr, c.User, c.Passwd = "tcp", addr, user, password
-	c.Timeout = opTimeout
-	c.ReadTimeout = 2 * opTimeout
-	c.WriteTimeout = 2 * opTimeout
 	c.Params = map[string]string{"innodb_lock_wait_timeout": "1"}
 	return c
 }

@@ -1,0 +1,95 @@
+package mysqllock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/mysqllock"
+)
+
+// TestSlowTableGrantsWithinTheWait: a lock table whose statements take
+// longer than OpTimeout, but answer within the acquire's wait, still
+// grants. The slowness is a row lock another transaction holds on the
+// key's row: the acquire's statement waits for it in InnoDB (up to
+// innodb_lock_wait_timeout, 1 s, five times OpTimeout here), is tried
+// again, waits again, and takes the row once the other transaction ends. No statement
+// of the acquire is cut by a timeout of the driver's own.
+func TestSlowTableGrantsWithinTheWait(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := tempDB(t, bed)
+	const op = 200 * time.Millisecond
+	l := open(t, bed, dbName, &mysqllock.Options{TTL: testTTL, OpTimeout: op})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := []lockmgr.Key{{Name: "slow", Rule: "sku"}}
+	lease, err := l.Acquire(ctx, owner("first"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lease *lockmgr.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
+		defer cancel()
+		lease, err := l.Acquire(wctx, owner("second"), key)
+		got <- result{lease, err}
+	}()
+	// Hold the row until the acquire's statements have waited for it past
+	// innodb_lock_wait_timeout twice and it is sent a third time: three
+	// waiting statements (transaction ids) seen. (A statement cut by a
+	// driver timeout of 2 × OpTimeout was tried once more, then the
+	// acquire failed as unavailable.) InnoDB refreshes INNODB_TRX only
+	// when it was not read for 100 ms, so poll slower than that.
+	seen := map[string]bool{}
+	for len(seen) < 3 {
+		rows, err := db.QueryContext(ctx, "SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			seen[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rows.Close()
+		select {
+		case r := <-got:
+			t.Fatalf("acquire ended (%v) while the lock row was held, after %d waiting statements; want it to wait on, the table being slow, not down", r.err, len(seen))
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("acquire once the row was free: %v", r.err)
+	}
+	if err := r.lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
