@@ -181,6 +181,10 @@ type RedisConfig struct {
 	// transactions do not keep other instances waiting for LocalHandoffs
 	// of them; nil: DefaultLocalHandoffWindow, 0: no time bound.
 	LocalHandoffWindow *Duration `yaml:"local_handoff_window"`
+	// MinReplicasAck, when positive, makes each grant wait (Redis WAIT)
+	// until that many replicas of the master holding the key have it,
+	// before the statement runs; 0: no wait. Not with mode redlock.
+	MinReplicasAck int `yaml:"min_replicas_ack"`
 }
 
 // Handoffs is LocalHandoffs with its default applied.

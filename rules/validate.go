@@ -257,6 +257,9 @@ func (v *validator) redis(r *RedisConfig) {
 	if h := r.LocalHandoffs; h != nil && (*h < 0 || (*h > 0 && r.Mode == RedisModeRedlock)) {
 		v.add("locks.redis.local_handoffs", "must be 0 or more (and 0 with mode redlock), got %d", *h)
 	}
+	if n := r.MinReplicasAck; n < 0 || (n > 0 && r.Mode == RedisModeRedlock) {
+		v.add("locks.redis.min_replicas_ack", "must be 0 or more (and 0 with mode redlock, whose servers are independent), got %d", n)
+	}
 }
 
 func distinct(list []string) int {

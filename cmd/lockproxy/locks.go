@@ -132,7 +132,7 @@ func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*
 	opts.TLSConfig = tc
 	rdb := redis.NewUniversalClient(opts)
 	l := redislock.New(rdb, &redislock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m,
-		LocalHandoffs: rc.Handoffs(), LocalHandoffWindow: rc.HandoffWindow()})
+		LocalHandoffs: rc.Handoffs(), LocalHandoffWindow: rc.HandoffWindow(), MinReplicasAck: rc.MinReplicasAck})
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
 		ping: l.Ready}, nil
 }

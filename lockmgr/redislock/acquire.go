@@ -15,8 +15,16 @@ import (
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
-// Acquire implements lockmgr.Locker.
+// Acquire implements lockmgr.Locker. With Options.MinReplicasAck, the
+// grants are on that many replicas before the lease is returned.
 func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
+	if l.opt.MinReplicasAck > 0 {
+		return l.acquireAcked(ctx, owner, keys)
+	}
+	return l.acquire(ctx, owner, keys)
+}
+
+func (l *Locker) acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
 	return leasebook.Acquire(l.ledger, l.closed(), keys, func(keys []lockmgr.Key) (*lockmgr.Lease, error) {
 		h := l.book.Begin(l.token(owner), owner)
 		handoff := l.opt.LocalHandoffs > 0 && len(keys) == 1 && !keys[0].NoHandoff

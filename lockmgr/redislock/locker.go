@@ -57,6 +57,13 @@ type Options struct {
 	// long holds do not keep other instances waiting for LocalHandoffs of
 	// them. 0: only LocalHandoffs bounds them.
 	LocalHandoffWindow time.Duration
+	// MinReplicasAck, when positive, makes every grant wait (WAIT) until
+	// that many replicas of the master holding the key have it, so a
+	// failover to one of them does not forget it; a grant not
+	// acknowledged within WaitSlice is given back and asked for again
+	// until the acquire's wait ends. Renewals are not waited for. 0
+	// (the default): no wait.
+	MinReplicasAck int
 }
 
 func (o *Options) withDefaults() Options {
