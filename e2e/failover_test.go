@@ -46,7 +46,7 @@ func TestFaultRedisFailover(t *testing.T) {
 		for round := range plan.rounds {
 			t.Run(fmt.Sprintf("%s/%d", lg.name, round), func(t *testing.T) {
 				g := lg.start(t)
-				r := groupRig(t, bed, g, plan)
+				r := groupRig(t, bed, g, plan, 3, plan.buyersPerProxy+2, "")
 				for _, f := range lg.faults {
 					t.Run(f.name, func(t *testing.T) {
 						rep := r.failoverDuringSale(t, g, f)
@@ -71,17 +71,18 @@ func groupYAML(g *testbed.RedisGroup) string {
 	return y + "    cluster: true"
 }
 
-// groupRig starts three instances on the group, with the fenced sale
+// groupRig starts instances on the group (each with a pool of conns
+// connections; extra: more lines of locks.redis), with the fenced sale
 // tables in a fresh database on the bed.
-func groupRig(t *testing.T, bed *testbed.Bed, g *testbed.RedisGroup, plan faultPlan) *rig {
+func groupRig(t *testing.T, bed *testbed.Bed, g *testbed.RedisGroup, plan faultPlan, instances, conns int, extra string) *rig {
 	r := &rig{bed: bed, plan: plan}
 	r.direct = freshDB(t, bed, faultDB)
 	fencedSaleTables(t, r.direct)
 	if err := bed.WaitReplicaCaughtUp(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		r.nodes = append(r.nodes, startNode(t, bed, plan.buyersPerProxy+2, groupYAML(g)))
+	for range instances {
+		r.nodes = append(r.nodes, startNode(t, bed, conns, groupYAML(g)+extra))
 	}
 	r.redis = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: g.Addrs, MasterName: g.MasterName,
 		IsClusterMode: g.MasterName == "", DialTimeout: time.Second, MaxRetries: 2})
