@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type cutRelay struct {
 	ln           net.Listener
 	conns        map[net.Conn]bool
 	silent       bool
+	lag          atomic.Int64 // each reply is held this long (ns) before it is passed on
 }
 
 func newCutRelay(t *testing.T, target string) *cutRelay {
@@ -74,9 +76,27 @@ func (r *cutRelay) serve(ln net.Listener) {
 			r.conns[c], r.conns[s] = true, true
 			r.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
-			go func() { _, _ = io.Copy(c, s); _ = c.Close() }()
+			go func() { r.copyLagging(c, s); _ = c.Close() }()
 		}
 	}()
+}
+
+// copyLagging passes what the server sends on to the client, each read
+// held back by the relay's lag: a slow server or a slow network.
+func (r *cutRelay) copyLagging(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			time.Sleep(time.Duration(r.lag.Load()))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // cut closes the listener and every relayed connection.
@@ -283,4 +303,38 @@ func TestLockServiceOutageAnsweredByTheWait(t *testing.T) {
 // lockproxyClient is the client lockproxy builds for locks.redis.
 func lockproxyClient(addr string) redis.UniversalClient {
 	return redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))
+}
+
+// TestLockServiceSlowerThanAFixedTimeout: a Redis whose every reply takes
+// 700 ms (more than the client's own 500 ms read timeout), but answers
+// within the statement's 5 s wait, is slow, not down: the guarded UPDATE
+// takes its lock and runs.
+func TestLockServiceSlowerThanAFixedTimeout(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	relay := newCutRelay(t, testbed.Get(t).RedisAddr)
+	relay.lag.Store(int64(700 * time.Millisecond))
+	const wait = 5 * time.Second
+	opts := redislock.ClientOptions([]string{relay.addr}, "", false)
+	redislock.BoundByCallers(opts, 10*time.Second) // as lockproxy does: the longest of wait_timeout and ttl
+	rdb := redis.NewUniversalClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	locker := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(t)})
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(wait)}}
+	}, locker)
+	h := p.db(t, db, "")
+	if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+		t.Fatalf("UPDATE with the lock service answering in 700 ms, inside its %v wait: %v", wait, err)
+	}
+	var stock int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	if stock != 99 {
+		t.Errorf("stock %d, want 99", stock)
+	}
 }

@@ -115,16 +115,28 @@ func newRedisOrRedlock(cfg *rules.Config, m *lockmgr.Metrics, log *zap.Logger) (
 	if lc.Redis != nil && lc.Redis.Mode == rules.RedisModeRedlock {
 		return newRedlock(lc, m, log)
 	}
-	return newRedisLocker(lc, m, log)
+	return newRedisLocker(lc, longestCall(cfg), m, log)
 }
 
-func newRedisLocker(lc rules.LockConfig, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
+// longestCall is the longest deadline a caller gives one lock-service
+// call: the longest wait_timeout of any rule, or the lease a renewal
+// extends.
+func longestCall(cfg *rules.Config) time.Duration {
+	d := max(cfg.Locks.TTL.D(), cfg.Locks.WaitTimeout.D())
+	for i := range cfg.Rules {
+		d = max(d, cfg.Rules[i].EffectiveWaitTimeout(cfg.Locks))
+	}
+	return d
+}
+
+func newRedisLocker(lc rules.LockConfig, longest time.Duration, m *lockmgr.Metrics, log *zap.Logger) (*lockBackend, error) {
 	rc := lc.Redis
 	if rc == nil || len(rc.Addrs) == 0 {
 		return nil, fmt.Errorf("lockproxy: locks.redis.addrs is required for the redis backend")
 	}
 	opts := redislock.ClientOptions(rc.Addrs, rc.MasterName, rc.Cluster)
 	opts.Username, opts.Password, opts.DB = rc.Username, rc.Password, rc.DB
+	redislock.BoundByCallers(opts, longest)
 	tc, err := rc.TLS.Load() // a server name left empty is each node's host
 	if err != nil {
 		return nil, fmt.Errorf("lockproxy: locks.redis.tls: %w", err)

@@ -30,3 +30,18 @@ func ClientOptions(addrs []string, masterName string, cluster bool) *redis.Unive
 		MaxRetryBackoff:       64 * time.Millisecond,
 	}
 }
+
+// BoundByCallers raises o's read, write and pool timeouts to at least
+// longest, the longest deadline a caller gives a call (the longest
+// wait_timeout, the lease): every call a Locker makes has a deadline of
+// its own (the statement's wait, the lease being renewed, OpTimeout), and
+// go-redis cuts a read at the earlier of that deadline and ReadTimeout, so
+// a ReadTimeout below the caller's deadline would turn a Redis that
+// answers slower than it, but within the wait, into one that is down.
+// Calls go-redis makes on its own (Cluster slot reloads, Sentinel
+// lookups) are bounded by longest too.
+func BoundByCallers(o *redis.UniversalOptions, longest time.Duration) {
+	o.ReadTimeout = max(o.ReadTimeout, longest)
+	o.WriteTimeout = max(o.WriteTimeout, longest)
+	o.PoolTimeout = max(o.PoolTimeout, longest)
+}
