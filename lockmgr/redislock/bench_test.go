@@ -1,8 +1,11 @@
 package redislock_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -52,4 +55,26 @@ func BenchmarkHotKeyOneLocker(b *testing.B) {
 	defer l.Close()
 	locktest.WarmUp(b, l)
 	locktest.BenchHotKey(b, []lockmgr.Locker{l}, 8)
+}
+
+// BenchmarkUncontendedReplicasAck: acquire+release of a free key on a
+// Sentinel group (a master, two replicas) without and with
+// MinReplicasAck: what waiting for the replicas adds to each grant.
+func BenchmarkUncontendedReplicasAck(b *testing.B) {
+	g := testbed.StartSentinel(b)
+	for _, acks := range []int{0, 1, 2} {
+		b.Run(fmt.Sprintf("acks=%d", acks), func(b *testing.B) {
+			rdb := redis.NewUniversalClient(redislock.ClientOptions(g.Addrs, g.MasterName, false))
+			defer rdb.Close()
+			rt := &roundTrips{}
+			rdb.AddHook(rt)
+			l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b), MinReplicasAck: acks})
+			defer l.Close()
+			locktest.WarmUp(b, l)
+			start := rt.n.Load()
+			locktest.BenchUncontended(b, l)
+			b.StopTimer()
+			b.ReportMetric(float64(rt.n.Load()-start)/float64(b.N), "roundtrips/op")
+		})
+	}
 }
