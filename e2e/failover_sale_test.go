@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"slices"
@@ -109,25 +110,7 @@ func (r *rig) saleThroughFailover(t *testing.T, g *testbed.RedisGroup, buyers, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			db := r.nodes[i%len(r.nodes)].db
-			for ctx.Err() == nil {
-				bought, err := buy(ctx, db, fmt.Sprintf("buyer-%d", i), i%2 == 1)
-				mu.Lock()
-				switch {
-				case err == nil && bought:
-					done = append(done, time.Now())
-				case err == nil:
-					res.gaveUp["sold out"]++
-				case retryable(err):
-					res.retried[classify(err)]++
-					mu.Unlock()
-					continue
-				default:
-					res.gaveUp[err.Error()]++
-				}
-				mu.Unlock()
-				return
-			}
+			res.buyOnce(ctx, &mu, &done, r.nodes[i%len(r.nodes)].db, i)
 		}()
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
@@ -174,4 +157,27 @@ func waitCalls(t *testing.T, r *rig, g *testbed.RedisGroup) int {
 		}
 	}
 	return 0
+}
+
+// buyOnce is buyer i: it buys one item through db, retrying 1205 and
+// 1213, and records under mu when it bought (in done) or why it gave up.
+func (f *failoverSale) buyOnce(ctx context.Context, mu *sync.Mutex, done *[]time.Time, db *sql.DB, i int) {
+	for ctx.Err() == nil {
+		bought, err := buy(ctx, db, fmt.Sprintf("buyer-%d", i), i%2 == 1)
+		mu.Lock()
+		switch {
+		case err == nil && bought:
+			*done = append(*done, time.Now())
+		case err == nil:
+			f.gaveUp["sold out"]++
+		case retryable(err):
+			f.retried[classify(err)]++
+			mu.Unlock()
+			continue
+		default:
+			f.gaveUp[err.Error()]++
+		}
+		mu.Unlock()
+		return
+	}
 }

@@ -2,6 +2,7 @@ package mysqllock_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -61,21 +62,9 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	// when it was not read for 100 ms, so poll slower than that.
 	seen := map[string]bool{}
 	for len(seen) < 3 {
-		rows, err := db.QueryContext(ctx, "SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
+		for _, id := range lockWaits(t, ctx, db, dbName) {
 			seen[id] = true
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		_ = rows.Close()
 		select {
 		case r := <-got:
 			t.Fatalf("acquire ended (%v) while the lock row was held, after %d waiting statements; want it to wait on, the table being slow, not down", r.err, len(seen))
@@ -92,4 +81,27 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	if err := r.lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// lockWaits are the transaction ids of the statements on dbName's tables
+// that wait for a row lock now.
+func lockWaits(t *testing.T, ctx context.Context, db *sql.DB, dbName string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(ctx, "SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
