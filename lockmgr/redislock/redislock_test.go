@@ -30,8 +30,13 @@ const restartTTL = 8 * time.Second
 // prefix keeps this run's keys apart from other users of a shared bed.
 func prefix(t testing.TB) string { return servertest.Unique("lptest-") }
 
+// newClient is a client as lockproxy makes one: its timeouts no shorter
+// than the longest deadline a caller gives (here the lease), so a Redis
+// slowed by a busy machine is waited for, not taken for down.
 func newClient(t testing.TB, addr string) redis.UniversalClient {
-	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))
+	o := redislock.ClientOptions([]string{addr}, "", false)
+	redislock.BoundByCallers(o, testTTL)
+	rdb := redis.NewUniversalClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
 }
