@@ -60,6 +60,11 @@ type guard struct {
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
+	// observing: some rule is in observe mode, so decisions are split
+	// by mode (observe.go); seen is what the observing rules would have
+	// done, nil when nothing.
+	observing bool
+	seen      *observation
 }
 
 // inTxn reports whether the session is inside a transaction for locking
@@ -275,6 +280,9 @@ func (s *session) audit(event string, g guard, fields ...zap.Field) {
 func (s *session) afterCommand() {
 	back := s.giveBack
 	s.giveBack = giveBack{}
+	if s.watch != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+		s.releaseWatch()
+	}
 	if s.locks == nil || s.locks.Len() == 0 {
 		return
 	}
@@ -329,6 +337,7 @@ func (s *session) releaseSince(mark int) {
 }
 
 func (s *session) releaseLocks() {
+	s.releaseWatch()
 	s.awaitRelease()
 	if s.locks == nil || s.locks.Len() == 0 {
 		return

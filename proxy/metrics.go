@@ -14,6 +14,7 @@ type metrics struct {
 	rewrites      *prometheus.CounterVec
 	fenced        *prometheus.CounterVec
 	unkeyedReads  *prometheus.CounterVec
+	observed      *prometheus.CounterVec
 	// replicaWriteRefused counts reads a replica's read-only session
 	// refused as writes (routing.go writeRefused).
 	replicaWriteRefused prometheus.Counter
@@ -70,6 +71,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_unkeyed_reads_total",
 		Help: "Plain reads inside a transaction whose rows could not be keyed and that ran without row locks (on_unkeyed_read: allow), by rule.",
 	}, []string{"rule"})
+	m.observed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lockproxy_observed_total",
+		Help: "What rules in observe mode would have done to statements that ran untouched, by rule, outcome (would_lock|would_wait|would_refuse|would_rewrite) and, for would_refuse, reason.",
+	}, []string{"rule", "outcome", "reason"})
 	m.replicaWriteRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lockproxy_replica_write_refused_total",
 		Help: "Reads routed to a replica that its read-only session refused as writes (error 1792), each then run on the primary; any rise is a routing bug.",
@@ -97,7 +102,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.replicaWriteRefused,
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.observed, m.replicaWriteRefused,
 			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
 	}
 	return m

@@ -122,6 +122,7 @@ func makePlan(env planEnv, an *parser.Analysis, params []any) plan {
 		return p
 	}
 	pl := planner{env: env, lc: env.rs.Config().Locks, p: &p, inTxn: env.inTxn}
+	p.guard.observing = env.rs.Observes()
 	pl.text(an, params, 0)
 	// A lone ROLLBACK may always run, even in a doomed transaction.
 	p.guard.rollsBack = !an.Unparsed && len(an.Stmts) == 1 && an.Stmts[0].Kind == parser.KindRollback
@@ -145,7 +146,6 @@ const maxDynamicDepth = 4
 
 // text plans every statement of one analysed text.
 func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
-	g := &pl.p.guard
 	rs := pl.env.rs
 	switch {
 	case an.Unparsed:
@@ -159,10 +159,10 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 			// compute.
 			pl.refuseUnseen("PREPARE from an expression: lockproxy cannot see the statement text")
 		}
-		g.add(rs.MatchUnparsed(an, pl.env.db), pl.lc)
+		pl.add(rs.MatchUnparsed(an, pl.env.db), refuseOther)
 		pl.unseenWrite(an.SQL, an.LexKind == parser.KindSelect && !strings.Contains(strings.TrimRight(an.SQL, "; \t\r\n"), ";"))
 		pl.p.rewriteRows = true
-		pl.uncertain(an, "the statement could not be parsed")
+		pl.uncertain(an, "the statement could not be parsed", refuseOther)
 		// What it does to variables is not known; dynamic SQL in it
 		// may run anything.
 		pl.p.dyn.unknownVars = true
@@ -175,7 +175,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
-		pl.uncertain(an, an.Uncertain)
+		pl.uncertain(an, an.Uncertain, refuseOther)
 		return
 	case pl.env.unsafeCharset && hasHighByte(an.SQL):
 		pl.unseenWrite(an.SQL, false)
@@ -185,7 +185,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		if cs == "" {
 			cs = "of the session"
 		}
-		pl.uncertain(an, "the client character set "+cs+" lets a byte of a multi-byte character read as a backslash or a quote, so where a string or name ends is the server's reading, not lockproxy's; send such text in utf8mb4")
+		pl.uncertain(an, "the client character set "+cs+" lets a byte of a multi-byte character read as a backslash or a quote, so where a string or name ends is the server's reading, not lockproxy's; send such text in utf8mb4", refuseCharset)
 		return
 	}
 	for _, f := range an.Stmts {
@@ -194,14 +194,25 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 }
 
 // uncertain refuses (as unkeyed, by the rule's on_unkeyed) a text lockproxy
-// cannot analyse with certainty when it names a guarded table anywhere.
-func (pl *planner) uncertain(an *parser.Analysis, reason string) {
+// cannot analyse with certainty when it names a guarded table anywhere;
+// kind is the reason an observing rule counts it under.
+func (pl *planner) uncertain(an *parser.Analysis, reason, kind string) {
 	r := pl.env.rs.Mentions(an.SQL)
 	if r == nil {
 		return
 	}
-	d := rules.UnkeyedDecision(r, reason)
-	pl.p.guard.add(d, pl.lc)
+	pl.add(rules.UnkeyedDecision(r, reason), kind)
+}
+
+// add merges one decision into the guard; while some rule is in observe
+// mode, what such rules ask for is set aside as observed (why: the reason
+// a refusal counts under, "" for the decision's own).
+func (pl *planner) add(d rules.Decision, why string) {
+	g := &pl.p.guard
+	if g.observing {
+		d = g.observeDecision(d, why)
+	}
+	g.add(d, pl.lc)
 }
 
 // refuseUnseen refuses a statement whose text lockproxy cannot see when any
@@ -209,7 +220,7 @@ func (pl *planner) uncertain(an *parser.Analysis, reason string) {
 func (pl *planner) refuseUnseen(reason string) {
 	pl.p.rewriteRows = true
 	if r := pl.env.rs.Locking(); r != nil {
-		pl.p.guard.add(rules.UnkeyedDecision(r, reason), pl.lc)
+		pl.add(rules.UnkeyedDecision(r, reason), refuseDynamicSQL)
 	}
 	if r := pl.env.rs.RejectingUnpaired(); r != nil {
 		pl.refuseUnpaired(r, fmt.Sprintf("%s, and it may set %s to a value lockproxy does not make conditional", reason, r.Rewrite.Column))
@@ -234,6 +245,10 @@ func (pl *planner) unseenWrite(sql string, read bool) {
 // reject, saying why.
 func (pl *planner) refuseUnpaired(r *rules.Rule, why string) {
 	g := &pl.p.guard
+	if g.observing && r.Observes() {
+		g.refuseObserved(r.Name, refuseUnpaired, fmt.Sprintf("rule %q: %s (rewrite.on_unpaired: reject)", r.Name, why))
+		return
+	}
 	if g.reject == nil {
 		g.reject = errorf(errRejected, "rule %q: %s (rewrite.on_unpaired: reject)", r.Name, why)
 		g.unpaired = true
@@ -298,10 +313,14 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	}
 	if f.Kind == parser.KindSelect && f.PlainBlocks > 0 && pl.inTxn && !d.Reject && (len(d.Keys) > 0 || d.NeedParams) &&
 		(d.Class == rules.ClassReadInTxn || d.Class == rules.ClassLockingRead) {
-		pl.currentRead(f, d, depth)
+		if g.observing && allObserve(d.Rules) {
+			pl.observeCurrentRead(f, d, depth)
+		} else {
+			pl.currentRead(f, d, depth)
+		}
 	}
 	pl.unrewritten(f, depth)
-	g.add(d, pl.lc)
+	pl.add(d, "")
 }
 
 // currentRead marks a SELECT that takes row locks in a transaction and
@@ -347,11 +366,17 @@ func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
 	rs := pl.env.rs
 	if rewrite {
 		if r, keys, ok := rs.RewriteTarget(f, pl.env.db, params, pl.env.text); ok && r.Rewrite != nil {
-			pl.p.rewrite = target{rule: r, keys: keys}
+			if !r.Observes() {
+				pl.p.rewrite = target{rule: r, keys: keys}
+			} else if f.Kind == parser.KindUpdate {
+				g := &pl.p.guard
+				g.observedPart().rewrites = append(g.observedPart().rewrites, r.Name)
+			}
 		}
 	}
 	if fence {
-		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params, pl.env.text); ok {
+		// An observing rule takes no lock, so it has no token to fence with.
+		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params, pl.env.text); ok && !r.Observes() {
 			pl.p.fence = target{rule: r, keys: keys}
 		}
 	}

@@ -302,6 +302,14 @@ func (m *metrics) initRuleMetrics(cfg *rules.Config) {
 			m.fenced.WithLabelValues(r.Name)
 		}
 		m.unkeyedReads.WithLabelValues(r.Name)
+		if r.Observes() {
+			for _, o := range []string{wouldLock, wouldWait, wouldRewrite} {
+				m.observed.WithLabelValues(r.Name, o, "")
+			}
+			for _, reason := range observeReasons {
+				m.observed.WithLabelValues(r.Name, wouldRefuse, reason)
+			}
+		}
 	}
 	m.initRewriteMetrics(cfg)
 }

@@ -109,8 +109,12 @@ type session struct {
 	sharedGTID bool
 
 	// Locks held for the current transaction or autocommit statement.
-	locks   *lockmgr.Set
-	txnSeq  uint64
+	locks  *lockmgr.Set
+	txnSeq uint64
+	// watch holds the markers of the keys rules in observe mode would
+	// have locked in the current transaction (observe.go); nil until one
+	// does.
+	watch   *lockmgr.Set
 	hardCtx context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
 	// Rewriting: what the session believes rows hold, the capture of the

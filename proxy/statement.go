@@ -68,6 +68,9 @@ func (s *session) serve(r request) error {
 		}
 		return err
 	}
+	if pl.guard.seen != nil {
+		s.observe(pl.guard, r.an)
+	}
 	step := s.serveRewrite(r, pl)
 	if step.reject != nil {
 		s.notRun(mark)

@@ -258,7 +258,15 @@ type Rule struct {
 	// are refused unless this rule lists it; the trigger's writes then run
 	// without lockproxy's row locks.
 	AllowTriggers []string `yaml:"allow_triggers"`
+	// Mode is enforce (default: lockproxy takes the rule's locks, refuses
+	// and rewrites) or observe (it decides exactly as enforce would, then
+	// only counts and audits what it would have done).
+	Mode string `yaml:"mode"`
 }
+
+// Observes reports whether the rule is in observe mode: its decisions are
+// counted and audited, never enforced.
+func (r *Rule) Observes() bool { return r.Mode == ModeObserve }
 
 // AllowsRoutine reports whether the rule lists the stored procedure or
 // function name ("db.name", any case) in allow_routines.

@@ -60,6 +60,8 @@ const (
 	OnUnavailReject  = "reject"
 	OnUnavailPass    = "passthrough"
 	RoutePrimary     = "primary"
+	ModeEnforce      = "enforce"
+	ModeObserve      = "observe"
 	RewriteDelta     = "delta"
 	RewriteCAS       = "cas"
 	RedisModeRedlock = "redlock"
@@ -113,6 +115,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 		}
 		setStr(&r.OnUnkeyed, OnUnkeyedReject)
 		setStr(&r.OnUnkeyedRead, OnUnkeyedAllow)
+		setStr(&r.Mode, ModeEnforce)
 		if rw := r.Rewrite; rw != nil {
 			setStr(&rw.Scope, ScopeTransaction)
 			setStr(&rw.OnConflict, OnConflictError)

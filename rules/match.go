@@ -25,10 +25,16 @@ type RuleSet struct {
 	// rewrites: some rule has a rewrite; rejectsUnpaired: some rule says
 	// rewrite.on_unpaired: reject.
 	rewrites, rejectsUnpaired bool
+	// observes: some rule is in observe mode.
+	observes bool
 }
 
 // HasRewrites reports whether some rule has a rewrite plan.
 func (rs *RuleSet) HasRewrites() bool { return rs != nil && rs.rewrites }
+
+// Observes reports whether some rule is in observe mode (Rule.Observes):
+// only then does a statement's plan look at the rules' modes.
+func (rs *RuleSet) Observes() bool { return rs != nil && rs.observes }
 
 type compiledRule struct {
 	rule  *Rule
@@ -62,6 +68,7 @@ func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
 		rs.all = append(rs.all, cr)
 		rs.rewrites = rs.rewrites || r.Rewrite != nil
 		rs.rejectsUnpaired = rs.rejectsUnpaired || rejectsUnpaired(r)
+		rs.observes = rs.observes || r.Observes()
 	}
 	if objs, ok := schema.Objects(); ok {
 		rs.compileObjects(objs)

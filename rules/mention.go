@@ -13,12 +13,25 @@ func (rs *RuleSet) Locking() *Rule {
 	if rs == nil {
 		return nil
 	}
+	return rs.preferEnforced(func(r *Rule) bool { return len(r.Lock) > 0 })
+}
+
+// preferEnforced returns the first rule (in rules.yaml order) that want
+// accepts, an enforcing one before any in observe mode: a refusal an
+// enforcing rule makes must not pass as an observed one.
+func (rs *RuleSet) preferEnforced(want func(*Rule) bool) *Rule {
+	var observed *Rule
 	for i := range rs.cfg.Rules {
-		if len(rs.cfg.Rules[i].Lock) > 0 {
-			return &rs.cfg.Rules[i]
+		r := &rs.cfg.Rules[i]
+		switch {
+		case !want(r):
+		case !r.Observes():
+			return r
+		case observed == nil:
+			observed = r
 		}
 	}
-	return nil
+	return observed
 }
 
 // Mentions returns the first locking rule whose table name appears in text
@@ -49,12 +62,7 @@ func (rs *RuleSet) RejectingUnpaired() *Rule {
 	if rs == nil || !rs.rejectsUnpaired {
 		return nil
 	}
-	for _, cr := range rs.all {
-		if rejectsUnpaired(cr.rule) {
-			return cr.rule
-		}
-	}
-	return nil
+	return rs.preferEnforced(rejectsUnpaired)
 }
 
 // mentions returns the first rule accepted by table whose table name
@@ -64,6 +72,20 @@ func (rs *RuleSet) mentions(text string, table, object func(*Rule) bool) *Rule {
 	if rs == nil {
 		return nil
 	}
+	if rs.observes {
+		// An enforcing rule named in text refuses it, whatever an
+		// observing one would have done.
+		enforced := func(want func(*Rule) bool) func(*Rule) bool {
+			return func(r *Rule) bool { return !r.Observes() && want(r) }
+		}
+		if r := rs.mentionsIn(text, enforced(table), enforced(object)); r != nil {
+			return r
+		}
+	}
+	return rs.mentionsIn(text, table, object)
+}
+
+func (rs *RuleSet) mentionsIn(text string, table, object func(*Rule) bool) *Rule {
 	lower := strings.ToLower(text)
 	for i := range rs.cfg.Rules {
 		r := &rs.cfg.Rules[i]

@@ -44,6 +44,9 @@ func (v *validator) rule(p string, r *Rule) {
 	if r.OnUnkeyedRead != OnUnkeyedAllow && r.OnUnkeyedRead != OnUnkeyedReject {
 		v.add(p+".on_unkeyed_read", "must be allow or reject, not %q", r.OnUnkeyedRead)
 	}
+	if r.Mode != "" && r.Mode != ModeEnforce && r.Mode != ModeObserve {
+		v.add(p+".mode", "must be enforce or observe, not %q", r.Mode)
+	}
 	if r.Fence != "" {
 		if !plainIdentifier(r.Fence) {
 			v.add(p+".fence", "must be a plain column name (letters, digits, _ or $), not %q", r.Fence)
