@@ -243,20 +243,23 @@ func (s *session) probeObserved(keys []lockmgr.Key) (holders map[string][]string
 		switch {
 		case aerr == nil:
 		case len(trace.Holders()) > 0:
-			if holders == nil {
-				holders = map[string][]string{}
-			}
-			holders[rule] = trace.Holders()
-		case errors.Is(aerr, lockmgr.ErrDeadlock):
-			if holders == nil {
-				holders = map[string][]string{}
-			}
-			holders[rule] = []string{"(deadlock)"}
+			holders = addHolders(holders, rule, trace.Holders())
+		case errors.Is(aerr, lockmgr.ErrWaitTimeout), errors.Is(aerr, lockmgr.ErrDeadlock):
+			// Queued behind someone the backend did not name.
+			holders = addHolders(holders, rule, []string{"unknown"})
 		default:
 			err = aerr
 		}
 	}
 	return holders, err
+}
+
+func addHolders(m map[string][]string, rule string, holders []string) map[string][]string {
+	if m == nil {
+		m = map[string][]string{}
+	}
+	m[rule] = holders
+	return m
 }
 
 // watchOwner owns the session's markers: the instance's name with
