@@ -25,6 +25,9 @@ type Explanation struct {
 	RouteWhy   string
 	Rewritten  string // the guarded UPDATE sent instead, "" when none
 	RewriteWhy string // why no rewrite applies, when a rewrite rule guards the table
+	// Observed is what rules in observe mode would have done (outcome,
+	// rule, key or reason), none of which lockproxy does.
+	Observed []string
 }
 
 // Explain analyses sql as a session in database db would (inTxn: inside a
@@ -33,18 +36,30 @@ type Explanation struct {
 // value the session is taken to have read for the row an UPDATE writes
 // (nil: nothing remembered).
 func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte) (*Explanation, error) {
-	an, err := parser.Analyze(sql, db)
-	if err != nil {
-		return nil, err
-	}
-	e := &Explanation{SQL: sql, DB: db, Analysis: an, InTxn: inTxn}
-	env := planEnv{rs: rs, db: db, inTxn: inTxn, autocommit: true, analyze: func(text string) *parser.Analysis {
+	e, _, err := explainIn(offlineEnv(rs, db, inTxn, nil), sql, replicas, old)
+	return e, err
+}
+
+// offlineEnv is the planning environment of a session lockproxy only
+// imagines (explain, check): no server tells it the session's state.
+func offlineEnv(rs *rules.RuleSet, db string, inTxn bool, dyn *dynState) planEnv {
+	return planEnv{rs: rs, db: db, inTxn: inTxn, autocommit: true, dyn: dyn, analyze: func(text string) *parser.Analysis {
 		inner, err := parser.Analyze(text, db)
 		if err != nil {
 			return &parser.Analysis{SQL: text, DB: db, Unparsed: true, ParseError: err.Error()}
 		}
 		return inner
 	}}
+}
+
+// explainIn is Explain in env, also returning the plan.
+func explainIn(env planEnv, sql string, replicas bool, old []byte) (*Explanation, plan, error) {
+	db, inTxn := env.db, env.inTxn
+	an, err := parser.Analyze(sql, db)
+	if err != nil {
+		return nil, plan{}, err
+	}
+	e := &Explanation{SQL: sql, DB: db, Analysis: an, InTxn: inTxn}
 	p := makePlan(env, an, nil)
 	g := p.guard
 	e.NeedParams = p.needParams
@@ -56,6 +71,7 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 		se := toSQLError(g.reject)
 		e.Reject = fmt.Sprintf("ERROR %d (%s): %s", se.Code, se.State, se.Msg)
 	}
+	e.explainObserved(g.seen)
 	e.explainRewrite(p.rewrite, old)
 	e.Route, e.RouteWhy = "primary", p.primaryWhy
 	switch {
@@ -67,7 +83,23 @@ func Explain(rs *rules.RuleSet, sql, db string, inTxn, replicas bool, old []byte
 	default:
 		e.Route, e.RouteWhy = "replica", "autocommit plain read (a healthy replica within max_replica_lag, else the primary)"
 	}
-	return e, nil
+	return e, p, nil
+}
+
+// explainObserved lists what rules in observe mode would have done.
+func (e *Explanation) explainObserved(seen *observation) {
+	if seen == nil {
+		return
+	}
+	for _, k := range seen.keys {
+		e.Observed = append(e.Observed, wouldLock+" "+k.Rule+": "+k.Name)
+	}
+	for _, r := range seen.refused {
+		e.Observed = append(e.Observed, fmt.Sprintf("%s %s (%s): lockproxy: %s", wouldRefuse, r.rule, r.reason, r.msg))
+	}
+	for _, rule := range seen.rewrites {
+		e.Observed = append(e.Observed, wouldRewrite+" "+rule)
+	}
 }
 
 func (e *Explanation) explainRewrite(t target, old []byte) {
@@ -129,6 +161,9 @@ func (e *Explanation) Print(w io.Writer) {
 		fmt.Fprintf(w, "rewritten:  %s\n", e.Rewritten)
 	case e.RewriteWhy != "":
 		fmt.Fprintf(w, "rewritten:  no (%s)\n", e.RewriteWhy)
+	}
+	for _, o := range e.Observed {
+		fmt.Fprintf(w, "observed:   %s\n", o)
 	}
 	fmt.Fprintf(w, "route:      %s (%s)\n", e.Route, e.RouteWhy)
 }

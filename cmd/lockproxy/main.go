@@ -3,6 +3,7 @@
 //	lockproxy --config rules.yaml          run
 //	lockproxy --check --config rules.yaml  validate and exit
 //	lockproxy explain --config rules.yaml "SQL"
+//	lockproxy check --config rules.yaml --log general.log
 //	lockproxy --version
 package main
 
@@ -35,6 +36,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "explain" {
 		return explain(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "check" {
+		return checkWorkload(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
