@@ -54,17 +54,19 @@ type guard struct {
 	// CHAIN); halfRuns: a failure of it may leave part of it done (CALL,
 	// EXECUTE, a text lockproxy could not parse).
 	ends, halfRuns bool
-	rollsBack      bool   // the text is ROLLBACK: it may always run
-	rule           string // first rule that matched, for messages
-	primary        bool   // a rule or a fact forces the primary
+	rollsBack      bool // the text is ROLLBACK: it may always run
+	primary        bool // a rule or a fact forces the primary
+	// observing: some rule is in observe mode, so decisions are split
+	// by mode (observe.go). Kept with the other flags, so a guard is no
+	// larger than before observe mode.
+	observing bool
+	rule      string // first rule that matched, for messages
 	// unkeyedReads are plain reads in a transaction whose rows cannot be
 	// keyed and that run without row locks (on_unkeyed_read: allow).
 	unkeyedReads []rules.Unkeyed
-	// observing: some rule is in observe mode, so decisions are split
-	// by mode (observe.go); seen is what the observing rules would have
-	// done, nil when nothing.
-	observing bool
-	seen      *observation
+	// seen is what the rules in observe mode would have done, nil when
+	// nothing.
+	seen *observation
 }
 
 // inTxn reports whether the session is inside a transaction for locking
