@@ -21,12 +21,12 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproxy check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "rules.yaml", "path to rules.yaml")
-	logPath := fs.String("log", "", "MariaDB general query log to read (- for stdin)")
+	logPath := fs.String("log", "", "MariaDB general or slow query log to read (- for stdin)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *logPath == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "usage: lockproxy check --config rules.yaml --log general.log")
+		fmt.Fprintln(stderr, "usage: lockproxy check --config rules.yaml --log general.log|slow.log")
 		return 2
 	}
 	cfg, err := rules.Load(*configPath)
@@ -50,7 +50,12 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 		in = f
 	}
 	w := proxy.NewWorkload(rs, len(cfg.Backends.Replicas) > 0)
-	if err := readGeneralLog(in, w); err != nil {
+	br := bufio.NewReaderSize(in, 64<<10)
+	read := readGeneralLog
+	if isSlowLog(br) {
+		read = readSlowLog
+	}
+	if err := read(br, w); err != nil {
 		fmt.Fprintln(stderr, "lockproxy:", err)
 		return 1
 	}
