@@ -213,6 +213,10 @@ func (w *Workload) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "statements: %d in %d shapes; locked %d, refused %d, observed %d; unparsable %d\n",
 		w.Statements, len(w.shapes), locked, refused, observed, w.Unparsable)
+	if _, ok := w.rs.Schema().Objects(); ok {
+		fmt.Fprintln(out, "schema: read from the server (columns, keys, collations, views, routines, triggers); would_wait needs the lock service at the time")
+		return
+	}
 	fmt.Fprintln(out, "not known without a server: the schema's column types and collations, views, routines and triggers (keys normalise by their literal form; a statement that may run stored code is refused as when the primary's routines cannot be read); would_wait needs the lock service at the time")
 }
 

@@ -13,7 +13,9 @@ import (
 // offline for a session's statements are the ones a live lockproxy makes
 // for the same statements: what the observing rule would do is counted
 // alike (lockproxy_observed_total, but for would_wait, which only the lock
-// service can tell), and the enforcing rule refuses the same statements.
+// service can tell), and the enforcing rule refuses the same statements,
+// whether check plans with the live proxy's own schema (check --dsn) or
+// with none.
 func TestWorkloadMatchesLiveProxy(t *testing.T) {
 	_, db := lockSchema(t)
 	p := observedProxy(t, observed{edit: observeSku(db), locker: memLocker})
@@ -43,19 +45,31 @@ func TestWorkloadMatchesLiveProxy(t *testing.T) {
 	}
 	defer c.Close()
 	cfg := *p.srv.config()
-	rs, err := rules.Compile(&cfg, rules.Schema{})
+	bare, err := rules.Compile(&cfg, rules.Schema{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewWorkload(rs, false)
-	w.Connect(1, db)
 	for _, s := range stmts {
 		_, err := c.ExecContext(context.Background(), s.sql)
 		if (err != nil) != s.refused {
 			t.Fatalf("%s: live error %v, want refused %v", s.sql, err, s.refused)
 		}
-		w.Statement(1, s.sql)
 	}
+	for name, rs := range map[string]*rules.RuleSet{"live schema": p.srv.ruleSet(), "no schema": bare} {
+		t.Run(name, func(t *testing.T) {
+			w := NewWorkload(rs, false)
+			w.Connect(1, db)
+			for _, s := range stmts {
+				w.Statement(1, s.sql)
+			}
+			compareWorkload(t, p, w)
+		})
+	}
+}
+
+// compareWorkload compares what w counted with what the live proxy p did.
+func compareWorkload(t *testing.T, p *testProxy, w *Workload) {
+	t.Helper()
 	live := map[string]float64{}
 	for k, v := range values(t, p.reg, "lockproxy_observed_total") {
 		if v != 0 && !strings.Contains(k, "outcome=would_wait") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +11,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/proxy"
 	"github.com/lockproxy/lockproxy/rules"
 )
@@ -22,6 +26,7 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "rules.yaml", "path to rules.yaml")
 	logPath := fs.String("log", "", "MariaDB general or slow query log to read (- for stdin)")
+	dsn := fs.String("dsn", "", "read the schema (columns, keys, collations, views, routines, triggers) from this server: user:password@tcp(host:port)/")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -34,7 +39,13 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	rs, err := rules.Compile(cfg, rules.Schema{})
+	schema, closeSchema, err := checkSchema(*dsn, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "lockproxy:", err)
+		return 1
+	}
+	defer closeSchema()
+	rs, err := rules.Compile(cfg, schema)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -61,6 +72,37 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 	}
 	w.Print(stdout)
 	return 0
+}
+
+// checkSchema reads the schema check plans with from the server dsn names
+// (the zero Schema when dsn is empty), as lockproxy reads the primary's:
+// the guarded tables' columns, keys and collations, and the views,
+// routines and triggers; text keys are asked of the server. A rule that
+// does not fit its table is a warning. done ends the connections.
+func checkSchema(dsn string, cfg *rules.Config, stderr io.Writer) (schema rules.Schema, done func(), err error) {
+	if dsn == "" {
+		return rules.Schema{}, func() {}, nil
+	}
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return rules.Schema{}, nil, fmt.Errorf("--dsn: %w", err)
+	}
+	connector, err := mysql.NewConnector(mc)
+	if err != nil {
+		return rules.Schema{}, nil, fmt.Errorf("--dsn: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	schema, problems, err := rules.LoadSchema(ctx, db, cfg)
+	if err != nil {
+		db.Close()
+		return rules.Schema{}, nil, fmt.Errorf("reading the schema from --dsn: %w", err)
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "lockproxy: warning: %s\n", p)
+	}
+	return schema.WithTextServer(rules.NewTextServer(db)), func() { db.Close() }, nil
 }
 
 // generalLogEntry matches the start of an entry of MariaDB's general query

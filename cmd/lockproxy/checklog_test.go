@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of lockproxy check")
@@ -73,5 +76,69 @@ func TestCheckUsage(t *testing.T) {
 	}
 	if code := run([]string{"check", "--config", "testdata/check.yaml", "--log", "testdata/missing.log"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "lockproxy:") {
 		t.Errorf("check of a missing log: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// TestCheckWithSchema: with --dsn, check knows the server's routines, as
+// lockproxy does once it has read the primary: a CALL of a procedure that
+// writes no guarded table is let through, where without the schema it is
+// refused (lockproxy cannot know what the routine writes).
+func TestCheckWithSchema(t *testing.T) {
+	bed := testbed.Get(t)
+	const dbName = "check_dsn"
+	admin, err := sql.Open("mysql", bed.DSN(bed.PrimaryAddr, "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, s := range []string{"DROP DATABASE IF EXISTS " + dbName, "CREATE DATABASE " + dbName,
+		"CREATE TABLE " + dbName + ".orders (id BIGINT PRIMARY KEY, note VARCHAR(20))",
+		"CREATE TABLE " + dbName + ".stock_log (id BIGINT PRIMARY KEY, n INT)",
+		"CREATE PROCEDURE " + dbName + ".restock(k INT) UPDATE stock_log SET n = k WHERE id = 1"} {
+		if _, err := admin.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfg, []byte("users: [{user: app, password: x}]\nbackends: {primary: \"127.0.0.1:1\"}\nlocks: {backend: memory}\n"+
+		"rules:\n  - name: orders\n    table: "+dbName+".orders\n    key: [id]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "general.log")
+	if err := os.WriteFile(log, []byte("Time\t\t    Id Command\tArgument\n"+
+		"261204 21:40:01\t    7 Connect\tapp@127.0.0.1 on "+dbName+" using TCP/IP\n"+
+		"\t\t    7 Query\tCALL restock(3)\n"+
+		"\t\t    7 Query\tUPDATE orders SET note = 'x' WHERE id = 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		args    []string
+		refused bool
+	}{
+		{"without schema", nil, true},
+		{"with --dsn", []string{"--dsn", bed.DSN(bed.PrimaryAddr, "", "")}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"check", "--config", cfg, "--log", log}, c.args...)
+			if code := run(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			call := out.String()[strings.Index(out.String(), "call `restock`"):]
+			call = call[:strings.Index(call, "\n\n")]
+			if got := strings.Contains(call, "rejected:"); got != c.refused {
+				t.Errorf("CALL refused = %v, want %v:\n%s", got, c.refused, out.String())
+			}
+			if !strings.Contains(out.String(), "locks:      orders (1 key)") {
+				t.Errorf("the keyed UPDATE should lock its row:\n%s", out.String())
+			}
+			if read := strings.Contains(out.String(), "schema: read from the server"); read != (c.args != nil) {
+				t.Errorf("footer says schema read = %v:\n%s", read, out.String())
+			}
+		})
 	}
 }
