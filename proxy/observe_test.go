@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,28 @@ func TestObserveMode(t *testing.T) {
 		_, err := a.Exec("UPDATE sku JOIN hot ON hot.id = sku.sku_id SET sku.stock = 1, hot.v = 2")
 		if err == nil || !strings.Contains(err.Error(), "hot-row") {
 			t.Errorf("statement on an enforced and an observed table: %v, want refused by hot-row", err)
+		}
+	})
+	t.Run("keyed on an enforced and an observed table", func(t *testing.T) {
+		tx, err := a.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.Exec("UPDATE sku JOIN hot ON hot.id = sku.sku_id SET sku.stock = 1, hot.v = 2 WHERE sku.sku_id = 2 AND hot.id = 1"); err != nil {
+			t.Fatal(err)
+		}
+		var held []string
+		for _, l := range p.srv.Locks() {
+			if l.State == "held" {
+				held = append(held, l.Rule+" "+l.Key)
+			}
+		}
+		// hot-row's lock is taken; sku-stock's row has only its marker.
+		want := []string{"hot-row " + db + ".hot/1", "sku-stock observe:" + db + ".sku/2"}
+		slices.Sort(held)
+		if !slices.Equal(held, want) {
+			t.Errorf("held %v, want %v", held, want)
 		}
 	})
 	waitReleased(t, p)
