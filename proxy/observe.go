@@ -62,6 +62,23 @@ func (g *guard) observedPart() *observation {
 	return g.seen
 }
 
+// add merges one decision into the guard; while some rule is in observe
+// mode, what such rules ask for is set aside as observed (why: the reason
+// a refusal counts under, "" for the decision's own).
+func (pl *planner) add(d rules.Decision, why string) {
+	g := &pl.p.guard
+	if g.observing {
+		d = g.observeDecision(d, why)
+	}
+	g.add(d, pl.lc)
+}
+
+// rewriteObserved records a rewrite a rule in observe mode would have made.
+func (g *guard) rewriteObserved(rule string) {
+	seen := g.observedPart()
+	seen.rewrites = append(seen.rewrites, rule)
+}
+
 // observeDecision takes out of d what its rules in observe mode ask for
 // (their keys; a refusal only they make) and records it in the guard; the
 // rest of d is enforced as usual. why is the would_refuse reason, ""
@@ -288,7 +305,7 @@ func (s *session) releaseWatch() {
 func (pl *planner) observeCurrentRead(f *parser.Facts, d rules.Decision, depth int) {
 	g := &pl.p.guard
 	if depth == 0 && f.CurrentReadOK() {
-		g.observedPart().rewrites = append(g.observedPart().rewrites, d.Rule.Name)
+		g.rewriteObserved(d.Rule.Name)
 		return
 	}
 	g.refuseObserved(d.Rule.Name, refuseNotCurrent, fmt.Sprintf("rule %s: a read of %s in a transaction, where its row locks need a current read, that lockproxy cannot give LOCK IN SHARE MODE", d.Rule.Name, d.Rule.Table))

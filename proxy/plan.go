@@ -204,17 +204,6 @@ func (pl *planner) uncertain(an *parser.Analysis, reason, kind string) {
 	pl.add(rules.UnkeyedDecision(r, reason), kind)
 }
 
-// add merges one decision into the guard; while some rule is in observe
-// mode, what such rules ask for is set aside as observed (why: the reason
-// a refusal counts under, "" for the decision's own).
-func (pl *planner) add(d rules.Decision, why string) {
-	g := &pl.p.guard
-	if g.observing {
-		d = g.observeDecision(d, why)
-	}
-	g.add(d, pl.lc)
-}
-
 // refuseUnseen refuses a statement whose text lockproxy cannot see when any
 // rule locks rows: it may touch a guarded table.
 func (pl *planner) refuseUnseen(reason string) {
@@ -369,8 +358,7 @@ func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
 			if !r.Observes() {
 				pl.p.rewrite = target{rule: r, keys: keys}
 			} else if f.Kind == parser.KindUpdate {
-				g := &pl.p.guard
-				g.observedPart().rewrites = append(g.observedPart().rewrites, r.Name)
+				pl.p.guard.rewriteObserved(r.Name)
 			}
 		}
 	}
