@@ -142,3 +142,29 @@ func TestCheckWithSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainObserved: explain shows what a rule in observe mode would do,
+// which lockproxy does not do.
+func TestExplainObserved(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want []string
+	}{
+		{"UPDATE shop.sku_stock SET stock = 0", []string{"locks:      none", "observed:   would_refuse sku-stock (unkeyed): lockproxy: rule sku-stock"}},
+		{"UPDATE shop.sku_stock SET stock = 0 WHERE sku_id = 4", []string{"locks:      none", "observed:   would_lock sku-stock: "}},
+		{"UPDATE shop.orders SET note = 'x' WHERE id = 4", []string{"locks:      orders: "}},
+	} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"explain", "--config", "testdata/check.yaml", c.sql}, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.sql, code, errb.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: output lacks %q:\n%s", c.sql, w, out.String())
+			}
+		}
+		if strings.Contains(c.sql, "orders") && strings.Contains(out.String(), "observed:") {
+			t.Errorf("an enforcing rule's statement shows observed lines:\n%s", out.String())
+		}
+	}
+}
