@@ -148,6 +148,13 @@ func (v *validator) keyConflict(p string, rules []Rule, i int) {
 				j, rules[j].Name, rules[j].Table, strings.Join(rules[j].Key, ", "), strings.Join(rules[i].Key, ", "))
 			return
 		}
+		if rules[i].Observes() != rules[j].Observes() {
+			// A row's lock key names one rule: an observing rule first
+			// would take the key out of the enforcing rule's locks.
+			v.add(p+".mode", "rules[%d] (%s) guards table %s too, in mode %s; the rules of one table need one mode",
+				j, rules[j].Name, rules[j].Table, modeName(rules[j].Observes()))
+			return
+		}
 		for _, k := range rules[i].Key {
 			if rules[i].IsSensitive(k) != rules[j].IsSensitive(k) {
 				v.add(p+".sensitive", "rules[%d] (%s) guards table %s too and differs on whether key column %q is sensitive; one row needs one lock key",
@@ -156,6 +163,13 @@ func (v *validator) keyConflict(p string, rules []Rule, i int) {
 			}
 		}
 	}
+}
+
+func modeName(observes bool) string {
+	if observes {
+		return ModeObserve
+	}
+	return ModeEnforce
 }
 
 // sameColumns compares key column lists as case-insensitive sets.
