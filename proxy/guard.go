@@ -191,7 +191,15 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 func (s *session) acquire(ctx context.Context, g guard) error {
 	backoff := 10 * time.Millisecond
 	var away error // the last unavailable answer in this wait
-	s.awaitRelease()
+	if !s.awaitReleaseWithin(ctx) {
+		// The wait ran out while the lock service had not answered the
+		// release of the session's last transaction.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return serviceAway(g, errReleasePending)
+		}
+		return ctx.Err()
+	}
+	away, s.awayBefore = s.awayBefore, nil
 	for {
 		err := s.lockSet().Acquire(ctx, g.keys)
 		switch {
@@ -364,22 +372,61 @@ func (s *session) releaseBehind() {
 	}
 	held := s.locks.Detach()
 	ctx, cancel := releaseCtxFor(held)
-	done := make(chan struct{})
-	s.releasing = done
+	r := &release{done: make(chan struct{})}
+	s.releasing = r
 	log := s.log
 	go func() {
-		defer close(done)
+		defer close(r.done)
 		defer cancel()
-		if err := held.Release(ctx); err != nil {
-			log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+		if r.err = held.Release(ctx); r.err != nil {
+			log.Warn("lock release failed; the locks end with their lease", zap.Error(r.err))
 		}
 	}()
+}
+
+// release is a release releaseBehind runs: done is closed when it
+// returned, with err.
+type release struct {
+	done chan struct{}
+	err  error
+}
+
+// finished takes the session's background release as done: a release the
+// lock service could not answer leaves its keys held until their leases
+// end, and the session's next lock wait names that cause if it times out
+// (awayBefore).
+func (s *session) finished(r *release) {
+	s.releasing = nil
+	if errors.Is(r.err, lockmgr.ErrUnavailable) {
+		s.awayBefore = r.err
+	}
+}
+
+// errReleasePending is why a lock wait ended before it asked for a key:
+// the release of the session's last transaction was still unanswered.
+var errReleasePending = errors.New("the release of the session's previous locks was not answered")
+
+// awaitReleaseWithin is awaitRelease for a statement's lock wait: it waits
+// no longer than ctx, the statement's wait, and reports whether the
+// release is done. A release the lock service does not answer is bounded
+// by its leases (releaseCtxFor), longer than a statement may wait.
+func (s *session) awaitReleaseWithin(ctx context.Context) bool {
+	if s.releasing == nil {
+		return true
+	}
+	select {
+	case <-s.releasing.done:
+		s.finished(s.releasing)
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // awaitRelease waits for the release releaseBehind started, if any.
 func (s *session) awaitRelease() {
 	if s.releasing != nil {
-		<-s.releasing
-		s.releasing = nil
+		<-s.releasing.done
+		s.finished(s.releasing)
 	}
 }

@@ -80,10 +80,12 @@ type session struct {
 	// giveBack is what the statement being served may give back of the
 	// transaction's locks when it ends (afterCommand).
 	giveBack giveBack
-	// releasing, when not nil, is closed once the locks of the last
-	// transaction, given back in the background (releaseBehind), are
-	// released.
-	releasing chan struct{}
+	// releasing, when not nil, is the release of the last transaction's
+	// locks, given back in the background (releaseBehind); awayBefore is
+	// the lock service's failure to answer such a release, which the next
+	// lock wait names if it times out.
+	releasing  *release
+	awayBefore error
 
 	// Routing: the replica connection, SETs to replay on it, and what
 	// read-your-writes needs.
