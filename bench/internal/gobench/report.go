@@ -87,7 +87,15 @@ func splitCost(d Data) string {
 	return fmt.Sprintf("*A text run in pieces* (`BenchmarkSplitText`: `SET NAMES utf8mb4; SELECT ...` on a guarded table, which lockproxy runs as two pieces, "+
 		"against `SET @v = 1; SELECT ...`, sent whole; one autocommit session each, directly and through lockproxy): "+
 		"the split adds **%s** per text over the same texts directly (lockproxy split − whole %s, direct split − whole %s).\n\n",
-		Dur(max(added, 0)), Dur(ns["lockproxy/split"]-ns["lockproxy/whole"]), Dur(ns["direct/split"]-ns["direct/whole"]))
+		Dur(max(added, 0)), signedDur(ns["lockproxy/split"]-ns["lockproxy/whole"]), signedDur(ns["direct/split"]-ns["direct/whole"]))
+}
+
+// signedDur is Dur for a difference, which may be below zero.
+func signedDur(ns float64) string {
+	if ns < 0 {
+		return "−" + Dur(-ns)
+	}
+	return Dur(ns)
 }
 
 func microTable(bs []Bench) string {

@@ -226,6 +226,10 @@ func TestSplitCost(t *testing.T) {
 	if got := splitCost(d); !strings.Contains(got, "**90.0 µs**") || !strings.Contains(got, "split − whole 100.0 µs") {
 		t.Errorf("splitCost = %q", got)
 	}
+	d.Benches[1] = arm("direct/split", 95e3)
+	if got := splitCost(d); !strings.Contains(got, "**105.0 µs**") || !strings.Contains(got, "direct split − whole −5.0 µs") {
+		t.Errorf("splitCost with the direct split faster = %q", got)
+	}
 	if got := splitCost(Data{Benches: d.Benches[:3]}); got != "" {
 		t.Errorf("splitCost with an arm missing = %q", got)
 	}
