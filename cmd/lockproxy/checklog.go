@@ -20,7 +20,8 @@ import (
 
 // checkWorkload prints what lockproxy would do with each statement shape
 // of a MariaDB general query log (`lockproxy check`), planned as
-// `lockproxy explain` plans one statement. It reads no server.
+// `lockproxy explain` plans one statement. It reads no server unless
+// --dsn names one to read the schema from.
 func checkWorkload(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lockproxy check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
