@@ -362,8 +362,11 @@ func TestReleaseGrants(t *testing.T) {
 		// wait is cleaned up in Redis.
 		_ = deadRdb.Close()
 		dead.Abandon()
-		if err := <-dec; !errors.Is(err, lockmgr.ErrClosed) {
-			t.Fatalf("dead waiter: %v; want ErrClosed", err)
+		// Its wait ends with the Locker closed, or, when the closed client
+		// answers the wait's next call before Abandon is seen, with Redis
+		// unavailable: either way it got no lease.
+		if err := <-dec; !errors.Is(err, lockmgr.ErrClosed) && !errors.Is(err, lockmgr.ErrUnavailable) {
+			t.Fatalf("dead waiter: %v; want ErrClosed or ErrUnavailable", err)
 		}
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
