@@ -4,6 +4,7 @@
 //	lockproxy --check --config rules.yaml  validate and exit
 //	lockproxy explain --config rules.yaml "SQL"
 //	lockproxy check --config rules.yaml --log general.log
+//	lockproxy sleep 5s                     wait (a preStop hook without sleep(1))
 //	lockproxy --version
 package main
 
@@ -39,6 +40,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "check" {
 		return checkWorkload(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "sleep" {
+		return sleepFor(args[1:], stderr)
 	}
 	fs := flag.NewFlagSet("lockproxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
