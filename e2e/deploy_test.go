@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,9 @@ import (
 
 // The deployment files in docs/deploy keep the promises their comments
 // make: the systemd unit stops with SIGTERM and waits out the drain, the
-// Kubernetes manifest probes /readyz on the admin port, sleeps before
-// SIGTERM and waits out preStop plus the drain, and its rules.yaml is
-// valid. (haproxy.cfg runs in TestFaultHAProxyDrain.)
+// Kubernetes manifest probes /readyz on the admin port, waits before
+// SIGTERM with a preStop hook the image can run (lockproxy sleep), waits
+// out preStop plus the drain, and its rules.yaml is valid. (haproxy.cfg runs in TestFaultHAProxyDrain.)
 
 func deployFile(t *testing.T, name string) []byte {
 	t.Helper()
@@ -76,9 +77,9 @@ type manifest struct {
 					} `yaml:"readinessProbe"`
 					Lifecycle struct {
 						PreStop struct {
-							Sleep struct {
-								Seconds int `yaml:"seconds"`
-							} `yaml:"sleep"`
+							Exec struct {
+								Command []string `yaml:"command"`
+							} `yaml:"exec"`
 						} `yaml:"preStop"`
 					} `yaml:"lifecycle"`
 				} `yaml:"containers"`
@@ -90,7 +91,9 @@ type manifest struct {
 	} `yaml:"spec"`
 }
 
-func TestDeployKubernetesManifest(t *testing.T) {
+// kubernetesObjects parses docs/deploy/kubernetes.yaml.
+func kubernetesObjects(t *testing.T) []manifest {
+	t.Helper()
 	var objs []manifest
 	for _, doc := range strings.Split(string(deployFile(t, "kubernetes.yaml")), "\n---\n") {
 		var m manifest
@@ -99,6 +102,37 @@ func TestDeployKubernetesManifest(t *testing.T) {
 		}
 		objs = append(objs, m)
 	}
+	return objs
+}
+
+// kubernetesPreStop is the manifest's preStop command, for TestImage to
+// run in the image.
+func kubernetesPreStop(t *testing.T) []string {
+	t.Helper()
+	for _, m := range kubernetesObjects(t) {
+		if m.Kind == "Deployment" && len(m.Spec.Template.Spec.Containers) == 1 {
+			return m.Spec.Template.Spec.Containers[0].Lifecycle.PreStop.Exec.Command
+		}
+	}
+	t.Fatal("no Deployment with one container in kubernetes.yaml")
+	return nil
+}
+
+// preStopDelay is how long the preStop command waits: it must be the
+// image's lockproxy (distroless has no sleep(1)) running `sleep DURATION`.
+func preStopDelay(command []string) (time.Duration, error) {
+	if len(command) != 3 || command[0] != "/usr/local/bin/lockproxy" || command[1] != "sleep" {
+		return 0, fmt.Errorf("preStop runs %q; want /usr/local/bin/lockproxy sleep DURATION, the only program in the image", command)
+	}
+	d, err := time.ParseDuration(command[2])
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("preStop waits %q: want a positive duration", command[2])
+	}
+	return d, nil
+}
+
+func TestDeployKubernetesManifest(t *testing.T) {
+	objs := kubernetesObjects(t)
 	var rulesYAML string
 	var deployments int
 	for _, m := range objs {
@@ -122,12 +156,12 @@ func TestDeployKubernetesManifest(t *testing.T) {
 			if h := c.Readiness.HTTPGet; h.Path != "/readyz" || h.Port != "admin" {
 				t.Errorf("readinessProbe %+v; want GET /readyz on the admin port", h)
 			}
-			sleep := c.Lifecycle.PreStop.Sleep.Seconds
-			if sleep <= 0 {
-				t.Error("no preStop sleep: pods would get SIGTERM before their endpoints are gone")
+			delay, err := preStopDelay(c.Lifecycle.PreStop.Exec.Command)
+			if err != nil {
+				t.Errorf("%v: pods would get SIGTERM before their endpoints are gone", err)
 			}
-			if pod.Grace <= sleep+30 {
-				t.Errorf("terminationGracePeriodSeconds %d must outlast preStop (%ds) plus shutdown_grace (30s)", pod.Grace, sleep)
+			if time.Duration(pod.Grace)*time.Second <= delay+30*time.Second {
+				t.Errorf("terminationGracePeriodSeconds %d must outlast preStop (%v) plus shutdown_grace (30s)", pod.Grace, delay)
 			}
 		case "Service":
 			if len(m.Spec.Ports) != 1 || m.Spec.Ports[0].TargetPort != "mysql" {
