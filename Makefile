@@ -8,13 +8,27 @@ BENCH_ARGS    ?=
 # `./...` does not reach them, so vet and lint visit each.
 SUBMODULES    := docs/tools/waitplot
 
-.PHONY: all build test test-busy test-faults run demo down status bench bench-quick soak hostile fmt vet lint check-config clean
+.PHONY: all build image test test-busy test-faults run demo down status bench bench-quick soak hostile fmt vet lint check-config clean
 
 all: build
 
 ## build: compile bin/lockproxy
 build:
 	$(GO) build -o bin/lockproxy ./cmd/lockproxy
+
+# The container image of `make image`: its name in the archive, the
+# version lockproxy reports; its time stamps are the last commit's.
+IMAGE         ?= lockproxy:latest
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+## image: the container image without a registry or a Docker engine: a
+## static lockproxy, the nonroot user and the host's CA certificates in
+## bin/lockproxy-image.tar, for `podman load` or `docker load`
+## (docs/deploy/container.md)
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/lockproxy ./cmd/lockproxy
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+		$(GO) run ./internal/ociimage -binary bin/image/lockproxy -tag $(IMAGE) -version $(VERSION) -o bin/lockproxy-image.tar
 
 ## test: start one test bed (MariaDB primary + replica, Redis), run every
 ## Go test against it with the race detector, take the bed down
