@@ -8,7 +8,7 @@ BENCH_ARGS    ?=
 # `./...` does not reach them, so vet and lint visit each.
 SUBMODULES    := docs/tools/waitplot
 
-.PHONY: all build image test test-busy test-faults run demo down status bench bench-quick soak hostile fmt vet lint check-config clean
+.PHONY: all build image image-test test test-busy test-faults run demo down status bench bench-quick soak hostile fmt vet lint check-config clean
 
 all: build
 
@@ -29,6 +29,14 @@ image:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/lockproxy ./cmd/lockproxy
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
 		$(GO) run ./internal/ociimage -binary bin/image/lockproxy -tag $(IMAGE) -version $(VERSION) -o bin/lockproxy-image.tar
+
+## image-test: make image, then run it with podman against a test bed
+## (e2e TestImage): a client through it, the admin port, the Kubernetes
+## preStop hook and the drain. Installs podman and runc if missing; about
+## two minutes; not part of make test
+image-test: image
+	scripts/testbed.sh install-podman
+	LOCKPROXY_IMAGE=$(CURDIR)/bin/lockproxy-image.tar scripts/test.sh -race -count=1 -timeout 15m -v -run '^TestImage$$' ./e2e/
 
 ## test: start one test bed (MariaDB primary + replica, Redis), run every
 ## Go test against it with the race detector, take the bed down

@@ -7,6 +7,7 @@
 # so several beds can run side by side and none depends on system services.
 #
 #   testbed.sh install            apt-install what is missing (Debian)
+#   testbed.sh install-podman     apt-install podman and runc for make image-test
 #   testbed.sh check              exit 0 if everything `up` needs is installed
 #   testbed.sh up DIR             start (or reuse) a bed; print DIR/env
 #   testbed.sh down DIR           stop every server of the bed
@@ -125,10 +126,26 @@ install_npm_clients() {
 }
 
 cmd_install() {
-	local pkgs sudo=() policy=/usr/sbin/policy-rc.d made_policy=0
-	mapfile -t pkgs < <(missing_packages)
+	install_missing missing_packages
+	install_npm_clients
+}
+
+# missing_podman_packages prints the Debian packages `make image-test`
+# needs to run lockproxy's image: podman, and runc, which also runs where
+# crun (podman's default) refuses a host with cgroup v1 and v2 mounted.
+missing_podman_packages() {
+	first_cmd podman >/dev/null || echo podman
+	first_cmd runc >/dev/null || echo runc
+	return 0
+}
+
+cmd_install_podman() { install_missing missing_podman_packages; }
+
+# install_missing LISTER: apt-install the packages LISTER prints.
+install_missing() {
+	local lister=$1 pkgs sudo=() policy=/usr/sbin/policy-rc.d made_policy=0
+	mapfile -t pkgs < <("$lister")
 	if ((${#pkgs[@]} == 0)); then
-		install_npm_clients
 		log "everything needed is installed"
 		return 0
 	fi
@@ -155,9 +172,8 @@ cmd_install() {
 	fi
 	if ((made_policy)); then "${sudo[@]}" rm -f "$policy"; fi
 	((rc == 0)) || die "apt-get failed ($rc)"
-	mapfile -t pkgs < <(missing_packages)
+	mapfile -t pkgs < <("$lister")
 	((${#pkgs[@]} == 0)) || die "still missing after install: ${pkgs[*]}"
-	install_npm_clients
 }
 
 # apt_install [SUDO...] -- PKG...
@@ -1034,6 +1050,7 @@ CMD=${1:-}
 shift || true
 case $CMD in
 install) cmd_install ;;
+install-podman) cmd_install_podman ;;
 check) cmd_check ;;
 up) cmd_up "$@" ;;
 down) cmd_down "$@" ;;
