@@ -178,7 +178,8 @@ func TestImage(t *testing.T) {
 	execOn(t, c, "BEGIN", "SELECT stock FROM sku_stock WHERE sku_id = 2 FOR UPDATE", "COMMIT")
 }
 
-// loadImage loads the archive and checks what the image runs and as whom.
+// loadImage loads the archive and checks what the image runs and as whom;
+// it returns the image's name.
 func loadImage(t *testing.T, pm *podman, archive string) string {
 	t.Helper()
 	out := pm.must("load", "--input", archive)
@@ -190,6 +191,12 @@ func loadImage(t *testing.T, pm *podman, archive string) string {
 	var cfgs []imageConfig
 	if err := json.Unmarshal([]byte(pm.must("image", "inspect", ref)), &cfgs); err != nil || len(cfgs) != 1 {
 		t.Fatalf("podman image inspect %s: %v", ref, err)
+	}
+	// The archive's docker-archive half (manifest.json, what docker load
+	// reads) names the same image.
+	id := strings.TrimSpace(pm.must("image", "inspect", "--format", "{{.Id}}", ref))
+	if viaDocker := strings.TrimSpace(pm.must("pull", "--quiet", "docker-archive:"+archive)); viaDocker != id {
+		t.Errorf("as a docker-archive the image is %q; as an OCI archive %q", viaDocker, id)
 	}
 	c := cfgs[0].Config
 	if c.User != "65532:65532" || !reflect.DeepEqual(c.Entrypoint, []string{"/usr/local/bin/lockproxy"}) ||
