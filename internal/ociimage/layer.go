@@ -33,7 +33,7 @@ nonroot:x:65532:
 // entry is one file or directory of the image's only layer.
 type entry struct {
 	path string // relative to /, no trailing slash
-	mode int64  // permission bits, with os.ModeSticky as 01000
+	mode int64  // permission bits; 01000 is the sticky bit, as tar has it
 	uid  int
 	dir  bool
 	data []byte
@@ -134,6 +134,7 @@ func buildLayer(es []entry, mtime time.Time) (layer, error) {
 	return layer{gz: gz.Bytes(), digest: sha256Digest(gz.Bytes()), diffID: sha256Digest(raw.Bytes())}, nil
 }
 
+// sha256Digest is b's digest as OCI writes it: "sha256:<hex>".
 func sha256Digest(b []byte) string {
 	return fmt.Sprintf("sha256:%x", sha256.Sum256(b))
 }
