@@ -33,7 +33,7 @@ image:
 ## image-test: make image, then run it with podman against a test bed
 ## (e2e TestImage): a client through it, the admin port, the Kubernetes
 ## preStop hook and the drain. Installs podman and runc if missing; about
-## two minutes; not part of make test
+## two minutes; make test runs the same test on an image it builds itself
 image-test: image
 	scripts/testbed.sh install-podman
 	LOCKPROXY_IMAGE=$(CURDIR)/bin/lockproxy-image.tar scripts/test.sh -race -count=1 -timeout 15m -v -run '^TestImage$$' ./e2e/

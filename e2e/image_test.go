@@ -99,14 +99,15 @@ type imageConfig struct {
 // and /metrics on the admin port; then the Kubernetes manifest's preStop
 // hook (`lockproxy sleep`, run inside the container), SIGTERM, and the
 // drain: the open transaction commits, the container exits 0 and the lock
-// is free for another instance. `make image-test` builds the image and
-// runs this with LOCKPROXY_IMAGE naming it; `make test` does not.
+// is free for another instance. `make image-test` builds the image with
+// `make image` and runs this with LOCKPROXY_IMAGE naming it; without it
+// (as in `make test`) the test builds the same image itself.
 func TestImage(t *testing.T) {
+	pm := newPodman(t)
 	archive := os.Getenv("LOCKPROXY_IMAGE")
 	if archive == "" {
-		t.Skip("LOCKPROXY_IMAGE names no image archive (make image-test builds one and runs this test)")
+		archive = buildImage(t)
 	}
-	pm := newPodman(t)
 	ref := loadImage(t, pm, archive)
 	if out := pm.must(append(append([]string{"run", "--rm", "--network", "host"}, limits(t)...), ref, "--version")...); !strings.HasPrefix(out, "lockproxy ") {
 		t.Fatalf("lockproxy --version in the image printed %q", out)
@@ -320,4 +321,22 @@ func containerLogs(pm *podman, ctr string) string {
 		return fmt.Sprintf("podman logs: %v: %s", err, out)
 	}
 	return string(out)
+}
+
+// buildImage builds the image as `make image` does, into a temporary
+// directory, and returns the archive's path.
+func buildImage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin, archive := filepath.Join(dir, "lockproxy"), filepath.Join(dir, "lockproxy-image.tar")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e", "-o", bin, "../cmd/lockproxy")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build of lockproxy: %v\n%s", err, out)
+	}
+	pack := exec.Command("go", "run", "../internal/ociimage", "-binary", bin, "-tag", "lockproxy:e2e", "-version", "e2e", "-o", archive)
+	if out, err := pack.CombinedOutput(); err != nil {
+		t.Fatalf("ociimage: %v\n%s", err, out)
+	}
+	return archive
 }

@@ -7,7 +7,7 @@
 # so several beds can run side by side and none depends on system services.
 #
 #   testbed.sh install            apt-install what is missing (Debian)
-#   testbed.sh install-podman     apt-install podman and runc for make image-test
+#   testbed.sh install-podman     apt-install podman and runc only (TestImage)
 #   testbed.sh check              exit 0 if everything `up` needs is installed
 #   testbed.sh up DIR             start (or reuse) a bed; print DIR/env
 #   testbed.sh down DIR           stop every server of the bed
@@ -127,11 +127,12 @@ install_npm_clients() {
 
 cmd_install() {
 	install_missing missing_packages
+	install_missing missing_podman_packages
 	install_npm_clients
 }
 
-# missing_podman_packages prints the Debian packages `make image-test`
-# needs to run lockproxy's image: podman, and runc, which also runs where
+# missing_podman_packages prints the Debian packages e2e TestImage (in
+# make test and make image-test) needs to run lockproxy's image: podman, and runc, which also runs where
 # crun (podman's default) refuses a host with cgroup v1 and v2 mounted.
 missing_podman_packages() {
 	first_cmd podman >/dev/null || echo podman
