@@ -15,6 +15,10 @@
 //     session lease; value: owner id, owner age, Locker id, lease ttl
 //   - P/wound/<locker>/<owner> marks a transaction wounded (attached to the
 //     wounded owner's lease, so it never outlives that Locker)
+//   - P/schema  put by every schema-change announcement (value: the
+//     announcing Locker's id); each Locker watches it from the revision it
+//     last saw, so a put made while etcd was away reaches it when etcd
+//     answers again (lockmgr.SchemaAnnouncer)
 //
 // Acquire puts its entry and reads the key's entries in one transaction; the
 // entry with the smallest create revision holds the lock, the others wait in
@@ -48,7 +52,8 @@
 // context. An unreachable etcd fails Acquire with lockmgr.ErrUnavailable
 // after OpTimeout.
 //
-// The package imports only lockmgr and lockmgr/internal/leasebook (the
-// bookkeeping it shares with the other backends) among lockproxy packages
+// The package imports only lockmgr, lockmgr/internal/leasebook and
+// lockmgr/internal/schemaword (the bookkeeping it shares with the other
+// backends) among lockproxy packages
 // and must never import another.
 package etcdlock

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/schemaword"
 )
 
 // Options configure a Locker. The zero value (or nil) works.
@@ -69,6 +70,7 @@ type Locker struct {
 	opt    Options
 	id     string // unique per Locker: in entries and its wound prefix
 	ledger *lockmgr.Ledger
+	schema *schemaword.Follower // the other Lockers' schema announcements
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close
@@ -94,16 +96,19 @@ type held struct {
 	paths []string      // own etcd entries, granted or not yet deleted
 }
 
-// New makes a Locker on cli and starts watching its wound prefix. It does
-// not talk to etcd otherwise: the session lease is granted by the first
-// Acquire, which reports lockmgr.ErrUnavailable while etcd is down.
+// New makes a Locker on cli and starts watching its wound prefix and the
+// schema key (lockmgr.SchemaAnnouncer). It does not talk to etcd
+// otherwise: the session lease is granted by the first Acquire, which
+// reports lockmgr.ErrUnavailable while etcd is down.
 func New(cli *clientv3.Client, o *Options) *Locker {
 	opt := o.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Locker{cli: cli, opt: opt, id: leasebook.NewID(), ledger: lockmgr.NewLedger(opt.Metrics),
 		ctx: ctx, cancel: cancel, owners: leasebook.NewOwners()}
-	l.wg.Add(1)
+	l.schema = schemaword.New(l.id)
+	l.wg.Add(2)
 	go l.watchWounds()
+	go l.followSchema()
 	return l
 }
 

@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"VanishedHolderExpires", testVanished},
 		{"RenewalKeepsHolder", testRenewal},
 		{"RestartNeverDoubleGrants", testRestart},
+		{"SchemaWord", testSchemaWord},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
