@@ -54,6 +54,5 @@
 //
 // The package imports only lockmgr, lockmgr/internal/leasebook and
 // lockmgr/internal/schemaword (the bookkeeping it shares with the other
-// backends) among lockproxy packages
-// and must never import another.
+// backends) among lockproxy packages and must never import another.
 package etcdlock

@@ -22,6 +22,10 @@
 //     entries ahead of it from the names alone.
 //   - R/wound/<locker>/<owner>  ephemeral; an older waiter wounds a younger
 //     holder of Locker <locker>
+//   - R/schema  persistent; every schema-change announcement sets its data
+//     to the announcing Locker's id. Each Locker reads it with a watch and
+//     again at every event, so a change made while ZooKeeper was away from
+//     it shows as a version jump (lockmgr.SchemaAnnouncer)
 //
 // The znode with the lowest sequence holds the lock; the others wait in
 // sequence order (FIFO) and each watches only its predecessor (no herd).
@@ -49,7 +53,7 @@
 // bounded context, or every znode of the attempt's unique name prefix when
 // the create's reply was lost.
 //
-// The package imports only lockmgr and lockmgr/internal/leasebook (the
-// bookkeeping it shares with the other backends) among lockproxy packages
-// and must never import another.
+// The package imports only lockmgr, lockmgr/internal/leasebook and
+// lockmgr/internal/schemaword (the bookkeeping it shares with the other
+// backends) among lockproxy packages and must never import another.
 package zklock

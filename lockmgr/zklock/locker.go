@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/schemaword"
 )
 
 // Options configure a Locker. The zero value (or nil) works.
@@ -62,6 +63,7 @@ type Locker struct {
 	opt    Options
 	id     string // unique per Locker: in znode names and its wound directory
 	ledger *lockmgr.Ledger
+	schema *schemaword.Follower // the other Lockers' schema announcements
 
 	negotiated atomic.Int64 // session timeout the server granted, ms; 0 unknown
 	seq        atomic.Uint64
@@ -103,7 +105,8 @@ type ownNode struct {
 	dir, prefix, path string
 }
 
-// New makes a Locker connected to servers ("host:port"). It does not wait
+// New makes a Locker connected to servers ("host:port") and starts
+// following the schema znode (lockmgr.SchemaAnnouncer). It does not wait
 // for ZooKeeper: Acquire reports lockmgr.ErrUnavailable while it is down.
 func New(servers []string, o *Options) (*Locker, error) {
 	opt := o.withDefaults()
@@ -118,9 +121,11 @@ func New(servers []string, o *Options) (*Locker, error) {
 		return nil, fmt.Errorf("zklock: connect: %w", err)
 	}
 	l.conn = conn
-	l.wg.Add(2)
+	l.schema = schemaword.New(l.id)
+	l.wg.Add(3)
 	go l.heartbeat()
 	go l.watchWounds()
+	go l.followSchema()
 	return l, nil
 }
 
