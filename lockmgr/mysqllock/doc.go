@@ -13,6 +13,11 @@
 //     wounded.
 //   - T_wait: waiter tickets (kh, prio, tok, expires_at), primary key
 //     (kh, prio, tok), so "is an older waiter queued?" is one index range.
+//   - T_ddl: one row (id 1, version, locker) whose version every
+//     schema-change announcement raises (lockmgr.SchemaAnnouncer), made by
+//     the first announcement. Every Locker reads it every SchemaPoll
+//     (100ms) and delivers a version another Locker raised, also one
+//     raised while the server was away.
 //
 // A row is never deleted: a release sets owner to NULL, so the fence column
 // only grows (each grant sets it to max(fence+1, database time in µs), so it
@@ -53,6 +58,7 @@
 // can grant them again (the same window as a Redis failover).
 //
 // The package imports only lockmgr and its internal engine and bookkeeping
-// (lockmgr/internal/pollwait, lockmgr/internal/leasebook) among lockproxy
+// (lockmgr/internal/pollwait, lockmgr/internal/leasebook,
+// lockmgr/internal/schemaword) among lockproxy
 // packages and must never import another.
 package mysqllock

@@ -50,6 +50,10 @@ type Options struct {
 	MinPoll, MaxPoll time.Duration
 	// MaxConns caps the Locker's connections (Open only). Default 16.
 	MaxConns int
+	// SchemaPoll is how often the schema-change row is read
+	// (lockmgr.SchemaAnnouncer): another instance's announcement is heard
+	// within this long. Default DefaultSchemaPoll.
+	SchemaPoll time.Duration
 	// SlowWait: a wait at least this long is logged. Default 1s.
 	SlowWait time.Duration
 	// Logger gets warnings. Default no-op.
@@ -67,14 +71,19 @@ func (o *Options) withDefaults() Options {
 	if v.MaxConns <= 0 {
 		v.MaxConns = 16
 	}
+	if v.SchemaPoll <= 0 {
+		v.SchemaPoll = DefaultSchemaPoll
+	}
 	return v
 }
 
 // Locker is the lock-table lockmgr.Locker. Safe for concurrent use.
 type Locker struct {
-	e   *pollwait.Engine
-	st  *store
-	own *sql.DB // closed by Close when Open made it
+	e         *pollwait.Engine
+	st        *store
+	word      *schemaWord
+	opTimeout time.Duration
+	own       *sql.DB // closed by Close when Open made it
 }
 
 var _ lockmgr.Locker = (*Locker)(nil)
@@ -126,7 +135,8 @@ func newLocker(db *sql.DB, tn tableName, opt Options) *Locker {
 		Logger: opt.Logger, Metrics: opt.Metrics,
 	}
 	st := newStore(db, tn, opt.TTL, cfg.TicketTTL())
-	return &Locker{e: pollwait.New(st, cfg), st: st}
+	return &Locker{e: pollwait.New(st, cfg), st: st, opTimeout: opt.OpTimeout,
+		word: startSchemaWord(st, leasebook.NewID(), opt.SchemaPoll)}
 }
 
 // DriverConfig is the go-sql-driver configuration the Locker's own
@@ -158,6 +168,7 @@ func (l *Locker) Snapshot() []lockmgr.Entry { return l.e.Snapshot() }
 // stops renewal, and closes the pool if Open made it. Idempotent.
 func (l *Locker) Close() error {
 	_ = l.e.Close()
+	l.word.stop()
 	if l.own != nil {
 		return l.own.Close()
 	}
@@ -166,7 +177,10 @@ func (l *Locker) Close() error {
 
 // Abandon stops the Locker as if its process died: no renewals, no
 // releases; its rows expire with their leases. For tests.
-func (l *Locker) Abandon() { l.e.Abandon() }
+func (l *Locker) Abandon() {
+	l.e.Abandon()
+	l.word.stop()
+}
 
 // Connector makes connections for a Locker's pool from c (see
 // DriverConfig): each new connection is switched to READ COMMITTED, so the
