@@ -53,8 +53,12 @@ func (w *schemaWord) stop() {
 	<-w.done
 }
 
-// announce raises the row's version, creating the table when missing.
+// announce raises the row's version, creating the tables (and the
+// database) when missing.
 func (w *schemaWord) announce(ctx context.Context) error {
+	if err := w.st.ensure(ctx); err != nil {
+		return err
+	}
 	q := "INSERT INTO " + w.st.schemaTable() + " (id, version, locker) VALUES (1, 0, ?)" +
 		" ON DUPLICATE KEY UPDATE version = version + 1, locker = VALUES(locker)"
 	_, err := w.st.db.ExecContext(ctx, q, w.id)
