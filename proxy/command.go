@@ -383,38 +383,46 @@ func temporaryDDL(ddl string) bool {
 	return len(w) > 3 && w[1] == "or" && w[2] == "replace" && w[3] == "temporary"
 }
 
-// refreshSchemaAsync re-reads the schema after DDL in the background (and
-// then tells the other instances sharing the lock service to, where it
-// can carry that: announceSchemaChange),
-// counted with the session's server so that Shutdown waits for it (the
-// session itself is counted while it runs, so the count cannot be zero).
-// The client has its OK at once; the session's next plan waits for the
-// read (awaitSchema), so the statement after a CREATE TABLE or CREATE
+// refreshSchemaAsync re-reads the schema after DDL in the background and
+// at the same time tells the other instances sharing the lock service to,
+// where it can carry that (announceSchemaChange); both are counted with
+// the session's server so that Shutdown waits for them (the session
+// itself is counted while it runs, so the count cannot be zero).
+// The client has its OK at once; the next plan of every session waits for
+// the read (awaitSchema), so the statement after a CREATE TABLE or CREATE
 // VIEW is keyed with the new table's column types and meets the rules
 // through the new view. A session's reads run one after another, so the
 // last one stored is the one its last DDL started.
 func (s *session) refreshSchemaAsync() {
 	prev, done := s.schemaRead, make(chan struct{})
 	s.schemaRead = done
-	s.srv.wg.Add(1)
+	s.srv.schemaReads.begin()
+	s.srv.wg.Add(2)
+	go func() {
+		defer s.srv.wg.Done()
+		s.srv.announceSchemaChange()
+	}()
 	go func() {
 		defer s.srv.wg.Done()
 		defer close(done)
+		defer s.srv.schemaReads.end()
 		if prev != nil {
 			<-prev
 		}
 		s.srv.refreshSchema()
-		s.srv.announceSchemaChange()
 	}()
 }
 
-// awaitSchema waits for the schema read the session's last DDL started,
-// if it is still running (it gives up within the schema read's timeouts).
+// awaitSchema waits for the schema reads after DDL still running: the
+// one the session's last DDL started, and any another session or another
+// instance's announced DDL started (each gives up within the schema read's
+// timeouts).
 func (s *session) awaitSchema() {
 	if s.schemaRead != nil {
 		<-s.schemaRead
 		s.schemaRead = nil
 	}
+	s.srv.schemaReads.await()
 }
 
 // isShow is a cheap test for a statement starting with SHOW.

@@ -18,6 +18,10 @@ type metrics struct {
 	// replicaWriteRefused counts reads a replica's read-only session
 	// refused as writes (routing.go writeRefused).
 	replicaWriteRefused prometheus.Counter
+	// schemaWords counts DDL announcements through the lock service:
+	// sent, failed (not sent), heard (another instance's).
+	schemaWords                            *prometheus.CounterVec
+	schemaSent, schemaNotSent, schemaHeard prometheus.Counter
 
 	// Hostile clients: connections authenticating and those closed to
 	// make room, accept failures, commands refused for memory, logins
@@ -99,10 +103,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_logins_throttled_total",
 		Help: "Login attempts refused (1129) unchecked because recent failed logins hold every slot of their account or address.",
 	})
+	m.schemaWords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lockproxy_schema_announcements_total",
+		Help: "DDL announcements through the lock service, by event: sent (DDL ran here), failed (could not be sent; the others see the DDL at their next schema_refresh), heard (another instance's; the schema was read again at once).",
+	}, []string{"event"})
+	m.schemaSent = m.schemaWords.WithLabelValues("sent")
+	m.schemaNotSent = m.schemaWords.WithLabelValues("failed")
+	m.schemaHeard = m.schemaWords.WithLabelValues("heard")
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.observed, m.replicaWriteRefused,
+			m.schemaWords,
 			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
 	}
 	return m

@@ -188,23 +188,30 @@ func (s *Server) refreshSchemaEvery(ctx context.Context) {
 
 // announceSchemaChange tells the other instances sharing the lock service
 // that DDL ran here, where the lock service carries such a word
-// (lockmgr.SchemaAnnouncer: Redis); they re-read the schema at once
-// (followSchemaChanges). Best effort: backends.schema_refresh stays the
-// bound for an announcement lost.
+// (lockmgr.SchemaAnnouncer: Redis Pub/Sub, an etcd key, a ZooKeeper
+// znode, the MySQL lock table's version row); they re-read the schema at
+// once (followSchemaChanges). A word that cannot be given is logged:
+// backends.schema_refresh stays the bound for it.
 func (s *Server) announceSchemaChange() {
 	a, ok := s.locker.(lockmgr.SchemaAnnouncer)
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, schemaTimeout)
 	defer cancel()
 	if err := a.AnnounceSchemaChange(ctx); err != nil {
+		s.metrics.schemaNotSent.Inc()
 		s.log.Warn("could not tell the other instances about a schema change; they see it at their next schema_refresh", zap.Error(err))
+		return
 	}
+	s.metrics.schemaSent.Inc()
 }
 
 // followSchemaChanges re-reads the schema whenever another instance
-// sharing the lock service announces DDL, until ctx ends.
+// sharing the lock service announces DDL, until ctx ends. From the moment
+// the word arrives until the read is done, every statement this instance
+// plans waits for it (schemaReads): none is planned with the schema from
+// before a DDL this instance has heard of.
 func (s *Server) followSchemaChanges(ctx context.Context) {
 	a, ok := s.locker.(lockmgr.SchemaAnnouncer)
 	if !ok {
@@ -216,9 +223,51 @@ func (s *Server) followSchemaChanges(ctx context.Context) {
 			return
 		case <-a.SchemaChanges():
 		}
-		if readsSchema(s.config()) {
-			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		s.metrics.schemaHeard.Inc()
+		if !readsSchema(s.config()) {
+			continue
 		}
+		s.schemaReads.begin()
+		s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		s.schemaReads.end()
+	}
+}
+
+// schemaReads counts the schema reads after DDL still running, so that
+// every session's next plan waits for them (await), not only the plan of
+// the session that ran the DDL. Safe for concurrent use.
+type schemaReads struct {
+	mu      sync.Mutex
+	running int
+	done    chan struct{} // closed when running drops to 0; nil then
+}
+
+func (r *schemaReads) begin() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == 0 {
+		r.done = make(chan struct{})
+	}
+	r.running++
+}
+
+func (r *schemaReads) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running--; r.running == 0 {
+		close(r.done)
+		r.done = nil
+	}
+}
+
+// await waits until no schema read after DDL runs (each ends within the
+// schema read's timeouts).
+func (r *schemaReads) await() {
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	if done != nil {
+		<-done
 	}
 }
 

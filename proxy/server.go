@@ -55,7 +55,11 @@ type Server struct {
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
 	locker     lockmgr.Locker
-	instance   string
+	// schemaReads are the schema reads after DDL (run here or announced
+	// by another instance) still running: statements planned meanwhile
+	// wait for them.
+	schemaReads schemaReads
+	instance    string
 	analyzer   *parser.Cache
 	// textShapes are the statement shapes whose plan needs the text itself
 	// (a rewrite or fence target) under the rule set they were planned
