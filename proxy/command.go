@@ -338,6 +338,7 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis, pl plan) {
+	defer func() { s.ddlAnnounced = false }()
 	// Even a text that failed may have run a SET or a USE before its
 	// error: the server says what its state is now.
 	s.noteModeChange(an, pl)
@@ -356,6 +357,21 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
+}
+
+// schemaDDL reports whether an holds DDL after which the schema is read
+// again (see track and refreshSchemaAfter), which the other instances
+// sharing the lock service are then told of.
+func (s *session) schemaDDL(an *parser.Analysis) bool {
+	if an == nil || !readsSchema(s.srv.config()) {
+		return false
+	}
+	for _, f := range an.Stmts {
+		if f.Kind == parser.KindDDL && !temporaryDDL(f.Text) {
+			return true
+		}
+	}
+	return an.Unparsed && an.LexKind == parser.KindDDL && !temporaryDDL(an.SQL)
 }
 
 // refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
@@ -383,11 +399,12 @@ func temporaryDDL(ddl string) bool {
 	return len(w) > 3 && w[1] == "or" && w[2] == "replace" && w[3] == "temporary"
 }
 
-// refreshSchemaAsync re-reads the schema after DDL in the background and
-// at the same time tells the other instances sharing the lock service to,
-// where it can carry that (announceSchemaChange); both are counted with
-// the session's server so that Shutdown waits for them (the session
-// itself is counted while it runs, so the count cannot be zero).
+// refreshSchemaAsync re-reads the schema after DDL in the background and,
+// unless relay told them before the client had its OK (session.ddlWord),
+// tells the other instances sharing the lock service to at the same time
+// (announceSchemaChange); both are counted with the session's server so
+// that Shutdown waits for them (the session itself is counted while it
+// runs, so the count cannot be zero).
 // The client has its OK at once; the next plan of every session waits for
 // the read (awaitSchema), so the statement after a CREATE TABLE or CREATE
 // VIEW is keyed with the new table's column types and meets the rules
@@ -397,11 +414,15 @@ func (s *session) refreshSchemaAsync() {
 	prev, done := s.schemaRead, make(chan struct{})
 	s.schemaRead = done
 	s.srv.schemaReads.begin()
-	s.srv.wg.Add(2)
-	go func() {
-		defer s.srv.wg.Done()
-		s.srv.announceSchemaChange()
-	}()
+	if !s.ddlAnnounced {
+		s.ddlAnnounced = true // once for all the DDL of a text
+		s.srv.wg.Add(1)
+		go func() {
+			defer s.srv.wg.Done()
+			s.srv.announceSchemaChange()
+		}()
+	}
+	s.srv.wg.Add(1)
 	go func() {
 		defer s.srv.wg.Done()
 		defer close(done)

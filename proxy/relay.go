@@ -162,6 +162,10 @@ func (s *session) relay(kind relayKind, binary bool) error {
 	if s.shareOnEnd {
 		s.shareWrites()
 	}
+	if s.ddlWord && s.lastOK {
+		s.ddlWord, s.ddlAnnounced = false, true
+		s.srv.announceSchemaChange()
+	}
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
 	}

@@ -223,11 +223,12 @@ func (s *Server) followSchemaChanges(ctx context.Context) {
 			return
 		case <-a.SchemaChanges():
 		}
-		s.metrics.schemaHeard.Inc()
 		if !readsSchema(s.config()) {
+			s.metrics.schemaHeard.Inc()
 			continue
 		}
 		s.schemaReads.begin()
+		s.metrics.schemaHeard.Inc() // counted once plans wait for the read
 		s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
 		s.schemaReads.end()
 	}

@@ -104,6 +104,11 @@ type session struct {
 	diagReplica, diagPrev bool
 	// raised: the response being relayed reported a warning.
 	raised bool
+	// ddlWord: the statement being relayed is DDL the other instances
+	// sharing the lock service must hear of; relay announces it once the
+	// backend answered OK, before the client's copy is flushed
+	// (ddlAnnounced then tells refreshSchemaAsync it was done).
+	ddlWord, ddlAnnounced bool
 	// shareOnEnd: the statement being relayed may write, and its GTID is
 	// to be shared before the client has its answer (shareWrites).
 	shareOnEnd bool

@@ -98,8 +98,9 @@ func (s *session) serve(r request) error {
 		s.srv.metrics.primaryQuery.Inc()
 	}
 	s.shareOnEnd = mayWrite(r.an) && s.sharesWrites()
+	s.ddlWord = s.schemaDDL(r.an)
 	sent, err := s.sendPrimary(r, pl, step, mark)
-	s.shareOnEnd = false
+	s.shareOnEnd, s.ddlWord = false, false
 	if !sent || err != nil {
 		if !sent {
 			s.notRun(mark)
