@@ -60,7 +60,7 @@ type Server struct {
 	// wait for them.
 	schemaReads schemaReads
 	instance    string
-	analyzer   *parser.Cache
+	analyzer    *parser.Cache
 	// textShapes are the statement shapes whose plan needs the text itself
 	// (a rewrite or fence target) under the rule set they were planned
 	// with: their texts are analysed as they are, without planning the
