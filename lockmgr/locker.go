@@ -26,8 +26,10 @@ type Locker interface {
 // SchemaAnnouncer is implemented by Lockers whose lock service carries a
 // word between the instances that share it: one instance ran DDL, so the
 // others re-read the schema now rather than at their next periodic read.
-// An announcement may be lost (a service that is away); the periodic read
-// stays the bound.
+// An announcement a Locker cannot hear when it is made (its service away
+// from it) is delivered when the service answers again where the service
+// keeps a version (etcd, ZooKeeper, the MySQL lock table) and lost where
+// it does not (Redis Pub/Sub); the periodic read stays the bound.
 type SchemaAnnouncer interface {
 	// AnnounceSchemaChange tells the other instances sharing the lock
 	// service that the schema changed.
