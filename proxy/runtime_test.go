@@ -45,7 +45,9 @@ func TestReloadUnderLoad(t *testing.T) {
 		configs[i] = &c
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// The load runs for as long as the reloads take, however busy the
+	// machine: a fixed time would give a slow host fewer reloads.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -80,23 +82,19 @@ func TestReloadUnderLoad(t *testing.T) {
 		defer conn.Close()
 		return conn.Raw(func(any) error { return nil })
 	})
-	reloads := 0
-	for ctx.Err() == nil {
-		if err := p.srv.Reload(configs[reloads%len(configs)]); err != nil {
-			t.Fatalf("reload %d: %v", reloads, err)
+	for reload := range 4 * len(configs) {
+		if err := p.srv.Reload(configs[reload%len(configs)]); err != nil {
+			t.Fatalf("reload %d: %v", reload, err)
 		}
-		reloads++
 		time.Sleep(20 * time.Millisecond)
 	}
+	cancel()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if !errors.Is(err, context.DeadlineExceeded) {
+		if !errors.Is(err, context.Canceled) {
 			t.Errorf("load during reloads: %v", err)
 		}
-	}
-	if reloads < 10 {
-		t.Fatalf("only %d reloads ran", reloads)
 	}
 }
 
