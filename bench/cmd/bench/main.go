@@ -28,6 +28,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/flashsale"
 	"github.com/lockproxy/lockproxy/bench/internal/gobench"
 	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
+	"github.com/lockproxy/lockproxy/bench/internal/idleconn"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
 	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
 	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
@@ -48,6 +49,7 @@ func registry() *scenario.Registry {
 		bank.New(),
 		redisrtt.New(),
 		gobench.New(),
+		idleconn.New(),
 	)
 }
 

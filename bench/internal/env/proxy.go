@@ -39,6 +39,8 @@ type ProxyConfig struct {
 	Rules string
 	// WithReplica adds the bed's replica to backends.replicas.
 	WithReplica bool
+	// MaxConnections is proxy.max_connections; 0 means 4096.
+	MaxConnections int
 }
 
 // Proxy is one running lockproxy process. Its methods are not safe for
@@ -89,7 +91,11 @@ func StartProxy(ctx context.Context, bin, workDir string, bed *Bed, cfg ProxyCon
 
 func renderConfig(p *Proxy, bed *Bed, cfg ProxyConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "proxy:\n  listen: %s\n  max_connections: 4096\n", p.Addr)
+	maxConns := cfg.MaxConnections
+	if maxConns == 0 {
+		maxConns = 4096
+	}
+	fmt.Fprintf(&b, "proxy:\n  listen: %s\n  max_connections: %d\n", p.Addr, maxConns)
 	fmt.Fprintf(&b, "admin:\n  listen: %s\n", p.AdminAddr)
 	fmt.Fprintf(&b, "users:\n  - user: %q\n    password: %q\n", bed.User, bed.Password)
 	fmt.Fprintf(&b, "backends:\n  primary: %s\n", bed.Primary)

@@ -1,0 +1,105 @@
+package idleconn
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+)
+
+// Mem is one reading of lockproxy's memory: VmRSS from /proc, the rest
+// from the Go runtime through /metrics. Bytes.
+type Mem struct {
+	RSS        uint64 `json:"rss"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	StackInuse uint64 `json:"stack_inuse"`
+	Goroutines int    `json:"goroutines"`
+}
+
+// Run is one round: a fresh lockproxy, Conns connections opened, read,
+// closed, read again at each of Data.AfterCloseSeconds.
+type Run struct {
+	Round          int     `json:"round"`
+	Conns          int     `json:"conns"`
+	ConnectSeconds float64 `json:"connect_seconds"`
+	Base           Mem     `json:"base"`
+	Open           Mem     `json:"open"`
+	Closed         []Mem   `json:"closed"`
+	// Per open connection, from Open − Base.
+	RSSPerConn        float64 `json:"rss_per_conn"`
+	HeapPerConn       float64 `json:"heap_per_conn"`
+	StackPerConn      float64 `json:"stack_per_conn"`
+	GoroutinesPerConn float64 `json:"goroutines_per_conn"`
+	// KeptShare is (last Closed − Base) / (Open − Base) of RSS.
+	KeptShare float64 `json:"kept_share"`
+}
+
+func (r *Run) summarize() {
+	n := float64(r.Conns)
+	r.RSSPerConn = (float64(r.Open.RSS) - float64(r.Base.RSS)) / n
+	r.HeapPerConn = (float64(r.Open.HeapInuse) - float64(r.Base.HeapInuse)) / n
+	r.StackPerConn = (float64(r.Open.StackInuse) - float64(r.Base.StackInuse)) / n
+	r.GoroutinesPerConn = float64(r.Open.Goroutines-r.Base.Goroutines) / n
+	if grown := float64(r.Open.RSS) - float64(r.Base.RSS); grown > 0 && len(r.Closed) > 0 {
+		r.KeptShare = (float64(r.Closed[len(r.Closed)-1].RSS) - float64(r.Base.RSS)) / grown
+	}
+}
+
+func (r Run) String() string {
+	s := fmt.Sprintf("round %d: %d connections in %.1f s; RSS %.1f -> %.1f MiB (%.1f KiB/conn: heap %.1f, stacks %.1f, %.1f goroutines/conn)",
+		r.Round, r.Conns, r.ConnectSeconds, mib(r.Base.RSS), mib(r.Open.RSS), r.RSSPerConn/1024, r.HeapPerConn/1024, r.StackPerConn/1024, r.GoroutinesPerConn)
+	for _, c := range r.Closed {
+		s += fmt.Sprintf("; closed: %.1f MiB", mib(c.RSS))
+	}
+	return s
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// Data is the idleconn scenario's result data.
+type Data struct {
+	Conns             int       `json:"conns"`
+	SettleSeconds     float64   `json:"settle_seconds"`
+	AfterCloseSeconds []float64 `json:"after_close_seconds"`
+	Runs              []Run     `json:"runs"`
+	// Medians over the runs (RSS, heap, stack per connection in bytes)
+	// and the worst kept share.
+	RSSPerConn   float64 `json:"rss_per_conn"`
+	HeapPerConn  float64 `json:"heap_per_conn"`
+	StackPerConn float64 `json:"stack_per_conn"`
+	WorstKept    float64 `json:"worst_kept_share"`
+}
+
+func (d *Data) summarize() {
+	var rss, heap, stack []float64
+	for _, r := range d.Runs {
+		rss, heap, stack = append(rss, r.RSSPerConn), append(heap, r.HeapPerConn), append(stack, r.StackPerConn)
+		d.WorstKept = max(d.WorstKept, r.KeptShare)
+	}
+	d.RSSPerConn, d.HeapPerConn, d.StackPerConn = median(rss), median(heap), median(stack)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (d Data) targets() []results.Target {
+	last := 0.0
+	if len(d.AfterCloseSeconds) > 0 {
+		last = d.AfterCloseSeconds[len(d.AfterCloseSeconds)-1]
+	}
+	return []results.Target{
+		{Name: fmt.Sprintf("lockproxy RSS per idle authenticated connection (%d connections, median)", d.Conns),
+			Want: fmt.Sprintf("≤ %.0f KiB", TargetPerConnKiB), Got: fmt.Sprintf("%.1f KiB", d.RSSPerConn/1024), Met: d.RSSPerConn/1024 <= TargetPerConnKiB},
+		{Name: fmt.Sprintf("RSS the connections took still held %.0f s after they all closed (worst run)", last),
+			Want: fmt.Sprintf("≤ %.0f%%", 100*TargetKeptShare), Got: fmt.Sprintf("%.0f%%", 100*d.WorstKept), Met: d.WorstKept <= TargetKeptShare},
+	}
+}
