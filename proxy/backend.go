@@ -271,6 +271,7 @@ func (p *pool) putSync(b *backendConn) {
 		b.close()
 		return
 	}
+	b.r.shrink() // an idle connection holds no buffer
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || len(p.idle[b.key]) >= maxIdlePerKey {

@@ -30,7 +30,13 @@ func (s *session) commandLoop(drain context.Context) error {
 		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Now().Add(it))
 		}
-		_, p, err := s.cr.readLogical(limit)
+		// Waiting holds no buffer: an idle session costs little more than
+		// its goroutine.
+		var p []byte
+		err := s.cr.waitIdle()
+		if err == nil {
+			_, p, err = s.cr.readLogical(limit)
+		}
 		s.idleEpoch.Add(1)
 		s.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {

@@ -74,6 +74,43 @@ func (s *sockIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readOrWait implements waitReader: it reads what the socket holds now
+// into p, or, when it holds nothing, calls release and parks until the
+// poller says it is readable (or its read deadline passes), reading
+// nothing then: an idle connection waits without a buffer.
+func (s *sockIO) readOrWait(p []byte, release func()) (int, error) {
+	var n int
+	var errno syscall.Errno
+	waited := false
+	err := s.rc.Read(func(fd uintptr) bool {
+		if waited {
+			return true
+		}
+		for {
+			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				release()
+				waited = true
+				return false
+			}
+			n, errno = int(r), e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, s.opError("read", err)
+	case errno != 0:
+		return 0, s.opError("read", os.NewSyscallError("read", errno))
+	case n == 0 && !waited:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
 func (s *sockIO) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno

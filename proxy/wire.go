@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // maxPayload is the largest payload of one physical MySQL packet; a logical
@@ -21,13 +21,15 @@ var errBadSequence = errors.New("proxy: packet out of sequence")
 // packetReader reads MySQL packets from a buffered stream. It is owned by one
 // goroutine at a time.
 type packetReader struct {
-	r   *bufio.Reader
+	r   *connReader
 	buf []byte // reused across reads; a returned payload is valid until the next read
 	hdr [4]byte
 	// mem, when set, is charged for buf beyond freePacketBuf (client
 	// connections); charged is what buf holds of it now.
 	mem     *sessionMem
 	charged int64
+	// pooled: buf came from packetBufs and goes back there (shrink).
+	pooled bool
 }
 
 // freePacketBuf is the packet buffer every client connection may keep
@@ -35,7 +37,7 @@ type packetReader struct {
 const freePacketBuf = 64 << 10
 
 func newPacketReader(r io.Reader, size int) *packetReader {
-	return &packetReader{r: bufio.NewReaderSize(r, size)}
+	return &packetReader{r: newConnReader(r, size)}
 }
 
 // readPhysical reads one physical packet: its sequence id and payload. The
@@ -52,7 +54,7 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 			return 0, nil, err
 		}
 	case cap(p.buf) < n:
-		p.buf = make([]byte, n, max(n, 2*cap(p.buf)))
+		p.resize(n, max(n, 2*cap(p.buf)), 0)
 	}
 	p.buf = p.buf[:n]
 	if _, err = io.ReadFull(p.r, p.buf); err != nil {
@@ -155,10 +157,49 @@ func (p *packetReader) grow(n int) error {
 		}
 		p.charged = cost
 	}
-	nb := make([]byte, n, size)
-	copy(nb, p.buf)
-	p.buf = nb
+	p.resize(n, size, len(p.buf))
 	return nil
+}
+
+// pooledPacketBuf is the size of the packet buffers taken from a pool
+// (packets up to it) and given back when the connection is idle (shrink);
+// smallPacketBuf is what a connection keeps of a buffer of its own.
+const (
+	pooledPacketBuf = 16 << 10
+	smallPacketBuf  = 1 << 10
+)
+
+var packetBufs sync.Pool // of *[]byte, pooledPacketBuf long
+
+// resize replaces buf with one of length n and at least capacity size,
+// keeping its first keep bytes: from the pool when n is more than a
+// connection keeps and the pool's buffers hold it.
+func (p *packetReader) resize(n, size, keep int) {
+	var nb []byte
+	pooled := false
+	switch {
+	case n > smallPacketBuf && n <= pooledPacketBuf:
+		if b, ok := packetBufs.Get().(*[]byte); ok {
+			nb = (*b)[:n]
+		} else {
+			nb = make([]byte, n, pooledPacketBuf)
+		}
+		pooled = true
+	default:
+		nb = make([]byte, n, size)
+	}
+	copy(nb, p.buf[:keep])
+	p.putBack()
+	p.buf, p.pooled = nb, pooled
+}
+
+// putBack gives a pooled packet buffer back.
+func (p *packetReader) putBack() {
+	if p.pooled {
+		b := p.buf[:0]
+		packetBufs.Put(&b)
+		p.buf, p.pooled = nil, false
+	}
 }
 
 // skip reads past the rest of a logical packet whose current physical part
@@ -181,13 +222,22 @@ func (p *packetReader) skip(n int) error {
 // shrink drops a buffer grown beyond freePacketBuf by a large packet and
 // returns its charge, so an idle session holds no more than that.
 func (p *packetReader) shrink() {
-	if cap(p.buf) <= freePacketBuf {
-		return
+	p.r.release()
+	switch {
+	case p.pooled:
+		p.putBack()
+	case cap(p.buf) > freePacketBuf:
+		p.buf = nil
+		p.mem.give(p.charged)
+		p.charged = 0
+	case cap(p.buf) > smallPacketBuf:
+		p.buf = nil
 	}
-	p.buf = nil
-	p.mem.give(p.charged)
-	p.charged = 0
 }
+
+// waitIdle returns once the next packet has begun to arrive, holding no
+// buffer meanwhile where the connection allows (connReader.waitIdle).
+func (p *packetReader) waitIdle() error { return p.r.waitIdle() }
 
 // buffered reports how many bytes can be read without blocking.
 func (p *packetReader) buffered() int { return p.r.Buffered() }
@@ -202,7 +252,7 @@ func unexpectedEOF(err error) error {
 // packetWriter writes MySQL packets through a buffer; callers Flush when a
 // response is complete or before they would block on the other side.
 type packetWriter struct {
-	w *bufio.Writer
+	w connWriter
 	// shift is added to every sequence id written, and next is the id
 	// after the last one written: a text lockproxy runs in pieces
 	// (session.querySplit) answers each piece in one sequence.
@@ -210,7 +260,7 @@ type packetWriter struct {
 }
 
 func newPacketWriter(w io.Writer, size int) *packetWriter {
-	return &packetWriter{w: bufio.NewWriterSize(w, size)}
+	return &packetWriter{w: newConnWriter(w, size)}
 }
 
 // writePhysical writes one physical packet with the given sequence id.
