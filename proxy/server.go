@@ -400,7 +400,9 @@ func (s *Server) accept(c net.Conn) {
 	}
 	sess.cr.mem = mem
 	sess.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())
-	sess.log = s.log.With(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
+	// WithLazy: the fields are encoded when the session first logs, not for
+	// every connection (most never log).
+	sess.log = s.log.WithLazy(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
 	s.sessions[sess.id] = sess
 	s.handshaking[sess.id] = sess
 	s.wg.Add(1)
