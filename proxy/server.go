@@ -97,11 +97,13 @@ type Server struct {
 	// handshaking are the sessions of sessions still authenticating
 	// (proxy.max_handshakes); they do not count against max_connections.
 	handshaking map[uint32]*session
-	nextID      uint32
-	draining    bool
-	wg          sync.WaitGroup
-	ctx         context.Context // cancelled when draining starts
-	cancel      context.CancelFunc
+	// memReturn gives ended sessions' memory back to the system.
+	memReturn *memReturn
+	nextID    uint32
+	draining  bool
+	wg        sync.WaitGroup
+	ctx       context.Context // cancelled when draining starts
+	cancel    context.CancelFunc
 }
 
 // New builds a Server for cfg. It loads the TLS key pair when cfg names one.
@@ -126,6 +128,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		authPlugin:  plugin,
 		sessions:    make(map[uint32]*session),
 		handshaking: make(map[uint32]*session),
+		memReturn:   newMemReturn(),
 		mem:         newMemBudget(int64(cfg.Proxy.MemoryBudget)),
 		locker:      opts.Locker,
 		reg:         opts.Registry,
@@ -409,6 +412,7 @@ func (s *Server) accept(c net.Conn) {
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
 	s.metrics.handshakes.Inc()
+	s.memReturn.opened()
 	go func() {
 		defer func() {
 			s.mu.Lock()
@@ -419,6 +423,7 @@ func (s *Server) accept(c net.Conn) {
 			}
 			s.mu.Unlock()
 			s.metrics.connections.Dec()
+			s.memReturn.ended()
 			s.wg.Done()
 		}()
 		sess.run(s.ctx)
