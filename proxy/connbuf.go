@@ -39,20 +39,28 @@ type connReader struct {
 	src  io.Reader
 	size int
 	pool *sync.Pool
-	buf  []byte // nil when released
-	r, w int    // buf[r:w] is buffered
+	buf  []byte  // nil when released
+	bufp *[]byte // what the pool holds buf as (Put of a new pointer allocates)
+	r, w int     // buf[r:w] is buffered
+	// releaseFn is release as a method value, made once: waitIdle
+	// passes it on every wait.
+	releaseFn func()
 }
 
 func newConnReader(src io.Reader, size int) *connReader {
-	return &connReader{src: src, size: size, pool: poolOf(&readPools, size)}
+	c := &connReader{src: src, size: size, pool: poolOf(&readPools, size)}
+	c.releaseFn = c.release
+	return c
 }
 
 func (c *connReader) take() {
 	if b, ok := c.pool.Get().(*[]byte); ok {
-		c.buf = *b
+		c.bufp = b
 	} else {
-		c.buf = make([]byte, c.size)
+		b := make([]byte, c.size)
+		c.bufp = &b
 	}
+	c.buf = *c.bufp
 	c.r, c.w = 0, 0
 }
 
@@ -61,9 +69,8 @@ func (c *connReader) release() {
 	if c.buf == nil || c.r != c.w {
 		return
 	}
-	b := c.buf
-	c.buf, c.r, c.w = nil, 0, 0
-	c.pool.Put(&b)
+	c.pool.Put(c.bufp)
+	c.buf, c.bufp, c.r, c.w = nil, nil, 0, 0
 }
 
 // Buffered is how many bytes can be read without reading src.
@@ -150,7 +157,7 @@ func (c *connReader) waitIdle() error {
 	if c.buf == nil {
 		c.take()
 	}
-	n, err := wr.readOrWait(c.buf, c.release)
+	n, err := wr.readOrWait(c.buf, c.releaseFn)
 	if n > 0 {
 		c.r, c.w = 0, n
 	}

@@ -22,6 +22,25 @@ type sockIO struct {
 	c   net.Conn
 	rc  syscall.RawConn
 	net string // "tcp" or "unix", for errors
+
+	// What the raw calls in flight work on: rd for Read and readOrWait
+	// (one goroutine reads at a time), wr for Write (one writes at a
+	// time, maybe while another reads). readFn, waitFn and writeFn are
+	// the method values RawConn calls, made once so that a read or write
+	// allocates nothing.
+	rd                      rawOp
+	wr                      rawOp
+	readFn, waitFn, writeFn func(fd uintptr) bool
+}
+
+// rawOp is one raw read or write: its buffer, what it did, and for
+// readOrWait the release to call before parking and whether it parked.
+type rawOp struct {
+	p       []byte
+	n       int
+	errno   syscall.Errno
+	release func()
+	waited  bool
 }
 
 // newSockIO returns the reader and writer packets of c go through: c
@@ -41,28 +60,67 @@ func newSockIO(c net.Conn) io.ReadWriter {
 	if err != nil {
 		return c
 	}
-	return &sockIO{c: c, rc: rc, net: network}
+	s := &sockIO{c: c, rc: rc, net: network}
+	s.readFn, s.waitFn, s.writeFn = s.rawRead, s.rawWait, s.rawWrite
+	return s
+}
+
+// rawRead reads into rd.p what the socket holds; false (park) when it
+// holds nothing.
+func (s *sockIO) rawRead(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&s.rd.p[0])), uintptr(len(s.rd.p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		s.rd.n, s.rd.errno = int(r), e
+		return true
+	}
+}
+
+// rawWait is rawRead that, the first time the socket holds nothing,
+// releases rd's buffer before parking and reads nothing once woken.
+func (s *sockIO) rawWait(fd uintptr) bool {
+	if s.rd.waited {
+		return true
+	}
+	if s.rawRead(fd) {
+		return true
+	}
+	s.rd.release()
+	s.rd.waited = true
+	return false
+}
+
+// rawWrite writes wr.p whole; false (park) when the socket is full.
+func (s *sockIO) rawWrite(fd uintptr) bool {
+	for s.wr.n < len(s.wr.p) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&s.wr.p[s.wr.n])), uintptr(len(s.wr.p)-s.wr.n))
+		switch e {
+		case 0:
+			s.wr.n += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			s.wr.errno = e
+			return true
+		}
+	}
+	return true
 }
 
 func (s *sockIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	s.rd = rawOp{p: p}
+	err := s.rc.Read(s.readFn)
+	n, errno := s.rd.n, s.rd.errno
+	s.rd = rawOp{}
 	switch {
 	case err != nil:
 		return 0, s.opError("read", err)
@@ -79,27 +137,10 @@ func (s *sockIO) Read(p []byte) (int, error) {
 // poller says it is readable (or its read deadline passes), reading
 // nothing then: an idle connection waits without a buffer.
 func (s *sockIO) readOrWait(p []byte, release func()) (int, error) {
-	var n int
-	var errno syscall.Errno
-	waited := false
-	err := s.rc.Read(func(fd uintptr) bool {
-		if waited {
-			return true
-		}
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				release()
-				waited = true
-				return false
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	s.rd = rawOp{p: p, release: release}
+	err := s.rc.Read(s.waitFn)
+	n, errno, waited := s.rd.n, s.rd.errno, s.rd.waited
+	s.rd = rawOp{}
 	switch {
 	case err != nil:
 		return 0, s.opError("read", err)
@@ -112,24 +153,10 @@ func (s *sockIO) readOrWait(p []byte, release func()) (int, error) {
 }
 
 func (s *sockIO) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := s.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	s.wr = rawOp{p: p}
+	err := s.rc.Write(s.writeFn)
+	n, errno := s.wr.n, s.wr.errno
+	s.wr = rawOp{}
 	switch {
 	case err != nil:
 		return n, s.opError("write", err)

@@ -28,8 +28,10 @@ type packetReader struct {
 	// connections); charged is what buf holds of it now.
 	mem     *sessionMem
 	charged int64
-	// pooled: buf came from packetBufs and goes back there (shrink).
+	// pooled: buf came from packetBufs, as bufp, and goes back there
+	// (shrink).
 	pooled bool
+	bufp   *[]byte
 }
 
 // freePacketBuf is the packet buffer every client connection may keep
@@ -175,30 +177,28 @@ var packetBufs sync.Pool // of *[]byte, pooledPacketBuf long
 // keeping its first keep bytes: from the pool when n is more than a
 // connection keeps and the pool's buffers hold it.
 func (p *packetReader) resize(n, size, keep int) {
+	var bp *[]byte
 	var nb []byte
-	pooled := false
-	switch {
-	case n > smallPacketBuf && n <= pooledPacketBuf:
-		if b, ok := packetBufs.Get().(*[]byte); ok {
-			nb = (*b)[:n]
-		} else {
-			nb = make([]byte, n, pooledPacketBuf)
+	if n > smallPacketBuf && n <= pooledPacketBuf {
+		bp, _ = packetBufs.Get().(*[]byte)
+		if bp == nil {
+			b := make([]byte, pooledPacketBuf)
+			bp = &b
 		}
-		pooled = true
-	default:
+		nb = (*bp)[:n]
+	} else {
 		nb = make([]byte, n, size)
 	}
 	copy(nb, p.buf[:keep])
 	p.putBack()
-	p.buf, p.pooled = nb, pooled
+	p.buf, p.bufp, p.pooled = nb, bp, bp != nil
 }
 
 // putBack gives a pooled packet buffer back.
 func (p *packetReader) putBack() {
 	if p.pooled {
-		b := p.buf[:0]
-		packetBufs.Put(&b)
-		p.buf, p.pooled = nil, false
+		packetBufs.Put(p.bufp)
+		p.buf, p.bufp, p.pooled = nil, nil, false
 	}
 }
 
