@@ -20,14 +20,28 @@ func (l *Locker) names(key string) names {
 	if tag == "" {
 		tag = "%" // an empty tag would hash each name apart; "%" is never an escape's output
 	}
-	base := l.opt.Prefix + ":{" + tag + "}"
+	// The six names are cut from one string: one allocation per lock key
+	// instead of six, twice per guarded statement (acquire and release).
+	var b strings.Builder
+	base := len(l.opt.Prefix) + len(tag) + 3
+	b.Grow(6*base + len(":q:qx:fence:wake:qg"))
+	ends := [6]int{}
+	for i, suffix := range [6]string{"", ":q", ":qx", ":fence", ":wake", ":qg"} {
+		b.WriteString(l.opt.Prefix)
+		b.WriteString(":{")
+		b.WriteString(tag)
+		b.WriteString("}")
+		b.WriteString(suffix)
+		ends[i] = b.Len()
+	}
+	all := b.String()
 	return names{
-		lock:    base,
-		queue:   base + ":q",
-		expiry:  base + ":qx",
-		fence:   base + ":fence",
-		channel: base + ":wake",
-		grants:  base + ":qg",
+		lock:    all[:ends[0]],
+		queue:   all[ends[0]:ends[1]],
+		expiry:  all[ends[1]:ends[2]],
+		fence:   all[ends[2]:ends[3]],
+		channel: all[ends[3]:ends[4]],
+		grants:  all[ends[4]:ends[5]],
 	}
 }
 

@@ -40,3 +40,23 @@ func FuzzNames(f *testing.F) {
 		}
 	})
 }
+
+// TestNames: the Redis names of a lock key, as every lockproxy instance
+// sharing the Redis spells them.
+func TestNames(t *testing.T) {
+	l := &Locker{opt: Options{Prefix: "lp"}}
+	for _, tc := range []struct {
+		key  string
+		want names
+	}{
+		{"sku:1", names{lock: "lp:{sku:1}", queue: "lp:{sku:1}:q", expiry: "lp:{sku:1}:qx", fence: "lp:{sku:1}:fence", channel: "lp:{sku:1}:wake", grants: "lp:{sku:1}:qg"}},
+		{"", names{lock: "lp:{%}", queue: "lp:{%}:q", expiry: "lp:{%}:qx", fence: "lp:{%}:fence", channel: "lp:{%}:wake", grants: "lp:{%}:qg"}},
+		{"a{b}", names{lock: "lp:{a%7Bb%7D}", queue: "lp:{a%7Bb%7D}:q", expiry: "lp:{a%7Bb%7D}:qx", fence: "lp:{a%7Bb%7D}:fence", channel: "lp:{a%7Bb%7D}:wake", grants: "lp:{a%7Bb%7D}:qg"}},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			if got := l.names(tc.key); got != tc.want {
+				t.Fatalf("names(%q) = %+v, want %+v", tc.key, got, tc.want)
+			}
+		})
+	}
+}

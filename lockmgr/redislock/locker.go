@@ -96,6 +96,7 @@ type Locker struct {
 	rdb     redis.UniversalClient
 	opt     Options
 	id      string // unique per Locker: in tokens and the wound channel
+	wound   string // the wound channel (woundChannel), named once
 	sc      scripts
 	ledger  *lockmgr.Ledger
 	notify  *notifier
@@ -126,6 +127,7 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		ledger: lockmgr.NewLedger(opt.Metrics), ctx: ctx, cancel: cancel,
 		book: leasebook.New(opt.Logger),
 	}
+	l.wound = opt.Prefix + ":locker:" + l.id
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		l.followCluster(cc)
 	} else {
@@ -160,7 +162,7 @@ func (l *Locker) SchemaChanges() <-chan struct{} { return l.notify.schema }
 
 // woundChannel is where other Lockers tell this one that a lease token of
 // its was wounded.
-func (l *Locker) woundChannel() string { return l.opt.Prefix + ":locker:" + l.id }
+func (l *Locker) woundChannel() string { return l.wound }
 
 // Snapshot implements lockmgr.Locker.
 func (l *Locker) Snapshot() []lockmgr.Entry { return l.ledger.Snapshot() }
