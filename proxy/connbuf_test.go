@@ -2,12 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"os"
 	"testing"
 	"testing/iotest"
-	"time"
 )
 
 // TestConnReader: reads, peeks and discards through a small buffer give
@@ -60,64 +57,5 @@ func TestConnReader(t *testing.T) {
 				t.Fatal("buffer kept with nothing buffered")
 			}
 		})
-	}
-}
-
-// parkSignal is a sockIO that tells the test when a wait has given its
-// buffer back and is about to park.
-type parkSignal struct {
-	*sockIO
-	parked chan struct{}
-}
-
-func (p parkSignal) readOrWait(b []byte, release func()) (int, error) {
-	return p.sockIO.readOrWait(b, func() {
-		release()
-		select {
-		case p.parked <- struct{}{}:
-		default:
-		}
-	})
-}
-
-// TestWaitIdle: a client socket with nothing to read is waited on without
-// a buffer; what arrives is then read whole, and what had already arrived
-// is read without waiting. The read deadline still ends the wait, and a
-// closed peer ends it with the end of the stream.
-func TestWaitIdle(t *testing.T) {
-	a, b := tcpPair(t)
-	src := parkSignal{sockIO: newSockIO(a).(*sockIO), parked: make(chan struct{}, 1)}
-	r := newPacketReader(src, clientBufSize)
-	go func() {
-		<-src.parked
-		_, _ = b.Write([]byte{3, 0, 0, 0, 'a', 'b', 'c', 1, 0, 0, 0, 'd'})
-	}()
-	if err := r.waitIdle(); err != nil {
-		t.Fatal(err)
-	}
-	if r.r.buf != nil {
-		t.Fatal("the wait kept its buffer")
-	}
-	for _, want := range []string{"abc", "d"} {
-		if err := r.waitIdle(); err != nil {
-			t.Fatal(err)
-		}
-		_, p, err := r.readLogical(0)
-		if err != nil || string(p) != want {
-			t.Fatalf("read %q, %v; want %q", p, err, want)
-		}
-	}
-	_ = a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-	if err := r.waitIdle(); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("wait past the deadline: %v", err)
-	}
-	_ = a.SetReadDeadline(time.Time{})
-	_ = b.Close()
-	err := r.waitIdle()
-	if err == nil {
-		_, _, err = r.readLogical(0)
-	}
-	if !isClosedConn(err) {
-		t.Fatalf("wait on a closed peer: %v", err)
 	}
 }
