@@ -375,13 +375,13 @@ func (s *session) releaseBehind() {
 	r := &release{done: make(chan struct{})}
 	s.releasing = r
 	log := s.log
-	go func() {
+	s.srv.releasers.run(func() {
 		defer close(r.done)
 		defer cancel()
 		if r.err = held.Release(ctx); r.err != nil {
 			log.Warn("lock release failed; the locks end with their lease", zap.Error(r.err))
 		}
-	}()
+	})
 }
 
 // release is a release releaseBehind runs: done is closed when it

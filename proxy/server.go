@@ -99,6 +99,8 @@ type Server struct {
 	handshaking map[uint32]*session
 	// memReturn gives ended sessions' memory back to the system.
 	memReturn *memReturn
+	// releasers run the sessions' background lock releases.
+	releasers *releasers
 	nextID    uint32
 	draining  bool
 	wg        sync.WaitGroup
@@ -129,6 +131,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		sessions:    make(map[uint32]*session),
 		handshaking: make(map[uint32]*session),
 		memReturn:   newMemReturn(),
+		releasers:   newReleasers(),
 		mem:         newMemBudget(int64(cfg.Proxy.MemoryBudget)),
 		locker:      opts.Locker,
 		reg:         opts.Registry,
@@ -605,6 +608,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		select {
 		case <-done:
 			s.closeBackends()
+			s.releasers.stop()
 			return nil
 		case <-tick.C:
 			s.closeIdleSessions()
@@ -631,6 +635,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				s.log.Warn("sessions still ending after the shutdown grace; returning without them")
 			}
 			s.closeBackends()
+			s.releasers.stop()
 			return ctx.Err()
 		}
 	}
