@@ -44,7 +44,7 @@ func Specs() []Spec {
 		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
 		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst",
 			"BenchmarkNumberKeyString", "BenchmarkNumberKeyServerCached", "BenchmarkNumberKeyServerFirst"}},
-		{GroupProxy, "./proxy/", []string{"BenchmarkSplitText"}},
+		{GroupProxy, "./proxy/", []string{"BenchmarkSplitText", "BenchmarkGuardedUpdate"}},
 	}
 	for _, b := range []string{"memlock", "redislock", "redlock", "mysqllock", "etcdlock", "zklock"} {
 		ss = append(ss, Spec{GroupLock, "./lockmgr/" + b + "/", LockBenches})

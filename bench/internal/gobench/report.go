@@ -100,12 +100,12 @@ func signedDur(ns float64) string {
 
 func microTable(bs []Bench) string {
 	var b strings.Builder
-	b.WriteString("| package | benchmark | time/op | (min–max) | B/op | allocs/op | runs |\n|---|---|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| package | benchmark | time/op | (min–max) | B/op | allocs/op | runs | other metrics |\n|---|---|--:|--:|--:|--:|--:|---|\n")
 	for _, x := range bs {
 		if x.Group == GroupLock {
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s | %d |\n", x.Pkg, x.Name, bold(x), spread(x), metric(x, UnitBytes), metric(x, UnitAllocs), x.Runs)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s | %d | %s |\n", x.Pkg, x.Name, bold(x), spread(x), metric(x, UnitBytes), metric(x, UnitAllocs), x.Runs, extras(x))
 	}
 	b.WriteString("\n")
 	return b.String()
@@ -178,10 +178,10 @@ func metric(x Bench, unit string) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// extras lists custom metrics (e.g. roundtrips/op) of the two benchmarks.
-func extras(u, h Bench) string {
+// extras lists custom metrics (e.g. roundtrips/op) of the benchmarks.
+func extras(xs ...Bench) string {
 	var parts []string
-	for _, x := range []Bench{u, h} {
+	for _, x := range xs {
 		var units []string
 		for unit := range x.Median {
 			if unit != UnitNs && unit != UnitBytes && unit != UnitAllocs {
