@@ -24,12 +24,17 @@ type Run struct {
 	ConnectSeconds float64 `json:"connect_seconds"`
 	Base           Mem     `json:"base"`
 	Open           Mem     `json:"open"`
+	Collected      Mem     `json:"collected"` // open, after a garbage collection
 	Closed         []Mem   `json:"closed"`
 	// Per open connection, from Open − Base.
 	RSSPerConn        float64 `json:"rss_per_conn"`
 	HeapPerConn       float64 `json:"heap_per_conn"`
 	StackPerConn      float64 `json:"stack_per_conn"`
 	GoroutinesPerConn float64 `json:"goroutines_per_conn"`
+	// Per open connection after a collection, from Collected − Base.
+	CollectedRSSPerConn   float64 `json:"collected_rss_per_conn"`
+	CollectedHeapPerConn  float64 `json:"collected_heap_per_conn"`
+	CollectedStackPerConn float64 `json:"collected_stack_per_conn"`
 	// KeptShare is (last Closed − Base) / (Open − Base) of RSS.
 	KeptShare float64 `json:"kept_share"`
 }
@@ -40,6 +45,9 @@ func (r *Run) summarize() {
 	r.HeapPerConn = (float64(r.Open.HeapInuse) - float64(r.Base.HeapInuse)) / n
 	r.StackPerConn = (float64(r.Open.StackInuse) - float64(r.Base.StackInuse)) / n
 	r.GoroutinesPerConn = float64(r.Open.Goroutines-r.Base.Goroutines) / n
+	r.CollectedRSSPerConn = (float64(r.Collected.RSS) - float64(r.Base.RSS)) / n
+	r.CollectedHeapPerConn = (float64(r.Collected.HeapInuse) - float64(r.Base.HeapInuse)) / n
+	r.CollectedStackPerConn = (float64(r.Collected.StackInuse) - float64(r.Base.StackInuse)) / n
 	if grown := float64(r.Open.RSS) - float64(r.Base.RSS); grown > 0 && len(r.Closed) > 0 {
 		r.KeptShare = (float64(r.Closed[len(r.Closed)-1].RSS) - float64(r.Base.RSS)) / grown
 	}
@@ -48,6 +56,7 @@ func (r *Run) summarize() {
 func (r Run) String() string {
 	s := fmt.Sprintf("round %d: %d connections in %.1f s; RSS %.1f -> %.1f MiB (%.1f KiB/conn: heap %.1f, stacks %.1f, %.1f goroutines/conn)",
 		r.Round, r.Conns, r.ConnectSeconds, mib(r.Base.RSS), mib(r.Open.RSS), r.RSSPerConn/1024, r.HeapPerConn/1024, r.StackPerConn/1024, r.GoroutinesPerConn)
+	s += fmt.Sprintf("; after a collection %.1f KiB/conn (heap %.1f, stacks %.1f)", r.CollectedRSSPerConn/1024, r.CollectedHeapPerConn/1024, r.CollectedStackPerConn/1024)
 	for _, c := range r.Closed {
 		s += fmt.Sprintf("; closed: %.1f MiB", mib(c.RSS))
 	}
@@ -68,15 +77,21 @@ type Data struct {
 	HeapPerConn  float64 `json:"heap_per_conn"`
 	StackPerConn float64 `json:"stack_per_conn"`
 	WorstKept    float64 `json:"worst_kept_share"`
+	// The same medians after a collection.
+	CollectedRSSPerConn   float64 `json:"collected_rss_per_conn"`
+	CollectedHeapPerConn  float64 `json:"collected_heap_per_conn"`
+	CollectedStackPerConn float64 `json:"collected_stack_per_conn"`
 }
 
 func (d *Data) summarize() {
-	var rss, heap, stack []float64
+	var rss, heap, stack, crss, cheap, cstack []float64
 	for _, r := range d.Runs {
 		rss, heap, stack = append(rss, r.RSSPerConn), append(heap, r.HeapPerConn), append(stack, r.StackPerConn)
+		crss, cheap, cstack = append(crss, r.CollectedRSSPerConn), append(cheap, r.CollectedHeapPerConn), append(cstack, r.CollectedStackPerConn)
 		d.WorstKept = max(d.WorstKept, r.KeptShare)
 	}
 	d.RSSPerConn, d.HeapPerConn, d.StackPerConn = median(rss), median(heap), median(stack)
+	d.CollectedRSSPerConn, d.CollectedHeapPerConn, d.CollectedStackPerConn = median(crss), median(cheap), median(cstack)
 }
 
 func median(xs []float64) float64 {

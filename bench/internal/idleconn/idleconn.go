@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -149,6 +150,18 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, er
 		closeAll(conns)
 		return Run{}, err
 	}
+	// The same connections after a garbage collection, as a server that
+	// has run for a while has had: it frees what the logins left and
+	// shrinks goroutine stacks grown by them.
+	if err := collect(px.AdminAddr); err != nil {
+		closeAll(conns)
+		return Run{}, err
+	}
+	time.Sleep(settle)
+	if run.Collected, err = read(px); err != nil {
+		closeAll(conns)
+		return Run{}, err
+	}
 	closeAll(conns)
 	db.Close()
 	closed := time.Now()
@@ -235,6 +248,19 @@ func read(px *env.Proxy) (Mem, error) {
 	}
 	out.HeapInuse, out.StackInuse, out.Goroutines = uint64(vals[0]), uint64(vals[1]), int(vals[2])
 	return out, nil
+}
+
+// collect has lockproxy run a garbage collection: its heap profile
+// endpoint does with gc=1.
+func collect(admin string) error {
+	client := http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get("http://" + admin + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("idleconn: asking for a collection: %w", err)
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
 }
 
 // scrape reads the named unlabelled gauges from lockproxy's /metrics.
