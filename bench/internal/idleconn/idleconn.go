@@ -150,9 +150,9 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, er
 		closeAll(conns)
 		return Run{}, err
 	}
-	// The same connections after a garbage collection, as a server that
-	// has run for a while has had: it frees what the logins left and
-	// shrinks goroutine stacks grown by them.
+	// The same connections after garbage collections, as a server that
+	// has run for a while has had: they free what the logins left and
+	// shrink goroutine stacks grown by them.
 	if err := collect(px.AdminAddr); err != nil {
 		closeAll(conns)
 		return Run{}, err
@@ -250,17 +250,23 @@ func read(px *env.Proxy) (Mem, error) {
 	return out, nil
 }
 
-// collect has lockproxy run a garbage collection: its heap profile
-// endpoint does with gc=1.
+// collect has lockproxy run two garbage collections (its heap profile
+// endpoint runs one with gc=1): the stacks a collection shrinks are
+// given back to the heap at the end of the next one.
 func collect(admin string) error {
 	client := http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Get("http://" + admin + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return fmt.Errorf("idleconn: asking for a collection: %w", err)
+	for range 2 {
+		resp, err := client.Get("http://" + admin + "/debug/pprof/heap?gc=1")
+		if err != nil {
+			return fmt.Errorf("idleconn: asking for a collection: %w", err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("idleconn: asking for a collection: %w", err)
+		}
 	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	return nil
 }
 
 // scrape reads the named unlabelled gauges from lockproxy's /metrics.

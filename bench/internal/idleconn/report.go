@@ -19,8 +19,8 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 		"(the baseline), then opens %d connections through it (go-sql-driver/mysql, %d at a time), each running `SELECT 1` "+
 		"once and then staying open and idle. lockproxy's VmRSS (`/proc/<pid>/status`) and the Go runtime's "+
 		"`go_memstats_heap_inuse_bytes`, `go_memstats_stack_inuse_bytes` and `go_goroutines` (its `/metrics`) are read "+
-		"%.0f s after the baseline login and %.0f s after the last connection opened, then again after lockproxy has run a garbage collection "+
-		"(its `/debug/pprof/heap?gc=1`; a server that has run for a while has had collections, which free what the logins left and shrink the goroutine stacks they grew); "+
+		"%.0f s after the baseline login and %.0f s after the last connection opened, then again after lockproxy has run two garbage collections "+
+		"(its `/debug/pprof/heap?gc=1`, twice: a stack one shrinks is given back at the end of the next; a server that has run for a while has had collections, which free what the logins left and shrink the goroutine stacks they grew); "+
 		"per connection is (reading − baseline) / connections. "+
 		"Every client connection pins one primary connection, whose buffers are lockproxy's and are counted. "+
 		"The connections are then closed and RSS read again %s s later; *kept* is how much of the RSS they took is still held at the last reading.\n\n",
