@@ -56,7 +56,7 @@ func (r *Run) summarize() {
 func (r Run) String() string {
 	s := fmt.Sprintf("round %d: %d connections in %.1f s; RSS %.1f -> %.1f MiB (%.1f KiB/conn: heap %.1f, stacks %.1f, %.1f goroutines/conn)",
 		r.Round, r.Conns, r.ConnectSeconds, mib(r.Base.RSS), mib(r.Open.RSS), r.RSSPerConn/1024, r.HeapPerConn/1024, r.StackPerConn/1024, r.GoroutinesPerConn)
-	s += fmt.Sprintf("; after a collection %.1f KiB/conn (heap %.1f, stacks %.1f)", r.CollectedRSSPerConn/1024, r.CollectedHeapPerConn/1024, r.CollectedStackPerConn/1024)
+	s += fmt.Sprintf("; after two collections %.1f KiB/conn (heap %.1f, stacks %.1f)", r.CollectedRSSPerConn/1024, r.CollectedHeapPerConn/1024, r.CollectedStackPerConn/1024)
 	for _, c := range r.Closed {
 		s += fmt.Sprintf("; closed: %.1f MiB", mib(c.RSS))
 	}

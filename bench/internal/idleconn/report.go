@@ -25,10 +25,10 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 		"Every client connection pins one primary connection, whose buffers are lockproxy's and are counted. "+
 		"The connections are then closed and RSS read again %s s later; *kept* is how much of the RSS they took is still held at the last reading.\n\n",
 		d.Conns, dialers, d.SettleSeconds, d.SettleSeconds, joinSeconds(d.AfterCloseSeconds))
-	fmt.Fprintf(&b, "| figure per idle connection (median) | open | after a collection |\n|---|--:|--:|\n")
+	fmt.Fprintf(&b, "| figure per idle connection (median) | open | after two collections |\n|---|--:|--:|\n")
 	fmt.Fprintf(&b, "| RSS | **%.1f KiB** | %.1f KiB |\n| Go heap in use | %.1f KiB | %.1f KiB |\n| goroutine stacks | %.1f KiB | %.1f KiB |\n\n",
 		d.RSSPerConn/1024, d.CollectedRSSPerConn/1024, d.HeapPerConn/1024, d.CollectedHeapPerConn/1024, d.StackPerConn/1024, d.CollectedStackPerConn/1024)
-	b.WriteString("| round | connections | open in s | RSS base → open MiB | RSS KiB/conn | heap KiB/conn | stacks KiB/conn | goroutines/conn | after a collection: RSS, heap, stacks KiB/conn | RSS after close MiB | kept |\n")
+	b.WriteString("| round | connections | open in s | RSS base → open MiB | RSS KiB/conn | heap KiB/conn | stacks KiB/conn | goroutines/conn | after two collections: RSS, heap, stacks KiB/conn | RSS after close MiB | kept |\n")
 	b.WriteString("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, m := range d.Runs {
 		var after []string
