@@ -16,6 +16,12 @@ type Config struct {
 	Locks    LockConfig    `yaml:"locks"`
 	Rules    []Rule        `yaml:"rules"`
 
+	// UsersFromBackend (users.from_backend, set with the mapping form of
+	// users:) serves every account of the primary that Users does not
+	// name: clients log in with the account's own mysql_native_password
+	// password, checked against the hash the primary stores.
+	UsersFromBackend bool `yaml:"-"`
+
 	// Path is the file the config was loaded from (empty for LoadBytes).
 	Path string `yaml:"-"`
 
@@ -79,10 +85,13 @@ type AdminConfig struct {
 	Token string `yaml:"token"`
 }
 
-// User is a client credential; the same credentials open backend connections.
+// User is a client credential; the same credentials open backend
+// connections. With FromBackend the password is not given: the user's
+// account is read from the primary, as for users.from_backend.
 type User struct {
-	User     string `yaml:"user"`
-	Password string `yaml:"password"`
+	User        string `yaml:"user"`
+	Password    string `yaml:"password"`
+	FromBackend bool   `yaml:"from_backend"`
 	// MaxConnections bounds the sessions this user may have logged in at
 	// once (0: only proxy.max_connections bounds them), as MariaDB's
 	// max_user_connections does: one application cannot take every slot.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,8 +165,51 @@ func (d *decoder) decodeStruct(n ast.Node, path string, v reflect.Value) {
 			continue
 		}
 		d.lines[kpath] = kline
+		if cfg, ok := v.Addr().Interface().(*Config); ok && name == "users" && d.decodeUsersMapping(e.Value, cfg) {
+			continue
+		}
 		d.decode(e.Value, kpath, v.Field(idx))
 	}
+}
+
+// decodeUsersMapping decodes users: written as a mapping —
+// {from_backend: true, list: [...]} — into cfg, and reports whether it
+// was one (a list, or a mapping with neither key, is decoded as any
+// other). The entries of list keep the
+// paths of the list form (users[0].user), so problems read the same.
+func (d *decoder) decodeUsersMapping(n ast.Node, cfg *Config) bool {
+	if !d.budget(n, "users") {
+		return true
+	}
+	entries, ok := d.mappingEntries(d.resolve(n))
+	known := map[string]int{"from_backend": 0, "list": 1}
+	if !ok || !slices.ContainsFunc(entries, func(e *ast.MappingValueNode) bool {
+		_, k := known[scalarText(d.resolve(e.Key))]
+		return k
+	}) {
+		return false // not this form: "must be a list"
+	}
+	seen := map[string]int{}
+	for _, e := range entries {
+		name := scalarText(d.resolve(e.Key))
+		kpath, kline := join("users", name), lineOf(e.Key)
+		if prev, dup := seen[name]; dup {
+			d.ps.add(kline, kpath, "duplicate key (first set on line %d)", prev)
+			continue
+		}
+		seen[name] = kline
+		switch name {
+		case "from_backend":
+			d.lines[kpath] = kline
+			d.decode(e.Value, kpath, reflect.ValueOf(&cfg.UsersFromBackend).Elem())
+		case "list":
+			d.lines[kpath] = kline
+			d.decode(e.Value, "users", reflect.ValueOf(&cfg.Users).Elem())
+		default:
+			d.ps.add(kline, kpath, "unknown key %q (known keys: %s)", name, knownKeys(known))
+		}
+	}
+	return true
 }
 
 // mappingEntries lists a mapping's key/value pairs, with merge keys (<<)

@@ -72,7 +72,7 @@ func TestConfigurationDocExamplesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := func(k string) (string, bool) {
-		if k == "APP_DB_PASSWORD" {
+		if k == "APP_DB_PASSWORD" || k == "LOCKPROXY_DB_PASSWORD" {
 			return "pw", true
 		}
 		return "", false

@@ -18,7 +18,7 @@ func (c *Config) Redacted() *Config {
 	out := *c
 	out.Users = make([]User, len(c.Users))
 	for i, u := range c.Users {
-		out.Users[i] = User{User: u.User, Password: hide(u.Password)}
+		out.Users[i] = User{User: u.User, Password: hide(u.Password), FromBackend: u.FromBackend, MaxConnections: u.MaxConnections}
 	}
 	if out.Admin.Token != "" {
 		out.Admin.Token = hide(out.Admin.Token)

@@ -122,7 +122,7 @@ func checkAddr(a string, listen bool) string {
 
 func (v *validator) users(users []User) {
 	if len(users) == 0 {
-		v.add("users", "at least one user is needed: clients log in with these credentials")
+		v.add("users", "at least one user is needed: the first runs lockproxy's own connections (and, with from_backend, reads the accounts)")
 		return
 	}
 	seen := map[string]int{}
@@ -138,6 +138,12 @@ func (v *validator) users(users []User) {
 		}
 		if u.MaxConnections < 0 {
 			v.add(fmt.Sprintf("users[%d].max_connections", i), "must not be negative (0: no limit of its own)")
+		}
+		switch {
+		case u.FromBackend && i == 0:
+			v.add("users[0].from_backend", "the first user runs lockproxy's own connections (and reads the accounts from the primary): it needs its password")
+		case u.FromBackend && u.Password != "":
+			v.add(fmt.Sprintf("users[%d].password", i), "not with from_backend: the account's password is checked against the primary's")
 		}
 		seen[u.User] = i
 	}
