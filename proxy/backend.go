@@ -49,6 +49,9 @@ type poolKey struct {
 	// whatever the client did and runs trackSession when it is opened
 	// and after every reset (sessiontrack.go).
 	track bool
+	// relay, when on, logs the connection in as an account read from
+	// the primary (relaylogin.go); user is that account, password unused.
+	relay relayedLogin
 }
 
 // backendConn is one authenticated connection to a MySQL server, used raw
@@ -68,6 +71,9 @@ type backendConn struct {
 	optionSet bool
 	idleAt    time.Time
 	broken    bool
+	// scramble is the last the server gave the connection to answer, for
+	// a relayed login (relaylogin.go); kept only for relay keys.
+	scramble []byte
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps
@@ -76,6 +82,11 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	collation := "utf8mb4_general_ci"
 	if c, err := charset.GetCollationByID(int(key.collation)); err == nil && c.ID < 256 {
 		collation = c.Name
+	}
+	user, password := key.user, key.password
+	var tap *greetingTap
+	if key.relay.on {
+		user, password = key.relay.viaUser, key.relay.viaPassword
 	}
 	opt := func(c *client.Conn) error {
 		for _, f := range []uint32{mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_IGNORE_SPACE, mysql.CLIENT_MULTI_STATEMENTS,
@@ -112,11 +123,15 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		// a server that accepts and says nothing must not hang a login.
 		_ = nc.SetDeadline(time.Now().Add(dialTimeout))
 		tcp = nc
+		if key.relay.on {
+			tap = &greetingTap{Conn: nc}
+			return tap, nil
+		}
 		return nc, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	cc, err := client.ConnectWithDialer(ctx, "tcp", key.addr, key.user, key.password, key.db, dial, opt)
+	cc, err := client.ConnectWithDialer(ctx, "tcp", key.addr, user, password, key.db, dial, opt)
 	if err != nil {
 		if tcp != nil {
 			_ = tcp.Close()
@@ -125,6 +140,9 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	}
 	_ = tcp.SetDeadline(time.Time{})
 	nc := cc.Conn.Conn
+	if t, ok := nc.(*greetingTap); ok {
+		nc = t.Conn // plain TCP: the tap has done its work
+	}
 	status := uint16(0)
 	if cc.IsAutoCommit() {
 		status |= mysql.SERVER_STATUS_AUTOCOMMIT
@@ -140,27 +158,44 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		version:  cc.GetServerVersion(),
 		threadID: cc.GetConnectionID(),
 	}
-	if key.caps&mysql.CLIENT_INTERACTIVE != 0 {
+	if key.relay.on {
+		b.scramble = tap.scramble
+		_ = tcp.SetDeadline(time.Now().Add(dialTimeout))
+		err = b.relayLogin()
+		_ = tcp.SetDeadline(time.Time{})
+	}
+	if err == nil {
+		err = b.initSession()
+	}
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// initSession gives a connection just logged in (or reset) what its key
+// asks of the session beyond the login: interactive_timeout, read-only
+// transactions, session state tracking.
+func (b *backendConn) initSession() error {
+	if b.key.caps&mysql.CLIENT_INTERACTIVE != 0 {
 		// go-mysql cannot announce CLIENT_INTERACTIVE: give the session
 		// what MariaDB gives an interactive login.
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreInteractive...)); err != nil {
-			b.close()
-			return nil, fmt.Errorf("proxy: giving an interactive client's session interactive_timeout: %w", err)
+			return fmt.Errorf("proxy: giving an interactive client's session interactive_timeout: %w", err)
 		}
 	}
-	if key.readOnly {
+	if b.key.readOnly {
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
-			b.close()
-			return nil, fmt.Errorf("proxy: making a replica session read-only: %w", err)
+			return fmt.Errorf("proxy: making a replica session read-only: %w", err)
 		}
 	}
-	if key.track {
+	if b.key.track {
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
-			b.close()
-			return nil, fmt.Errorf("proxy: turning on session state tracking: %w", err)
+			return fmt.Errorf("proxy: turning on session state tracking: %w", err)
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // readOnlySession makes a replica connection's transactions read-only: a
@@ -237,6 +272,19 @@ func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
 			b.close() // closed by the server while idle (wait_timeout, KILL)
 			continue
 		}
+		if key.relay.on {
+			// An account read from the primary: MariaDB judges every
+			// login, so the connection logs in again for this one.
+			err := b.relogin()
+			if err == nil {
+				return b, nil
+			}
+			b.close()
+			if isMySQLErr(err) {
+				return nil, err
+			}
+			continue
+		}
 		if time.Since(b.idleAt) < idleCheckAfter {
 			return b, nil
 		}
@@ -245,6 +293,17 @@ func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
 		}
 		b.close()
 	}
+}
+
+// relogin logs an idle connection of a relayed login in again and sets
+// its session up as a new connection's.
+func (b *backendConn) relogin() error {
+	_ = b.nc.SetDeadline(time.Now().Add(dialTimeout))
+	defer func() { _ = b.nc.SetDeadline(time.Time{}) }()
+	if err := b.relayLogin(); err != nil {
+		return err
+	}
+	return b.initSession()
 }
 
 // put resets b in the background and keeps it for reuse; a connection that
@@ -306,22 +365,11 @@ func (p *pool) reset(b *backendConn) bool {
 			return false
 		}
 	}
-	if b.key.caps&mysql.CLIENT_INTERACTIVE != 0 {
-		// The reset took wait_timeout back to the global value; an
-		// interactive client's login has interactive_timeout there.
-		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreInteractive...)); err != nil {
-			return false
-		}
-	}
-	if b.key.readOnly {
-		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, readOnlySession...)); err != nil {
-			return false
-		}
-	}
-	if b.key.track {
-		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
-			return false
-		}
+	// The reset took wait_timeout back to the global value (an
+	// interactive client's login has interactive_timeout there), and
+	// the session's read-only transactions and tracking with it.
+	if err := b.initSession(); err != nil {
+		return false
 	}
 	if b.dbDirty {
 		if b.key.db == "" {

@@ -25,6 +25,7 @@ const (
 	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK
 	erOutOfResources  = 1041 // ER_OUT_OF_RESOURCES
 	erHostBlocked     = 1129 // ER_HOST_IS_BLOCKED
+	erAuthMode        = 1251 // ER_NOT_SUPPORTED_AUTH_MODE
 	erParse           = 1064 // ER_PARSE_ERROR
 	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE

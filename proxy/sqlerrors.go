@@ -20,6 +20,11 @@ var (
 	// errAccessDenied: the login is refused: a wrong password, an unknown
 	// user, or a client without TLS where proxy.require_tls (1045).
 	errAccessDenied = errors.New("proxy: access denied")
+	// errAuthMode: the account, read from the primary
+	// (users.from_backend), logs in with a plugin other than
+	// mysql_native_password, or with several, which lockproxy cannot
+	// verify nor log in with (1251).
+	errAuthMode = errors.New("proxy: authentication plugin not served")
 	// errHostBlocked: too many failed logins from the host are waiting
 	// their turn (1129).
 	errHostBlocked = errors.New("proxy: host blocked after failed logins")
@@ -90,6 +95,7 @@ var clientErrors = []clientError{
 	{err: errTooManyConnections, code: erConCount, state: "08004"},
 	{err: errTooManyUserConnections, code: erUserConCount, state: "42000"},
 	{err: errAccessDenied, code: erAccessDenied, state: "28000"},
+	{err: errAuthMode, code: erAuthMode, state: "08004"},
 	{err: errHostBlocked, code: erHostBlocked, state: "HY000"},
 	{err: errHandshake, code: erHandshake, state: "08S01"},
 	{err: errBadCommand, code: erUnknownCom, state: "08S01"},

@@ -29,6 +29,7 @@ var clientCases = []struct {
 	{"proxy.errTooManyConnections", errorf(errTooManyConnections, "Too many connections"), 1040, "08004"},
 	{"proxy.errTooManyUserConnections", errorf(errTooManyUserConnections, "User app already has more than 'users[].max_connections' (2) active connections"), 1203, "42000"},
 	{"proxy.errAccessDenied", errorf(errAccessDenied, "Access denied for user 'u'@'h' (using password: YES)"), 1045, "28000"},
+	{"proxy.errAuthMode", errorf(errAuthMode, "account 'u'@'%%' logs in with unix_socket; lockproxy serves only mysql_native_password accounts from the primary (list the user under users: instead)"), 1251, "08004"},
 	{"proxy.errHostBlocked", errorf(errHostBlocked, "Host 'h' is blocked because of many failed logins; try again later"), 1129, "HY000"},
 	{"proxy.errHandshake", errorf(errHandshake, "bad handshake"), 1043, "08S01"},
 	{"proxy.errBadCommand", errorf(errBadCommand, "empty command packet"), 1047, "08S01"},

@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
+	"net"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+)
+
+// Relayed logins: backend connections of accounts read from the primary
+// (users.from_backend, accounts.go).
+//
+// lockproxy does not know such an account's password, only what the
+// client's mysql_native_password answer proved: stage1 = SHA1(password),
+// recovered from the answer with the account's stored hash
+// SHA1(stage1). stage1 is all a native answer needs, for any scramble, so
+// lockproxy logs in to the backend as the account with it: the connection
+// is opened as lockproxy's own account (the first of users:), whose
+// greeting carries the scramble, and then COM_CHANGE_USER makes it the
+// account's, answered with stage1 XOR SHA1(scramble + SHA1(stage1)).
+// MariaDB checks that answer as it checks any login (host, password,
+// locked or expired account, max_user_connections), so it stays the judge
+// of who may log in: a pooled connection is logged in again in the same
+// way each time a session takes it (pool.get), never handed over on
+// lockproxy's word alone.
+//
+// stage1 is kept in the session and in the pool keys of its connections,
+// for as long as they may need to log in again, and is never logged.
+
+// relayedLogin is how a connection logs in as an account read from the
+// primary. The zero value is a login with the user and password of the
+// poolKey itself.
+type relayedLogin struct {
+	on bool
+	// stage1 is SHA1(password); empty for an account without password.
+	stage1 string
+	// viaUser and viaPassword open the connection: lockproxy's own
+	// account.
+	viaUser, viaPassword string
+}
+
+// nativeAnswer is the mysql_native_password answer to scramble of a
+// client that knows stage1 = SHA1(password): stage1 XOR SHA1(scramble +
+// SHA1(stage1)); empty for an account without password.
+func nativeAnswer(scramble []byte, stage1 string) []byte {
+	if stage1 == "" {
+		return nil
+	}
+	hash := sha1.Sum([]byte(stage1))
+	h := sha1.New()
+	h.Write(scramble)
+	h.Write(hash[:])
+	x := h.Sum(nil)
+	for i := range x {
+		x[i] ^= stage1[i]
+	}
+	return x
+}
+
+// greetingTap passes a new backend connection's bytes through and keeps
+// the scramble of the server's greeting (the first packet), which the
+// relayed login answers.
+type greetingTap struct {
+	net.Conn
+	buf      []byte
+	scramble []byte // set (maybe empty) once the greeting has been read
+}
+
+func (t *greetingTap) Read(p []byte) (int, error) {
+	n, err := t.Conn.Read(p)
+	if t.scramble == nil && n > 0 {
+		t.buf = append(t.buf, p[:n]...)
+		if len(t.buf) >= 4 {
+			size := int(t.buf[0]) | int(t.buf[1])<<8 | int(t.buf[2])<<16
+			if len(t.buf) >= 4+size {
+				t.scramble = greetingScramble(t.buf[4 : 4+size])
+				t.buf = nil
+			}
+		}
+	}
+	return n, err
+}
+
+// greetingScramble returns the 20-byte scramble of a HandshakeV10
+// payload, or an empty slice when there is none.
+func greetingScramble(p []byte) []byte {
+	none := []byte{}
+	if len(p) < 1 || p[0] != 10 {
+		return none
+	}
+	end := bytes.IndexByte(p[1:], 0)
+	if end < 0 {
+		return none
+	}
+	pos := 1 + end + 1 + 4 // version, NUL, thread id
+	// scramble part 1 (8), filler (1), capabilities (2), collation (1),
+	// status (2), capabilities (2), scramble length (1), reserved (10)
+	if len(p) < pos+8+1+2+1+2+2+1+10+12 {
+		return none
+	}
+	s := append([]byte(nil), p[pos:pos+8]...)
+	pos += 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10
+	return append(s, p[pos:pos+12]...)
+}
+
+// relayLogin makes b, opened as lockproxy's own account, the key's
+// account: COM_CHANGE_USER with the answer made from stage1, then what a
+// login gives a session that a change of user takes away (IGNORE_SPACE).
+// The backend's refusal (1045, 4151 ...) is returned as it sent it.
+func (b *backendConn) relayLogin() error {
+	k := b.key
+	if len(b.scramble) != 20 {
+		b.broken = true
+		return fmt.Errorf("proxy: the primary's greeting has no mysql_native_password scramble")
+	}
+	if err := b.writeCommand(changeUserPacket(k, nativeAnswer(b.scramble, k.relay.stage1))); err != nil {
+		return err
+	}
+	for switched := false; ; switched = true {
+		seq, p, err := b.r.readPhysical()
+		if err != nil {
+			b.broken = true
+			return err
+		}
+		switch {
+		case len(p) > 0 && p[0] == mysql.OK_HEADER:
+			if st, ok := okStatus(p); ok {
+				b.status = st
+			}
+			b.dbDirty = false
+			if k.caps&mysql.CLIENT_IGNORE_SPACE != 0 {
+				return b.simpleCommand(append([]byte{mysql.COM_QUERY}, restoreIgnoreSpace...))
+			}
+			return nil
+		case len(p) > 0 && p[0] == mysql.ERR_HEADER:
+			b.broken = true // the connection is no one's now
+			return parseErrPayload(p)
+		case len(p) > 0 && p[0] == mysql.EOF_HEADER && !switched:
+			// An auth switch: a fresh scramble to answer.
+			plugin, data, _ := bytes.Cut(p[1:], []byte{0})
+			if string(plugin) != mysql.AUTH_NATIVE_PASSWORD || len(data) < 20 {
+				b.broken = true
+				return errorf(errAuthMode, "the primary asks %q for user '%s', which lockproxy cannot answer for an account read from the primary", plugin, k.user)
+			}
+			b.scramble = append(b.scramble[:0], data[:20]...)
+			if _, err := b.w.writePacket(seq+1, nativeAnswer(b.scramble, k.relay.stage1)); err != nil {
+				b.broken = true
+				return err
+			}
+			if err := b.w.flush(); err != nil {
+				b.broken = true
+				return err
+			}
+		default:
+			b.broken = true
+			return fmt.Errorf("proxy: unexpected reply 0x%x to a change of user", p[0])
+		}
+	}
+}
+
+// changeUserPacket encodes the COM_CHANGE_USER that logs a connection of
+// key in as key's account with answer: the database, collation and
+// connection attributes a fresh login of key would give (the connection
+// was opened with CLIENT_SECURE_CONNECTION, CLIENT_PLUGIN_AUTH and
+// CLIENT_CONNECT_ATTRS, so MariaDB reads each field).
+func changeUserPacket(k poolKey, answer []byte) []byte {
+	b := make([]byte, 0, 64+len(k.user)+len(k.db)+len(k.attrs))
+	b = append(b, mysql.COM_CHANGE_USER)
+	b = append(b, k.user...)
+	b = append(b, 0, byte(len(answer)))
+	b = append(b, answer...)
+	b = append(b, k.db...)
+	b = append(b, 0)
+	b = binary.LittleEndian.AppendUint16(b, uint16(backendCollation(k.collation)))
+	b = append(b, mysql.AUTH_NATIVE_PASSWORD...)
+	b = append(b, 0)
+	var attrs []byte
+	for name, value := range k.attrs.backend() {
+		attrs = appendLenEncString(attrs, name)
+		attrs = appendLenEncString(attrs, value)
+	}
+	b = appendLenEncInt(b, uint64(len(attrs)))
+	return append(b, attrs...)
+}
+
+// backendCollation is the collation id a backend connection of a client
+// with collation id is opened with: the client's, or utf8mb4_general_ci
+// for one outside the one-byte range lockproxy knows.
+func backendCollation(id uint8) int {
+	if c, err := charset.GetCollationByID(int(id)); err == nil && c.ID < 256 {
+		return c.ID
+	}
+	return defaultCollation
+}
