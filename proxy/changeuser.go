@@ -20,7 +20,7 @@ func (s *session) changeUser(p []byte) error {
 	if err != nil {
 		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}
-	previous := s.user
+	previous, prevPassword, prevStage1, prevRelayed := s.user, s.password, s.stage1, s.relayed
 	s.setUser(user)
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
@@ -36,11 +36,13 @@ func (s *session) changeUser(p []byte) error {
 	}
 	if err := s.srv.userRoom(s, user); err != nil {
 		s.setUser(previous)
+		s.password, s.stage1, s.relayed = prevPassword, prevStage1, prevRelayed
 		if werr := s.writeErrAt(seq, err); werr != nil {
 			return werr
 		}
 		return s.failedChangeUser()
 	}
+	clear(prevStage1) // the previous user's connections keep their own copy
 	// MariaDB rolls the transaction back: the locks go once the old
 	// connection's reset has done so, before the new user runs anything.
 	old := s.be

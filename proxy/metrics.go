@@ -31,6 +31,9 @@ type metrics struct {
 	acceptErrors      prometheus.Counter
 	memoryRefused     prometheus.Counter
 	loginsThrottled   prometheus.Counter
+	// accountReads counts reads of the primary's accounts
+	// (users.from_backend) by result.
+	accountReads *prometheus.CounterVec
 
 	// Hot-path children of queries, resolved once.
 	primaryQuery, primaryExecute prometheus.Counter
@@ -110,12 +113,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.schemaSent = m.schemaWords.WithLabelValues("sent")
 	m.schemaNotSent = m.schemaWords.WithLabelValues("failed")
 	m.schemaHeard = m.schemaWords.WithLabelValues("heard")
+	m.accountReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lockproxy_account_reads_total",
+		Help: "Reads of the primary's accounts for users.from_backend (at start, on reload, after failed logins), by result (success|failure).",
+	}, []string{"result"})
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.observed, m.replicaWriteRefused,
 			m.schemaWords,
 			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
+		reg.MustRegister(m.accountReads)
 	}
 	return m
 }

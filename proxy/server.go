@@ -51,6 +51,7 @@ type Server struct {
 	metrics    *metrics
 	pool       *pool
 	logins     *loginThrottle
+	accounts   *accountBook // the primary's accounts (users.from_backend)
 	authPlugin string
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
@@ -139,6 +140,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 		instance:    opts.Instance,
 		analyzer:    parser.NewCache(analysisCacheSize),
 	}
+	s.accounts = newAccountBook(func(result string) { s.metrics.accountReads.WithLabelValues(result).Inc() })
 	s.textShapes, _ = lru.New[*parser.Analysis, *rules.RuleSet](textShapesSize) // size > 0: no error
 	if opts.Registry != nil {
 		opts.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -202,7 +204,50 @@ func (s *Server) Reload(cfg *rules.Config) error {
 	if s.mem != nil {
 		s.mem.setLimit(int64(cfg.Proxy.MemoryBudget))
 	}
+	s.readAccounts(cfg, btls)
 	return nil
+}
+
+// readAccounts reads the primary's accounts again when cfg serves them
+// (users.from_backend). A primary that cannot be asked leaves the
+// accounts read before; a failed login asks again.
+func (s *Server) readAccounts(cfg *rules.Config, btls *tls.Config) {
+	if !servesAccounts(cfg) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), accountsReadTimeout)
+	defer cancel()
+	if _, err := s.accounts.read(ctx, cfg, btls, true); err != nil {
+		s.log.Warn("cannot read the accounts from the primary (users.from_backend); the accounts read before stay", zap.Error(err))
+	}
+}
+
+// rereadAccounts reads the primary's accounts again unless a read began
+// less than accountsRereadGap ago (then it waits for one in flight), and
+// reports whether accounts newer than before are in force.
+func (s *Server) rereadAccounts() bool {
+	rt := s.loaded()
+	ctx, cancel := context.WithTimeout(s.hardCtx, accountsReadTimeout)
+	defer cancel()
+	read, err := s.accounts.read(ctx, rt.cfg, rt.backendTLS, false)
+	if err != nil {
+		s.log.Warn("cannot read the accounts from the primary (users.from_backend); the accounts read before stay", zap.Error(err))
+	}
+	return read && err == nil
+}
+
+// servesAccounts reports whether cfg serves any account read from the
+// primary.
+func servesAccounts(cfg *rules.Config) bool {
+	if cfg.UsersFromBackend {
+		return true
+	}
+	for _, u := range cfg.Users {
+		if u.FromBackend {
+			return true
+		}
+	}
+	return false
 }
 
 // routerFor hands the router in force the new backends, or makes one when
@@ -269,13 +314,17 @@ func (s *Server) config() *rules.Config { return s.loaded().cfg }
 
 func (s *Server) requireTLS() bool { return s.config().Proxy.RequireTLS }
 
-func (s *Server) lookupUser(name string) (rules.User, bool) {
-	for _, u := range s.config().Users {
+// lookupUser finds the user a client names: listed in users (known), and
+// whether its account is read from the primary (relayed): listed with
+// from_backend, or not listed under users.from_backend.
+func (s *Server) lookupUser(name string) (u rules.User, known, relayed bool) {
+	cfg := s.config()
+	for _, u := range cfg.Users {
 		if u.User == name {
-			return u, true
+			return u, true, u.FromBackend
 		}
 	}
-	return rules.User{}, false
+	return rules.User{}, false, cfg.UsersFromBackend
 }
 
 func (s *Server) serverVersion() string {

@@ -44,6 +44,11 @@ type session struct {
 	attrs     connAttrs // the client's connection attributes
 	password  string
 	db        string
+	// relayed: the user's account was read from the primary
+	// (users.from_backend), and stage1 = SHA1(password) is what its
+	// backend connections log in with (relaylogin.go); never logged.
+	relayed bool
+	stage1  []byte
 
 	be     *backendConn // the pinned primary connection
 	src    *backendConn // the connection whose response is being relayed
@@ -226,6 +231,7 @@ func (s *session) cleanup() {
 	}
 	s.releaseLocks()
 	s.dropReplica()
+	clear(s.stage1)
 	if s.resetOnClose {
 		resetClose(s.conn)
 	}
@@ -307,6 +313,11 @@ func (s *session) handshake(ctx context.Context) error {
 func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	be, err := s.srv.pool.get(ctx, s.backendKey())
 	if err != nil {
+		if se, ok := err.(*sqlError); ok && s.relayed && se.State == "28000" {
+			// MariaDB refused an account lockproxy let in: what lockproxy
+			// read of it is stale.
+			go s.srv.rereadAccounts()
+		}
 		s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 		_ = s.writeErrAt(seq, backendDialError(err))
 		return err
@@ -322,81 +333,10 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	return s.cw.flush()
 }
 
-// authenticate checks the client's answer, switching it to a plugin lockproxy
-// can verify when needed. It returns the sequence id of the next packet.
-func (s *session) authenticate(seq byte, plugin string, auth []byte, want string) (byte, error) {
-	named := plugin != "" // a client without CLIENT_PLUGIN_AUTH cannot be switched
-	if !named {
-		plugin = mysql.AUTH_NATIVE_PASSWORD
-	}
-	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
-	turn, admitted := s.srv.logins.admit(s.user, host)
-	if !admitted {
-		s.srv.metrics.loginsThrottled.Inc()
-		s.srv.audit.Debug("login refused: too many recent failed logins", zap.String("user", s.user), zap.String("client", host))
-		e := errorf(errHostBlocked, "Host '%s' is blocked because of many failed logins; try again later", host)
-		_ = s.writeErrAt(seq, e)
-		return 0, e
-	}
-	defer s.srv.logins.release(turn)
-	u, known := s.srv.lookupUser(s.user)
-	// A client answering with another plugin than the one announced did not
-	// compute its answer for the greeting (libmariadb and libmysqlclient
-	// send an empty placeholder): ask again, as MySQL does, with the
-	// client's plugin when lockproxy can verify it, else the announced one.
-	if !supportedPlugin(plugin) || (named && plugin != want) {
-		if supportedPlugin(plugin) {
-			want = plugin
-		}
-		if _, err := s.cw.writePacket(seq, authSwitchRequest(want, s.salt)); err != nil {
-			return 0, err
-		}
-		if err := s.cw.flush(); err != nil {
-			return 0, err
-		}
-		var err error
-		var p []byte
-		if seq, p, err = s.cr.readLogical(4096); err != nil {
-			return 0, err
-		}
-		seq++
-		plugin, auth = want, p
-	}
-	ok := known && checkAuth(plugin, s.salt, auth, u.Password)
-	fast := ok
-	if !ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(auth) > 0 && !(len(auth) == 1 && auth[0] == 0) {
-		var err error
-		if ok, seq, err = s.fullAuth(seq, known, u.Password); err != nil {
-			return 0, err
-		}
-	}
-	if !ok {
-		s.srv.metrics.authFailures.Inc()
-		s.srv.logins.failed(s.user, host, turn)
-		usingPw := "YES"
-		if len(auth) == 0 {
-			usingPw = "NO"
-		}
-		s.srv.audit.Info("login failed", zap.String("user", s.user), zap.String("client", host),
-			zap.Bool("known_user", known), zap.String("using_password", usingPw))
-		e := errorf(errAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
-		_ = s.writeErrAt(seq, e)
-		return 0, e
-	}
-	s.password = u.Password
-	s.srv.logins.succeeded(s.user, host, turn)
-	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
-		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
-			return 0, err
-		}
-		seq++
-	}
-	return seq, nil
-}
-
 func (s *session) backendKey() poolKey {
-	return poolKey{
-		addr:      s.srv.config().Backends.Primary,
+	cfg := s.srv.config()
+	k := poolKey{
+		addr:      cfg.Backends.Primary,
 		user:      s.user,
 		password:  s.password,
 		db:        s.db,
@@ -406,6 +346,10 @@ func (s *session) backendKey() poolKey {
 		attrs:     s.attrs,
 		track:     true,
 	}
+	if s.relayed {
+		k.relay = relayedLogin{on: true, stage1: string(s.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+	}
+	return k
 }
 
 // backendDialError turns a failure to open a backend connection into the

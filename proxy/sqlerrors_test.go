@@ -30,6 +30,7 @@ var clientCases = []struct {
 	{"proxy.errTooManyUserConnections", errorf(errTooManyUserConnections, "User app already has more than 'users[].max_connections' (2) active connections"), 1203, "42000"},
 	{"proxy.errAccessDenied", errorf(errAccessDenied, "Access denied for user 'u'@'h' (using password: YES)"), 1045, "28000"},
 	{"proxy.errAuthMode", errorf(errAuthMode, "account 'u'@'%%' logs in with unix_socket; lockproxy serves only mysql_native_password accounts from the primary (list the user under users: instead)"), 1251, "08004"},
+	{"proxy.errAmbiguousHost", errorf(errAccessDenied, "Access denied for user 'u'@'h': %w; lockproxy cannot tell which MariaDB would use (users.from_backend)", errAmbiguousHost), 1045, "28000"},
 	{"proxy.errHostBlocked", errorf(errHostBlocked, "Host 'h' is blocked because of many failed logins; try again later"), 1129, "HY000"},
 	{"proxy.errHandshake", errorf(errHandshake, "bad handshake"), 1043, "08S01"},
 	{"proxy.errBadCommand", errorf(errBadCommand, "empty command packet"), 1047, "08S01"},
@@ -64,6 +65,8 @@ var clientCases = []struct {
 var internalOnly = map[string]string{
 	"proxy.errPrimaryGone":         "ends the session; the client's connection is reset as MariaDB resets it",
 	"proxy.errNoRow":               "an internal query's answer, read by lockproxy",
+	"proxy.errNoAccount":           "a refused login's reason, answered as errAccessDenied in MariaDB's words (loginFailed)",
+	"proxy.errWrongPassword":       "a refused login's reason, answered as errAccessDenied in MariaDB's words (loginFailed)",
 	"proxy.errQuit":                "the client quit; nothing is answered",
 	"proxy.errBadSequence":         "a broken packet stream ends the session",
 	"proxy.errShortPacket":         "read inside parameter decoding, answered as errBadParams",

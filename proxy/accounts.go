@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/subtle"
+	"crypto/tls"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+)
+
+// Accounts read from the primary (users.from_backend).
+//
+// lockproxy reads the primary's accounts (mysql.global_priv, MariaDB 10.4
+// and later) as its own account (the first of users:, which needs SELECT
+// on mysql.global_priv), at start, on every reload, and when a login
+// fails — at most once per accountsRereadGap for failed logins, so a
+// client guessing passwords or user names cannot make lockproxy hammer the
+// primary. A client of such an account is switched to
+// mysql_native_password; its answer proves SHA1(password) against the
+// account's stored hash, and lockproxy then logs in to the backend as the
+// account with that proof (relaylogin.go).
+
+// accountsRereadGap is the least time between two reads of the accounts
+// that failed logins start.
+const accountsRereadGap = time.Second
+
+// accountsReadTimeout bounds one read of the accounts.
+const accountsReadTimeout = 5 * time.Second
+
+// accountRow is one user@host row of the primary's accounts.
+type accountRow struct {
+	user, host string
+	// plugin is the account's authentication plugin; several is set
+	// when it has more than one (IDENTIFIED VIA ... OR ...).
+	plugin  string
+	several bool
+	// auth is the plugin's authentication string; for
+	// mysql_native_password "*" and the hex of SHA1(SHA1(password)), or
+	// "" for no password.
+	auth string
+}
+
+// sameCredentials reports whether a login that r accepts is accepted by
+// o too.
+func (r accountRow) sameCredentials(o accountRow) bool {
+	return r.plugin == o.plugin && r.several == o.several && r.auth == o.auth
+}
+
+// nativeHash returns the SHA1(SHA1(password)) of a mysql_native_password
+// row (nil for one without password), or ok false when r cannot be
+// served: another plugin, several, or an authentication string that is
+// no hash (such an account cannot log in with a password).
+func (r accountRow) nativeHash() (hash []byte, ok bool) {
+	if r.plugin != mysql.AUTH_NATIVE_PASSWORD || r.several {
+		return nil, false
+	}
+	if r.auth == "" {
+		return nil, true
+	}
+	if len(r.auth) != 41 || r.auth[0] != '*' {
+		return nil, false
+	}
+	hash, err := hex.DecodeString(r.auth[1:])
+	return hash, err == nil
+}
+
+// accountBook is lockproxy's copy of the primary's accounts. Safe for
+// concurrent use.
+type accountBook struct {
+	mu sync.Mutex
+	// users are the rows by user name; "" holds the anonymous rows.
+	users           map[string][]accountRow
+	skipNameResolve bool
+	// lastStart is when the last read began; reading, when not nil, is
+	// closed when the read in flight ends.
+	lastStart time.Time
+	reading   chan struct{}
+	gap       time.Duration // accountsRereadGap; tests shorten it
+	// reads counts reads by result (lockproxy_account_reads_total).
+	reads func(result string)
+}
+
+func newAccountBook(reads func(string)) *accountBook {
+	return &accountBook{gap: accountsRereadGap, reads: reads}
+}
+
+// Reasons a login of an account read from the primary is refused.
+var (
+	errNoAccount     = errors.New("no account of that name matches the client's address")
+	errWrongPassword = errors.New("wrong password")
+	errAmbiguousHost = errors.New("the account's rows that may match the client's address differ in credentials, or are anonymous")
+)
+
+// verify checks a mysql_native_password answer to salt by user from the
+// client address ip and returns stage1 = SHA1(password) (nil for an
+// account without password). Its error wraps errAccessDenied (with
+// errNoAccount, errWrongPassword or errAmbiguousHost) or errAuthMode,
+// with words for the client.
+func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, error) {
+	b.mu.Lock()
+	named, anon, skip := b.users[user], b.users[""], b.skipNameResolve
+	b.mu.Unlock()
+	row, found, ambiguous := pickRow(named, anon, peerAt(ip, skip))
+	switch {
+	case !found:
+		return nil, fmt.Errorf("%w: %w", errAccessDenied, errNoAccount)
+	case ambiguous:
+		return nil, errorf(errAccessDenied, "Access denied for user '%s'@'%s': %w; lockproxy cannot tell which MariaDB would use (users.from_backend)",
+			user, ip, errAmbiguousHost)
+	}
+	hash, ok := row.nativeHash()
+	if !ok {
+		plugin := row.plugin
+		if row.several {
+			plugin = "several plugins"
+		}
+		return nil, errorf(errAuthMode, "account '%s'@'%s' logs in with %s; lockproxy serves only mysql_native_password accounts from the primary (list the user under users: instead)",
+			user, row.host, plugin)
+	}
+	if hash == nil {
+		if len(answer) == 0 || (len(answer) == 1 && answer[0] == 0) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
+	}
+	if len(answer) != sha1.Size || len(salt) < 20 {
+		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
+	}
+	h := sha1.New()
+	h.Write(salt[:20])
+	h.Write(hash)
+	stage1 := h.Sum(nil)
+	for i := range stage1 {
+		stage1[i] ^= answer[i]
+	}
+	if got := sha1.Sum(stage1); subtle.ConstantTimeCompare(got[:], hash) != 1 {
+		clear(stage1)
+		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
+	}
+	return stage1, nil
+}
+
+// read reads the accounts from cfg's primary and keeps them. A read
+// already in flight is waited for first. Unless force, nothing is read
+// when the last read began less than the gap ago; it reports whether it
+// read. A failed read keeps the accounts read before.
+func (b *accountBook) read(ctx context.Context, cfg *rules.Config, btls *tls.Config, force bool) (bool, error) {
+	for {
+		b.mu.Lock()
+		wait := b.reading
+		if wait == nil {
+			break
+		}
+		b.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		if !force {
+			return true, nil // what it read is as new as a read now
+		}
+	}
+	if !force && time.Since(b.lastStart) < b.gap {
+		b.mu.Unlock()
+		return false, nil
+	}
+	done := make(chan struct{})
+	b.reading, b.lastStart = done, time.Now()
+	b.mu.Unlock()
+	defer close(done)
+
+	users, skip, err := readAccounts(ctx, cfg, btls)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reading = nil
+	if err != nil {
+		b.reads("failure")
+		return true, err
+	}
+	b.reads("success")
+	b.users, b.skipNameResolve = users, skip
+	return true, nil
+}
+
+// readAccounts reads the accounts of cfg's primary as its first user.
+func readAccounts(ctx context.Context, cfg *rules.Config, btls *tls.Config) (map[string][]accountRow, bool, error) {
+	connector, err := primaryConnector(cfg, btls)
+	if err != nil {
+		return nil, false, err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, accountsReadTimeout)
+	defer cancel()
+	var skip bool
+	if err := db.QueryRowContext(ctx, "SELECT @@skip_name_resolve").Scan(&skip); err != nil {
+		return nil, false, fmt.Errorf("proxy: reading skip_name_resolve: %w", err)
+	}
+	rows, err := db.QueryContext(ctx, "SELECT User, Host, Priv FROM mysql.global_priv")
+	if err != nil {
+		return nil, false, fmt.Errorf("proxy: reading the accounts (the first of users: needs SELECT on mysql.global_priv): %w", err)
+	}
+	defer rows.Close()
+	users := map[string][]accountRow{}
+	for rows.Next() {
+		var user, host string
+		var priv []byte
+		if err := rows.Scan(&user, &host, &priv); err != nil {
+			return nil, false, fmt.Errorf("proxy: reading the accounts: %w", err)
+		}
+		row, isRole, err := parsePriv(user, host, priv)
+		if err != nil {
+			return nil, false, fmt.Errorf("proxy: reading the account '%s'@'%s': %w", user, host, err)
+		}
+		if !isRole {
+			users[user] = append(users[user], row)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("proxy: reading the accounts: %w", err)
+	}
+	return users, skip, nil
+}
+
+// parsePriv reads the JSON of a mysql.global_priv row.
+func parsePriv(user, host string, priv []byte) (accountRow, bool, error) {
+	var p struct {
+		Plugin string            `json:"plugin"`
+		Auth   string            `json:"authentication_string"`
+		AuthOr []json.RawMessage `json:"auth_or"`
+		IsRole bool              `json:"is_role"`
+	}
+	if err := json.Unmarshal(priv, &p); err != nil {
+		return accountRow{}, false, err
+	}
+	plugin := strings.TrimSpace(p.Plugin)
+	if plugin == "" {
+		plugin = mysql.AUTH_NATIVE_PASSWORD // an old row: the default plugin
+	}
+	return accountRow{user: user, host: host, plugin: plugin, several: len(p.AuthOr) > 1, auth: p.Auth}, p.IsRole, nil
+}
