@@ -31,7 +31,8 @@ import (
 // account with that proof (relaylogin.go).
 
 // accountsRereadGap is the least time between two reads of the accounts
-// that failed logins start.
+// that failed logins start: a failed login waits up to that long for the
+// next read, which all the failed logins meanwhile share.
 const accountsRereadGap = time.Second
 
 // accountsReadTimeout bounds one read of the accounts.
@@ -81,9 +82,10 @@ type accountBook struct {
 	// users are the rows by user name; "" holds the anonymous rows.
 	users           map[string][]accountRow
 	skipNameResolve bool
-	// lastStart is when the last read began; reading, when not nil, is
-	// closed when the read in flight ends.
+	// lastStart is when the last read began, and lastErr how it ended;
+	// reading, when not nil, is closed when the read in flight ends.
 	lastStart time.Time
+	lastErr   error
 	reading   chan struct{}
 	gap       time.Duration // accountsRereadGap; tests shorten it
 	// reads counts reads by result (lockproxy_account_reads_total).
@@ -150,47 +152,75 @@ func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, erro
 	return stage1, nil
 }
 
-// read reads the accounts from cfg's primary and keeps them. A read
-// already in flight is waited for first. Unless force, nothing is read
-// when the last read began less than the gap ago; it reports whether it
-// read. A failed read keeps the accounts read before.
+// read makes sure the accounts in force were read from cfg's primary
+// after it was called: it waits for a read that began since, or starts
+// one. Unless force, a read begins at least gap after the one before, so
+// a caller may wait up to gap (the failed logins of one second share one
+// read). It reports whether such a read ended; a failed read keeps the
+// accounts read before and returns its error.
 func (b *accountBook) read(ctx context.Context, cfg *rules.Config, btls *tls.Config, force bool) (bool, error) {
+	asked := time.Now()
 	for {
 		b.mu.Lock()
-		wait := b.reading
-		if wait == nil {
-			break
+		wait, began, err := b.reading, b.lastStart, b.lastErr
+		var pause time.Duration
+		if !force {
+			pause = b.gap - time.Since(began)
+		}
+		switch {
+		case wait != nil:
+		case !began.Before(asked):
+			b.mu.Unlock()
+			return true, err // one began since, and has ended
+		case pause <= 0:
+			return true, b.readLocked(ctx, cfg, btls) // unlocks
 		}
 		b.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
+		if !b.await(ctx, wait, pause) {
 			return false, ctx.Err()
 		}
-		if !force {
-			return true, nil // what it read is as new as a read now
+	}
+}
+
+// await waits for wait to close, or, when it is nil, for pause to pass;
+// false when ctx ends first.
+func (b *accountBook) await(ctx context.Context, wait chan struct{}, pause time.Duration) bool {
+	if wait == nil {
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
 		}
 	}
-	if !force && time.Since(b.lastStart) < b.gap {
-		b.mu.Unlock()
-		return false, nil
+	select {
+	case <-wait:
+		return true
+	case <-ctx.Done():
+		return false
 	}
+}
+
+// readLocked reads the accounts. b.mu is held on entry and released
+// while the primary is asked; it is released on return.
+func (b *accountBook) readLocked(ctx context.Context, cfg *rules.Config, btls *tls.Config) error {
 	done := make(chan struct{})
 	b.reading, b.lastStart = done, time.Now()
 	b.mu.Unlock()
-	defer close(done)
-
 	users, skip, err := readAccounts(ctx, cfg, btls)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.reading = nil
+	defer close(done)
+	b.reading, b.lastErr = nil, err
 	if err != nil {
 		b.reads("failure")
-		return true, err
+		return err
 	}
 	b.reads("success")
 	b.users, b.skipNameResolve = users, skip
-	return true, nil
+	return nil
 }
 
 // readAccounts reads the accounts of cfg's primary as its first user.

@@ -319,19 +319,32 @@ func TestFromBackendPerUser(t *testing.T) {
 }
 
 // TestFromBackendRereadLimited: failed logins read the accounts again at
-// most once per accountsRereadGap, whatever names they try.
+// most once per accountsRereadGap, whatever names they try: those of one
+// gap share one read.
 func TestFromBackendRereadLimited(t *testing.T) {
 	p, _ := fromBackendProxy(t, nil)
 	p.srv.accounts.mu.Lock()
 	p.srv.accounts.gap = accountsRereadGap
-	p.srv.accounts.lastStart = time.Time{} // the first failure reads
+	p.srv.accounts.lastStart = time.Time{} // the first failure reads at once
 	p.srv.accounts.mu.Unlock()
 	before := value(t, p.reg, "lockproxy_account_reads_total", "result=success")
 	start := time.Now()
 	const tries = 12
+	errs := make(chan *gosql.MySQLError, tries)
 	for i := range tries {
-		if me := loginErr(t, userDSN(fmt.Sprintf("nobody_%d", i), "guess", p.addr, "")); me == nil || me.Number != 1045 {
-			t.Fatalf("unknown user %d: %v, want 1045", i, me)
+		go func() {
+			db, err := openDBErr(userDSN(fmt.Sprintf("nobody_%d", i), "guess", p.addr, ""))
+			if err == nil {
+				_ = db.Close()
+			}
+			var me *gosql.MySQLError
+			errors.As(err, &me)
+			errs <- me
+		}()
+	}
+	for range tries {
+		if me := <-errs; me == nil || me.Number != 1045 {
+			t.Errorf("an unknown user: %v, want 1045", me)
 		}
 	}
 	elapsed := time.Since(start)
@@ -425,5 +438,36 @@ func TestFromBackendChangeUser(t *testing.T) {
 	}
 	if got := readsPriv(); got != "1142" {
 		t.Fatalf("after COM_CHANGE_USER to %s: %s, want 1142", user, got)
+	}
+}
+
+// BenchmarkLogin compares a login (with its first statement) of a user
+// listed in users with one of an account read from the primary, whose
+// pooled backend connection logs in again with COM_CHANGE_USER.
+func BenchmarkLogin(b *testing.B) {
+	base := startProxy(b, nil)
+	root := base.direct(b, "", "")
+	user, secret := "bench_fb", "bench-secret"
+	mustExec(b, root, "CREATE USER IF NOT EXISTS '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
+	b.Cleanup(func() { _, _ = root.Exec("DROP USER IF EXISTS '" + user + "'@'127.0.0.1'") })
+	p := startProxy(b, func(c *rules.Config) { c.UsersFromBackend = true })
+	for _, c := range []struct{ name, user, password string }{
+		{"listed", p.bed.User, p.bed.Password},
+		{"from_backend", user, secret},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dsn := userDSN(c.user, c.password, p.addr, "")
+			for b.Loop() {
+				db, err := sql.Open("mysql", dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var one int
+				if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+					b.Fatal(err)
+				}
+				_ = db.Close()
+			}
+		})
 	}
 }
