@@ -169,7 +169,8 @@ func TestVerifyAndRelay(t *testing.T) {
 		{"nopw", "x", errWrongPassword},
 		{"sock", "x", errAuthMode},
 		{"either", "x", errAuthMode},
-		{"bad", "x", errAuthMode},
+		{"bad", "x", errWrongPassword},
+		{"bad", "", errWrongPassword},
 	} {
 		_, err := book.verify(c.user, "10.0.0.5", salt, mysql.CalcNativePassword(salt, []byte(c.password)))
 		if !errors.Is(err, c.want) {

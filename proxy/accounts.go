@@ -22,10 +22,12 @@ import (
 //
 // lockproxy reads the primary's accounts (mysql.global_priv, MariaDB 10.4
 // and later) as its own account (the first of users:, which needs SELECT
-// on mysql.global_priv), at start, on every reload, and when a login
-// fails — at most once per accountsRereadGap for failed logins, so a
-// client guessing passwords or user names cannot make lockproxy hammer the
-// primary. A client of such an account is switched to
+// on mysql.global_priv), at start, on every reload, when MariaDB refuses
+// a login lockproxy let in, and when a login fails — at most once per
+// accountsRereadGap but for reloads, so a client guessing passwords or
+// user names cannot make lockproxy hammer the primary; a failed login
+// waits for the next read and is checked again. A client of such an
+// account is switched to
 // mysql_native_password; its answer proves SHA1(password) against the
 // account's stored hash, and lockproxy then logs in to the backend as the
 // account with that proof (relaylogin.go).
@@ -58,9 +60,10 @@ func (r accountRow) sameCredentials(o accountRow) bool {
 }
 
 // nativeHash returns the SHA1(SHA1(password)) of a mysql_native_password
-// row (nil for one without password), or ok false when r cannot be
-// served: another plugin, several, or an authentication string that is
-// no hash (such an account cannot log in with a password).
+// row, nil for one without password, or ok false when r cannot be
+// served: another plugin, or several. An authentication string that is
+// no hash (a locked-out 'invalid') gives an empty hash no answer matches,
+// as in MariaDB.
 func (r accountRow) nativeHash() (hash []byte, ok bool) {
 	if r.plugin != mysql.AUTH_NATIVE_PASSWORD || r.several {
 		return nil, false
@@ -68,11 +71,11 @@ func (r accountRow) nativeHash() (hash []byte, ok bool) {
 	if r.auth == "" {
 		return nil, true
 	}
-	if len(r.auth) != 41 || r.auth[0] != '*' {
-		return nil, false
+	hash, err := hex.DecodeString(strings.TrimPrefix(r.auth, "*"))
+	if err != nil || len(r.auth) != 41 || r.auth[0] != '*' {
+		return []byte{}, true
 	}
-	hash, err := hex.DecodeString(r.auth[1:])
-	return hash, err == nil
+	return hash, true
 }
 
 // accountBook is lockproxy's copy of the primary's accounts. Safe for
@@ -135,7 +138,7 @@ func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, erro
 		}
 		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
 	}
-	if len(answer) != sha1.Size || len(salt) < 20 {
+	if len(hash) != sha1.Size || len(answer) != sha1.Size || len(salt) < 20 {
 		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
 	}
 	h := sha1.New()
