@@ -84,8 +84,9 @@ func accessDenied(t *testing.T, root *sql.DB) int {
 // statements run on the primary as that account; a wrong password is
 // refused by lockproxy without a login on the primary; a changed password
 // is honoured once a failed login has read the accounts again; a dropped
-// account stops working at the next reload; a users: entry wins; no
-// password, SHA1(password) or stored hash reaches the log.
+// account stops working at the next reload; host rows lockproxy cannot
+// order fail closed; other plugins get 1251; no password, SHA1(password)
+// or stored hash reaches the log.
 func TestFromBackendAccounts(t *testing.T) {
 	base, db := lockSchema(t)
 	user, secret := secretUser(t, base, db)
@@ -180,6 +181,28 @@ func TestFromBackendAccounts(t *testing.T) {
 		}
 		if me := loginErr(t, userDSN(gone, secret, p.addr, "")); me == nil || me.Number != 1045 || !strings.HasPrefix(me.Message, "lockproxy:") {
 			t.Fatalf("dropped account after the reload: %v, want lockproxy's 1045", me)
+		}
+	})
+
+	t.Run("hosts lockproxy cannot order fail closed", func(t *testing.T) {
+		name := "fbhost_" + user[4:]
+		mustExec(t, root, "CREATE USER '"+name+"'@'127.0.0.%' IDENTIFIED BY '"+secret+"'",
+			"CREATE USER '"+name+"'@'127.%' IDENTIFIED BY '"+secret+"'")
+		t.Cleanup(func() {
+			_, _ = root.Exec("DROP USER IF EXISTS '" + name + "'@'127.0.0.%', '" + name + "'@'127.%'")
+		})
+		// Two patterns match the client; with one password it does not
+		// matter which MariaDB takes.
+		if me := loginErr(t, userDSN(name, secret, p.addr, "")); me != nil {
+			t.Fatalf("two rows with one password: %v", me)
+		}
+		mustExec(t, root, "ALTER USER '"+name+"'@'127.%' IDENTIFIED BY '"+secret+"-other'")
+		if err := p.srv.Reload(p.srv.config()); err != nil {
+			t.Fatal(err)
+		}
+		me := loginErr(t, userDSN(name, secret, p.addr, ""))
+		if me == nil || me.Number != 1045 || !strings.Contains(me.Message, "lockproxy cannot tell which MariaDB would use") {
+			t.Fatalf("two rows with two passwords: %v, want lockproxy's 1045 saying why", me)
 		}
 	})
 
