@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"RenewalKeepsHolder", testRenewal},
 		{"RestartNeverDoubleGrants", testRestart},
 		{"SchemaWord", testSchemaWord},
+		{"Observe", testObserve},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })

@@ -17,6 +17,9 @@ type table struct {
 	owners map[lockmgr.Owner]*ownerState
 	fence  uint64 // one counter for all keys: grows per key too
 	seq    uint64
+	// notes are observe mode's: per key, the owner ids that noted it,
+	// in the order they did (see lockmgr.Observer).
+	notes map[string][]string
 }
 
 type keyState struct {

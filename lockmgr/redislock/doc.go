@@ -21,6 +21,9 @@
 //   - lockproxy:{K}:wake   Pub/Sub channel; a release that frees the key
 //     for queued waiters announces its grant there ('g' fence ' ' ticket),
 //     or wakes them ('r') when it granted nothing
+//   - lockproxy:{K}:o      hash owner id -> when it first noted the key and
+//     when its note ends: observe mode's notes (lockmgr.Observer), never
+//     read by the lock's own scripts; PEXPIRE ttl
 //
 // Acquire, release and renew are Lua scripts that check the holder token
 // (acquire.lua of lockmgr/internal/grantscript, shared with redlock;

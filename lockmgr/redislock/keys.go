@@ -13,6 +13,8 @@ type names struct {
 	// grants holds, per queued ticket, what a release needs to grant the
 	// key to it (see release.lua).
 	grants string
+	// notes holds observe mode's notes on the key (see observe.go).
+	notes string
 }
 
 func (l *Locker) names(key string) names {
@@ -20,13 +22,14 @@ func (l *Locker) names(key string) names {
 	if tag == "" {
 		tag = "%" // an empty tag would hash each name apart; "%" is never an escape's output
 	}
-	// The six names are cut from one string: one allocation per lock key
-	// instead of six, twice per guarded statement (acquire and release).
+	// The seven names are cut from one string: one allocation per lock
+	// key instead of seven, twice per guarded statement (acquire and
+	// release).
 	var b strings.Builder
 	base := len(l.opt.Prefix) + len(tag) + 3
-	b.Grow(6*base + len(":q:qx:fence:wake:qg"))
-	ends := [6]int{}
-	for i, suffix := range [6]string{"", ":q", ":qx", ":fence", ":wake", ":qg"} {
+	b.Grow(7*base + len(":q:qx:fence:wake:qg:o"))
+	ends := [7]int{}
+	for i, suffix := range [7]string{"", ":q", ":qx", ":fence", ":wake", ":qg", ":o"} {
 		b.WriteString(l.opt.Prefix)
 		b.WriteString(":{")
 		b.WriteString(tag)
@@ -42,6 +45,7 @@ func (l *Locker) names(key string) names {
 		fence:   all[ends[2]:ends[3]],
 		channel: all[ends[3]:ends[4]],
 		grants:  all[ends[4]:ends[5]],
+		notes:   all[ends[5]:ends[6]],
 	}
 }
 

@@ -20,7 +20,7 @@ var (
 
 // scripts are the Lua scripts of one Locker.
 type scripts struct {
-	acquire, release, renew *redis.Script
+	acquire, release, renew, observe *redis.Script
 }
 
 func newScripts() scripts {
@@ -28,6 +28,7 @@ func newScripts() scripts {
 		acquire: redis.NewScript(grantscript.Source),
 		release: redis.NewScript(releaseSrc),
 		renew:   redis.NewScript(renewSrc),
+		observe: redis.NewScript(grantscript.ObserveSource),
 	}
 }
 
@@ -35,7 +36,7 @@ func newScripts() scripts {
 // so the first EVALSHA does not miss.
 func (s scripts) load(ctx context.Context, rdb redis.UniversalClient) error {
 	var errs []error
-	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew} {
+	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew, s.observe} {
 		errs = append(errs, sc.Load(ctx, rdb).Err())
 	}
 	return errors.Join(errs...)
