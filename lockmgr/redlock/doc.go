@@ -11,6 +11,9 @@
 // votes: the try script is redislock's acquire script (acquire.lua of
 // lockmgr/internal/grantscript, run without a wound channel, so a wound is
 // only the flag renewal reads), then release.lua, renew.lua, queue.lua.
+// Observe mode's notes (lockmgr.Observer) sit beside each server's lock in
+// lockproxy:{K}:o (observe.lua of grantscript); a majority names who is in
+// an observer's way.
 //
 // Acquire sends the try script to every server at once with the same
 // token. It succeeds when a majority granted and the validity window is

@@ -36,15 +36,16 @@ type store struct {
 	srv    []redis.UniversalClient
 	quorum int
 	prefix string
-	ttl    int64 // ms
-	tkt    int64 // ticket ttl, ms
-	fence  int64 // fence counter ttl, ms
+	ttl    int64         // ms
+	tkt    int64         // ticket ttl, ms
+	op     time.Duration // bounds one round of calls
+	fence  int64         // fence counter ttl, ms
 }
 
 func newStore(clients []redis.UniversalClient, opt Options, ticketTTL time.Duration) *store {
 	return &store{
 		srv: clients, quorum: len(clients)/2 + 1, prefix: opt.Prefix,
-		ttl: opt.TTL.Milliseconds(), tkt: ticketTTL.Milliseconds(), fence: opt.FenceTTL.Milliseconds(),
+		op: opt.OpTimeout, ttl: opt.TTL.Milliseconds(), tkt: ticketTTL.Milliseconds(), fence: opt.FenceTTL.Milliseconds(),
 	}
 }
 
@@ -385,7 +386,7 @@ func (s *store) pipelined(ctx context.Context, c redis.UniversalClient, queue fu
 			return nil
 		})
 		if attempt == 0 && err != nil && noScript(cmds) {
-			for _, sc := range []*redis.Script{releaseScript, renewScript} {
+			for _, sc := range []*redis.Script{releaseScript, renewScript, observeScript} {
 				if lerr := sc.Load(ctx, c).Err(); lerr != nil {
 					return lerr
 				}

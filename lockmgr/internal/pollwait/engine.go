@@ -127,6 +127,9 @@ func (e *Engine) stop(release bool) {
 
 func (e *Engine) closed() bool { return e.ctx.Err() != nil }
 
+// Closed reports whether Close or Abandon was called.
+func (e *Engine) Closed() bool { return e.closed() }
+
 // token is a fresh holder token: owner id, NUL, engine id and a sequence.
 // The owner id comes first, so byte order of tokens follows owner ids.
 func (e *Engine) token(o lockmgr.Owner) string {
