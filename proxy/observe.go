@@ -37,10 +37,11 @@ const (
 // observeReasons lists every reason label value, for the metric's zeros.
 var observeReasons = []string{refuseUnkeyed, refuseStoredCode, refuseCharset, refuseDynamicSQL, refuseUnpaired, refuseNotCurrent, refuseOther}
 
-// observeProbe bounds the check for another holder of an observed key: a
+// observeProbe bounds the check for another holder of an observed key
+// (one round trip to the lock service, which never waits for a lock): a
 // statement of an observing rule is delayed by at most this, never held
 // behind the other holder.
-const observeProbe = 10 * time.Millisecond
+const observeProbe = 500 * time.Millisecond
 
 // observation is what the rules in observe mode would have done to one
 // command: the keys they would have locked, the refusals and rewrites they
@@ -226,75 +227,88 @@ func ruleKeys(keys []lockmgr.Key, rule string) []string {
 	return out
 }
 
-// observeMarker prefixes the lock names the sessions of observing rules
-// take in the lock service: a name no row key has, so the markers show one
-// observing session to another (on any instance sharing the service) and
-// never make an enforcing session wait.
-const observeMarker = "observe:"
+// watching is what a session has noted in the lock service for its
+// current transaction on behalf of the rules in observe mode
+// (lockmgr.Observer): the keys they would have locked so far, which
+// enforcing them would now hold.
+type watching struct {
+	owner lockmgr.Owner
+	keys  map[string]lockmgr.Key
+}
 
-// probeObserved takes the markers of keys for the session's transaction
-// without waiting behind anyone (observeProbe bounds the call) and
-// returns, per rule, the other holders it found. The markers are given
-// back when the transaction ends (releaseWatch), as the locks would be.
+// probeObserved asks the lock service, in one round trip and without
+// waiting behind anyone, who is in the way of the keys (see
+// lockmgr.Observer): the owner holding a key's lock, on any instance, or
+// observing sessions that noted it first. It returns, per rule, the
+// others it found for the keys the transaction had not noted yet; a key
+// noted before would already be held, so it waits for no one (its note is
+// only kept fresh). The notes are given back when the transaction ends
+// (releaseWatch), as the locks would be, or end with their ttl.
 func (s *session) probeObserved(keys []lockmgr.Key) (holders map[string][]string, err error) {
-	if s.srv.locker == nil {
-		return nil, nil
-	}
-	if s.watch != nil && s.watch.Err() != nil {
-		s.releaseWatch() // a marker's lease ran out: start afresh
+	ob, ok := s.srv.locker.(lockmgr.Observer)
+	if !ok {
+		return nil, errNoObserver
 	}
 	if s.watch == nil {
-		s.watch = lockmgr.NewSet(s.srv.locker, s.watchOwner())
-	} else if s.watch.Len() == 0 {
-		s.watch.Begin(s.watchOwner())
+		s.watchSeq++
+		s.watch = &watching{owner: s.watchOwner(), keys: map[string]lockmgr.Key{}}
 	}
-	for _, rule := range ruleNames(keys) {
-		var markers []lockmgr.Key
-		for _, name := range ruleKeys(keys, rule) {
-			markers = append(markers, lockmgr.Key{Name: observeMarker + name, Rule: rule})
+	ctx, cancel := context.WithTimeout(s.hardCtx, observeProbe)
+	inWay, err := ob.Observe(ctx, s.watch.owner, keys)
+	cancel()
+	for _, k := range keys {
+		_, noted := s.watch.keys[k.Name]
+		s.watch.keys[k.Name] = k // also on error: the note may have landed
+		if noted || err != nil {
+			continue
 		}
-		var trace lockmgr.WaitTrace
-		ctx, cancel := context.WithTimeout(lockmgr.WithWaitTrace(s.hardCtx, &trace), observeProbe)
-		aerr := s.watch.Acquire(ctx, markers)
-		cancel()
-		switch {
-		case aerr == nil:
-		case len(trace.Holders()) > 0:
-			holders = addHolders(holders, rule, trace.Holders())
-		case errors.Is(aerr, lockmgr.ErrWaitTimeout), errors.Is(aerr, lockmgr.ErrDeadlock):
-			// Queued behind someone the backend did not name.
-			holders = addHolders(holders, rule, []string{"unknown"})
-		default:
-			err = aerr
+		for _, h := range inWay[k.Name] {
+			holders = addHolder(holders, k.Rule, h)
 		}
 	}
 	return holders, err
 }
 
-func addHolders(m map[string][]string, rule string, holders []string) map[string][]string {
+// errNoObserver: the lock backend cannot say who is in an observed key's
+// way (the Locker does not implement lockmgr.Observer).
+var errNoObserver = errors.New("lockproxy: the lock backend does not answer observe mode's check")
+
+func addHolder(m map[string][]string, rule, holder string) map[string][]string {
 	if m == nil {
 		m = map[string][]string{}
 	}
-	m[rule] = holders
+	if !slices.Contains(m[rule], holder) {
+		m[rule] = append(m[rule], holder)
+	}
 	return m
 }
 
-// watchOwner owns the session's markers: the instance's name with
+// watchOwner owns the session's notes: the instance's name with
 // "/observe" added, so they never pass for the session's own locks.
 func (s *session) watchOwner() lockmgr.Owner {
-	return lockmgr.Owner{Instance: s.srv.instance + "/observe", Session: uint64(s.id), Txn: s.txnSeq, Start: time.Now()}
+	return lockmgr.Owner{Instance: s.srv.instance + "/observe", Session: uint64(s.id), Txn: s.watchSeq, Start: time.Now()}
 }
 
-// releaseWatch gives back the session's markers once its transaction has
+// releaseWatch gives back the session's notes once its transaction has
 // ended.
 func (s *session) releaseWatch() {
-	if s.watch == nil || s.watch.Len() == 0 {
+	w := s.watch
+	if w == nil {
 		return
 	}
-	ctx, cancel := releaseCtxFor(s.watch)
+	s.watch = nil
+	ob, ok := s.srv.locker.(lockmgr.Observer)
+	if !ok || len(w.keys) == 0 {
+		return
+	}
+	keys := make([]lockmgr.Key, 0, len(w.keys))
+	for _, k := range w.keys {
+		keys = append(keys, k)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := s.watch.Release(ctx); err != nil {
-		s.log.Warn("observe markers not given back; they end with their lease", zap.Error(err))
+	if err := ob.EndObserve(ctx, w.owner, keys); err != nil {
+		s.log.Warn("observe notes not given back; they end with their ttl", zap.Error(err))
 	}
 }
 

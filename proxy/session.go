@@ -123,11 +123,13 @@ type session struct {
 	// Locks held for the current transaction or autocommit statement.
 	locks  *lockmgr.Set
 	txnSeq uint64
-	// watch holds the markers of the keys rules in observe mode would
-	// have locked in the current transaction (observe.go); nil until one
-	// does.
-	watch   *lockmgr.Set
-	hardCtx context.Context // ends when the shutdown grace is over: lockproxy stops for good
+	// watch is what the session noted in the lock service for the keys
+	// rules in observe mode would have locked in the current transaction
+	// (observe.go); nil until one does. watchSeq numbers such
+	// transactions.
+	watch    *watching
+	watchSeq uint64
+	hardCtx  context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
 	// Rewriting: what the session believes rows hold, the capture of the
 	// result being relayed, the guarded UPDATE being served (rw) and

@@ -73,6 +73,7 @@ var internalOnly = map[string]string{
 	"proxy.errDraining":            "what the readiness check reports",
 	"proxy.errServiceAway":         "always wrapped with lockmgr.ErrWaitTimeout (serviceAway): answered as 1205",
 	"proxy.errReleasePending":      "only the cause inside serviceAway's lockmgr.ErrWaitTimeout: answered as 1205",
+	"proxy.errNoObserver":          "observe mode's check logs it; the statement runs as it would without lockproxy",
 	"lockmgr.ErrReleased":          "Set.Err skips released leases",
 	"rules.ErrBadKey":              "decoding lock names for SHOW LOCKPROXY LOCKS and the ledger",
 	"rules.ErrNoConfig":            "compiling rules at start or reload",
