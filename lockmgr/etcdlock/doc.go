@@ -19,6 +19,9 @@
 //     announcing Locker's id); each Locker watches it from the revision it
 //     last saw, so a put made while etcd was away reaches it when etcd
 //     answers again (lockmgr.SchemaAnnouncer)
+//   - P/observe/K/<owner>    observe mode's note of an owner on K
+//     (lockmgr.Observer), attached to the observing Locker's session
+//     lease; never read by Acquire
 //
 // Acquire puts its entry and reads the key's entries in one transaction; the
 // entry with the smallest create revision holds the lock, the others wait in
