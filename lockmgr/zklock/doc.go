@@ -26,6 +26,9 @@
 //     to the announcing Locker's id. Each Locker reads it with a watch and
 //     again at every event, so a change made while ZooKeeper was away from
 //     it shows as a version jump (lockmgr.SchemaAnnouncer)
+//   - R/observe/<K>/<owner>-<seq>  ephemeral sequential: observe mode's
+//     note of an owner on K (lockmgr.Observer), its sequence its place;
+//     never read by Acquire
 //
 // The znode with the lowest sequence holds the lock; the others wait in
 // sequence order (FIFO) and each watches only its predecessor (no herd).

@@ -83,6 +83,8 @@ type Locker struct {
 	setup   bool          // Root, locks, wound and the own wound directory exist
 	setupC  chan struct{} // closed when setup becomes true
 
+	notes notes // observe mode's notes this Locker made (observe.go)
+
 	mu     sync.Mutex
 	sess   *session         // current session, nil until used or after loss
 	owners leasebook.Owners // wound-wait state by owner id

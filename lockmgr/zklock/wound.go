@@ -21,7 +21,7 @@ func (l *Locker) ensureSetup(ctx context.Context) error {
 	if l.setup {
 		return nil
 	}
-	for _, p := range []string{l.opt.Root, l.opt.Root + "/locks", l.opt.Root + "/wound", l.woundDir(l.id)} {
+	for _, p := range []string{l.opt.Root, l.opt.Root + "/locks", l.opt.Root + "/wound", l.opt.Root + "/observe", l.woundDir(l.id)} {
 		_, _, err := tracked(ctx, l, func() (string, error) {
 			return l.conn.Create(p, nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll))
 		})
