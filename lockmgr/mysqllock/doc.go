@@ -18,6 +18,9 @@
 //     the first announcement. Every Locker reads it every SchemaPoll
 //     (100ms) and delivers a version another Locker raised, also one
 //     raised while the server was away.
+//   - T_observe: observe mode's notes (lockmgr.Observer): kh, own, seq
+//     (AUTO_INCREMENT, the note's place, kept when noted again),
+//     expires_at; created at the first Observe. Never read by Acquire.
 //
 // A row is never deleted: a release sets owner to NULL, so the fence column
 // only grows (each grant sets it to max(fence+1, database time in µs), so it
