@@ -460,6 +460,12 @@ type Effects struct {
 	// SET SESSION x, SET @@x, SET @@session.x, SET NAMES -> "names", SET
 	// CHARACTER SET -> "character set"), lowercased.
 	SessionVars []string
+	// ClientCharset is the client character set the statement sets for
+	// the session (SET NAMES, SET CHARACTER SET, SET
+	// character_set_client), lowercased; "?" when the server computes it,
+	// "" when the statement sets none. Only where the server's own report
+	// is not at hand (a recorded log) is it what lockproxy goes by.
+	ClientCharset string
 	// GlobalVars are the system variables SET GLOBAL / PERSIST, lowercased.
 	GlobalVars []string
 	// Autocommit is what the statement does to autocommit.

@@ -31,8 +31,10 @@ func (an *analyzer) set(s *ast.SetStmt) {
 			e.SetTransaction, e.SetTransactionScope = true, "next"
 		case v.Name == ast.SetNames:
 			e.SessionVars = append(e.SessionVars, "names")
+			e.ClientCharset = an.charsetName(v.Value)
 		case v.Name == ast.SetCharset:
 			e.SessionVars = append(e.SessionVars, "character set")
+			e.ClientCharset = an.charsetName(v.Value)
 		case !v.IsSystem:
 			e.UserVars = append(e.UserVars, name)
 			e.UserVarValues = append(e.UserVarValues, an.userVarValue(v.Value))
@@ -52,8 +54,23 @@ func (an *analyzer) set(s *ast.SetStmt) {
 			if name == "autocommit" {
 				e.Autocommit = autocommitValue(v.Value)
 			}
+			if name == "character_set_client" {
+				e.ClientCharset = an.charsetName(v.Value)
+			}
 		}
 	}
+}
+
+// charsetName is the character set a SET names: lowercased, or "?" when
+// the server computes it (DEFAULT, a variable, a function).
+func (an *analyzer) charsetName(e ast.ExprNode) string {
+	if x, ok := e.(*ast.ColumnNameExpr); ok && x.Name.Table.O == "" && x.Name.Schema.O == "" {
+		return strings.ToLower(x.Name.Name.O)
+	}
+	if v, ok := an.constValue(e); ok && v.Kind == ValueString {
+		return strings.ToLower(v.Str)
+	}
+	return "?"
 }
 
 // setConstant reports whether a SET value is the same wherever it is

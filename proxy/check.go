@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,10 @@ type checkSession struct {
 	db               string
 	inTxn, noAutoTxn bool // in an explicit transaction; autocommit off
 	dyn              dynState
+	// charset and connection are the client and connection character
+	// sets the session's SETs named: "" for none seen (the connection's
+	// own, which a log does not show), "?" for one the server computed.
+	charset, connection string
 }
 
 // ShapeDecision is one statement shape (literals as ?) and what lockproxy
@@ -77,6 +82,7 @@ func (w *Workload) Statement(id uint64, sql string) {
 	s := w.session(id)
 	env := offlineEnv(w.rs, s.db, s.inTxn || s.noAutoTxn, &s.dyn)
 	env.autocommit = !s.noAutoTxn
+	s.charsets(&env)
 	e, p, err := explainIn(env, sql, w.replicas, nil)
 	if err != nil {
 		w.Unparsable++
@@ -101,7 +107,19 @@ func (w *Workload) Statement(id uint64, sql string) {
 // follow tracks what a statement does to the session's transaction and
 // current database.
 func (s *checkSession) follow(an *parser.Analysis) {
+	if an.Unparsed && an.LexKind == parser.KindSet {
+		low := strings.ToLower(an.SQL)
+		if strings.Contains(low, "names") || strings.Contains(low, "character") {
+			s.charset = "?" // a SET lockproxy cannot read may change it
+		}
+	}
 	for _, f := range an.Stmts {
+		if cs := f.Effects.ClientCharset; cs != "" {
+			s.charset = cs
+			if slices.Contains(f.Effects.SessionVars, "names") {
+				s.connection = cs
+			}
+		}
 		switch {
 		case f.Kind == parser.KindBegin:
 			s.inTxn = true
@@ -117,6 +135,23 @@ func (s *checkSession) follow(an *parser.Analysis) {
 		if f.Kind == parser.KindUse && f.UseDB != "" {
 			s.db = f.UseDB
 		}
+	}
+}
+
+// charsets plans in the character set the session's SETs named, as a
+// live session plans in the one the server reports: in gbk and the other
+// character sets whose multi-byte characters may hold a backslash or a
+// quote byte, text with such bytes is uncertain. One the server computed
+// is taken for such a set.
+func (s *checkSession) charsets(env *planEnv) {
+	switch s.charset {
+	case "":
+	case "?":
+		env.unsafeCharset = true
+	default:
+		env.clientCharset = s.charset
+		env.unsafeCharset = !parser.RewriteSafeCharset(s.charset)
+		env.text = rules.TextCharsets{Client: s.charset, Connection: s.connection}
 	}
 }
 
