@@ -249,6 +249,12 @@ func (s *session) probeObserved(keys []lockmgr.Key) (holders map[string][]string
 	if !ok {
 		return nil, errNoObserver
 	}
+	if s.watchEnd != nil {
+		// The notes of the session's last transaction must be gone
+		// first, or they would stand in this one's way.
+		<-s.watchEnd
+		s.watchEnd = nil
+	}
 	if s.watch == nil {
 		s.watchSeq++
 		s.watch = &watching{owner: s.watchOwner(), keys: map[string]lockmgr.Key{}}
@@ -290,7 +296,8 @@ func (s *session) watchOwner() lockmgr.Owner {
 }
 
 // releaseWatch gives back the session's notes once its transaction has
-// ended.
+// ended, in the background: the client's answer does not wait for it,
+// the session's next check does (watchEnd).
 func (s *session) releaseWatch() {
 	w := s.watch
 	if w == nil {
@@ -305,11 +312,16 @@ func (s *session) releaseWatch() {
 	for _, k := range w.keys {
 		keys = append(keys, k)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if err := ob.EndObserve(ctx, w.owner, keys); err != nil {
-		s.log.Warn("observe notes not given back; they end with their ttl", zap.Error(err))
-	}
+	done, log := make(chan struct{}), s.log
+	s.watchEnd = done
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		if err := ob.EndObserve(ctx, w.owner, keys); err != nil {
+			log.Warn("observe notes not given back; they end with their ttl", zap.Error(err))
+		}
+	}()
 }
 
 // observeCurrentRead is currentRead for a read only rules in observe mode

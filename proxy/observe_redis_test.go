@@ -104,7 +104,7 @@ func TestObserveWouldWaitRedis(t *testing.T) {
 		first, second := begin(o1.db(t, db, "")), begin(o2.db(t, db, ""))
 		read(first, 2)
 		read(second, 2)
-		read(first, 2) // first in line: it would hold the row, and waits for no one
+		read(first, 2)  // first in line: it would hold the row, and waits for no one
 		read(second, 2) // already waited for it in this transaction
 		if got := count(o2, "would_wait"); got != 1 {
 			t.Errorf("second instance: would_wait = %v, want 1", got)

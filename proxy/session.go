@@ -129,6 +129,7 @@ type session struct {
 	// transactions.
 	watch    *watching
 	watchSeq uint64
+	watchEnd chan struct{}   // closed when the last notes given back are gone
 	hardCtx  context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
 	// Rewriting: what the session believes rows hold, the capture of the
@@ -232,6 +233,9 @@ func (s *session) cleanup() {
 		s.be = nil
 	}
 	s.releaseLocks()
+	if s.watchEnd != nil {
+		<-s.watchEnd // the notes are gone before the session is: bounded by releaseTimeout
+	}
 	s.dropReplica()
 	clear(s.stage1)
 	if s.resetOnClose {
