@@ -3,7 +3,9 @@
 // (validity from the monotonic clock, fencing tokens, loss notification), the
 // per-session Set that makes re-acquiring a held key free, the sentinel errors
 // the proxy maps to MySQL errors, the Prometheus metrics and the Ledger behind
-// /debug/locks.
+// /debug/locks, and Observer, which every backend also implements: observe
+// mode's question, who is in the way of these keys, asked of the lock
+// service without taking or waiting for a lock.
 //
 // Backends live in subpackages and import only this package and
 // lockmgr/internal: redislock (one Redis server, Sentinel or Cluster),
