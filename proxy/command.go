@@ -140,6 +140,8 @@ func (s *session) dispatch(p []byte) error {
 		return s.prepare(p)
 	case mysql.COM_STMT_EXECUTE:
 		return s.execute(p)
+	case comStmtBulkExecute:
+		return s.bulkExecute(p)
 	case mysql.COM_STMT_FETCH:
 		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:

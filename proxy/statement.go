@@ -25,6 +25,10 @@ type request struct {
 	// longSent: the execute's parameters came as long data, which only
 	// the primary's copy of the statement holds.
 	longSent bool
+	// bulk: r is COM_STMT_BULK_EXECUTE of st (bulk.go), which only the
+	// primary runs; planned is then its plan, made from every row.
+	bulk    bool
+	planned *plan
 }
 
 // execute reports whether r is a COM_STMT_EXECUTE.
@@ -125,6 +129,9 @@ func (s *session) serve(r request) error {
 // needs its values (rewrite, fence) is remembered as such and analysed
 // again as the text it is.
 func (s *session) servePlan(r *request) plan {
+	if r.planned != nil {
+		return *r.planned
+	}
 	pl := s.plan(r.an, r.params)
 	if r.execute() || r.params == nil || pl.fromShapeOK() {
 		return pl
@@ -151,7 +158,7 @@ func (s *session) serveRewrite(r request, pl plan) rewriteStep {
 // with long data has its values on the primary only, and one that opens a
 // cursor reads its rows later, from the connection that ran it.
 func (s *session) replicaMay(r request) bool {
-	return !r.execute() || !r.longSent && r.p[5]&cursorTypeBits == 0
+	return !r.execute() || !r.bulk && !r.longSent && r.p[5]&cursorTypeBits == 0
 }
 
 // notRun gives back the locks a statement took after mark when lockproxy
@@ -202,6 +209,10 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 		return s.currentReadSend(r, pl)
 	case !r.execute():
 		return true, s.forwardReleasing(r.p, false)
+	case r.bulk:
+		p := s.bulkOnPrimary(r.st, r.p)
+		r.st.execID = r.st.backendID
+		return true, s.forwardReleasing(p, true)
 	}
 	p, refused := s.bindOnPrimary(r.st, r.p)
 	if refused != nil {
