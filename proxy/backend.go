@@ -29,11 +29,14 @@ const (
 // server, same credentials, same default database, same mirrored
 // capabilities and handshake collation.
 type poolKey struct {
-	addr      string
-	user      string
-	password  string
-	db        string
-	caps      uint32
+	addr     string
+	user     string
+	password string
+	db       string
+	caps     uint32
+	// ext are MariaDB's extended capabilities the client negotiated
+	// (mariadbcaps.go): the connection negotiates them too.
+	ext       uint32
 	collation uint8
 	// tls, when not nil, is the TLS configuration to the backend
 	// (backends.tls); a reload that changes it gives new keys.
@@ -65,7 +68,10 @@ type backendConn struct {
 	status   uint16 // server status after the last complete response
 	version  string
 	threadID uint32
-	dbDirty  bool // the session may have changed the current database
+	// offeredExt are the extended capabilities the server's greeting
+	// offered.
+	offeredExt uint32
+	dbDirty    bool // the session may have changed the current database
 	// optionSet: a session sent COM_SET_OPTION, which COM_RESET_CONNECTION
 	// does not undo, so the connection no longer matches its key.
 	optionSet bool
@@ -103,6 +109,9 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 			c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
 		}
 		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		if key.ext != 0 {
+			c.UnsetCapability(clientMySQL) // or MariaDB ignores key.ext
+		}
 		c.SetAttributes(key.attrs.backend())
 		if key.tls != nil {
 			c.SetTLSConfig(rules.ForAddr(key.tls, key.addr))
@@ -111,6 +120,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	}
 	var raw syscall.RawConn
 	var tcp net.Conn
+	var ec *extCapsConn
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := (&net.Dialer{Timeout: dialTimeout, KeepAlive: time.Minute}).DialContext(ctx, network, addr)
 		if err != nil {
@@ -123,11 +133,12 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		// a server that accepts and says nothing must not hang a login.
 		_ = nc.SetDeadline(time.Now().Add(dialTimeout))
 		tcp = nc
+		ec = &extCapsConn{Conn: nc, want: key.ext}
 		if key.relay.on {
-			tap = &greetingTap{Conn: nc}
+			tap = &greetingTap{Conn: ec}
 			return tap, nil
 		}
-		return nc, nil
+		return ec, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
@@ -140,8 +151,12 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	}
 	_ = tcp.SetDeadline(time.Time{})
 	nc := cc.Conn.Conn
-	if t, ok := nc.(*greetingTap); ok {
-		nc = t.Conn // plain TCP: the tap has done its work
+	if nc == net.Conn(ec) || tap != nil && nc == net.Conn(tap) {
+		nc = tcp // past the login: the socket itself (TLS keeps the layer)
+	}
+	if err := checkExtCaps(key.ext, ec.serverExt()); err != nil {
+		_ = nc.Close()
+		return nil, err
 	}
 	status := uint16(0)
 	if cc.IsAutoCommit() {
@@ -157,6 +172,8 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		status:   status,
 		version:  cc.GetServerVersion(),
 		threadID: cc.GetConnectionID(),
+
+		offeredExt: ec.serverExt(),
 	}
 	if key.relay.on {
 		b.scramble = tap.scramble

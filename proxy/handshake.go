@@ -44,6 +44,7 @@ type handshakeResponse struct {
 	db        string
 	plugin    string
 	attrs     connAttrs
+	ext       uint32 // MariaDB's extended capabilities (extCapsAt)
 }
 
 // newSalt returns a 20-byte scramble of printable bytes, as MySQL servers send.
@@ -62,8 +63,14 @@ func newSalt() ([]byte, error) {
 	return salt, nil
 }
 
-// initialHandshake encodes the server's HandshakeV10 packet.
-func initialHandshake(version string, connID uint32, salt []byte, caps uint32, plugin string) []byte {
+// initialHandshake encodes the server's HandshakeV10 packet. ext are
+// MariaDB's extended capabilities it offers (mariadbcaps.go): with any,
+// CLIENT_MYSQL is left out, as MariaDB leaves it out, so that clients
+// read them.
+func initialHandshake(version string, connID uint32, salt []byte, caps, ext uint32, plugin string) []byte {
+	if ext != 0 {
+		caps &^= clientMySQL
+	}
 	b := make([]byte, 0, 128)
 	b = append(b, 10)
 	b = append(b, version...)
@@ -76,7 +83,8 @@ func initialHandshake(version string, connID uint32, salt []byte, caps uint32, p
 	b = binary.LittleEndian.AppendUint16(b, mysql.SERVER_STATUS_AUTOCOMMIT)
 	b = binary.LittleEndian.AppendUint16(b, uint16(caps>>16))
 	b = append(b, byte(len(salt)+1))
-	b = append(b, make([]byte, 10)...)
+	b = append(b, make([]byte, 6)...) // reserved
+	b = binary.LittleEndian.AppendUint32(b, ext)
 	b = append(b, salt[8:]...)
 	b = append(b, 0)
 	b = append(b, plugin...)
@@ -100,6 +108,7 @@ func parseHandshakeResponse(p []byte) (*handshakeResponse, error) {
 		return nil, fmt.Errorf("%w: client does not speak protocol 4.1", errHandshake)
 	}
 	r.collation = p[8]
+	r.ext = extCapsAt(p)
 	pos := 32
 	user, pos, err := readNulString(p, pos)
 	if err != nil {

@@ -95,7 +95,7 @@ func (b *backendConn) queryRowTyped(q string, typed bool) ([][]byte, []column, e
 			if err != nil {
 				return nil, nil, err
 			}
-			c, err := parseColumn(p)
+			c, err := parseColumn(p, extendedMetadata(b.key.ext))
 			if err != nil {
 				b.broken = true
 				return nil, nil, err
@@ -149,17 +149,10 @@ func (b *backendConn) queryRowTyped(q string, typed bool) ([][]byte, []column, e
 }
 
 // parseColumn reads the collation and type of a column definition
-// (Protocol::ColumnDefinition41).
-func parseColumn(p []byte) (column, error) {
-	pos := 0
-	for range 6 { // catalog, schema, table, org_table, name, org_name
-		_, next, err := readLenEncString(p, pos)
-		if err != nil {
-			return column{}, err
-		}
-		pos = next
-	}
-	_, pos, _, err := readLenEncInt(p, pos) // length of the fixed fields
+// (Protocol::ColumnDefinition41; extended: with MariaDB's extended type
+// information).
+func parseColumn(p []byte, extended bool) (column, error) {
+	pos, _, _, err := columnFixedAt(p, extended)
 	if err != nil || pos+7 > len(p) {
 		return column{}, errors.New("proxy: short column definition")
 	}

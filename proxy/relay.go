@@ -198,7 +198,7 @@ func (s *session) relayColumns(n int) error {
 			return nil
 		}
 		if s.cap != nil && p != nil {
-			s.cap.column(i, p)
+			s.cap.column(i, p, extendedMetadata(s.ext))
 		}
 	}
 	if n >= 0 && !deprecate {

@@ -38,25 +38,13 @@ func newCapture(key, column string, binary bool) *capture {
 // named like the column (`SELECT stock - reserved AS stock`) has no
 // org_name: what the application read there is not the column's value,
 // so the result is unusable.
-func (c *capture) column(i int, p []byte) {
-	pos := 0
-	var name, orgName []byte
-	var err error
-	for f := 0; f < 6 && err == nil; f++ { // catalog, schema, table, org_table, name, org_name
-		var s []byte
-		s, pos, err = readLenEncString(p, pos)
-		switch f {
-		case 4:
-			name = s
-		case 5:
-			orgName = s
-		}
-	}
-	if err != nil || pos+1+2+4+1+2 > len(p) {
+func (c *capture) column(i int, p []byte, extended bool) {
+	pos, name, orgName, err := columnFixedAt(p, extended)
+	if err != nil || pos+2+4+1+2 > len(p) {
 		c.bad = true
 		return
 	}
-	t, flags := p[pos+7], binary.LittleEndian.Uint16(p[pos+8:])
+	t, flags := p[pos+6], binary.LittleEndian.Uint16(p[pos+7:])
 	c.types, c.flags = append(c.types, t), append(c.flags, flags)
 	switch {
 	case strings.EqualFold(string(orgName), c.colName):

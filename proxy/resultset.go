@@ -55,7 +55,7 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
 	var err error
 	for _, c := range columns {
-		if seq, err = s.cw.writePacket(seq, columnDef(c)); err != nil {
+		if seq, err = s.cw.writePacket(seq, columnDef(c, extendedMetadata(s.ext))); err != nil {
 			return seq, err
 		}
 	}
@@ -119,14 +119,19 @@ func binaryRow(r []*string) []byte {
 	return b
 }
 
-// columnDef encodes a Protocol::ColumnDefinition41 for a VARCHAR column.
-func columnDef(name string) []byte {
+// columnDef encodes a Protocol::ColumnDefinition41 for a VARCHAR column;
+// extended: with MariaDB's extended type information, none, as MariaDB
+// sends for a plain VARCHAR.
+func columnDef(name string, extended bool) []byte {
 	b := appendLenEncString(nil, "def")
 	b = appendLenEncString(b, "") // schema
 	b = appendLenEncString(b, "") // table
 	b = appendLenEncString(b, "") // org_table
 	b = appendLenEncString(b, name)
 	b = appendLenEncString(b, name)
+	if extended {
+		b = append(b, 0) // no extended type information
+	}
 	b = append(b, 0x0c)
 	b = append(b, 45, 0)                       // utf8mb4_general_ci
 	b = append(b, 0x00, 0x00, 0x01, 0x00)      // column length 65536

@@ -55,6 +55,9 @@ type Server struct {
 	authPlugin string
 	authKey    authKey      // RSA key for caching_sha2_password without TLS
 	version    atomic.Value // string
+	// backendExt: the primary's extended capabilities in the low 32
+	// bits, bit 32 set once they are known (noteBackendExtCaps).
+	backendExt atomic.Uint64
 	locker     lockmgr.Locker
 	// schemaReads are the schema reads after DDL (run here or announced
 	// by another instance) still running: statements planned meanwhile
@@ -352,7 +355,26 @@ func (s *Server) probeVersion(ctx context.Context) {
 		v = "5.5.5-" + v
 	}
 	s.version.Store(v)
+	s.noteBackendExtCaps(b.offeredExt)
 	b.close()
+}
+
+// noteBackendExtCaps records the MariaDB extended capabilities the
+// primary's greeting offers; greetings from then on offer those lockproxy
+// relays (relayedExtCaps).
+func (s *Server) noteBackendExtCaps(ext uint32) {
+	s.backendExt.Store(uint64(ext) | 1<<32)
+}
+
+// offeredExtCaps are the MariaDB extended capabilities lockproxy's
+// greeting offers: those it relays that the primary offered when last
+// asked; none before it was.
+func (s *Server) offeredExtCaps() uint32 {
+	v := s.backendExt.Load()
+	if v&(1<<32) == 0 {
+		return 0
+	}
+	return uint32(v) & relayedExtCaps
 }
 
 func containsMariaDB(v string) bool {

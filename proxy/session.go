@@ -37,8 +37,11 @@ type session struct {
 	host     string
 	answered atomic.Bool
 
-	salt      []byte
-	caps      uint32 // capabilities the client negotiated
+	salt []byte
+	caps uint32 // capabilities the client negotiated
+	// ext are the MariaDB extended capabilities the client negotiated
+	// (mariadbcaps.go), which its backend connections negotiate too.
+	ext       uint32
 	collation uint8
 	user      string
 	attrs     connAttrs // the client's connection attributes
@@ -267,7 +270,8 @@ func (s *session) handshake(ctx context.Context) error {
 		caps |= mysql.CLIENT_SSL
 	}
 	plugin := s.srv.authPlugin
-	if _, err := s.cw.writePacket(0, initialHandshake(s.srv.serverVersion(), s.id, salt, caps, plugin)); err != nil {
+	ext := s.srv.offeredExtCaps()
+	if _, err := s.cw.writePacket(0, initialHandshake(s.srv.serverVersion(), s.id, salt, caps, ext, plugin)); err != nil {
 		return err
 	}
 	if err := s.cw.flush(); err != nil {
@@ -277,7 +281,11 @@ func (s *session) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// MariaDB reads the extended capabilities from the client's first
+	// answer: the SSLRequest when there is one.
+	clientExt, upgraded := extCapsAt(p), false
 	if isSSLRequest(p) {
+		upgraded = true
 		if err := s.upgradeTLS(clientTLS); err != nil {
 			return err
 		}
@@ -294,6 +302,10 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	if !upgraded {
+		clientExt = resp.ext
+	}
+	s.ext = clientExt & ext
 	s.attrs = resp.attrs
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
@@ -329,6 +341,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 		return err
 	}
 	s.be = be
+	s.srv.noteBackendExtCaps(be.offeredExt) // the primary may have been away at start
 	s.watched.Store(be)
 	s.modeMayHaveChanged() // read before the first analysis on this connection
 	s.thread.Store(be.threadID)
@@ -347,6 +360,7 @@ func (s *session) backendKey() poolKey {
 		password:  s.password,
 		db:        s.db,
 		caps:      s.caps & mirroredCaps,
+		ext:       s.ext,
 		collation: s.collation,
 		tls:       s.srv.loaded().backendTLS,
 		attrs:     s.attrs,
