@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -15,7 +16,38 @@ import (
 // definitions and defaults must keep the call for whoever runs them later.
 // Safe for concurrent use.
 func ReplaceConnectionID(sql string, id uint32) (string, bool) {
-	if !containsFold(sql, "connection_id") {
+	text := strconv.FormatUint(uint64(id), 10)
+	return replaceCalls(sql, "connection_id", func(call string, args bool) (string, bool) {
+		return text, !args
+	})
+}
+
+// ReplaceUsedLock returns sql with every call of IS_USED_LOCK(name) made
+// to answer id, the connection id the client was greeted with, where
+// MariaDB answers thread, the thread id of the connection the statement
+// runs on (the lock is the session's own); other answers (another
+// session's thread id, NULL) are left as they are. It is the companion of
+// ReplaceConnectionID, so that `IS_USED_LOCK(name) = CONNECTION_ID()`
+// holds for a lock the session took. The call stays one call (its
+// argument may be a placeholder, whose count must not change), its answer
+// mapped through text: the column is a BIGINT, where MariaDB's is an INT
+// too narrow for lockproxy's ids. Column names, string literals, comments, quoted identifiers and
+// CREATE and ALTER are treated as ReplaceConnectionID treats them. Safe
+// for concurrent use.
+func ReplaceUsedLock(sql string, thread, id uint32) (string, bool) {
+	return replaceCalls(sql, "is_used_lock", func(call string, args bool) (string, bool) {
+		if !args {
+			return "", false
+		}
+		return fmt.Sprintf("CAST(TRIM(BOTH '#' FROM REPLACE(CONCAT('#', %s, '#'), '#%d#', '%d')) AS SIGNED)", call, thread, id), true
+	})
+}
+
+// replaceCalls returns sql with every call of the function name (lower
+// case) replaced by what with gives for the call's text (args: it has
+// arguments); with's false leaves the call as it is.
+func replaceCalls(sql, name string, with func(call string, args bool) (string, bool)) (string, bool) {
+	if !containsFold(sql, name) {
 		return sql, false // fast path
 	}
 	if k := LexKind(sql); k == KindDDL {
@@ -47,24 +79,52 @@ func ReplaceConnectionID(sql string, id uint32) (string, bool) {
 			selectList[depth] = false
 			continue
 		}
-		if t.punct || t.quoted || w != "connection_id" || i+2 >= len(toks) ||
-			toks[i+1].text != "(" || toks[i+2].text != ")" || (i > 0 && toks[i-1].text == ".") {
+		if t.punct || t.quoted || w != name || i+2 >= len(toks) || toks[i+1].text != "(" || (i > 0 && toks[i-1].text == ".") {
 			continue
 		}
-		end := toks[i+2].end
+		closing := closingParen(toks, i+1)
+		if closing < 0 {
+			continue
+		}
+		end := toks[closing].end
+		// The lexer skips string literals: an argument may be one.
+		args := closing > i+2 || strings.ContainsAny(sql[toks[i+1].end:toks[closing].start], `'"`)
+		repl, ok := with(sql[t.start:end], args)
+		if !ok {
+			continue
+		}
 		b.WriteString(sql[last:t.start])
-		b.WriteString(strconv.FormatUint(uint64(id), 10))
-		if selectList[depth] && i > 0 && startsSelectItem(toks[i-1]) && endsSelectItem(toks, i+3) {
+		b.WriteString(repl)
+		if selectList[depth] && i > 0 && startsSelectItem(toks[i-1]) && endsSelectItem(toks, closing+1) {
 			b.WriteString(" AS `" + strings.ReplaceAll(sql[t.start:end], "`", "``") + "`")
 		}
 		last = end
-		i += 2
+		i = closing
 	}
 	if last == 0 {
 		return sql, false
 	}
 	b.WriteString(sql[last:])
 	return b.String(), true
+}
+
+// closingParen returns the index of the token closing the parenthesis
+// opened at toks[open]; -1 when the text ends first.
+func closingParen(toks []posToken, open int) int {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		switch {
+		case !toks[j].punct:
+		case toks[j].text == "(":
+			depth++
+		case toks[j].text == ")":
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
 }
 
 // posToken is a token with its byte span in the text.

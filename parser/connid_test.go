@@ -45,3 +45,45 @@ func FuzzReplaceConnectionID(f *testing.F) {
 		}
 	})
 }
+
+func TestReplaceUsedLock(t *testing.T) {
+	ours := usedLock("IS_USED_LOCK('a')")
+	tests := []struct{ in, want string }{
+		{"SELECT IS_USED_LOCK('a')", "SELECT " + ours + " AS `IS_USED_LOCK('a')`"},
+		{"SELECT IS_USED_LOCK('a') = 42", "SELECT " + ours + " = 42"},
+		{"SELECT IS_USED_LOCK('a') AS h", "SELECT " + ours + " AS h"},
+		{"SELECT is_used_lock(CONCAT('a', (1))) x FROM t", "SELECT " + usedLock("is_used_lock(CONCAT('a', (1)))") + " x FROM t"},
+		{"SELECT x FROM t WHERE IS_USED_LOCK(?) IS NULL", "SELECT x FROM t WHERE " + usedLock("IS_USED_LOCK(?)") + " IS NULL"},
+		{"SELECT 'IS_USED_LOCK(1)', `IS_USED_LOCK`(1) /* IS_USED_LOCK(1) */", ""},
+		{"SELECT IS_USED_LOCK()", ""},
+		{"SELECT IS_USED_LOCK('a'", ""},
+		{"SELECT db.IS_USED_LOCK('a')", ""},
+		{"CREATE VIEW v AS SELECT IS_USED_LOCK('a')", ""},
+	}
+	for _, tt := range tests {
+		got, ok := ReplaceUsedLock(tt.in, 7, 42)
+		want := tt.want
+		if want == "" {
+			want = tt.in
+		}
+		if got != want || ok != (tt.want != "") {
+			t.Errorf("ReplaceUsedLock(%q) = %q, %v; want %q", tt.in, got, ok, want)
+		}
+	}
+}
+
+// usedLock is what ReplaceUsedLock makes of call for thread 7, id 42.
+func usedLock(call string) string {
+	return "CAST(TRIM(BOTH '#' FROM REPLACE(CONCAT('#', " + call + ", '#'), '#7#', '42')) AS SIGNED)"
+}
+
+func FuzzReplaceUsedLock(f *testing.F) {
+	f.Add("SELECT IS_USED_LOCK('a'), 'x' FROM t")
+	f.Add("SELECT IS_USED_LOCK((()")
+	f.Fuzz(func(t *testing.T, sql string) {
+		got, ok := ReplaceUsedLock(sql, 7, 42)
+		if !ok && got != sql {
+			t.Fatalf("unchanged text altered: %q -> %q", sql, got)
+		}
+	})
+}
