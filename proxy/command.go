@@ -250,6 +250,10 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
+	if isShowProcesslist(p[1:]) {
+		s.processlist = s.srv.sessionThreads()
+		defer func() { s.processlist = nil }()
+	}
 	an, params, sql := s.analyzeQuery(p[1:])
 	if at := s.splitAt(an, params, sql); at > 0 {
 		release() // each piece is admitted on its own
@@ -276,9 +280,18 @@ func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
 // COM_STMT_PREPARE packet to the session's own id, the one its greeting
 // gave: the backend's thread id changes with the connection lockproxy uses
 // (a replica, a new primary connection after COM_CHANGE_USER), and KILL
-// takes lockproxy's ids.
+// takes lockproxy's ids. IS_USED_LOCK(), which answers the thread id of
+// the lock's holder, answers that id too where the holder is the session's
+// primary connection (user locks run there), so that
+// `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
 func (s *session) ownConnectionID(p []byte) []byte {
 	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id)
+	if s.be != nil {
+		var used bool
+		if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id); used {
+			ok = true
+		}
+	}
 	if !ok {
 		return p
 	}

@@ -136,3 +136,93 @@ func TestKillOtherUser(t *testing.T) {
 		t.Error("the killed session still answers")
 	}
 }
+
+// TestConnectionIDsAgree: through lockproxy as directly, a session's user
+// lock is held by CONNECTION_ID() (`IS_USED_LOCK(name) = CONNECTION_ID()`,
+// text and prepared, named as MariaDB names the column), and SHOW
+// [FULL] PROCESSLIST lists the session under the id its greeting gave,
+// which another session's KILL ends.
+func TestConnectionIDsAgree(t *testing.T) {
+	p := routedProxy(t)
+	db := freshDB(t, p)
+	for _, target := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
+		t.Run(target.name, func(t *testing.T) {
+			c, err := client.Connect(target.addr, p.bed.User, p.bed.Password, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			want := uint64(c.GetConnectionID())
+			lock := "lp_ids_" + target.name
+			if v, _ := connectionID(t, c, "SELECT GET_LOCK('"+lock+"', 0)"); v != 1 {
+				t.Fatalf("GET_LOCK = %d", v)
+			}
+			if v, _ := connectionID(t, c, "SELECT IS_USED_LOCK('"+lock+"') = CONNECTION_ID()"); v != 1 {
+				t.Errorf("IS_USED_LOCK(%s) = CONNECTION_ID() is %d, want 1", lock, v)
+			}
+			if v, name := connectionID(t, c, "SELECT IS_USED_LOCK('"+lock+"')"); v != want || name != "IS_USED_LOCK('"+lock+"')" {
+				t.Errorf("IS_USED_LOCK = %d named %q, want %d named as the call", v, name, want)
+			}
+			st, err := c.Prepare("SELECT IS_USED_LOCK(?) = CONNECTION_ID(), IS_USED_LOCK('lp_ids_free')")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := st.Execute(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := r.GetInt(0, 0); v != 1 {
+				t.Errorf("prepared IS_USED_LOCK(?) = CONNECTION_ID() is %d, want 1", v)
+			}
+			if free, _ := r.IsNull(0, 1); !free {
+				t.Error("IS_USED_LOCK of a free lock is not NULL")
+			}
+			_ = st.Close()
+
+			other, err := client.Connect(target.addr, p.bed.User, p.bed.Password, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			for _, q := range []string{"SHOW PROCESSLIST", "show full processlist"} {
+				if !processlistHas(t, c, q, want, q) {
+					t.Errorf("%s: no row with the session's own id %d running it", q, want)
+				}
+				if !processlistHas(t, other, q, want, "") {
+					t.Errorf("%s from another session: no row with id %d", q, want)
+				}
+			}
+			if _, err := other.Execute(fmt.Sprintf("KILL %d", want)); err != nil {
+				t.Fatalf("KILL of the id SHOW PROCESSLIST gave: %v", err)
+			}
+			closed := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := c.Execute("SELECT 1"); err != nil {
+					break
+				}
+				if time.Now().After(closed) {
+					t.Fatal("the session SHOW PROCESSLIST named is still alive after KILL")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// processlistHas reports whether q (SHOW PROCESSLIST) run on c lists a row
+// with id, running info when info is not empty.
+func processlistHas(t *testing.T, c *client.Conn, q string, id uint64, info string) bool {
+	t.Helper()
+	r, err := c.Execute(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	for i := range r.RowNumber() {
+		got, _ := r.GetUintByName(i, "Id")
+		text, _ := r.GetStringByName(i, "Info")
+		if got == id && (info == "" || text == info) {
+			return true
+		}
+	}
+	return false
+}

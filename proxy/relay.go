@@ -74,6 +74,9 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 			out = s.withMore(p, ok)
 		}
 	}
+	if s.inRows && s.processlist != nil && !big {
+		out = ownRowID(out, s.processlist)
+	}
 	if err := s.cw.writePhysical(seq, out); err != nil {
 		return nil, clientIOError{err}
 	}
@@ -279,6 +282,8 @@ func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 	if deprecate {
 		kind = passEndOK
 	}
+	s.inRows = true
+	defer func() { s.inRows = false }()
 	for {
 		p, err := s.passRow(kind)
 		if err != nil {

@@ -68,7 +68,12 @@ type session struct {
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
 	midResponse     bool   // part of a response has been written to the client
 	eofAfterColumns uint16 // status of the EOF that followed column definitions
-	trackBuf        []byte // an OK or EOF without its session state (session.tracked)
+	// processlist, while SHOW PROCESSLIST's answer is relayed, maps
+	// backend thread ids to session ids (processlist.go); inRows: rows
+	// are being relayed.
+	processlist map[uint64]uint32
+	inRows      bool
+	trackBuf    []byte // an OK or EOF without its session state (session.tracked)
 	// moreFollows: the response being written is to a piece of a text
 	// lockproxy runs in pieces, and more pieces follow (querySplit).
 	moreFollows bool
