@@ -9,8 +9,7 @@ import (
 
 // COM_STMT_BULK_EXECUTE (MariaDB's MARIADB_CLIENT_STMT_BULK_OPERATIONS):
 // one command runs a prepared INSERT, UPDATE, DELETE or REPLACE for many
-// parameter sets. Connector/Node's batch() and Connector/J's batches send
-// it.
+// parameter sets. Connector/Node's batch() sends it.
 //
 // The payload: command 0xfa, the statement id, 2 bytes of flags, the
 // parameter types (2 bytes each) when the flags say so, then the rows up
