@@ -260,3 +260,37 @@ func TestBulkExecuteTakesEveryRowsLock(t *testing.T) {
 		t.Errorf("refused bulk changed the row: qty %d (%v)", qty, err)
 	}
 }
+
+// FuzzBulkRow: reading a bulk execute's rows never panics and never reads
+// past the packet.
+func FuzzBulkRow(f *testing.F) {
+	f.Add([]byte{bulkNone, 1, 0, 0, 0, 0, 0, 0, 0, bulkNull}, []byte{mysql.MYSQL_TYPE_LONGLONG, 0, mysql.MYSQL_TYPE_VAR_STRING, 0})
+	f.Add([]byte{bulkNone, 3, 'a', 'b', 'c', 2}, []byte{mysql.MYSQL_TYPE_VAR_STRING, 0, mysql.MYSQL_TYPE_TINY, 0x80})
+	f.Fuzz(func(t *testing.T, rows, types []byte) {
+		n := len(types) / 2
+		if n == 0 {
+			return
+		}
+		for pos := 0; pos < len(rows); {
+			params, next, err := bulkRow(rows, pos, n, types)
+			if err != nil {
+				return
+			}
+			if len(params) != n || next <= pos || next > len(rows) {
+				t.Fatalf("bulkRow at %d: %d params, next %d of %d", pos, len(params), next, len(rows))
+			}
+			pos = next
+		}
+	})
+}
+
+// FuzzGreetingExtCaps: a backend's greeting of any shape is read without
+// panicking.
+func FuzzGreetingExtCaps(f *testing.F) {
+	f.Add(initialHandshake("11.4.2-MariaDB", 7, make([]byte, 20), serverCaps, relayedExtCaps, "mysql_native_password"))
+	f.Add([]byte{10, 'x'})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		_, _ = greetingExtCaps(p)
+		_ = extCapsAt(p)
+	})
+}
