@@ -137,9 +137,10 @@ func TestMariaDBExtendedCapabilities(t *testing.T) {
 	}
 }
 
-// dialBulk opens a raw connection to addr that negotiates MariaDB's bulk
-// execute (go-mysql's client knows nothing of it: extCapsConn writes it).
-func dialBulk(t *testing.T, addr, user, password, db string) *rawConn {
+// dialExt opens a raw connection to addr that negotiates MariaDB's
+// extended capabilities want (go-mysql's client knows nothing of them:
+// extCapsConn writes them).
+func dialExt(t *testing.T, addr, user, password, db string, want uint32) *rawConn {
 	t.Helper()
 	var ec *extCapsConn
 	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -147,7 +148,7 @@ func dialBulk(t *testing.T, addr, user, password, db string) *rawConn {
 		if err != nil {
 			return nil, err
 		}
-		ec = &extCapsConn{Conn: nc, want: mariadbBulk}
+		ec = &extCapsConn{Conn: nc, want: want}
 		return ec, nil
 	}
 	opt := func(c *client.Conn) error {
@@ -163,8 +164,8 @@ func dialBulk(t *testing.T, addr, user, password, db string) *rawConn {
 		t.Fatalf("connect %s: %v", addr, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	if ec.serverExt()&mariadbBulk == 0 {
-		t.Fatalf("%s does not offer bulk execute", addr)
+	if ec.serverExt()&want != want {
+		t.Fatalf("%s offers extended capabilities %#x, not all of %#x", addr, ec.serverExt(), want)
 	}
 	return &rawConn{t: t, c: c}
 }
@@ -224,7 +225,7 @@ func TestBulkExecuteTakesEveryRowsLock(t *testing.T) {
 	defer hc.Close()
 	mustConnExec(t, hc, "BEGIN", "UPDATE bulk_t SET qty = qty WHERE id = 40") // holds row 40's lock
 
-	r := dialBulk(t, p.addr, p.bed.User, p.bed.Password, db)
+	r := dialExt(t, p.addr, p.bed.User, p.bed.Password, db, mariadbBulk)
 	id, n := r.prepare("UPDATE bulk_t SET qty = qty + ? WHERE id = ?")
 	if n != 2 {
 		t.Fatalf("prepare: %d parameters", n)
@@ -293,4 +294,42 @@ func FuzzGreetingExtCaps(f *testing.F) {
 		_, _ = greetingExtCaps(p)
 		_ = extCapsAt(p)
 	})
+}
+
+// TestExtendedColumnDefinitions: lockproxy reads MariaDB's column
+// definitions with extended metadata where it reads them (the column a
+// rewrite captures, internal queries): the type and org_name come from
+// the right bytes, through lockproxy as from MariaDB itself.
+func TestExtendedColumnDefinitions(t *testing.T) {
+	p := startProxy(t, nil)
+	db := freshDB(t, p)
+	mustExec(t, p.direct(t, db, ""), extCapsTables[:2]...)
+	for _, target := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
+		r := dialExt(t, target.addr, p.bed.User, p.bed.Password, db, mariadbExtendedMetadata)
+		r.send(append([]byte{mysql.COM_QUERY}, "SELECT j, u AS id, p, id AS n FROM ext_t"...)...)
+		if n := r.read(); len(n) != 1 || n[0] != 4 {
+			t.Fatalf("%s: column count packet %x", target.name, n)
+		}
+		c := newCapture("k", "id", false)
+		var types []byte
+		for i := range 4 {
+			def := append([]byte(nil), r.read()...)
+			c.column(i, def, true)
+			col, err := parseColumn(def, true)
+			if err != nil {
+				t.Fatalf("%s: column %d: %v", target.name, i, err)
+			}
+			types = append(types, col.typ)
+		}
+		if want := []byte{mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_GEOMETRY, mysql.MYSQL_TYPE_LONG}; string(types) != string(want) {
+			t.Errorf("%s: types %v, want %v", target.name, types, want)
+		}
+		if c.col != 3 || c.bad || string(c.types) != string(types) {
+			t.Errorf("%s: capture found the column at %d (bad %v, types %v), want 3", target.name, c.col, c.bad, c.types)
+		}
+		for p := r.read(); !r.isEnd(p); p = r.read() { // the EOF, the row, the EOF
+		}
+		for p := r.read(); !r.isEnd(p); p = r.read() {
+		}
+	}
 }
