@@ -93,6 +93,7 @@ func (s *session) bulkPlan(st *stmt, types, rows []byte) (plan, error) {
 		return plan{}, errorf(errBadParams, "statement %d bulk executed without parameter types", st.id)
 	}
 	var merged plan
+	env := s.planEnv() // one environment: the command has not run yet
 	seen := map[string]bool{}
 	pos, n := 0, 0
 	for pos < len(rows) {
@@ -102,7 +103,7 @@ func (s *session) bulkPlan(st *stmt, types, rows []byte) (plan, error) {
 		}
 		pos = next
 		n++
-		pl := s.plan(st.an, params)
+		pl := makePlan(env, st.an, params)
 		if pl.guard.reject != nil {
 			return pl, nil // beforeCommand answers it, counted as for an execute
 		}
