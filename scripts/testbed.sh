@@ -120,7 +120,7 @@ cmd_check() {
 install_npm_clients() {
 	local dir
 	dir="$(dirname "$SELF")/../proxy/testdata/clients"
-	[[ -d $dir/node_modules/mysql2 ]] && return 0
+	[[ -d $dir/node_modules/mysql2 && -d $dir/node_modules/mariadb ]] && return 0
 	log "installing the client matrix's npm packages in $dir"
 	(cd "$dir" && npm ci --no-audit --no-fund --silent) || die "npm ci failed in $dir"
 }
