@@ -211,7 +211,7 @@ func TestGreetingScramble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := initialHandshake("10.11.0-MariaDB", 7, salt, serverCaps, mysql.AUTH_NATIVE_PASSWORD)
+	p := initialHandshake("10.11.0-MariaDB", 7, salt, serverCaps, 0, mysql.AUTH_NATIVE_PASSWORD)
 	if got := greetingScramble(p); !bytes.Equal(got, salt) {
 		t.Fatalf("scramble %q, want %q", got, salt)
 	}
@@ -224,7 +224,7 @@ func TestGreetingScramble(t *testing.T) {
 
 func FuzzGreetingScramble(f *testing.F) {
 	salt, _ := newSalt()
-	f.Add(initialHandshake("10.11.0-MariaDB", 7, salt, serverCaps, mysql.AUTH_NATIVE_PASSWORD))
+	f.Add(initialHandshake("10.11.0-MariaDB", 7, salt, serverCaps, 0, mysql.AUTH_NATIVE_PASSWORD))
 	f.Add([]byte{10, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		if got := greetingScramble(p); len(got) != 0 && len(got) != 20 {
