@@ -271,7 +271,24 @@ type Rule struct {
 	// and rewrites) or observe (it decides exactly as enforce would, then
 	// only counts and audits what it would have done).
 	Mode string `yaml:"mode"`
+	// Combine, when present, runs the autocommit relative updates of the
+	// rewrite column of one row that wait on each other as one
+	// transaction per batch (hot-row combining, docs/configuration.md).
+	Combine *Combine `yaml:"combine"`
 }
+
+// Combine is rules[].combine: hot-row combining of a rewrite rule's
+// relative updates.
+type Combine struct {
+	// MaxBatch bounds the statements one batch runs (default
+	// DefaultCombineMaxBatch).
+	MaxBatch int `yaml:"max_batch"`
+}
+
+// Combines reports whether the rule combines: combine is present and
+// the rule enforces (an observing rule changes nothing of how
+// statements run).
+func (r *Rule) Combines() bool { return r.Combine != nil && r.Rewrite != nil && !r.Observes() }
 
 // Observes reports whether the rule is in observe mode: its decisions are
 // counted and audited, never enforced.

@@ -25,6 +25,8 @@ const (
 	DefaultLockTTL          = 30 * time.Second
 	DefaultWaitTimeout      = 5 * time.Second
 	DefaultSlowWait         = time.Second
+	// DefaultCombineMaxBatch is rules[].combine.max_batch when left out.
+	DefaultCombineMaxBatch = 128
 	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
 	// hand-offs in a row (see RedisConfig.LocalHandoffs): a row with short
 	// holds stays on one instance for up to 64 transactions, one with
@@ -116,6 +118,9 @@ func applyDefaults(cfg *Config, d *decoder) {
 		setStr(&r.OnUnkeyed, OnUnkeyedReject)
 		setStr(&r.OnUnkeyedRead, OnUnkeyedAllow)
 		setStr(&r.Mode, ModeEnforce)
+		if c := r.Combine; c != nil && c.MaxBatch == 0 && !d.isSet(fmt.Sprintf("rules[%d].combine.max_batch", i)) {
+			c.MaxBatch = DefaultCombineMaxBatch
+		}
 		if rw := r.Rewrite; rw != nil {
 			setStr(&rw.Scope, ScopeTransaction)
 			setStr(&rw.OnConflict, OnConflictError)

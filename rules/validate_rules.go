@@ -73,6 +73,7 @@ func (v *validator) rule(p string, r *Rule) {
 	}
 	v.qualifiedNames(p+".allow_routines", r.AllowRoutines, "routine")
 	v.qualifiedNames(p+".allow_triggers", r.AllowTriggers, "trigger")
+	v.combine(p, r)
 	if rw := r.Rewrite; rw != nil {
 		if strings.TrimSpace(rw.Column) == "" {
 			v.add(p+".rewrite.column", "missing: name the numeric column to guard")
@@ -94,6 +95,28 @@ func (v *validator) rule(p string, r *Rule) {
 		if rw.OnUnpaired != OnUnpairedAllow && rw.OnUnpaired != OnUnpairedReject {
 			v.add(p+".rewrite.on_unpaired", "must be allow or reject, not %q", rw.OnUnpaired)
 		}
+	}
+}
+
+// maxCombineBatch bounds rules[].combine.max_batch: a batch's members
+// wait for its one commit, and each holds a client's answer.
+const maxCombineBatch = 4096
+
+// combine checks rules[].combine: it needs the rewrite's column and
+// floor, and a fence (a token per write) has no exact form per batch.
+func (v *validator) combine(p string, r *Rule) {
+	c := r.Combine
+	if c == nil {
+		return
+	}
+	if r.Rewrite == nil {
+		v.add(p+".combine", "needs rewrite: combining runs relative updates of the rewrite column")
+	}
+	if r.Fence != "" {
+		v.add(p+".combine", "cannot be used with fence: a batch writes the row once, under one token")
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > maxCombineBatch {
+		v.add(p+".combine.max_batch", "must be between 1 and %d, not %d", maxCombineBatch, c.MaxBatch)
 	}
 }
 
