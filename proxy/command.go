@@ -63,6 +63,11 @@ func (s *session) commandLoop(drain context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
+		if s.comb.owed {
+			if err := s.settleOwed(p); err != nil {
+				return err
+			}
+		}
 		s.beginCommand(p[0])
 		err = s.dispatch(p)
 		s.shrinkBuffers()

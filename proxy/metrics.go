@@ -37,6 +37,9 @@ type metrics struct {
 
 	// Hot-path children of queries, resolved once.
 	primaryQuery, primaryExecute prometheus.Counter
+
+	// combine are hot-row combining's series (combine_metrics.go).
+	combine combineMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -117,6 +120,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_account_reads_total",
 		Help: "Reads of the primary's accounts for users.from_backend (at start, on reload, after failed logins), by result (success|failure).",
 	}, []string{"result"})
+	m.combine = newCombineMetrics(reg)
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {

@@ -312,6 +312,7 @@ func (m *metrics) initRuleMetrics(cfg *rules.Config) {
 		}
 	}
 	m.initRewriteMetrics(cfg)
+	m.combine.init(cfg)
 }
 
 // initRewriteMetrics creates every result of lockproxy_rewrites_total for

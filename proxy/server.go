@@ -92,6 +92,9 @@ type Server struct {
 	// texts are the connections text keys are asked through.
 	texts textServers
 
+	// combine queues the combinable UPDATEs of hot rows (combine.go).
+	combine combiner
+
 	// reloadMu orders the swaps of rt (Reload and schema refreshes).
 	reloadMu sync.Mutex
 

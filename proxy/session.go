@@ -191,6 +191,9 @@ type session struct {
 	// resetOnClose: the primary connection went away, and the client's
 	// is reset when the session ends, as MariaDB resets it (see gone.go).
 	resetOnClose bool
+
+	// comb is what hot-row combining keeps of the session (combine.go).
+	comb combineState
 }
 
 // writeErrAt answers e as the error packet with sequence seq and flushes;

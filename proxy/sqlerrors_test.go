@@ -68,6 +68,8 @@ var internalOnly = map[string]string{
 	"proxy.errNoAccount":           "a refused login's reason, answered as errAccessDenied in MariaDB's words (loginFailed)",
 	"proxy.errWrongPassword":       "a refused login's reason, answered as errAccessDenied in MariaDB's words (loginFailed)",
 	"proxy.errQuit":                "the client quit; nothing is answered",
+	"proxy.errCombineUnknown":      "ends the session: its client sees the connection close (2013), as after a COMMIT whose connection died",
+	"proxy.errBatchAbandoned":      "a combined batch that ran nothing: its statements run alone and get their own answers",
 	"proxy.errBadSequence":         "a broken packet stream ends the session",
 	"proxy.errShortPacket":         "read inside parameter decoding, answered as errBadParams",
 	"proxy.errDraining":            "what the readiness check reports",

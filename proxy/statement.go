@@ -64,6 +64,16 @@ func (s *session) serve(r request) error {
 	if r.an != nil {
 		s.current.Store(r.text())
 	}
+	s.noteCombineHazard(r.an)
+	if cand, ok := s.combinable(r, pl); ok {
+		return s.serveCombined(r, pl, cand)
+	}
+	return s.servePlanned(r, pl)
+}
+
+// servePlanned is serve once r is planned: r runs as itself, not in a
+// combined batch.
+func (s *session) servePlanned(r request, pl plan) error {
 	mark := s.lockMark()
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {

@@ -1,0 +1,308 @@
+package proxy
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
+	"go.uber.org/zap"
+)
+
+// Hot-row combining (rules[].combine, docs/configuration.md): while one
+// batch of a row's combinable UPDATEs is in flight on this instance, the
+// next ones queue behind it in arrival order; the first of them then
+// leads the next batch, which runs on the leader's own backend
+// connection as one transaction (combine_batch.go), and every member is
+// answered as if its statement had run alone, in that order
+// (combine_answer.go).
+
+// errCombineUnknown ends the session of a member whose batch's COMMIT was
+// sent on a connection that died before answering: as a client of
+// MariaDB whose connection died after COMMIT, it sees its connection
+// close (2013) and does not know whether its statement ran.
+var errCombineUnknown = errors.New("proxy: the combined batch's commit outcome is unknown")
+
+// combiner holds, for each row with a batch in flight on this instance,
+// the statements queued behind it. Safe for concurrent use.
+type combiner struct {
+	mu sync.Mutex
+	// rows maps a row (its lock name) to what waits for it; a row is in
+	// the map while a batch of it is in flight.
+	rows map[string]*combineRow
+	// unfit are the rules a batch found unfit, with the rules in force
+	// then (markUnfit).
+	unfit map[string]*rules.RuleSet
+	hook  combineHook
+}
+
+type combineRow struct {
+	waiting []*member
+}
+
+// member is one combinable statement, queued or in a batch. The leader
+// of its batch fills res before sending it the turn; nothing else of a
+// member is written after it is queued.
+type member struct {
+	s    *session
+	c    *parser.Combinable
+	turn chan combineTurn // buffered: the leader never waits on a member
+}
+
+// combineTurn is what a queued member is told: lead this batch (lead,
+// itself first), or how its statement ended (res).
+type combineTurn struct {
+	lead []*member
+	res  combineResult
+}
+
+// combineOutcome is how a member's statement ended in a batch.
+type combineOutcome int
+
+const (
+	// combineAlone: the batch failed before its COMMIT was sent, nothing
+	// of it ran: the member runs as it would without combining.
+	combineAlone combineOutcome = iota + 1
+	// combineDone: the batch committed; res says what the member did.
+	combineDone
+	// combineUnknown: the COMMIT's outcome is unknown (errCombineUnknown).
+	combineUnknown
+)
+
+// combineResult is how one member's statement ended.
+type combineResult struct {
+	outcome combineOutcome
+	// matched: its floor held (the row matched); changed: it changed
+	// the value (a delta of 0 matches without changing); conflict: its
+	// own floor held but the rule's min would have been crossed.
+	matched, changed, conflict bool
+	// index are the SERVER_QUERY_NO_*INDEX_USED flags MariaDB gave the
+	// batch's read of the row, which the statement alone would have had.
+	index uint16
+	// gtid is the batch's GTID, when read-your-writes needs it.
+	gtid string
+}
+
+// join queues m for row and reports whether m leads at once (nothing of
+// row is in flight: it runs as a batch of one).
+func (c *combiner) join(row string, m *member) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rows == nil {
+		c.rows = map[string]*combineRow{}
+	}
+	r, busy := c.rows[row]
+	if !busy {
+		c.rows[row] = &combineRow{}
+		return true
+	}
+	r.waiting = append(r.waiting, m)
+	return false
+}
+
+// next ends the batch in flight for row and hands the row to the next:
+// up to limit of the statements waiting, led by the first of them.
+func (c *combiner) next(row string, limit int) {
+	c.mu.Lock()
+	r := c.rows[row]
+	if r == nil || len(r.waiting) == 0 {
+		delete(c.rows, row)
+		c.mu.Unlock()
+		return
+	}
+	n := min(maxOr(limit), len(r.waiting))
+	batch := slices.Clone(r.waiting[:n])
+	r.waiting = slices.Clone(r.waiting[n:])
+	c.mu.Unlock()
+	batch[0].turn <- combineTurn{lead: batch}
+}
+
+func maxOr(n int) int {
+	if n <= 0 {
+		return rules.DefaultCombineMaxBatch
+	}
+	return n
+}
+
+// combineState is what a session keeps for combining.
+type combineState struct {
+	// off: the session did something after which its UPDATE may not be
+	// what the same text runs on another connection (LOCK TABLES, a
+	// temporary table, stored code or text lockproxy cannot see); it
+	// combines no more until it is reset.
+	off bool
+	// owed: the session's last statement was answered from a batch, so
+	// its backend connection did not run it: ROW_COUNT() and the
+	// diagnostics area there are not what the client expects, until
+	// settleOwed runs a statement that leaves them so (owedCount).
+	owed      bool
+	owedCount uint64
+}
+
+// combineCandidate is a statement combinable on the row named row.
+type combineCandidate struct {
+	c    *parser.Combinable
+	rule *rules.Rule
+	row  string
+}
+
+// combinable reports whether r, planned as pl, runs combined: its rule
+// combines, it is a relative UPDATE of the rule's column naming one row
+// by its whole key (parser.CombineUpdate), and nothing of the session or
+// the plan asks for more than a batch can answer exactly.
+func (s *session) combinable(r request, pl plan) (combineCandidate, bool) {
+	rule := pl.rewrite.rule
+	if rule == nil || !rule.Combines() || r.an == nil || s.srv.combine.isUnfit(s.srv.ruleSet(), rule.Name) {
+		return combineCandidate{}, false
+	}
+	if why := s.combineRefusal(r, pl); why != "" {
+		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", why))
+		return combineCandidate{}, false
+	}
+	params := r.stepParams()
+	if params == nil {
+		params = []any{}
+	}
+	c, reason, err := parser.CombineUpdate(r.an.Stmts[0], rule.Rewrite.Column, rule.Key, params)
+	if err != nil || reason != "" {
+		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", reason), zap.Error(err))
+		return combineCandidate{}, false
+	}
+	return combineCandidate{c: c, rule: rule, row: pl.rewrite.keys[0].Name}, true
+}
+
+// combineRefusal says why the session or the plan keeps r from being
+// combined; "" when nothing does.
+func (s *session) combineRefusal(r request, pl plan) string {
+	an := r.an
+	switch {
+	case an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate:
+		return "not one UPDATE"
+	case s.comb.off:
+		return "the session locked tables, made a temporary table or ran text lockproxy cannot see"
+	case s.inTxn():
+		return "in a transaction or autocommit off"
+	case s.locks != nil && s.locks.Len() > 0:
+		return "the session holds locks"
+	case s.moreFollows || s.splitPieces > 0:
+		return "multi-statement text"
+	case s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.unsafeCharset:
+		return "session escaping"
+	case r.longSent:
+		return "long data"
+	case len(pl.rewrite.keys) != 1:
+		return "not one row"
+	case pl.fence.rule != nil:
+		return "fenced"
+	case pl.storedCode:
+		return "stored code, a trigger or a cascading foreign key"
+	case pl.unkeyed || pl.guard.reject != nil || pl.guard.seen != nil || pl.needParams:
+		return "the plan refuses, observes or lacks values"
+	case len(pl.guard.keys) > 1 || len(pl.guard.keys) == 1 && pl.guard.keys[0].Name != pl.rewrite.keys[0].Name:
+		return "other rows are locked"
+	}
+	return ""
+}
+
+// noteCombineHazard turns combining off for the session after a statement
+// that may make its UPDATEs differ from the same text on another
+// connection: LOCK TABLES (the leader would wait on the member's table
+// locks), a temporary table that may shadow the rule's table, stored code
+// or text lockproxy cannot see (which may make one).
+func (s *session) noteCombineHazard(an *parser.Analysis) {
+	if s.comb.off || an == nil || !s.srv.ruleSet().Combines() {
+		return
+	}
+	if an.Unparsed {
+		s.comb.off = true
+		return
+	}
+	rs := s.srv.ruleSet()
+	for _, f := range an.Stmts {
+		switch {
+		case f.Kind == parser.KindLockTables, f.Kind == parser.KindCall, f.Kind == parser.KindExecute,
+			f.Kind == parser.KindDDL && strings.Contains(strings.ToLower(f.Text), "temporary"),
+			rs.MayCreateTemporary(f, s.db):
+			s.comb.off = true
+			return
+		}
+	}
+}
+
+// serveCombined runs the combinable r: at once when nothing of its row
+// is in flight (a batch of one is the statement as sent), else queued
+// until it is answered from a batch or leads one.
+func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
+	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
+	cb := &s.srv.combine
+	batch := []*member{m}
+	if !cb.join(cand.row, m) {
+		t := <-m.turn
+		if t.lead == nil {
+			return s.answerCombined(r, pl, cand, t.res)
+		}
+		batch = t.lead
+	}
+	defer func() { cb.next(cand.row, s.combineMax(cand.rule)) }()
+	if len(batch) == 1 {
+		s.srv.metrics.combine.observe(cand.rule.Name, 1)
+		return s.servePlanned(r, pl)
+	}
+	return s.leadBatch(r, pl, cand, batch)
+}
+
+// combineMax is the rule's max_batch as the rules in force say.
+func (s *session) combineMax(rule *rules.Rule) int {
+	if cur := s.srv.ruleSet().Rule(rule.Name); cur != nil && cur.Combine != nil {
+		return cur.Combine.MaxBatch
+	}
+	if rule.Combine != nil {
+		return rule.Combine.MaxBatch
+	}
+	return rules.DefaultCombineMaxBatch
+}
+
+// combineHook, when set (tests), runs at each stage of a batch named
+// by stage ("before commit", "commit sent") on the leader's backend
+// connection; an error it returns is the connection failing there.
+type combineHook func(stage string, b *backendConn) error
+
+// atStage runs the hook, if any.
+func (c *combiner) atStage(stage string, b *backendConn) error {
+	c.mu.Lock()
+	h := c.hook
+	c.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	return h(stage, b)
+}
+
+// setHook installs h (tests).
+func (c *combiner) setHook(h combineHook) {
+	c.mu.Lock()
+	c.hook = h
+	c.mu.Unlock()
+}
+
+// markUnfit turns combining off for a rule whose column the batch found
+// unfit (not a signed integer, several rows for a key), for as long as
+// the rules rs are in force.
+func (c *combiner) markUnfit(rs *rules.RuleSet, rule string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unfit == nil {
+		c.unfit = map[string]*rules.RuleSet{}
+	}
+	c.unfit[rule] = rs
+}
+
+// isUnfit reports whether markUnfit turned rule off under rs.
+func (c *combiner) isUnfit(rs *rules.RuleSet, rule string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unfit[rule] == rs && rs != nil
+}

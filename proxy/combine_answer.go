@@ -1,0 +1,262 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
+	"go.uber.org/zap"
+)
+
+// answerCombined answers a member of a batch as MariaDB would have
+// answered its statement run alone at its place in the batch's order.
+func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res combineResult) error {
+	switch res.outcome {
+	case combineAlone:
+		return s.servePlanned(r, pl)
+	case combineUnknown:
+		s.lastOK = false
+		s.log.Info("the combined batch's commit outcome is unknown; closing the client's connection",
+			zap.String("rule", cand.rule.Name), zap.String("key", cand.row))
+		return errCombineUnknown
+	}
+	if r.execute() {
+		s.srv.metrics.primaryExecute.Inc()
+	} else {
+		s.srv.metrics.primaryQuery.Inc()
+	}
+	s.srv.metrics.combine.combined.WithLabelValues(cand.rule.Name).Inc()
+	s.forget(cand.row)
+	s.diagReplica = false
+	s.noteCombinedWrite(res.gtid)
+	rw := cand.rule.Rewrite
+	step := rewriteStep{rule: cand.rule.Name, mode: rw.Mode, column: rw.Column, key: cand.row, guard: parser.GuardMin,
+		zero: rw.OnConflict == rules.OnConflictZeroRows}
+	if rw.Min != nil {
+		step.min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)
+	}
+	if res.conflict {
+		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteConflicted).Inc()
+		s.srv.audit.Info("rewrite conflict: the guarded update changed no row",
+			zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
+			zap.String("guard", step.guard), zap.Bool("zero_rows", step.zero), zap.Bool("combined", true),
+			zap.Uint32("session", s.id), zap.String("user", s.user))
+		if !step.zero {
+			s.lastOK = false
+			s.comb.owed = false // an error: ROW_COUNT() is -1 on the server too
+			s.afterCommand()
+			return s.writeErrAt(1, raceError(step, "the statement changed nothing"))
+		}
+	} else {
+		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
+	}
+	p, affected := s.combinedOK(res)
+	s.lastOK, s.lastAffected = true, affected
+	s.oweRowCount(affected)
+	s.afterCommand()
+	return s.writeReply(p)
+}
+
+// oweRowCount records that the session's backend connection did not run
+// the statement last answered with n affected rows last (settleOwed).
+func (s *session) oweRowCount(n uint64) {
+	s.comb.owed, s.comb.owedCount = true, n
+}
+
+// combinedOK is the OK MariaDB answers a single-row UPDATE that matched
+// (or not) and changed (or not) the row: affected rows 1 or 0 (matched
+// rows under CLIENT_FOUND_ROWS), no insert id, the session's status, no
+// warnings, and the info string.
+func (s *session) combinedOK(res combineResult) ([]byte, uint64) {
+	var matched, changed uint64
+	if res.matched {
+		matched = 1
+	}
+	if res.changed {
+		changed = 1
+	}
+	affected := changed
+	if s.caps&mysql.CLIENT_FOUND_ROWS != 0 {
+		affected = matched
+	}
+	const perStatement = mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED |
+		mysql.SERVER_STATUS_LAST_ROW_SEND | mysql.SERVER_STATUS_CURSOR_EXISTS | mysql.SERVER_MORE_RESULTS_EXISTS |
+		mysql.SERVER_STATUS_DB_DROPPED | mysql.SERVER_STATUS_METADATA_CHANGED | mysql.SERVER_PS_OUT_PARAMS |
+		mysql.SERVER_SESSION_STATE_CHANGED | mysql.SERVER_QUERY_WAS_SLOW
+	status := s.status&^perStatement | res.index
+	info := fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", matched, changed)
+	b := make([]byte, 0, 64)
+	b = append(b, mysql.OK_HEADER)
+	b = appendLenEncInt(b, affected)
+	b = appendLenEncInt(b, 0)
+	b = binary.LittleEndian.AppendUint16(b, status)
+	b = binary.LittleEndian.AppendUint16(b, 0)
+	// MariaDB writes a non-empty info string length-encoded, with or
+	// without CLIENT_SESSION_TRACK (see session.tracked).
+	b = appendLenEncString(b, info)
+	return b, affected
+}
+
+// noteCombinedWrite is what read-your-writes learns of a member's write:
+// the batch's GTID, learnt on the leader's connection (the member's own
+// ran nothing). Without it the session reads from the primary until its
+// next write of its own.
+func (s *session) noteCombinedWrite(gtid string) {
+	if s.srv.loaded().router == nil {
+		return
+	}
+	if gtid == "" {
+		s.pinnedPrimary = true
+		return
+	}
+	s.lastGTID, s.needGTID = gtid, false
+	if s.srv.config().Backends.RYW() {
+		s.srv.marks.note(s.user, gtid)
+	}
+}
+
+// Statements that leave a session's ROW_COUNT() at 0 or 1 with an empty
+// diagnostics area, as after the single-row UPDATE it was answered for.
+// The variable is NULL after it, as when it was never set.
+const (
+	settleZero = "DO 0"
+	settleOne  = "SELECT NULL INTO @lockproxy_row_count"
+)
+
+// settleOwed, before a command of a session whose last statement was
+// answered from a batch, makes the session's backend connection answer
+// ROW_COUNT(), SHOW WARNINGS, @@warning_count and GET DIAGNOSTICS as
+// after that statement, when the command may read them: a text or
+// prepared statement that names them, or stored code or SQL-level
+// EXECUTE, which lockproxy cannot see into. Any other statement resets
+// them on the server itself.
+func (s *session) settleOwed(p []byte) error {
+	var text []byte
+	switch p[0] {
+	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
+		text = p[1:]
+	case mysql.COM_STMT_EXECUTE:
+		st, ok := s.lookupStmt(p)
+		if !ok {
+			return nil
+		}
+		text = []byte(st.query)
+	case mysql.COM_RESET_CONNECTION, mysql.COM_CHANGE_USER:
+		s.comb.owed = false
+		return nil
+	default:
+		return nil // no statement runs: ROW_COUNT() stays owed
+	}
+	if !readsLastStatement(text) {
+		if p[0] != mysql.COM_STMT_PREPARE {
+			s.comb.owed = false
+		}
+		return nil
+	}
+	q := settleZero
+	if s.comb.owedCount == 1 {
+		q = settleOne
+	}
+	s.comb.owed = false
+	if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
+		if isMySQLErr(err) {
+			s.log.Warn("could not restore ROW_COUNT() after a combined statement", zap.Error(err))
+			return nil
+		}
+		return s.backendFailed(s.be, err)
+	}
+	// Not read again: the variable is lockproxy's own, and a read
+	// would itself change ROW_COUNT().
+	return nil
+}
+
+// lastStatementWords are what a statement that reads the previous one's
+// ROW_COUNT() or diagnostics names, lowercased (CALL and EXECUTE run
+// text lockproxy cannot see).
+var lastStatementWords = [][]byte{[]byte("row_count"), []byte("warning"), []byte("error"), []byte("diagnostics"),
+	[]byte("call"), []byte("execute")}
+
+// readsLastStatement reports whether text may read what its session's
+// previous statement left (a lexical test: a word anywhere counts).
+func readsLastStatement(text []byte) bool {
+	low := bytes.ToLower(text)
+	for _, w := range lastStatementWords {
+		if bytes.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// learnBatchOutcome learns, on a new connection, whether the batch whose
+// COMMIT was sent on a connection that then died committed: it waits for
+// that connection's thread to end on the server (its transaction is then
+// committed or rolled back), then reads the row. With a locking rule the
+// batch still holds the row's lock, so the value tells exactly; with an
+// optimistic rule a write from another instance may hide it ("unknown").
+// The row takes its next batch only after this.
+func (s *session) learnBatchOutcome(cand combineCandidate, batch []*member, run batchRun, cause error) {
+	outcome := s.readBatchOutcome(cand, run)
+	ids := make([]uint32, len(batch))
+	for i, m := range batch {
+		ids[i] = m.s.id
+	}
+	s.srv.metrics.combine.unknown.WithLabelValues(cand.rule.Name, outcome).Inc()
+	s.srv.audit.Warn("combined batch: the connection died after COMMIT was sent; its members' connections were closed",
+		zap.String("rule", cand.rule.Name), zap.String("key", cand.row), zap.String("outcome", outcome),
+		zap.Int64("before", run.before), zap.Int64("after", run.after), zap.Uint32s("sessions", ids), zap.Error(cause))
+}
+
+// Outcomes learnBatchOutcome finds.
+const (
+	batchCommitted  = "committed"
+	batchRolledBack = "rolled_back"
+	batchNoChange   = "no_change"
+	batchUnknown    = "unknown"
+)
+
+func (s *session) readBatchOutcome(cand combineCandidate, run batchRun) string {
+	if run.after == run.before {
+		return batchNoChange
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	be, err := s.srv.pool.get(ctx, s.backendKey())
+	if err != nil {
+		return batchUnknown
+	}
+	defer s.srv.pool.put(be)
+	_ = be.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	defer func() { _ = be.nc.SetDeadline(time.Time{}) }()
+	gone := fmt.Sprintf("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d", run.thread)
+	for {
+		v, err := be.queryValue(gone)
+		if err != nil {
+			return batchUnknown
+		}
+		if string(v) == "0" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return batchUnknown
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	row, err := readCombinedRow(be, cand.c.Select)
+	switch {
+	case err != nil || row.rows != 1:
+		return batchUnknown
+	case row.value == run.after:
+		return batchCommitted
+	case row.value == run.before:
+		return batchRolledBack
+	}
+	return batchUnknown
+}

@@ -1,0 +1,403 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"go.uber.org/zap"
+)
+
+// combineLimit bounds the row's value and each delta a batch works with:
+// within it no sum or difference MariaDB computes for a member (its
+// assignment, its floor) leaves BIGINT, so the batch's arithmetic is the
+// server's. A batch that would leave it runs its members alone.
+const combineLimit = 1 << 62
+
+// errBatchAbandoned says why a batch ran nothing: its members run alone.
+var errBatchAbandoned = errors.New("proxy: combined batch abandoned before its commit")
+
+// leadBatch runs batch (s's own statement first) as one transaction on
+// s's backend connection and answers s's client; the other members are
+// told how their statements ended. Whatever happens, every member is told
+// exactly once.
+func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member) error {
+	results := make([]combineResult, len(batch))
+	told := false
+	tell := func(out combineOutcome) {
+		for i, m := range batch[1:] {
+			res := results[i+1]
+			if out != combineDone {
+				res = combineResult{outcome: out}
+			}
+			m.turn <- combineTurn{res: res}
+		}
+		told = true
+	}
+	defer func() {
+		if !told {
+			tell(combineAlone)
+		}
+	}()
+	out, run, err := s.runBatch(pl, cand, batch, results)
+	switch out {
+	case combineDone:
+		s.srv.metrics.combine.observe(cand.rule.Name, len(batch))
+		tell(combineDone)
+		return s.answerCombined(r, pl, cand, results[0])
+	case combineUnknown:
+		tell(combineUnknown)
+		s.learnBatchOutcome(cand, batch, run, err)
+		return s.backendFailed(s.be, err)
+	}
+	tell(combineAlone)
+	if s.be.broken {
+		return s.backendFailed(s.be, err)
+	}
+	s.log.Debug("combined batch ran nothing; its statements run alone", zap.String("rule", cand.rule.Name), zap.Error(err))
+	s.releaseLocks() // taken again, if still needed, as the statement runs alone
+	return s.servePlanned(r, pl)
+}
+
+// batchRun is one batch's view of the row, for learnBatchOutcome.
+type batchRun struct {
+	before, after int64
+	thread        uint32 // the backend thread that ran it
+}
+
+// runBatch runs the batch's transaction: the row's lock (a locking rule),
+// START TRANSACTION, the row read FOR UPDATE, each member decided in
+// order against the running value, one UPDATE of the net change, COMMIT.
+// combineAlone: nothing was committed (COMMIT was not sent, or answered
+// with an error); combineUnknown: the connection failed once COMMIT was
+// sent.
+func (s *session) runBatch(pl plan, cand combineCandidate, batch []*member, results []combineResult) (out combineOutcome, run batchRun, err error) {
+	out, err = s.runBatchTxn(pl, cand, batch, results, &run)
+	return out, run, err
+}
+
+func (s *session) runBatchTxn(pl plan, cand combineCandidate, batch []*member, results []combineResult, runOut *batchRun) (combineOutcome, error) {
+	if len(pl.guard.keys) > 0 && s.srv.locker != nil {
+		ctx, cancel := context.WithTimeout(s.hardCtx, pl.guard.waitTimeout)
+		err := s.acquire(ctx, pl.guard)
+		cancel()
+		if err != nil {
+			return combineAlone, fmt.Errorf("%w: lock: %w", errBatchAbandoned, err)
+		}
+	}
+	b := s.be
+	s.src = b
+	defer func() { s.status = b.status }()
+	if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, "START TRANSACTION"...)); err != nil {
+		return s.abandonBatch(err)
+	}
+	row, err := readCombinedRow(b, cand.c.Select)
+	if err != nil {
+		return s.abandonBatch(err)
+	}
+	if why := row.unfit(); why != "" {
+		s.srv.combine.markUnfit(s.srv.ruleSet(), cand.rule.Name)
+		s.log.Info("combining is off for this rule: its column cannot be combined exactly",
+			zap.String("rule", cand.rule.Name), zap.String("reason", why))
+		return s.abandonBatch(fmt.Errorf("%w: %s", errBatchAbandoned, why))
+	}
+	run, ok := decideBatch(cand, batch, row, results)
+	if !ok {
+		return s.abandonBatch(fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
+	}
+	if net := run.after - run.before; net != 0 {
+		q, err := cand.c.Update(net)
+		if err != nil {
+			return s.abandonBatch(err)
+		}
+		affected, err := execAffected(b, q)
+		if err == nil && affected != 1 {
+			err = fmt.Errorf("%w: the net UPDATE changed %d rows", errBatchAbandoned, affected)
+		}
+		if err != nil {
+			return s.abandonBatch(err)
+		}
+	}
+	if s.locks != nil && s.locks.Len() > 0 && (s.locks.Err() != nil || !s.locks.Valid()) {
+		return s.abandonBatch(fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
+	}
+	run.thread = b.threadID
+	*runOut = run
+	if err := s.srv.combine.atStage("before commit", b); err != nil {
+		return s.abandonBatch(err)
+	}
+	if out, err := s.commitBatch(b); out != combineDone {
+		return out, err
+	}
+	gtid := s.batchGTID(b)
+	for i := range results {
+		results[i].outcome, results[i].index, results[i].gtid = combineDone, row.index, gtid
+	}
+	return combineDone, nil
+}
+
+// commitBatch sends COMMIT and reads its answer.
+func (s *session) commitBatch(b *backendConn) (combineOutcome, error) {
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "COMMIT"...)); err != nil {
+		return combineUnknown, err
+	}
+	if err := s.srv.combine.atStage("commit sent", b); err != nil {
+		b.broken = true
+		return combineUnknown, err
+	}
+	_, p, err := b.r.readPhysical()
+	switch {
+	case err != nil:
+		b.broken = true
+		return combineUnknown, err
+	case len(p) > 0 && p[0] == mysql.ERR_HEADER:
+		return s.abandonBatch(parseErrPayload(p))
+	case len(p) == 0 || p[0] != mysql.OK_HEADER:
+		b.broken = true
+		return combineUnknown, fmt.Errorf("proxy: unexpected reply to a combined batch's COMMIT")
+	}
+	if st, ok := okStatus(p); ok {
+		b.status = st
+	}
+	return combineDone, nil
+}
+
+// batchGTID is the batch's GTID when read-your-writes needs it ("" when
+// not, or when it cannot be read: members then read from the primary).
+func (s *session) batchGTID(b *backendConn) string {
+	if s.srv.loaded().router == nil || !s.srv.config().Backends.RYW() {
+		return ""
+	}
+	v, err := b.queryValue("SELECT @@last_gtid")
+	if err != nil {
+		return ""
+	}
+	return string(v)
+}
+
+// abandonBatch rolls back a batch whose COMMIT was not sent: its
+// members run alone.
+func (s *session) abandonBatch(cause error) (combineOutcome, error) {
+	b := s.be
+	if !b.broken {
+		_ = b.nc.SetDeadline(time.Now().Add(rollbackTimeout))
+		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil && !isMySQLErr(err) {
+			b.broken = true
+		}
+		_ = b.nc.SetDeadline(time.Time{})
+	}
+	if cause == nil {
+		cause = errBatchAbandoned
+	}
+	return combineAlone, cause
+}
+
+// decideBatch decides each member in arrival order against the running
+// value, as MariaDB would have run them one after another: a member
+// whose floor holds changes the value by its delta, unless the rule's
+// min would be crossed (a conflict, answered as the rewrite answers it).
+// ok is false when a value would leave the column's range.
+func decideBatch(cand combineCandidate, batch []*member, row combinedRow, results []combineResult) (batchRun, bool) {
+	run := batchRun{before: row.value, after: row.value}
+	if row.rows == 0 {
+		return run, true // no row: no member matches
+	}
+	v := row.value
+	var floor *big.Rat
+	if rw := cand.rule.Rewrite; rw != nil && rw.Min != nil {
+		floor = new(big.Rat).SetFloat64(*rw.Min)
+	}
+	for i, m := range batch {
+		c := m.c
+		if c.Delta > combineLimit || c.Delta < -combineLimit {
+			return run, false
+		}
+		if c.HasFloor && v < c.Floor {
+			continue
+		}
+		next := v + c.Delta
+		if floor != nil && floor.Cmp(new(big.Rat).SetInt64(next)) > 0 {
+			results[i].conflict = true
+			continue
+		}
+		if next < row.lo || next > row.hi {
+			return run, false
+		}
+		results[i].matched, results[i].changed = true, c.Delta != 0
+		v = next
+	}
+	run.after = v
+	return run, true
+}
+
+// combinedRow is the batch's read of the row: its value, the range of
+// the column's type, and what makes it unfit for combining.
+type combinedRow struct {
+	value    int64
+	lo, hi   int64
+	rows     int
+	null     bool
+	typ      byte
+	unsigned bool
+	index    uint16 // SERVER_QUERY_NO_*INDEX_USED of the read
+}
+
+// unfit says why the row's column cannot be combined exactly ("" when it
+// can): not one row, NULL, not a signed integer type.
+func (r combinedRow) unfit() string {
+	switch {
+	case r.rows > 1:
+		return "the key names several rows"
+	case r.null:
+		return "the column is NULL"
+	case r.unsigned:
+		return "the column is UNSIGNED (MariaDB errors where a signed one goes below 0)"
+	case r.hi == 0:
+		return "the column is not an integer"
+	}
+	return ""
+}
+
+// integerRange is the range of a signed integer column type, within
+// combineLimit; hi is 0 for any other type.
+func integerRange(typ byte) (lo, hi int64) {
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		return math.MinInt8, math.MaxInt8
+	case mysql.MYSQL_TYPE_SHORT:
+		return math.MinInt16, math.MaxInt16
+	case mysql.MYSQL_TYPE_INT24:
+		return -1 << 23, 1<<23 - 1
+	case mysql.MYSQL_TYPE_LONG:
+		return math.MinInt32, math.MaxInt32
+	case mysql.MYSQL_TYPE_LONGLONG:
+		return -combineLimit, combineLimit
+	}
+	return 0, 0
+}
+
+// readCombinedRow runs the batch's locking read and reads its one column.
+// A row that does not exist reads as rows 0 (every member matches
+// nothing).
+func readCombinedRow(b *backendConn, q string) (combinedRow, error) {
+	var row combinedRow
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
+		return row, err
+	}
+	p, err := b.read()
+	if err != nil {
+		return row, err
+	}
+	if p[0] == mysql.ERR_HEADER {
+		return row, parseErrPayload(p)
+	}
+	if n, _, _, err := readLenEncInt(p, 0); err != nil || n != 1 {
+		b.broken = true
+		return row, fmt.Errorf("proxy: the combined read answered %d columns", n)
+	}
+	if p, err = b.read(); err != nil {
+		return row, err
+	}
+	if err := row.column(p); err != nil {
+		b.broken = true
+		return row, err
+	}
+	if err := b.skipColumns(0); err != nil {
+		return row, err
+	}
+	deprecate := b.key.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+	for {
+		p, err := b.read()
+		if err != nil {
+			return row, err
+		}
+		if p[0] == mysql.ERR_HEADER {
+			return row, parseErrPayload(p)
+		}
+		if isEOF(p, deprecate) {
+			b.status = resultStatus(p, deprecate)
+			row.index = b.status & (mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED)
+			if row.rows == 0 {
+				row.lo, row.hi = integerRange(row.typ) // no row: nothing to decide
+			}
+			return row, nil
+		}
+		row.rows++
+		if row.rows == 1 {
+			if err := row.read(p); err != nil {
+				b.broken = true
+				return row, err
+			}
+		}
+	}
+}
+
+// column reads the column definition's type and UNSIGNED flag.
+func (r *combinedRow) column(p []byte) error {
+	pos := 0
+	for range 6 {
+		_, next, err := readLenEncString(p, pos)
+		if err != nil {
+			return err
+		}
+		pos = next
+	}
+	_, pos, _, err := readLenEncInt(p, pos)
+	if err != nil || pos+9 > len(p) {
+		return errors.New("proxy: short column definition")
+	}
+	r.typ = p[pos+6]
+	r.unsigned = p[pos+7]&mysql.UNSIGNED_FLAG != 0
+	return nil
+}
+
+// read reads the value of the row's one column.
+func (r *combinedRow) read(p []byte) error {
+	if p[0] == 0xfb {
+		r.null = true
+		return nil
+	}
+	v, _, err := readLenEncString(p, 0)
+	if err != nil {
+		return err
+	}
+	r.lo, r.hi = integerRange(r.typ)
+	if r.hi == 0 || r.unsigned {
+		return nil
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n < r.lo || n > r.hi {
+		r.hi = 0 // outside what the batch computes with: not combined
+		return nil
+	}
+	r.value = n
+	return nil
+}
+
+// execAffected runs an UPDATE lockproxy built and returns its affected
+// rows.
+func execAffected(b *backendConn, q string) (uint64, error) {
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
+		return 0, err
+	}
+	p, err := b.read()
+	switch {
+	case err != nil:
+		return 0, err
+	case p[0] == mysql.ERR_HEADER:
+		return 0, parseErrPayload(p)
+	case p[0] != mysql.OK_HEADER:
+		b.broken = true
+		return 0, fmt.Errorf("proxy: unexpected reply 0x%x to a combined UPDATE", p[0])
+	}
+	n, _, _, err := readLenEncInt(p, 1)
+	if st, ok := okStatus(p); ok {
+		b.status = st
+	}
+	return n, err
+}

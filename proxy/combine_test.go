@@ -1,0 +1,410 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// comboRules is a combining rule on db.sku_stock: locking (lock: [write],
+// the batch holds the row's lock) or optimistic (lock: []).
+func comboRules(db string, locking bool) func(*rules.Config) {
+	return func(c *rules.Config) {
+		lock := []string{}
+		if locking {
+			lock = []string{rules.LockWrite}
+		}
+		zero := 0.0
+		c.Rules = []rules.Rule{{Name: "sku", Table: db + ".sku_stock", Key: []string{"sku_id"}, Lock: lock,
+			OnUnkeyed: rules.OnUnkeyedReject, OnUnkeyedRead: rules.OnUnkeyedAllow, Mode: rules.ModeEnforce,
+			WaitTimeout: rules.Duration(30 * time.Second),
+			Rewrite: &rules.Rewrite{Column: "stock", Mode: rules.RewriteDelta, Min: &zero, Scope: rules.ScopeTransaction,
+				OnConflict: rules.OnConflictError, OnUnpaired: rules.OnUnpairedAllow},
+			Combine: &rules.Combine{MaxBatch: rules.DefaultCombineMaxBatch}}}
+	}
+}
+
+// comboBed is two lockproxy instances sharing one Redis in front of the
+// bed's primary, and a fresh database with the stock table.
+type comboBed struct {
+	db       string
+	p        [2]*testProxy
+	rdb      *redis.Client
+	prefix   string
+	stmtText string
+	stmtPrep string
+}
+
+const comboTTL = 900 * time.Millisecond
+
+func startComboBed(t *testing.T, locking bool) *comboBed {
+	t.Helper()
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	mustExec(t, base.direct(t, db, ""),
+		"CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, CONSTRAINT stock_nonneg CHECK (stock >= 0))")
+	rdb, prefix := testRedis(t)
+	cb := &comboBed{db: db, rdb: rdb, prefix: prefix,
+		stmtText: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1",
+		stmtPrep: "UPDATE sku_stock SET stock = stock - ? WHERE sku_id = ? AND stock >= ?"}
+	for i := range cb.p {
+		cb.p[i] = observedProxy(t, observed{edit: comboRules(db, locking), log: zap.NewNop(),
+			locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+				return redislock.New(rdb, &redislock.Options{TTL: comboTTL, Prefix: prefix, Logger: log, Metrics: m})
+			}})
+	}
+	return cb
+}
+
+// comboClient is one buyer: a raw connection that sends the sale's
+// UPDATE as text or as a prepared execute and returns the answer packet.
+type comboClient struct {
+	c      *client.Conn
+	stmtID uint32
+}
+
+func (cb *comboBed) dial(t *testing.T, addr string, prepared bool, caps ...uint32) *comboClient {
+	t.Helper()
+	opt := func(c *client.Conn) error {
+		c.UnsetCapability(mysql.CLIENT_QUERY_ATTRIBUTES)
+		c.UnsetCapability(mysql.CLIENT_DEPRECATE_EOF)
+		for _, f := range caps {
+			if err := c.SetCapability(f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bed := testbedFor(t)
+	c, err := client.ConnectWithDialer(ctx, "tcp", addr, bed.User, bed.Password, cb.db, (&net.Dialer{}).DialContext, opt)
+	if err != nil {
+		t.Fatalf("connect %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cc := &comboClient{c: c}
+	if prepared {
+		p, err := cc.do(append([]byte{mysql.COM_STMT_PREPARE}, cb.stmtPrep...))
+		if err != nil || p[0] != mysql.OK_HEADER {
+			t.Fatalf("prepare: %v %x", err, p)
+		}
+		cc.stmtID = binary.LittleEndian.Uint32(p[1:])
+		for range 3 + 1 { // three parameter definitions and their EOF
+			if _, err := cc.readPacket(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return cc
+}
+
+func (cc *comboClient) readPacket() ([]byte, error) {
+	_ = cc.c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	return cc.c.ReadPacket()
+}
+
+// do sends one command and returns the first packet of its answer.
+func (cc *comboClient) do(payload []byte) ([]byte, error) {
+	cc.c.ResetSequence()
+	if err := cc.c.WritePacket(append(make([]byte, 4), payload...)); err != nil {
+		return nil, err
+	}
+	return cc.readPacket()
+}
+
+// buy sends the sale's UPDATE of row key and returns its answer packet.
+func (cc *comboClient) buy(cb *comboBed, key int64) ([]byte, error) {
+	if cc.stmtID == 0 {
+		return cc.do(fmt.Appendf([]byte{mysql.COM_QUERY}, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d AND stock >= 1", key))
+	}
+	b := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_EXECUTE}, cc.stmtID)
+	b = binary.LittleEndian.AppendUint32(append(b, 0), 1)
+	b = append(b, 0, 1, mysql.MYSQL_TYPE_LONGLONG, 0, mysql.MYSQL_TYPE_LONGLONG, 0, mysql.MYSQL_TYPE_LONGLONG, 0)
+	for _, v := range []int64{1, key, 1} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return cc.do(b)
+}
+
+// rowCount asks the session's ROW_COUNT() (a text query's one value).
+func (cc *comboClient) rowCount() (string, error) {
+	p, err := cc.do(append([]byte{mysql.COM_QUERY}, "SELECT ROW_COUNT()"...))
+	if err != nil {
+		return "", err
+	}
+	if p[0] == mysql.ERR_HEADER {
+		return "", fmt.Errorf("ROW_COUNT(): %x", p)
+	}
+	var val string
+	for i := 0; ; i++ {
+		p, err := cc.readPacket()
+		if err != nil {
+			return "", err
+		}
+		if p[0] == mysql.EOF_HEADER && len(p) < 9 {
+			if i > 1 {
+				return val, nil
+			}
+			continue
+		}
+		if i == 2 { // column, EOF, row
+			v, _, _, _ := mysql.LengthEncodedString(p)
+			val = string(v)
+		}
+	}
+}
+
+// oracleAnswers are MariaDB's own answers to the sale's UPDATE, asked
+// directly with the same capabilities: one that bought, one that found
+// no stock.
+func (cb *comboBed) oracleAnswers(t *testing.T, prepared bool, caps ...uint32) (bought, none []byte) {
+	t.Helper()
+	mustExec(t, cb.p[0].direct(t, cb.db, ""), "REPLACE INTO sku_stock VALUES (2, 1)")
+	d := cb.dial(t, testbedFor(t).PrimaryAddr, prepared, caps...)
+	var err error
+	if bought, err = d.buy(cb, 2); err != nil {
+		t.Fatal(err)
+	}
+	if none, err = d.buy(cb, 2); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(bought, none) || bought[0] != mysql.OK_HEADER || none[0] != mysql.OK_HEADER {
+		t.Fatalf("MariaDB's answers: %x and %x", bought, none)
+	}
+	return bought, none
+}
+
+// saleTally is what the buyers saw.
+type saleTally struct {
+	bought, lost, wrongAnswers, wrongCounts atomic.Int64
+	mu                                      sync.Mutex
+	firstWrong                              string
+}
+
+func (s *saleTally) wrong(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstWrong == "" {
+		s.firstWrong = fmt.Sprintf(format, args...)
+	}
+}
+
+// runComboSale sells stock units of row 1 to clients buyers spread over
+// the two instances, each buying until MariaDB-exact "no stock" answer;
+// every answer must be MariaDB's own bytes, and ROW_COUNT() after it what
+// MariaDB says after it. A buyer whose connection closes stops (lost).
+func (cb *comboBed) runComboSale(t *testing.T, clients, stock int, prepared bool, caps ...uint32) *saleTally {
+	t.Helper()
+	bought, none := cb.oracleAnswers(t, prepared, caps...)
+	mustExec(t, cb.p[0].direct(t, cb.db, ""), fmt.Sprintf("REPLACE INTO sku_stock VALUES (1, %d)", stock))
+	buyers := make([]*comboClient, clients)
+	for i := range buyers {
+		buyers[i] = cb.dial(t, cb.p[i%2].addr, prepared, caps...)
+	}
+	var tally saleTally
+	var wg sync.WaitGroup
+	for i, b := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				p, err := b.buy(cb, 1)
+				if err != nil {
+					tally.lost.Add(1)
+					return
+				}
+				want := "1"
+				switch {
+				case bytes.Equal(p, bought):
+					tally.bought.Add(1)
+				case bytes.Equal(p, none):
+					want = "0"
+				default:
+					tally.wrongAnswers.Add(1)
+					tally.wrong("buyer %d: answer %x, MariaDB answers %x or %x", i, p, bought, none)
+					return
+				}
+				if n%7 == 0 || want == "0" {
+					got, err := b.rowCount()
+					if err != nil {
+						tally.lost.Add(1)
+						return
+					}
+					if got != want {
+						tally.wrongCounts.Add(1)
+						tally.wrong("buyer %d: ROW_COUNT() %s after answer %x, want %s", i, got, p, want)
+					}
+				}
+				if want == "0" {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return &tally
+}
+
+func (cb *comboBed) stock(t *testing.T) int64 {
+	t.Helper()
+	var v int64
+	if err := cb.p[0].direct(t, cb.db, "").QueryRow("SELECT stock FROM sku_stock WHERE sku_id = 1").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (cb *comboBed) combined(t *testing.T) float64 {
+	return value(t, cb.p[0].reg, "lockproxy_combined_statements_total", "rule=sku") +
+		value(t, cb.p[1].reg, "lockproxy_combined_statements_total", "rule=sku")
+}
+
+// TestCombineSale sells 5,000 units of one row to 64 clients through two
+// instances, text and prepared, under a locking and an optimistic rule:
+// exactly 5,000 buy, the stock ends at 0 (a CHECK keeps it from going
+// below), every answer is byte for byte MariaDB's, and ROW_COUNT()
+// answers as after the client's own statement.
+func TestCombineSale(t *testing.T) {
+	for _, locking := range []bool{true, false} {
+		for _, prepared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("locking=%v/prepared=%v", locking, prepared), func(t *testing.T) {
+				cb := startComboBed(t, locking)
+				const stock = 5000
+				tally := cb.runComboSale(t, 64, stock, prepared)
+				if tally.firstWrong != "" {
+					t.Errorf("%d wrong answers, %d wrong ROW_COUNT(): first: %s", tally.wrongAnswers.Load(), tally.wrongCounts.Load(), tally.firstWrong)
+				}
+				if got := tally.bought.Load(); got != stock || tally.lost.Load() != 0 {
+					t.Errorf("%d bought, %d connections lost; want %d bought, none lost", got, tally.lost.Load(), stock)
+				}
+				if final := cb.stock(t); final != 0 {
+					t.Errorf("final stock %d, want 0", final)
+				}
+				if cb.combined(t) == 0 {
+					t.Errorf("no statement was combined")
+				}
+				t.Logf("combined %v of %d statements", cb.combined(t), stock)
+			})
+		}
+	}
+}
+
+// TestCombineFoundRows: a client with CLIENT_FOUND_ROWS and
+// CLIENT_SESSION_TRACK gets MariaDB's answers for those flags.
+func TestCombineFoundRows(t *testing.T) {
+	cb := startComboBed(t, false)
+	tally := cb.runComboSale(t, 16, 800, false, mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_SESSION_TRACK)
+	if tally.firstWrong != "" || tally.bought.Load() != 800 || tally.lost.Load() != 0 {
+		t.Errorf("bought %d lost %d; first wrong: %s", tally.bought.Load(), tally.lost.Load(), tally.firstWrong)
+	}
+	if final := cb.stock(t); final != 0 {
+		t.Errorf("final stock %d, want 0", final)
+	}
+}
+
+// TestCombineFaults breaks the first batch of two or more on instance 0:
+// its backend connection dies before COMMIT (its members run alone, the
+// leader's client loses its connection, nothing of it is applied) or
+// once COMMIT was sent (every member's client loses its connection and
+// lockproxy learns whether it committed); or the batch's lease is lost
+// before COMMIT (its members run alone). In each case no unit is sold
+// twice or lost: the stock left is the stock less what clients were told
+// they bought, less, when the lost batch committed, its members.
+func TestCombineFaults(t *testing.T) {
+	for _, fault := range []string{"before commit", "commit sent", "lease lost"} {
+		t.Run(fault, func(t *testing.T) {
+			cb := startComboBed(t, true)
+			var fired atomic.Bool
+			stage := fault
+			if fault == "lease lost" {
+				stage = "before commit"
+			}
+			cb.p[0].srv.combine.setHook(func(at string, b *backendConn) error {
+				if at != stage || !fired.CompareAndSwap(false, true) {
+					return nil
+				}
+				if fault == "lease lost" {
+					cb.takeOverLock(t)
+					return nil
+				}
+				_ = b.nc.Close()
+				b.broken = true
+				return fmt.Errorf("the test closed the connection %s", at)
+			})
+			const stock = 3000
+			tally := cb.runComboSale(t, 32, stock, false)
+			if !fired.Load() {
+				t.Fatal("no batch of two or more ran on instance 0")
+			}
+			if tally.firstWrong != "" {
+				t.Errorf("first wrong: %s", tally.firstWrong)
+			}
+			final := cb.stock(t)
+			bought, lost := tally.bought.Load(), tally.lost.Load()
+			applied := int64(0)
+			switch fault {
+			case "before commit":
+				if lost != 1 {
+					t.Errorf("%d clients lost their connection, want the leader's alone", lost)
+				}
+			case "commit sent":
+				committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
+				rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
+				if committed+rolled != 1 || lost < 2 {
+					t.Fatalf("outcome committed %v rolled back %v, %d connections lost: want one learnt outcome, its members' connections closed", committed, rolled, lost)
+				}
+				if committed == 1 {
+					applied = lost
+				}
+			case "lease lost":
+				if lost != 0 {
+					t.Errorf("%d clients lost their connection, want none", lost)
+				}
+				if v := value(t, cb.p[0].reg, "lockproxy_lock_lease_lost_total", "rule=sku"); v < 1 {
+					t.Errorf("lease lost %v times", v)
+				}
+			}
+			if bought+applied+final != stock {
+				t.Errorf("books: %d bought + %d applied in the lost batch + %d left != %d", bought, applied, final, stock)
+			}
+			t.Logf("%s: bought %d, lost connections %d, left %d", fault, bought, lost, final)
+		})
+	}
+}
+
+// takeOverLock gives the row's lock in Redis to another holder and waits
+// until instance 0 has found its lease lost.
+func (cb *comboBed) takeOverLock(t *testing.T) {
+	ctx := context.Background()
+	keys, err := cb.rdb.Keys(ctx, cb.prefix+"*").Result()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, k := range keys {
+		if typ, _ := cb.rdb.Type(ctx, k).Result(); typ == "hash" {
+			if tok, _ := cb.rdb.HGet(ctx, k, "tok").Result(); tok != "" {
+				_ = cb.rdb.HSet(ctx, k, "tok", "taken-over-by-the-test").Err()
+			}
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for value(t, cb.p[0].reg, "lockproxy_lock_lease_lost_total", "rule=sku") < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
