@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -193,14 +194,22 @@ func (s *session) combineRefusal(r request, pl plan) string {
 		return "session escaping"
 	case r.longSent:
 		return "long data"
+	}
+	return planCombineRefusal(pl)
+}
+
+// planCombineRefusal says why a plan keeps its UPDATE from being
+// combined, whatever the session; "" when nothing does.
+func planCombineRefusal(pl plan) string {
+	switch {
 	case len(pl.rewrite.keys) != 1:
 		return "not one row"
 	case pl.fence.rule != nil:
 		return "fenced"
 	case pl.storedCode:
 		return "stored code, a trigger or a cascading foreign key"
-	case pl.unkeyed || pl.guard.reject != nil || pl.guard.seen != nil || pl.needParams:
-		return "the plan refuses, observes or lacks values"
+	case pl.unkeyed || pl.guard.reject != nil || pl.guard.seen != nil:
+		return "the plan refuses or observes"
 	case len(pl.guard.keys) > 1 || len(pl.guard.keys) == 1 && pl.guard.keys[0].Name != pl.rewrite.keys[0].Name:
 		return "other rows are locked"
 	}
@@ -305,4 +314,64 @@ func (c *combiner) isUnfit(rs *rules.RuleSet, rule string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.unfit[rule] == rs && rs != nil
+}
+
+// combineSummary is SHOW LOCKPROXY RULES' combine column: what the rule
+// combines, "" when it does not.
+func combineSummary(r *rules.Rule) string {
+	switch {
+	case r.Combine == nil:
+		return ""
+	case !r.Combines():
+		return "off (the rule observes)"
+	}
+	return fmt.Sprintf("max_batch %d: autocommit UPDATE SET %s = %s ± n by the whole key, at most a floor on %s",
+		r.Combine.MaxBatch, r.Rewrite.Column, r.Rewrite.Column, r.Rewrite.Column)
+}
+
+// explainCombine is explain's word on combining an UPDATE planned as
+// p: "" when no combining rule guards its table.
+func explainCombine(p plan, inTxn bool) string {
+	rule, an := p.rewrite.rule, p.an
+	if rule == nil || rule.Combine == nil || an == nil || an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate {
+		return ""
+	}
+	why := ""
+	switch {
+	case !rule.Combines():
+		why = "the rule observes"
+	case inTxn:
+		why = "in a transaction or autocommit off"
+	case p.needParams: // keys come at execute time
+		if p.fence.rule != nil || p.storedCode {
+			why = "fenced, stored code, a trigger or a cascading foreign key"
+		}
+	default:
+		why = planCombineRefusal(p)
+	}
+	if why != "" {
+		return "no (" + why + ")"
+	}
+	params := make([]any, an.Params)
+	for i := range params {
+		params[i] = int64(1) // an execute's integers; other types are not combined
+	}
+	c, reason, err := parser.CombineUpdate(an.Stmts[0], rule.Rewrite.Column, rule.Key, params)
+	switch {
+	case err != nil:
+		return "no (" + err.Error() + ")"
+	case reason != "":
+		return "no (" + reason + ")"
+	}
+	floor := "no floor"
+	if c.HasFloor && an.Params == 0 {
+		floor = fmt.Sprintf("floor %s >= %d", rule.Rewrite.Column, c.Floor)
+	} else if c.HasFloor {
+		floor = "a floor on " + rule.Rewrite.Column
+	}
+	note := ""
+	if an.Params > 0 {
+		note = "; prepared: when its parameters are integers"
+	}
+	return fmt.Sprintf("yes, in a batch when others of its row are in flight on the instance (%s%s); with its row idle it runs as it would without combining", floor, note)
 }

@@ -25,6 +25,10 @@ type Explanation struct {
 	RouteWhy   string
 	Rewritten  string // the guarded UPDATE sent instead, "" when none
 	RewriteWhy string // why no rewrite applies, when a rewrite rule guards the table
+	// Combined says, for an UPDATE of a combining rule's table, whether
+	// it runs in a combined batch when others of its row are in flight
+	// ("yes: ..." or "no (reason)").
+	Combined string
 	// Observed is what rules in observe mode would have done (outcome,
 	// rule, key or reason), none of which lockproxy does.
 	Observed []string
@@ -73,6 +77,7 @@ func explainIn(env planEnv, sql string, replicas bool, old []byte) (*Explanation
 	}
 	e.explainObserved(g.seen)
 	e.explainRewrite(p.rewrite, old)
+	e.Combined = explainCombine(p, inTxn)
 	e.Route, e.RouteWhy = "primary", p.primaryWhy
 	switch {
 	case e.RouteWhy != "":
@@ -161,6 +166,9 @@ func (e *Explanation) Print(w io.Writer) {
 		fmt.Fprintf(w, "rewritten:  %s\n", e.Rewritten)
 	case e.RewriteWhy != "":
 		fmt.Fprintf(w, "rewritten:  no (%s)\n", e.RewriteWhy)
+	}
+	if e.Combined != "" {
+		fmt.Fprintf(w, "combined:   %s\n", e.Combined)
 	}
 	for _, o := range e.Observed {
 		fmt.Fprintf(w, "observed:   %s\n", o)

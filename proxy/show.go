@@ -109,7 +109,7 @@ func (s *session) showRules() error {
 		}
 		rows = append(rows, []*string{str(r.Name), str(r.Table), str(strings.Join(r.Key, ",")),
 			str(strings.Join(r.Lock, ",")), str(r.Route), str(r.EffectiveWaitTimeout(s.srv.config().Locks).String()),
-			str(r.OnUnkeyed), str(rw)})
+			str(r.OnUnkeyed), str(rw), str(combineSummary(&r))})
 	}
-	return s.writeResult([]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite"}, rows)
+	return s.writeResult([]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite", "combine"}, rows)
 }

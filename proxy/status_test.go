@@ -79,8 +79,8 @@ func TestLocksAreVisible(t *testing.T) {
 		if !found {
 			t.Error("STATUS does not say one lock is held")
 		}
-		var r [8]string
-		if err := p.db(t, db, "").QueryRow("SHOW LOCKPROXY RULES").Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7]); err != nil {
+		var r [9]string
+		if err := p.db(t, db, "").QueryRow("SHOW LOCKPROXY RULES").Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7], &r[8]); err != nil {
 			t.Fatal(err)
 		}
 		if r[0] != "sku-stock" || r[2] != "sku_id" {

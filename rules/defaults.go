@@ -118,7 +118,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 		setStr(&r.OnUnkeyed, OnUnkeyedReject)
 		setStr(&r.OnUnkeyedRead, OnUnkeyedAllow)
 		setStr(&r.Mode, ModeEnforce)
-		if c := r.Combine; c != nil && c.MaxBatch == 0 && !d.isSet(fmt.Sprintf("rules[%d].combine.max_batch", i)) {
+		if c := r.Combine; c != nil && c.MaxBatch == 0 {
 			c.MaxBatch = DefaultCombineMaxBatch
 		}
 		if rw := r.Rewrite; rw != nil {
