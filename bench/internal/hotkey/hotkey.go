@@ -20,6 +20,10 @@ const (
 	TargetJain        = 0.95 // Jain's index over the clients through lockproxy (lock rule), at least
 	TargetVsAppLock   = 3.0  // lockproxy / app-side lock throughput, at least
 	TargetTail        = 4.0  // lockproxy p99 / p50, at most
+	// TargetCombined: the conditional UPDATE through 2 instances with
+	// rules[].combine / the same statement directly, at least (also its
+	// p99 no worse than direct's, and Jain at least TargetJain).
+	TargetCombined = 3.0
 )
 
 const (
@@ -51,6 +55,18 @@ const (
 	// (the plain SELECT, the guarded relative UPDATE, COMMIT) through the
 	// bare Go relay: the floor for the optimistic rule through any proxy.
 	OptimisticRelay = "txn as the optimistic rule sends it, via bare Go relay"
+
+	// CondDirect is the seeds' safe pattern, the anchor of the combining
+	// comparison: the autocommit conditional UPDATE (SET stock = stock - 1
+	// WHERE sku_id = 1 AND stock > 0) sent directly, one InnoDB commit
+	// per statement.
+	CondDirect = "conditional UPDATE, direct"
+	// CombinedLock and CombinedOptimistic send the same statement through
+	// 2 instances whose rule has combine: {} (lock: [write], and lock: []).
+	CombinedLock       = "conditional UPDATE, combine + lock rule, 2 instances"
+	CombinedOptimistic = "conditional UPDATE, combine + optimistic rule, 2 instances"
+	// CombineForUpdate is the FOR UPDATE transaction directly, beside them.
+	CombineForUpdate = ForUpdate
 )
 
 // Scenario is the hot-key benchmark. The zero value is ready to use.
@@ -76,6 +92,9 @@ type Data struct {
 	FairSeconds float64          `json:"fair_seconds"`
 	Waiters     []int            `json:"waiters"`
 	Fairness    []contend.Result `json:"fairness"`
+	// Combine compares the conditional UPDATE directly with it through 2
+	// instances with hot-row combining, and FOR UPDATE directly.
+	Combine []contend.Result `json:"combine,omitempty"`
 	VsAppLock   float64          `json:"vs_app_lock"` // lockproxy / app lock throughput, median of paired rounds
 }
 
@@ -111,6 +130,16 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), opx)
+	cpx, err := e.StartProxies(ctx, 2, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: combineRule(database, "[write]")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), cpx)
+	copx, err := e.StartProxies(ctx, 2, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: combineRule(database, "[]")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), copx)
 	relay, err := e.StartRelay(ctx, env.GoRelay, e.Bed.Primary)
 	if err != nil {
 		return fmt.Errorf("hotkey: %w", err)
@@ -134,8 +163,12 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	if err != nil {
 		return fmt.Errorf("hotkey: %w", err)
 	}
+	combine, err := contend.Interleave(ctx, combineArms(t, cpx, copx), pl.rounds, logf)
+	if err != nil {
+		return fmt.Errorf("hotkey: %w", err)
+	}
 	d := Data{Clients: clients, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(), Main: main,
-		FairSeconds: pl.fairWindow.Seconds(), Waiters: pl.waiters, Fairness: fair}
+		FairSeconds: pl.fairWindow.Seconds(), Waiters: pl.waiters, Fairness: fair, Combine: combine}
 	p, _ := contend.Find(main, Proxy)
 	a, _ := contend.Find(main, AppLock)
 	d.VsAppLock = contend.PairedRatio(p, a, contend.Run.DonePerSec)
@@ -188,4 +221,24 @@ func fairArms(t contend.Timing, px []*env.Proxy, pl plan) []contend.Arm {
 		}
 	}
 	return out
+}
+
+// combineRule is the stock rule with rewrite (delta, min 0) and combine,
+// locking as lock says ("[write]" or "[]").
+func combineRule(db, lock string) string {
+	return fmt.Sprintf("  - name: sku-stock\n    table: %s.%s\n    key: [sku_id]\n    lock: %s\n    rewrite:\n      column: stock\n      mode: delta\n      min: 0\n    combine: {}\n",
+		db, contend.TableName, lock)
+}
+
+// combineArms are the conditional UPDATE directly (the anchor), through 2
+// instances that combine (lock rule, optimistic rule), and the FOR UPDATE
+// transaction directly.
+func combineArms(t contend.Timing, cpx, copx []*env.Proxy) []contend.Arm {
+	cond := func(p contend.Pools) contend.Op { return contend.Atomic(p, contend.HotKey, false) }
+	return []contend.Arm{
+		t.TimedArm(CondDirect, "", nil, cond),
+		t.TimedArm(CombinedLock, CondDirect, cpx[:2], cond),
+		t.TimedArm(CombinedOptimistic, CondDirect, copx[:2], cond),
+		t.TimedArm(CombineForUpdate, CondDirect, nil, txn(true)),
+	}
 }

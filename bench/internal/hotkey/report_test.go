@@ -77,3 +77,24 @@ func TestReport(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestCombineTargets(t *testing.T) {
+	d := Data{Combine: []contend.Result{
+		{Name: CondDirect, P99Ms: 10},
+		{Name: CombinedLock, Baseline: CondDirect, Instances: 2, DoneRatio: 3.2, P99Ms: 9, Jain: 0.97},
+		{Name: CombinedOptimistic, Baseline: CondDirect, Instances: 2, DoneRatio: 2.9, P99Ms: 11, Jain: 0.9},
+	}}
+	ts := combineTargets(d)
+	want := []bool{true, true, true, false, false, false}
+	if len(ts) != len(want) {
+		t.Fatalf("%d targets, want %d", len(ts), len(want))
+	}
+	for i, tg := range ts {
+		if tg.Met != want[i] {
+			t.Errorf("%s: met %v, want %v (got %s)", tg.Name, tg.Met, want[i], tg.Got)
+		}
+	}
+	if len(combineTargets(Data{})) != 0 || combineSection(Data{}) != "" {
+		t.Error("results from before the combining arms gain targets or a section")
+	}
+}
