@@ -133,7 +133,7 @@ type combineState struct {
 	// off: the session did something after which its UPDATE may not be
 	// what the same text runs on another connection (LOCK TABLES, a
 	// temporary table, stored code or text lockproxy cannot see); it
-	// combines no more until it is reset.
+	// combines no more.
 	off bool
 	// owed: the session's last statement was answered from a batch, so
 	// its backend connection did not run it: ROW_COUNT() and the
@@ -374,4 +374,23 @@ func explainCombine(p plan, inTxn bool) string {
 		note = "; prepared: when its parameters are integers"
 	}
 	return fmt.Sprintf("yes, in a batch when others of its row are in flight on the instance (%s%s); with its row idle it runs as it would without combining", floor, note)
+}
+
+// more appends to batch, up to limit members, the statements of row that
+// queued since it was formed: the batch holds the row's locks, so they
+// would only wait for it.
+func (c *combiner) more(row string, batch []*member, limit int) []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.rows[row]
+	if r == nil {
+		return batch
+	}
+	n := min(maxOr(limit)-len(batch), len(r.waiting))
+	if n <= 0 {
+		return batch
+	}
+	batch = append(batch, r.waiting[:n]...)
+	r.waiting = slices.Clone(r.waiting[n:])
+	return batch
 }

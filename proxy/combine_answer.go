@@ -108,17 +108,15 @@ func (s *session) combinedOK(res combineResult) ([]byte, uint64) {
 // ran nothing). Without it the session reads from the primary until its
 // next write of its own.
 func (s *session) noteCombinedWrite(gtid string) {
-	if s.srv.loaded().router == nil {
+	if s.srv.loaded().router == nil || !s.srv.config().Backends.RYW() {
 		return
 	}
-	if gtid == "" {
+	if gtid == "" { // the leader could not read it: rare, and safe
 		s.pinnedPrimary = true
 		return
 	}
 	s.lastGTID, s.needGTID = gtid, false
-	if s.srv.config().Backends.RYW() {
-		s.srv.marks.note(s.user, gtid)
-	}
+	s.srv.marks.note(s.user, gtid)
 }
 
 // Statements that leave a session's ROW_COUNT() at 0 or 1 with an empty

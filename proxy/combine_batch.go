@@ -27,13 +27,13 @@ var errBatchAbandoned = errors.New("proxy: combined batch abandoned before its c
 // told how their statements ended. Whatever happens, every member is told
 // exactly once.
 func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member) error {
-	results := make([]combineResult, len(batch))
+	bt := &combineBatch{members: batch}
 	told := false
 	tell := func(out combineOutcome) {
-		for i, m := range batch[1:] {
-			res := results[i+1]
-			if out != combineDone {
-				res = combineResult{outcome: out}
+		for i, m := range bt.members[1:] {
+			res := combineResult{outcome: out}
+			if out == combineDone {
+				res = bt.results[i+1]
 			}
 			m.turn <- combineTurn{res: res}
 		}
@@ -44,15 +44,15 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 			tell(combineAlone)
 		}
 	}()
-	out, run, err := s.runBatch(pl, cand, batch, results)
+	out, err := s.runBatch(pl, cand, bt)
 	switch out {
 	case combineDone:
-		s.srv.metrics.combine.observe(cand.rule.Name, len(batch))
+		s.srv.metrics.combine.observe(cand.rule.Name, len(bt.members))
 		tell(combineDone)
-		return s.answerCombined(r, pl, cand, results[0])
+		return s.answerCombined(r, pl, cand, bt.results[0])
 	case combineUnknown:
 		tell(combineUnknown)
-		s.learnBatchOutcome(cand, batch, run, err)
+		s.learnBatchOutcome(cand, bt.members, bt.run, err)
 		return s.backendFailed(s.be, err)
 	}
 	tell(combineAlone)
@@ -64,6 +64,14 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 	return s.servePlanned(r, pl)
 }
 
+// combineBatch is one batch: its members in arrival order, what each
+// did, and the row's value before and after it.
+type combineBatch struct {
+	members []*member
+	results []combineResult
+	run     batchRun
+}
+
 // batchRun is one batch's view of the row, for learnBatchOutcome.
 type batchRun struct {
 	before, after int64
@@ -71,17 +79,14 @@ type batchRun struct {
 }
 
 // runBatch runs the batch's transaction: the row's lock (a locking rule),
-// START TRANSACTION, the row read FOR UPDATE, each member decided in
-// order against the running value, one UPDATE of the net change, COMMIT.
-// combineAlone: nothing was committed (COMMIT was not sent, or answered
-// with an error); combineUnknown: the connection failed once COMMIT was
-// sent.
-func (s *session) runBatch(pl plan, cand combineCandidate, batch []*member, results []combineResult) (out combineOutcome, run batchRun, err error) {
-	out, err = s.runBatchTxn(pl, cand, batch, results, &run)
-	return out, run, err
-}
-
-func (s *session) runBatchTxn(pl plan, cand combineCandidate, batch []*member, results []combineResult, runOut *batchRun) (combineOutcome, error) {
+// START TRANSACTION and the row read FOR UPDATE (sent together), then —
+// the row's locks held, so that statements that queued meanwhile join
+// the batch at the end of it — each member decided in order against the
+// running value, one UPDATE of the net change and COMMIT (sent
+// together). combineAlone: nothing was committed (COMMIT was not sent,
+// or nothing of the batch was in what it committed); combineUnknown: the
+// connection failed once COMMIT was sent.
+func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (combineOutcome, error) {
 	if len(pl.guard.keys) > 0 && s.srv.locker != nil {
 		ctx, cancel := context.WithTimeout(s.hardCtx, pl.guard.waitTimeout)
 		err := s.acquire(ctx, pl.guard)
@@ -93,10 +98,7 @@ func (s *session) runBatchTxn(pl plan, cand combineCandidate, batch []*member, r
 	b := s.be
 	s.src = b
 	defer func() { s.status = b.status }()
-	if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, "START TRANSACTION"...)); err != nil {
-		return s.abandonBatch(err)
-	}
-	row, err := readCombinedRow(b, cand.c.Select)
+	row, err := beginCombined(b, cand.c.Select)
 	if err != nil {
 		return s.abandonBatch(err)
 	}
@@ -106,43 +108,65 @@ func (s *session) runBatchTxn(pl plan, cand combineCandidate, batch []*member, r
 			zap.String("rule", cand.rule.Name), zap.String("reason", why))
 		return s.abandonBatch(fmt.Errorf("%w: %s", errBatchAbandoned, why))
 	}
-	run, ok := decideBatch(cand, batch, row, results)
+	bt.members = s.srv.combine.more(cand.row, bt.members, s.combineMax(cand.rule))
+	bt.results = make([]combineResult, len(bt.members))
+	run, ok := decideBatch(cand, bt.members, row, bt.results)
 	if !ok {
 		return s.abandonBatch(fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
-	}
-	if net := run.after - run.before; net != 0 {
-		q, err := cand.c.Update(net)
-		if err != nil {
-			return s.abandonBatch(err)
-		}
-		affected, err := execAffected(b, q)
-		if err == nil && affected != 1 {
-			err = fmt.Errorf("%w: the net UPDATE changed %d rows", errBatchAbandoned, affected)
-		}
-		if err != nil {
-			return s.abandonBatch(err)
-		}
 	}
 	if s.locks != nil && s.locks.Len() > 0 && (s.locks.Err() != nil || !s.locks.Valid()) {
 		return s.abandonBatch(fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
 	}
 	run.thread = b.threadID
-	*runOut = run
+	bt.run = run
+	update := ""
+	if net := run.after - run.before; net != 0 {
+		if update, err = cand.c.Update(net); err != nil {
+			return s.abandonBatch(err)
+		}
+	}
 	if err := s.srv.combine.atStage("before commit", b); err != nil {
 		return s.abandonBatch(err)
 	}
-	if out, err := s.commitBatch(b); out != combineDone {
+	if out, err := s.commitBatch(b, update); out != combineDone {
 		return out, err
 	}
 	gtid := s.batchGTID(b)
-	for i := range results {
-		results[i].outcome, results[i].index, results[i].gtid = combineDone, row.index, gtid
+	for i := range bt.results {
+		bt.results[i].outcome, bt.results[i].index, bt.results[i].gtid = combineDone, row.index, gtid
 	}
 	return combineDone, nil
 }
 
-// commitBatch sends COMMIT and reads its answer.
-func (s *session) commitBatch(b *backendConn) (combineOutcome, error) {
+// beginCombined sends START TRANSACTION and the batch's locking read
+// together and reads both answers.
+func beginCombined(b *backendConn, q string) (combinedRow, error) {
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "START TRANSACTION"...)); err != nil {
+		return combinedRow{}, err
+	}
+	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
+		return combinedRow{}, err
+	}
+	began := readOK(b)
+	if began != nil && !isMySQLErr(began) {
+		return combinedRow{}, began
+	}
+	row, err := readCombinedResult(b)
+	if began != nil {
+		return combinedRow{}, began // the read ran outside a transaction
+	}
+	return row, err
+}
+
+// commitBatch sends the net UPDATE (none when update is "") and COMMIT
+// together and reads their answers. An UPDATE that failed or changed no
+// row left nothing of the batch for COMMIT to commit: combineAlone.
+func (s *session) commitBatch(b *backendConn, update string) (combineOutcome, error) {
+	if update != "" {
+		if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, update...)); err != nil {
+			return combineAlone, err // no COMMIT sent: the server rolls the batch back
+		}
+	}
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "COMMIT"...)); err != nil {
 		return combineUnknown, err
 	}
@@ -150,21 +174,52 @@ func (s *session) commitBatch(b *backendConn) (combineOutcome, error) {
 		b.broken = true
 		return combineUnknown, err
 	}
-	_, p, err := b.r.readPhysical()
+	var updated error
+	if update != "" {
+		p, err := b.read()
+		switch {
+		case err != nil:
+			return combineUnknown, err
+		case p[0] == mysql.ERR_HEADER:
+			updated = parseErrPayload(p)
+		case p[0] != mysql.OK_HEADER:
+			b.broken = true
+			return combineUnknown, fmt.Errorf("proxy: unexpected reply 0x%x to a combined UPDATE", p[0])
+		default:
+			if n, _, _, _ := readLenEncInt(p, 1); n != 1 {
+				updated = fmt.Errorf("%w: the net UPDATE changed %d rows", errBatchAbandoned, n)
+			}
+		}
+	}
+	committed := readOK(b)
+	switch {
+	case committed != nil && !isMySQLErr(committed):
+		return combineUnknown, committed
+	case committed != nil:
+		return s.abandonBatch(committed)
+	case updated != nil:
+		return combineAlone, updated
+	}
+	return combineDone, nil
+}
+
+// readOK reads the answer to a command that answers OK or ERR: nil, the
+// backend's error, or a connection failure.
+func readOK(b *backendConn) error {
+	p, err := b.read()
 	switch {
 	case err != nil:
+		return err
+	case p[0] == mysql.ERR_HEADER:
+		return parseErrPayload(p)
+	case p[0] != mysql.OK_HEADER:
 		b.broken = true
-		return combineUnknown, err
-	case len(p) > 0 && p[0] == mysql.ERR_HEADER:
-		return s.abandonBatch(parseErrPayload(p))
-	case len(p) == 0 || p[0] != mysql.OK_HEADER:
-		b.broken = true
-		return combineUnknown, fmt.Errorf("proxy: unexpected reply to a combined batch's COMMIT")
+		return fmt.Errorf("proxy: unexpected reply 0x%x from backend", p[0])
 	}
 	if st, ok := okStatus(p); ok {
 		b.status = st
 	}
-	return combineDone, nil
+	return nil
 }
 
 // batchGTID is the batch's GTID when read-your-writes needs it ("" when
@@ -285,10 +340,15 @@ func integerRange(typ byte) (lo, hi int64) {
 // A row that does not exist reads as rows 0 (every member matches
 // nothing).
 func readCombinedRow(b *backendConn, q string) (combinedRow, error) {
-	var row combinedRow
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
-		return row, err
+		return combinedRow{}, err
 	}
+	return readCombinedResult(b)
+}
+
+// readCombinedResult reads the answer to the batch's locking read.
+func readCombinedResult(b *backendConn) (combinedRow, error) {
+	var row combinedRow
 	p, err := b.read()
 	if err != nil {
 		return row, err
@@ -377,27 +437,4 @@ func (r *combinedRow) read(p []byte) error {
 	}
 	r.value = n
 	return nil
-}
-
-// execAffected runs an UPDATE lockproxy built and returns its affected
-// rows.
-func execAffected(b *backendConn, q string) (uint64, error) {
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
-		return 0, err
-	}
-	p, err := b.read()
-	switch {
-	case err != nil:
-		return 0, err
-	case p[0] == mysql.ERR_HEADER:
-		return 0, parseErrPayload(p)
-	case p[0] != mysql.OK_HEADER:
-		b.broken = true
-		return 0, fmt.Errorf("proxy: unexpected reply 0x%x to a combined UPDATE", p[0])
-	}
-	n, _, _, err := readLenEncInt(p, 1)
-	if st, ok := okStatus(p); ok {
-		b.status = st
-	}
-	return n, err
 }
