@@ -255,12 +255,13 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 		}
 		batch = t.lead
 	}
-	defer func() { cb.next(cand.row, s.combineMax(cand.rule)) }()
+	handOff := sync.OnceFunc(func() { cb.next(cand.row, s.combineMax(cand.rule)) })
+	defer handOff()
 	if len(batch) == 1 {
 		s.srv.metrics.combine.observe(cand.rule.Name, 1)
 		return s.servePlanned(r, pl)
 	}
-	return s.leadBatch(r, pl, cand, batch)
+	return s.leadBatch(r, pl, cand, batch, handOff)
 }
 
 // combineMax is the rule's max_batch as the rules in force say.

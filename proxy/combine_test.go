@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
@@ -406,5 +408,83 @@ func (cb *comboBed) takeOverLock(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for value(t, cb.p[0].reg, "lockproxy_lock_lease_lost_total", "rule=sku") < 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCombineExplain: explain says which UPDATEs of a combining rule's
+// table run combined, and why the others do not.
+func TestCombineExplain(t *testing.T) {
+	cfg := &rules.Config{}
+	comboRules("shop", true)(cfg)
+	rs, err := rules.Compile(cfg, rules.Schema{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sql   string
+		inTxn bool
+		want  string
+	}{
+		{"UPDATE sku_stock SET stock = stock - 2 WHERE sku_id = 7 AND stock >= 2", false, "yes, in a batch when others of its row are in flight on the instance (floor stock >= 2)"},
+		{"UPDATE sku_stock SET stock = stock + 5 WHERE sku_id = 7", false, "yes, in a batch when others of its row are in flight on the instance (no floor)"},
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 7 AND stock >= 1", true, "no (in a transaction or autocommit off)"},
+		{"UPDATE sku_stock SET stock = stock - 1, note = 'x' WHERE sku_id = 7", false, "no (" + parser.CombineAssignments + ")"},
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 7 LIMIT 1", false, "no (" + parser.CombineModifiers + ")"},
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id IN (7, 8)", false, "no (not one row)"},
+		{"SELECT stock FROM sku_stock WHERE sku_id = 7", false, ""},
+	}
+	for _, tc := range tests {
+		e, err := Explain(rs, tc.sql, "shop", tc.inTxn, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(e.Combined, tc.want) || (tc.want == "") != (e.Combined == "") {
+			t.Errorf("%s (in txn %v): combined %q, want %q", tc.sql, tc.inTxn, e.Combined, tc.want)
+		}
+	}
+}
+
+// TestCombineNotCombined: what combining must leave alone runs as it
+// would without it, answered by MariaDB itself: an UPDATE in a
+// transaction, one with a second assignment, and a session after LOCK
+// TABLES; none of them is counted as combined.
+func TestCombineNotCombined(t *testing.T) {
+	cb := startComboBed(t, false)
+	mustExec(t, cb.p[0].direct(t, cb.db, ""), "ALTER TABLE sku_stock ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT ''",
+		"REPLACE INTO sku_stock (sku_id, stock) VALUES (1, 100)")
+	db := cb.p[0].db(t, cb.db, "")
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			stmts := map[int][]string{
+				0: {"BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1", "COMMIT"},
+				1: {"UPDATE sku_stock SET stock = stock - 1, note = 'x' WHERE sku_id = 1 AND stock >= 1"},
+				2: {"LOCK TABLES sku_stock WRITE", "UNLOCK TABLES", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1"},
+			}[i%3]
+			for range 5 {
+				for _, q := range stmts {
+					if _, err := c.ExecContext(ctx, q); err != nil {
+						t.Errorf("%s: %v", q, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := cb.combined(t); n != 0 {
+		t.Errorf("%v statements combined, want none", n)
+	}
+	if final := cb.stock(t); final != 100-16*5 {
+		t.Errorf("stock %d, want %d", final, 100-16*5)
 	}
 }
