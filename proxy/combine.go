@@ -194,6 +194,8 @@ func (s *session) combineRefusal(r request, pl plan) string {
 		return "session escaping"
 	case r.longSent:
 		return "long data"
+	case !s.srv.ruleSet().KnowsObjects():
+		return "the primary's triggers and foreign keys are not known (schema not read)"
 	}
 	return planCombineRefusal(pl)
 }

@@ -26,3 +26,8 @@ func (rs *RuleSet) Rule(name string) *Rule {
 	}
 	return nil
 }
+
+// KnowsObjects reports whether the rules were compiled with the schema's
+// triggers, foreign keys and routines (a schema read from the primary):
+// only then does RunsStoredCode know a table has none.
+func (rs *RuleSet) KnowsObjects() bool { return rs != nil && rs.objects != nil }
