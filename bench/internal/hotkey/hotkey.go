@@ -94,8 +94,8 @@ type Data struct {
 	Fairness    []contend.Result `json:"fairness"`
 	// Combine compares the conditional UPDATE directly with it through 2
 	// instances with hot-row combining, and FOR UPDATE directly.
-	Combine []contend.Result `json:"combine,omitempty"`
-	VsAppLock   float64          `json:"vs_app_lock"` // lockproxy / app lock throughput, median of paired rounds
+	Combine   []contend.Result `json:"combine,omitempty"`
+	VsAppLock float64          `json:"vs_app_lock"` // lockproxy / app lock throughput, median of paired rounds
 }
 
 type plan struct {
