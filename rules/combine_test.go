@@ -1,0 +1,40 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCombineConfig(t *testing.T) {
+	base := "users: [{user: app, password: x}]\nbackends: {primary: 127.0.0.1:3306}\nrules:\n  - name: s\n    table: shop.sku_stock\n    key: [sku_id]\n"
+	rw := "    rewrite: {column: stock, mode: delta, min: 0}\n"
+	tests := []struct {
+		name, yaml, wantErr string
+		max                 int
+	}{
+		{"present means on, default max_batch", base + rw + "    combine: {}\n", "", DefaultCombineMaxBatch},
+		{"max_batch", base + rw + "    combine: {max_batch: 16}\n", "", 16},
+		{"needs rewrite", base + "    combine: {}\n", "rules[0].combine: needs rewrite", 0},
+		{"not with fence", base + rw + "    fence: f\n    combine: {}\n", "rules[0].combine: cannot be used with fence", 0},
+		{"max_batch bounded", base + rw + "    combine: {max_batch: 5000}\n", "rules[0].combine.max_batch: must be between 1 and 4096", 0},
+		{"unknown key", base + rw + "    combine: {batch: 3}\n", "batch", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := LoadBytes("rules.yaml", []byte(tc.yaml))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &cfg.Rules[0]
+			if !r.Combines() || r.Combine.MaxBatch != tc.max {
+				t.Fatalf("combines %v max_batch %d, want true %d", r.Combines(), r.Combine.MaxBatch, tc.max)
+			}
+		})
+	}
+}
