@@ -87,8 +87,8 @@ func matrixClients() []matrixClient {
 			args: []string{"testdata/clients/scenario.php"}, env: []string{"LP_API=" + api},
 			want:       append(append([]string{"connection id: true", `after commit: [["9"]]`}, want...), matrixCommon...),
 			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
-			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 8", "~show prepared: 8"}},
-			"8", `tls long value: 2097152 bytes, true`)
+			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 9", "~show prepared: 9"}},
+			"9", `tls long value: 2097152 bytes, true`)
 	}
 	pyFull := append([]string{"connection id: True", "after commit: ((9,),)"}, matrixCommon...)
 	pyTLS := func(c matrixClient, want ...string) matrixClient {
@@ -110,8 +110,8 @@ func matrixClients() []matrixClient {
 			want: append([]string{"after commit: [[9]]", "reset: [[", "stale isValid: true", "kill own id: error"},
 				matrixCommon[:len(matrixCommon)-2]...),
 			directWant: []string{"~guarded unkeyed write: 3", "~show text: error 1064", "~show prepared: error 1064"},
-			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 8", "~show prepared: 8"}},
-			"8", "tls long value: 1048576 true"),
+			proxyWant:  []string{"~guarded unkeyed write: error 1105", "~show text: 9", "~show prepared: 9"}},
+			"9", "tls long value: 1048576 true"),
 		php("mysqli", `change user: [[null,"1"]]`, "change user, bad password: error 1045", `after a failed change user: [["1"]]`),
 		php("pdo"),
 		php("pdo-native"),
