@@ -91,6 +91,8 @@ missing_packages() {
 	# which needs the JDK's compiler.
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import MySQLdb' 2>/dev/null || echo python3-mysqldb
 	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import sqlalchemy' 2>/dev/null || echo python3-sqlalchemy
+	# The client suites (proxy/clientsuites_test.go) run PyMySQL's own tests
+	[[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import pytest' 2>/dev/null || echo python3-pytest
 	first_cmd php >/dev/null || echo php-cli
 	php -r 'exit(extension_loaded("mysqli") && extension_loaded("pdo_mysql") ? 0 : 1);' 2>/dev/null || echo php-mysql
 	[[ -f /usr/share/java/mariadb-java-client.jar ]] || echo libmariadb-java
@@ -125,10 +127,49 @@ install_npm_clients() {
 	(cd "$dir" && npm ci --no-audit --no-fund --silent) || die "npm ci failed in $dir"
 }
 
+# The client suites' sources (proxy/clientsuites_test.go), pinned by
+# SHA-256. PyMySQL's own test suite is in its source, which Debian's archive
+# carries as the source package python-pymysql's upstream tarball; its
+# binary package and the npm packages of mysql2 and mariadb ship no tests.
+PYMYSQL_SUITE_VERSION=1.1.1
+PYMYSQL_SUITE_SHA256=a501d7580f3db3738272838d01d31701c14cd3f3db804f798f6f3324ef83821e
+
+# install_client_suites unpacks PyMySQL's source, tests included, into
+# proxy/testdata/suites/pymysql-VERSION, fetched from the Debian archive
+# apt is configured with.
+install_client_suites() {
+	local dir dest uri file tmp
+	dir="$(cd "$(dirname "$SELF")/.." && pwd)/proxy/testdata/suites"
+	dest="$dir/pymysql-$PYMYSQL_SUITE_VERSION"
+	[[ -f $dest/pymysql/tests/base.py ]] && return 0
+	command -v apt-get >/dev/null || die "no apt-get to find the Debian archive PyMySQL's source comes from"
+	uri="$(apt-get indextargets --format '$(REPO_URI)' 'Created-By: Packages' 'Label: Debian' | head -n 1)"
+	[[ -n $uri ]] || die "no Debian archive among apt's sources (apt-get update first)"
+	file="python-pymysql_${PYMYSQL_SUITE_VERSION}.orig.tar.xz"
+	log "fetching PyMySQL $PYMYSQL_SUITE_VERSION's source (its test suite) into $dest"
+	mkdir -p "$dir"
+	tmp="$(mktemp -d "$dir/.fetch.XXXXXX")"
+	chmod 755 "$tmp" # apt's download user writes here when it can
+	if ! /usr/lib/apt/apt-helper -q download-file "${uri}pool/main/p/python-pymysql/$file" "$tmp/$file" \
+		"SHA256:$PYMYSQL_SUITE_SHA256" >&2; then
+		rm -rf "$tmp"
+		die "could not fetch $file from the Debian archive"
+	fi
+	mkdir "$tmp/src"
+	tar -xJf "$tmp/$file" -C "$tmp/src" --strip-components=1 || {
+		rm -rf "$tmp"
+		die "could not unpack $file"
+	}
+	rm -rf "$dest"
+	mv "$tmp/src" "$dest"
+	rm -rf "$tmp"
+}
+
 cmd_install() {
 	install_missing missing_packages
 	install_missing missing_podman_packages
 	install_npm_clients
+	install_client_suites
 }
 
 # missing_podman_packages prints the Debian packages e2e TestImage (in
