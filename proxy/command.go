@@ -33,10 +33,12 @@ func (s *session) commandLoop(drain context.Context) error {
 		// Waiting holds no buffer: an idle session costs little more than
 		// its goroutine.
 		var p []byte
+		var seq uint8
 		err := s.cr.waitIdle()
 		if err == nil {
-			_, p, err = s.cr.readLogical(limit)
+			seq, p, err = s.cr.readLogical(limit)
 		}
+		s.cmdSeq = seq
 		s.idleEpoch.Add(1)
 		s.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {

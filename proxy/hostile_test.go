@@ -322,6 +322,25 @@ func TestStatementLimits(t *testing.T) {
 	}
 }
 
+// TestStatementTooLongInPackets: a statement of 16 MiB or more comes in
+// several packets; lockproxy's refusal follows the last of them in
+// sequence (a client checks), and the session goes on.
+func TestStatementTooLongInPackets(t *testing.T) {
+	p, db := limitsProxy(t, nil)
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{16 << 20, 16<<20 - 11, 32<<20 + 5} { // over one packet; exactly one full packet; three
+		_, err = c.Execute("SELECT '" + strings.Repeat("a", n) + "'")
+		wantCode(t, err, erUnknown)
+		if r, err := c.Execute("SELECT stock FROM sku WHERE sku_id = 1"); err != nil || len(r.Values) != 1 {
+			t.Fatalf("after a refused statement of %d bytes: %v", n+9, err)
+		}
+	}
+}
+
 // TestParseBudget: a statement whose analysis the process's memory budget
 // cannot hold is refused with 1041; the session goes on.
 func TestParseBudget(t *testing.T) {

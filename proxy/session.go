@@ -80,6 +80,10 @@ type session struct {
 	moreBuf     []byte
 	splitPieces int    // depth of querySplit: the pieces of the text so far
 	errsWritten uint64 // ERR packets lockproxy wrote itself
+	// cmdSeq is the sequence id of the last packet of the command being
+	// served: 0 but for a command of 16 MiB or more, which comes in
+	// several packets. An answer's first packet follows it.
+	cmdSeq byte
 	// releaseEarly: the statement being relayed was sent as the client
 	// sent it, so the locks its end frees (afterCommand) are given back
 	// once the backend's last packet is read, before the client's copy is
@@ -196,10 +200,12 @@ type session struct {
 	comb combineState
 }
 
-// writeErrAt answers e as the error packet with sequence seq and flushes;
-// toSQLError decides the code, SQLSTATE and message the client reads.
+// writeErrAt answers e as the error packet with sequence seq (counted
+// from the command's last packet, see cmdSeq) and flushes; toSQLError
+// decides the code, SQLSTATE and message the client reads.
 func (s *session) writeErrAt(seq byte, e error) error {
 	s.errsWritten++
+	seq += s.cmdSeq
 	if _, err := s.cw.writePacket(seq, errPayload(toSQLError(e))); err != nil {
 		return err
 	}
