@@ -116,15 +116,7 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql), Mode: o.Mode, Uncertain: why}
 	stmts, perr := parseAnalyzable(text, o.Mode)
 	if perr != nil {
-		a.Unparsed = true
-		a.ParseError = perr.Error()
-		a.LexKind = LexKind(text)
-		for _, name := range LexTables(text) {
-			a.LexTables = append(a.LexTables, qualifyLex(name, currentDB))
-		}
-		if a.Uncertain == "" && containsFold(text, "sql_mode") {
-			a.Uncertain = "text that cannot be parsed names sql_mode"
-		}
+		a.lexical(text, currentDB, perr.Error())
 		return a, nil
 	}
 	params := indexParams(stmts)
@@ -159,6 +151,39 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 		}
 	}
 	return a, nil
+}
+
+// AnalyzeLexically is AnalyzeWith without the TiDB parser: the text is
+// read only as far as a text the parser rejects is (Unparsed, with
+// LexTables and LexKind; parseError says why), at a cost in time and
+// memory linear in its length, for a text too long to parse.
+func AnalyzeLexically(sql, currentDB string, o Options, parseError string) (a *Analysis, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+	}()
+	text, why := expand(sql, o)
+	if why == "" {
+		why = o.Mode.uncertain()
+	}
+	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql), Mode: o.Mode, Uncertain: why}
+	a.lexical(text, currentDB, parseError)
+	return a, nil
+}
+
+// lexical fills in what an Unparsed analysis knows of text: its kind and
+// table names as read by the lexer.
+func (a *Analysis) lexical(text, currentDB, parseError string) {
+	a.Unparsed = true
+	a.ParseError = parseError
+	a.LexKind = LexKind(text)
+	for _, name := range LexTables(text) {
+		a.LexTables = append(a.LexTables, qualifyLex(name, currentDB))
+	}
+	if a.Uncertain == "" && containsFold(text, "sql_mode") {
+		a.Uncertain = "text that cannot be parsed names sql_mode"
+	}
 }
 
 // withoutWork drops the optional WORK of BEGIN WORK, COMMIT WORK and

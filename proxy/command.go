@@ -244,6 +244,11 @@ func (s *session) query(p []byte) error {
 	p = s.ownConnectionID(p)
 	release, refused := s.admitStatement(p[1:])
 	defer func() { release() }()
+	if errors.Is(refused, errStatementTooLong) {
+		if an := s.analyzeLexically(p[1:], refused); an != nil {
+			return s.serve(request{p: p, an: an, sql: an.SQL})
+		}
+	}
 	if refused != nil {
 		return s.writeErrAt(1, refused)
 	}
@@ -341,6 +346,32 @@ func (s *session) analyzeText(sql string) *parser.Analysis {
 	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
 	if err != nil {
 		return s.unparsed(sql, err)
+	}
+	return an
+}
+
+// lexicalKinds are the kinds of statement a text too long to parse may
+// be (analyzeLexically): the bulk loads, long literals and dumps' rows
+// whose length is data.
+var lexicalKinds = map[parser.Kind]bool{parser.KindSelect: true, parser.KindInsert: true,
+	parser.KindReplace: true, parser.KindUpdate: true, parser.KindDelete: true}
+
+// analyzeLexically is the analysis of a COM_QUERY text over
+// proxy.max_statement_size (tooLong says so): read as lockproxy reads a
+// text the parser rejects (by its words: parser.AnalyzeLexically), it
+// runs on the primary, and where it names a guarded table its rows cannot
+// be keyed (the rule's on_unkeyed decides). nil, for the text to be
+// refused, unless its first word is SELECT, INSERT, REPLACE, UPDATE or
+// DELETE and the session's character set lets the lexer find the ends of
+// its literals.
+func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
+	opts := s.parseOptions() // first: it may learn a new character set or database
+	if s.unsafeCharset {
+		return nil
+	}
+	an, err := parser.AnalyzeLexically(string(q), s.db, opts, tooLong.Error())
+	if err != nil || !lexicalKinds[an.LexKind] {
+		return nil
 	}
 	return an
 }

@@ -309,8 +309,11 @@ func TestStatementLimits(t *testing.T) {
 	if _, err := c.Execute("SELECT '" + strings.Repeat("(", 1000) + "' /* ((((((((((((((((((((((((((((((((((( */"); err != nil {
 		t.Fatalf("parentheses in a literal and a comment counted: %v", err)
 	}
-	// A size limit of lockproxy's, not a syntax error (1064): 1105.
-	_, err = c.Execute("SELECT '" + strings.Repeat("x", 70<<10) + "'")
+	// A size limit of lockproxy's, not a syntax error (1064): 1105. A
+	// text is then read by its words alone (TestStatementTooLongToParse);
+	// one that is no SELECT, INSERT, REPLACE, UPDATE or DELETE and a
+	// prepared statement are refused.
+	_, err = c.Execute("SET @v = '" + strings.Repeat("x", 70<<10) + "'")
 	wantCode(t, err, erUnknown)
 	_, err = c.Prepare("UPDATE sku SET note = '" + strings.Repeat("x", 70<<10) + "' WHERE sku_id = ?")
 	wantCode(t, err, erUnknown)
@@ -332,12 +335,70 @@ func TestStatementTooLongInPackets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for _, n := range []int{16 << 20, 16<<20 - 11, 32<<20 + 5} { // over one packet; exactly one full packet; three
-		_, err = c.Execute("SELECT '" + strings.Repeat("a", n) + "'")
+	for _, n := range []int{16 << 20, 16<<20 - 11} { // over one packet; exactly one full packet and an empty one
+		_, err = c.Execute("SET @v = '" + strings.Repeat("a", n) + "'")
 		wantCode(t, err, erUnknown)
 		if r, err := c.Execute("SELECT stock FROM sku WHERE sku_id = 1"); err != nil || len(r.Values) != 1 {
 			t.Fatalf("after a refused statement of %d bytes: %v", n+9, err)
 		}
+	}
+}
+
+// TestStatementTooLongToParse: a text over proxy.max_statement_size whose
+// first word is SELECT, INSERT, REPLACE, UPDATE or DELETE is read by its
+// words alone, as a text the parser rejects: it runs on the primary
+// unless it names a guarded table, whose rows it cannot key (on_unkeyed
+// decides). A 16 MiB inline BLOB is stored through lockproxy with a rule.
+func TestStatementTooLongToParse(t *testing.T) {
+	p, db := limitsProxy(t, func(pc *rules.ProxyConfig) { pc.MaxStatementSize = 64 << 10 })
+	mustExec(t, p.direct(t, db, ""), "CREATE TABLE blobs (id INT PRIMARY KEY, b LONGBLOB)")
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	long := strings.Repeat("x", 70<<10)
+	r, err := c.Execute("SELECT '" + long + "' AS v")
+	if err != nil {
+		t.Fatalf("a long SELECT: %v", err)
+	}
+	if v, _ := r.GetString(0, 0); v != long {
+		t.Fatalf("a long SELECT answered %d bytes", len(v))
+	}
+	if _, err := c.Execute("/* a dump's row */ INSERT INTO blobs VALUES (1, '" + long + "')"); err != nil {
+		t.Fatalf("a long INSERT into an unguarded table: %v", err)
+	}
+	// The guarded table's rows cannot be keyed: refused (on_unkeyed:
+	// reject), as is a text that hides it after a literal.
+	for _, q := range []string{
+		"UPDATE sku SET note = '" + long + "' WHERE sku_id = 1",
+		"INSERT INTO sku VALUES (3, 1, '" + long + "')",
+		"INSERT INTO blobs VALUES (2, '" + long + "'); UPDATE sku SET stock = 0 WHERE sku_id = 1",
+	} {
+		_, err = c.Execute(q)
+		wantCode(t, err, erUnknown)
+	}
+	row := p.direct(t, db, "").QueryRow("SELECT (SELECT COUNT(*) FROM blobs), (SELECT SUM(stock) FROM sku), (SELECT MAX(LENGTH(note)) FROM sku)")
+	var blobs, stock, note int
+	if err := row.Scan(&blobs, &stock, &note); err != nil || blobs != 1 || stock != 20 || note != 0 {
+		t.Fatalf("after the refusals: %d blobs, stock %d, a note of %d bytes (%v)", blobs, stock, note, err)
+	}
+	// A 16 MiB value inline, under the default limit.
+	big := startProxyWith(t, func(cfg *rules.Config) {
+		cfg.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"}}}
+	}, memlock.New(nil, nil))
+	bc, err := client.Connect(big.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	if _, err := bc.Execute("INSERT INTO blobs VALUES (3, '" + strings.Repeat("b", 16<<20) + "')"); err != nil {
+		t.Fatalf("a 16 MiB inline BLOB: %v", err)
+	}
+	if r, err := bc.Execute("SELECT LENGTH(b) FROM blobs WHERE id = 3"); err != nil {
+		t.Fatal(err)
+	} else if n, _ := r.GetInt(0, 0); n != 16<<20 {
+		t.Fatalf("the 16 MiB BLOB has %d bytes", n)
 	}
 }
 
