@@ -674,3 +674,23 @@ func TestSplitAt(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeLexically: a text read by its words alone is Unparsed with
+// its kind and every table it names (after any statement or comment),
+// as a text the parser rejects, parsed or not.
+func TestAnalyzeLexically(t *testing.T) {
+	sql := "/*! INSERT INTO hidden VALUES (1) */; INSERT INTO t VALUES (1, 'FROM no'); UPDATE s.u SET a = 1"
+	a, err := AnalyzeLexically(sql, "db", DefaultOptions, "too long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for _, r := range a.LexTables {
+		tables = append(tables, r.Qualified())
+	}
+	want := []string{"db.hidden", "db.t", "s.u"}
+	if !a.Unparsed || a.ParseError != "too long" || a.LexKind != KindInsert || len(a.Stmts) != 0 || !reflect.DeepEqual(tables, want) {
+		t.Fatalf("got Unparsed %v (%q), kind %v, %d statements, tables %q; want tables %q",
+			a.Unparsed, a.ParseError, a.LexKind, len(a.Stmts), tables, want)
+	}
+}
