@@ -134,6 +134,12 @@ install_npm_clients() {
 PYMYSQL_SUITE_VERSION=1.1.1
 PYMYSQL_SUITE_SHA256=a501d7580f3db3738272838d01d31701c14cd3f3db804f798f6f3324ef83821e
 
+# debian_archive_uri prints the URI of the Debian archive apt is
+# configured with (nothing before apt-get update).
+debian_archive_uri() {
+	apt-get indextargets --format '$(REPO_URI)' 'Created-By: Packages' 'Label: Debian' | head -n 1
+}
+
 # install_client_suites unpacks PyMySQL's source, tests included, into
 # proxy/testdata/suites/pymysql-VERSION, fetched from the Debian archive
 # apt is configured with.
@@ -143,8 +149,14 @@ install_client_suites() {
 	dest="$dir/pymysql-$PYMYSQL_SUITE_VERSION"
 	[[ -f $dest/pymysql/tests/base.py ]] && return 0
 	command -v apt-get >/dev/null || die "no apt-get to find the Debian archive PyMySQL's source comes from"
-	uri="$(apt-get indextargets --format '$(REPO_URI)' 'Created-By: Packages' 'Label: Debian' | head -n 1)"
-	[[ -n $uri ]] || die "no Debian archive among apt's sources (apt-get update first)"
+	uri="$(debian_archive_uri)"
+	if [[ -z $uri ]]; then # apt knows an archive's label once its lists are fetched
+		local sudo=()
+		((EUID == 0)) || sudo=(sudo -n)
+		"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -q >&2 || die "apt-get update failed"
+		uri="$(debian_archive_uri)"
+	fi
+	[[ -n $uri ]] || die "no Debian archive among apt's sources"
 	file="python-pymysql_${PYMYSQL_SUITE_VERSION}.orig.tar.xz"
 	log "fetching PyMySQL $PYMYSQL_SUITE_VERSION's source (its test suite) into $dest"
 	mkdir -p "$dir"
