@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // pymysqlSuiteDir is where scripts/testbed.sh install unpacks PyMySQL's
@@ -50,7 +52,9 @@ func pymysqlSuiteRules() []rules.Rule {
 		"test_load_local": "a", "test_aggregates": "i", "mystuff": "id"}
 	var rs []rules.Rule
 	for table, key := range guard {
-		rs = append(rs, rules.Rule{Name: table, Table: table, Key: []string{key}, OnUnkeyed: rules.OnUnkeyedAllow})
+		rs = append(rs, rules.Rule{Name: table, Table: table, Key: []string{key},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedAllow})
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
 	return rs
@@ -81,11 +85,16 @@ func TestClientSuites(t *testing.T) {
 func runClientSuite(t *testing.T, run func(t *testing.T, p *testProxy, side, addr string) map[string]string,
 	guards []rules.Rule, known map[string]suiteDifference, minPassed int) {
 	bed := testbedFor(t)
+	lockReg := prometheus.NewRegistry()
+	lockMetrics, err := lockmgr.NewMetrics(lockReg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	proxies := map[string]*testProxy{
 		"no_rules": startProxy(t, nil),
 		"rule": startProxyWith(t, func(c *rules.Config) {
 			c.Rules = guards
-		}, memlock.New(nil, nil)),
+		}, memlock.New(nil, lockMetrics)),
 		"replica": startProxy(t, func(c *rules.Config) {
 			c.Backends.Replicas = []string{bed.ReplicaAddr}
 		}),
@@ -106,7 +115,7 @@ func runClientSuite(t *testing.T, run func(t *testing.T, p *testProxy, side, add
 		proxied := run(t, proxies[path], path, proxies[path].addr)
 		switch path {
 		case "rule":
-			if n := counterValue(t, proxies[path], "lockproxy_lock_acquire_total"); n == 0 {
+			if n := locksTaken(t, lockReg); n == 0 {
 				t.Errorf("rule: no row lock was taken: the rules guard nothing the suite writes")
 			}
 		case "replica":
@@ -136,25 +145,37 @@ func runClientSuite(t *testing.T, run func(t *testing.T, p *testProxy, side, add
 	t.Logf("%d tests pass directly; through lockproxy: %s", len(passed), strings.Join(counts, ", "))
 	if testing.Verbose() {
 		t.Logf("locks taken on the rule path: %.0f; statements served by the replica: %.0f",
-			counterValue(t, proxies["rule"], "lockproxy_lock_acquire_total"), replicaQueries(t, proxies["replica"]))
+			locksTaken(t, lockReg), replicaQueries(t, proxies["replica"]))
 	}
 }
 
 // replicaQueries is how many statements p sent to a replica.
 func replicaQueries(t *testing.T, p *testProxy) float64 {
+	return labelledSum(t, p.reg, "lockproxy_queries_total", "route", "replica")
+}
+
+// locksTaken is how many lock requests the lock backend whose metrics
+// reg holds granted.
+func locksTaken(t *testing.T, reg *prometheus.Registry) float64 {
+	return labelledSum(t, reg, "lockproxy_lock_acquire_total", "result", "acquired")
+}
+
+// labelledSum sums the samples of counter name in reg whose label has
+// value.
+func labelledSum(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := p.reg.Gather()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sum float64
 	for _, mf := range mfs {
-		if mf.GetName() != "lockproxy_queries_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "route" && l.GetValue() == "replica" {
+				if l.GetName() == label && l.GetValue() == value {
 					sum += m.GetCounter().GetValue()
 				}
 			}

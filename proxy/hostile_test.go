@@ -385,7 +385,8 @@ func TestStatementTooLongToParse(t *testing.T) {
 	}
 	// A 16 MiB value inline, under the default limit.
 	big := startProxyWith(t, func(cfg *rules.Config) {
-		cfg.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"}}}
+		cfg.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
+			Lock: []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn}}}
 	}, memlock.New(nil, nil))
 	bc, err := client.Connect(big.addr, p.bed.User, p.bed.Password, db)
 	if err != nil {
