@@ -177,16 +177,24 @@ install_client_suites() {
 	rm -rf "$tmp"
 }
 
+# install_client_suites_or_warn is install_client_suites, whose failure
+# fails only the tests that run the suites (TestClientSuites says why),
+# not the install.
+install_client_suites_or_warn() {
+	(install_client_suites) || log "warning: the client suites' sources are missing: TestClientSuites fails under CI=true, skips otherwise"
+}
+
 cmd_install() {
 	install_missing missing_packages
 	install_missing missing_podman_packages
 	install_npm_clients
-	install_client_suites
+	install_client_suites_or_warn
 }
 
 # missing_podman_packages prints the Debian packages e2e TestImage (in
-# make test and make image-test) needs to run lockproxy's image: podman, and runc, which also runs where
-# crun (podman's default) refuses a host with cgroup v1 and v2 mounted.
+# make test and make image-test) needs to run lockproxy's image: podman,
+# and runc, which also runs where crun (podman's default) refuses a host
+# with cgroup v1 and v2 mounted.
 missing_podman_packages() {
 	first_cmd podman >/dev/null || echo podman
 	first_cmd runc >/dev/null || echo runc
