@@ -30,7 +30,7 @@ func FuzzNames(f *testing.F) {
 		if tag == na.lock {
 			t.Fatalf("key %q: lock name %q has no hash tag", a, na.lock)
 		}
-		for _, n := range []string{na.queue, na.expiry, na.fence, na.channel, na.grants} {
+		for _, n := range []string{na.queue, na.expiry, na.fence, na.channel, na.grants, na.notes} {
 			if hashTag(n) != tag {
 				t.Fatalf("key %q: %q and %q hash differently", a, na.lock, n)
 			}
@@ -49,9 +49,9 @@ func TestNames(t *testing.T) {
 		key  string
 		want names
 	}{
-		{"sku:1", names{lock: "lp:{sku:1}", queue: "lp:{sku:1}:q", expiry: "lp:{sku:1}:qx", fence: "lp:{sku:1}:fence", channel: "lp:{sku:1}:wake", grants: "lp:{sku:1}:qg"}},
-		{"", names{lock: "lp:{%}", queue: "lp:{%}:q", expiry: "lp:{%}:qx", fence: "lp:{%}:fence", channel: "lp:{%}:wake", grants: "lp:{%}:qg"}},
-		{"a{b}", names{lock: "lp:{a%7Bb%7D}", queue: "lp:{a%7Bb%7D}:q", expiry: "lp:{a%7Bb%7D}:qx", fence: "lp:{a%7Bb%7D}:fence", channel: "lp:{a%7Bb%7D}:wake", grants: "lp:{a%7Bb%7D}:qg"}},
+		{"sku:1", names{lock: "lp:{sku:1}", queue: "lp:{sku:1}:q", expiry: "lp:{sku:1}:qx", fence: "lp:{sku:1}:fence", channel: "lp:{sku:1}:wake", grants: "lp:{sku:1}:qg", notes: "lp:{sku:1}:o"}},
+		{"", names{lock: "lp:{%}", queue: "lp:{%}:q", expiry: "lp:{%}:qx", fence: "lp:{%}:fence", channel: "lp:{%}:wake", grants: "lp:{%}:qg", notes: "lp:{%}:o"}},
+		{"a{b}", names{lock: "lp:{a%7Bb%7D}", queue: "lp:{a%7Bb%7D}:q", expiry: "lp:{a%7Bb%7D}:qx", fence: "lp:{a%7Bb%7D}:fence", channel: "lp:{a%7Bb%7D}:wake", grants: "lp:{a%7Bb%7D}:qg", notes: "lp:{a%7Bb%7D}:o"}},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
 			if got := l.names(tc.key); got != tc.want {
