@@ -156,8 +156,9 @@ func (s *checkSession) charsets(env *planEnv) {
 }
 
 // decision is what e says lockproxy would do, without the statement's own
-// values: the rule, the locks per rule, the refusal, the rewrite, what
-// observing rules would do, the route.
+// values: the rule, the locks per rule, the refusal, the rewrite, whether
+// a combining rule would combine it, what observing rules would do, the
+// route.
 func decision(e *Explanation) []string {
 	out := []string{"rule:       " + orNone(e.Rule)}
 	switch {
@@ -173,6 +174,9 @@ func decision(e *Explanation) []string {
 	}
 	if e.RewriteWhy != "" {
 		out = append(out, "rewritten:  no ("+e.RewriteWhy+")")
+	}
+	if e.Combined != "" {
+		out = append(out, "combined:   "+e.Combined)
 	}
 	var locks []string
 	for _, o := range e.Observed {

@@ -168,3 +168,55 @@ func TestExplainObserved(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckCombine: check says which UPDATEs of a combining rule would be
+// combined and why the others would not, as explain does.
+func TestCheckCombine(t *testing.T) {
+	dir := t.TempDir()
+	cfg, log := filepath.Join(dir, "rules.yaml"), filepath.Join(dir, "general.log")
+	if err := os.WriteFile(cfg, []byte(`users: [{user: app, password: x}]
+backends: {primary: "127.0.0.1:1"}
+locks: {backend: memory}
+rules:
+  - name: stock
+    table: shop.sku_stock
+    key: [sku_id]
+    rewrite: {column: stock, mode: delta, min: 0}
+    combine: {}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, []byte("/usr/sbin/mariadbd, Version: 10.11.14-MariaDB-log. started with:\n"+
+		"Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"+
+		"Time\t\t    Id Command\tArgument\n"+
+		"261204 21:33:24\t   813 Connect\tapp@127.0.0.1 on shop using TCP/IP\n"+
+		"\t\t   813 Query\tUPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1\n"+
+		"\t\t   813 Query\tBEGIN\n"+
+		"\t\t   813 Query\tUPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 2 AND stock >= 1\n"+
+		"\t\t   813 Query\tCOMMIT\n"+
+		"\t\t   813 Quit\t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", cfg, "--log", log}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	var combined []string
+	for _, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "combined:") {
+			combined = append(combined, strings.TrimSpace(l))
+		}
+	}
+	if len(combined) != 2 {
+		t.Fatalf("want a combined: line for each of the 2 decisions, got %q in:\n%s", combined, out.String())
+	}
+	var yes, inTxn bool
+	for _, c := range combined {
+		yes = yes || strings.HasPrefix(c, "combined:   yes")
+		inTxn = inTxn || strings.HasPrefix(c, "combined:   no (in a transaction")
+	}
+	if !yes || !inTxn {
+		t.Errorf("want the autocommit UPDATE combined and the one in a transaction not, got %q", combined)
+	}
+}
