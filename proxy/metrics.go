@@ -15,6 +15,9 @@ type metrics struct {
 	fenced        *prometheus.CounterVec
 	unkeyedReads  *prometheus.CounterVec
 	observed      *prometheus.CounterVec
+	// shapes ranks the statement shapes observing rules would have
+	// refused or made wait (lockproxy_observed_top_shapes).
+	shapes *topShapes
 	// replicaWriteRefused counts reads a replica's read-only session
 	// refused as writes (routing.go writeRefused).
 	replicaWriteRefused prometheus.Counter
@@ -85,6 +88,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Name: "lockproxy_observed_total",
 		Help: "What rules in observe mode would have done to statements that ran untouched, by rule, outcome (would_lock|would_wait|would_refuse|would_rewrite) and, for would_refuse, reason.",
 	}, []string{"rule", "outcome", "reason"})
+	m.shapes = newTopShapes()
 	m.replicaWriteRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "lockproxy_replica_write_refused_total",
 		Help: "Reads routed to a replica that its read-only session refused as writes (error 1792), each then run on the primary; any rise is a routing bug.",
@@ -124,7 +128,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.primaryQuery = m.queries.WithLabelValues("primary", "query")
 	m.primaryExecute = m.queries.WithLabelValues("primary", "execute")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.observed, m.replicaWriteRefused,
+		reg.MustRegister(m.connections, m.queries, m.backendErrors, m.authFailures, m.rejected, m.rejects, m.rewrites, m.fenced, m.unkeyedReads, m.observed, m.shapes, m.replicaWriteRefused,
 			m.schemaWords,
 			m.handshakes, m.handshakesEvicted, m.acceptErrors, m.memoryRefused, m.loginsThrottled)
 		reg.MustRegister(m.accountReads)

@@ -199,6 +199,9 @@ func (s *session) observe(g guard, an *parser.Analysis) {
 // noteObserved counts one observed outcome and writes its audit line.
 func (s *session) noteObserved(rule, outcome, reason, shape string, keys []string, fields ...zap.Field) {
 	s.srv.metrics.observed.WithLabelValues(rule, outcome, reason).Inc()
+	if slices.Contains(shapeOutcomes, outcome) {
+		s.srv.metrics.shapes.add(rule, outcome, reason, shape)
+	}
 	fields = append(fields, zap.String("rule", rule), zap.String("outcome", outcome), zap.String("statement", shape),
 		zap.Strings("keys", keys), zap.Uint32("session", s.id), zap.String("user", s.user))
 	if reason != "" {

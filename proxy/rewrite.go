@@ -280,7 +280,8 @@ func (s *session) finishRewrite(step rewriteStep) {
 // initRuleMetrics creates, at 0, the series lockproxy's own labelled
 // metrics will have, so dashboards and alerts see 0 rather than nothing
 // before the first event: queries by route and kind, backend errors, and
-// per rule its rejections, unkeyed reads, fenced writes and rewrites.
+// per rule its rejections, unkeyed reads, fenced writes and rewrites. It
+// also forgets the ranked shapes of rules no longer in observe mode.
 func (m *metrics) initRuleMetrics(cfg *rules.Config) {
 	for _, route := range []string{"primary", "replica"} {
 		for _, kind := range []string{"query", "execute"} {
@@ -311,6 +312,7 @@ func (m *metrics) initRuleMetrics(cfg *rules.Config) {
 			}
 		}
 	}
+	m.shapes.keep(cfg)
 	m.initRewriteMetrics(cfg)
 	m.combine.init(cfg)
 }

@@ -37,6 +37,7 @@ func startAdmin(addr, token string, srv *proxy.Server, lockPing func(context.Con
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	mux.Handle("/debug/locks", srv.DebugLocks())
+	mux.Handle("/debug/observed", srv.DebugObserved())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
