@@ -1,13 +1,19 @@
 package proxy
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -101,4 +107,104 @@ func TestShapeLabel(t *testing.T) {
 	if got := shapeLabel("select ?"); got != "select ?" {
 		t.Errorf("short shape changed: %q", got)
 	}
+}
+
+// TestObservedTopShapesOnProxy runs refused and waiting statements through
+// a proxy whose rules observe: their shapes are exported with the right
+// counts and reasons, on /metrics and /debug/observed; literals never
+// reach either; a rule with more refused shapes than shapeTop exports
+// shapeTop series.
+func TestObservedTopShapesOnProxy(t *testing.T) {
+	_, db := lockSchema(t)
+	p := observedProxy(t, observed{locker: memLocker, edit: func(c *rules.Config) {
+		lockRules(db, 0)(c)
+		for i := range c.Rules {
+			c.Rules[i].Mode = rules.ModeObserve
+		}
+	}})
+	a, b := p.db(t, db, ""), p.db(t, db, "")
+	ctx := context.Background()
+
+	// Secrets a statement may carry: neither may reach a label.
+	const secretNum, secretStr = "987654321", "zq-s3cr3t-literal"
+	mustExec(t, a,
+		"UPDATE sku SET stock = stock WHERE stock = "+secretNum,
+		"UPDATE sku SET stock = stock WHERE stock = 5",
+		"UPDATE sku SET stock = stock WHERE stock = 6",
+		"UPDATE hot SET v = v WHERE CAST(v AS CHAR) = '"+secretStr+"'")
+	// More refused shapes for hot-row than are exported.
+	where := "v <> 0"
+	for i := 1; i <= shapeTop+2; i++ {
+		where += fmt.Sprintf(" AND v <> %d", i)
+		mustExec(t, a, "UPDATE hot SET v = v WHERE "+where)
+	}
+	// A would_wait: b writes a row a's transaction has read.
+	tx, err := a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stock int
+	if err := tx.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := b.ExecContext(wctx, "UPDATE sku SET stock = 7 WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	got := values(t, p.reg, "lockproxy_observed_top_shapes")
+	for labels, want := range map[string]float64{
+		"outcome=would_refuse,reason=unkeyed,rule=sku-stock,shape=update `sku` set `stock` = `stock` where `stock` = ?": 3,
+		"outcome=would_wait,reason=,rule=sku-stock,shape=update `sku` set `stock` = ? where `sku_id` = ?":               1,
+	} {
+		if got[labels] != want {
+			t.Errorf("%s = %v, want %v", labels, got[labels], want)
+		}
+	}
+	hot := 0
+	for labels, v := range got {
+		if strings.Contains(labels, "rule=hot-row") {
+			hot++
+			if !strings.HasPrefix(labels, "outcome=would_refuse,reason=unkeyed,") || v != 1 {
+				t.Errorf("hot-row series %s = %v, want a would_refuse{unkeyed} counted once", labels, v)
+			}
+		}
+	}
+	if hot != shapeTop {
+		t.Errorf("hot-row has %d top-shape series after %d refused shapes, want %d:\n%v", hot, shapeTop+3, shapeTop, got)
+	}
+
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metricsText := rec.Body.String()
+	if !strings.Contains(metricsText, "lockproxy_observed_top_shapes{") {
+		t.Fatalf("/metrics has no lockproxy_observed_top_shapes:\n%s", metricsText)
+	}
+	rec = httptest.NewRecorder()
+	p.srv.DebugObserved().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/observed", nil))
+	debugText := rec.Body.String()
+	for name, text := range map[string]string{"/metrics": metricsText, "/debug/observed": debugText} {
+		for _, secret := range []string{secretNum, secretStr} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s carries the literal %s", name, secret)
+			}
+		}
+	}
+	var debug struct {
+		Shapes []ObservedShape `json:"shapes"`
+	}
+	if err := json.Unmarshal([]byte(debugText), &debug); err != nil {
+		t.Fatalf("/debug/observed: %v\n%s", err, debugText)
+	}
+	if len(debug.Shapes) != len(got) {
+		t.Errorf("/debug/observed lists %d shapes, /metrics %d", len(debug.Shapes), len(got))
+	}
+	if s := debug.Shapes[0]; s.Rule != "hot-row" || s.Outcome != wouldRefuse || s.Reason != refuseUnkeyed || s.Count != 1 {
+		t.Errorf("/debug/observed first shape %+v", s)
+	}
+	waitReleased(t, p)
 }
