@@ -27,6 +27,7 @@ const (
 	erHostBlocked     = 1129 // ER_HOST_IS_BLOCKED
 	erAuthMode        = 1251 // ER_NOT_SUPPORTED_AUTH_MODE
 	erParse           = 1064 // ER_PARSE_ERROR
+	erSpecificAccess  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.

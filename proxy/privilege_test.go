@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
 )
@@ -69,6 +71,11 @@ func TestShowLocksPrivacy(t *testing.T) {
 	seen = statements(p.bed.User, showLocks(t, admin), 2)
 	if s := seen[plain]; !strings.Contains(s, "own-literal") {
 		t.Errorf("a user with PROCESS sees another user's statement as %q", s)
+	}
+	// The observed shapes are every user's: PROCESS only.
+	var me *mysql.MySQLError
+	if _, err := other.Query("SHOW LOCKPROXY OBSERVED"); !errors.As(err, &me) || me.Number != 1227 || !strings.HasPrefix(me.Message, "lockproxy: ") {
+		t.Errorf("SHOW LOCKPROXY OBSERVED without PROCESS: %v, want 1227", err)
 	}
 	// /debug/locks, behind the admin token, shows statements whole.
 	for _, l := range p.srv.Locks() {

@@ -8,7 +8,7 @@ import (
 	"github.com/lockproxy/lockproxy/router"
 )
 
-// showLockproxy answers SHOW LOCKPROXY LOCKS | STATUS | RULES itself, as
+// showLockproxy answers SHOW LOCKPROXY LOCKS | STATUS | RULES | OBSERVED itself, as
 // ordinary result sets, so a DBA in any MySQL client sees what the admin
 // endpoints show. It reports whether q was such a statement.
 func (s *session) showLockproxy(q []byte) (bool, error) {
@@ -27,8 +27,10 @@ func (s *session) showLockproxy(q []byte) (bool, error) {
 		return true, s.showStatus()
 	case "rules":
 		return true, s.showRules()
+	case "observed":
+		return true, s.showObserved()
 	}
-	return true, s.writeErrAt(1, errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS or RULES"))
+	return true, s.writeErrAt(1, errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS, RULES or OBSERVED"))
 }
 
 func str(s string) *string { return &s }
@@ -112,4 +114,19 @@ func (s *session) showRules() error {
 			str(r.OnUnkeyed), str(rw), str(combineSummary(&r))})
 	}
 	return s.writeResult([]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite", "combine"}, rows)
+}
+
+// showObserved answers SHOW LOCKPROXY OBSERVED: the statement shapes the
+// rules in observe mode would have refused or made wait most
+// (ObservedShapes). They are every user's statements, without literals:
+// as SHOW PROCESSLIST's other sessions, only for the PROCESS privilege.
+func (s *session) showObserved() error {
+	if !s.hasProcessPrivilege() {
+		return s.writeErrAt(1, errorf(errNeedProcess, "Access denied; you need (at least one of) the PROCESS privilege(s) for SHOW LOCKPROXY OBSERVED"))
+	}
+	var rows [][]*string
+	for _, o := range s.srv.ObservedShapes() {
+		rows = append(rows, []*string{str(o.Rule), str(o.Outcome), str(o.Reason), str(fmt.Sprint(o.Count)), str(fmt.Sprint(o.Over)), str(o.Shape)})
+	}
+	return s.writeResult([]string{"rule", "outcome", "reason", "count", "over_count", "shape"}, rows)
 }

@@ -38,6 +38,9 @@ var (
 	errStatementTooLong = errors.New("proxy: statement too long to analyse")
 	// errSyntax: a statement lockproxy answers itself is malformed (1064).
 	errSyntax = errors.New("proxy: syntax error")
+	// errNeedProcess: a statement lockproxy answers itself shows what
+	// other users' sessions ran, which needs the PROCESS privilege (1227).
+	errNeedProcess = errors.New("proxy: PROCESS privilege needed")
 	// errTooDeepNesting: parentheses nest deeper than proxy.max_nesting
 	// (1473).
 	errTooDeepNesting = errors.New("proxy: nesting too deep to analyse")
@@ -104,6 +107,7 @@ var clientErrors = []clientError{
 		text: func(error) string { return "got a packet bigger than 'max_allowed_packet' bytes" }},
 	{err: errStatementTooLong, code: erUnknown, state: "HY000"},
 	{err: errSyntax, code: erParse, state: "42000"},
+	{err: errNeedProcess, code: erSpecificAccess, state: "42000"},
 	{err: errTooDeepNesting, code: erTooDeepNesting, state: "HY000"},
 	{err: errOutOfMemory, code: erOutOfResources, state: "HY000"},
 	{err: errWrongArguments, code: erWrongArguments, state: "HY000"},

@@ -206,5 +206,24 @@ func TestObservedTopShapesOnProxy(t *testing.T) {
 	if s := debug.Shapes[0]; s.Rule != "hot-row" || s.Outcome != wouldRefuse || s.Reason != refuseUnkeyed || s.Count != 1 {
 		t.Errorf("/debug/observed first shape %+v", s)
 	}
+	// SHOW LOCKPROXY OBSERVED, for a user with PROCESS, lists the same.
+	rows, err := a.Query("SHOW LOCKPROXY OBSERVED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []ObservedShape
+	for rows.Next() {
+		var o ObservedShape
+		if err := rows.Scan(&o.Rule, &o.Outcome, &o.Reason, &o.Count, &o.Over, &o.Shape); err != nil {
+			t.Fatal(err)
+		}
+		shown = append(shown, o)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(shown) != fmt.Sprint(debug.Shapes) {
+		t.Errorf("SHOW LOCKPROXY OBSERVED:\n%v\n/debug/observed:\n%v", shown, debug.Shapes)
+	}
 	waitReleased(t, p)
 }
