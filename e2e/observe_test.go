@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/proxy"
 )
 
 // observedValue is the value of lockproxy_observed_total for the rule and
@@ -94,6 +97,19 @@ func TestObserveThenEnforce(t *testing.T) {
 		if n := observedValue(t, a, "sku-stock", "would_refuse", "unkeyed"); n != 1 {
 			t.Errorf("would_refuse{reason=unkeyed} = %v, want 1", n)
 		}
+		// Its shape is ranked, on /metrics and /debug/observed.
+		const shape = "update `sku_stock` set `stock` = `stock`"
+		if m := scrape(t, a); !strings.Contains(m, `lockproxy_observed_top_shapes{outcome="would_refuse",reason="unkeyed",rule="sku-stock",shape="`+shape+`"} 1`) {
+			t.Errorf("/metrics does not rank the unkeyed UPDATE's shape:\n%s", grepLines(m, "lockproxy_observed_top_shapes"))
+		}
+		var debug struct{ Shapes []proxy.ObservedShape }
+		if err := json.Unmarshal(get(t, "http://"+a.admin+"/debug/observed"), &debug); err != nil {
+			t.Fatal(err)
+		}
+		want := proxy.ObservedShape{Rule: "sku-stock", Outcome: "would_refuse", Reason: "unkeyed", Shape: shape, Count: 1}
+		if !slices.Contains(debug.Shapes, want) {
+			t.Errorf("/debug/observed lists %v, want %v among them", debug.Shapes, want)
+		}
 	})
 
 	opened := []int{pools[0].Stats().OpenConnections, pools[1].Stats().OpenConnections}
@@ -123,6 +139,10 @@ func TestObserveThenEnforce(t *testing.T) {
 		var me *mysql.MySQLError
 		if _, err := pinnedA.ExecContext(ctx, unkeyed); !errors.As(err, &me) || me.Number != 1105 || !strings.Contains(me.Message, "sku-stock") {
 			t.Fatalf("enforcing, the same connection's unkeyed UPDATE: %v, want 1105 naming sku-stock", err)
+		}
+		// An enforcing rule's observed shapes are forgotten.
+		if m := scrape(t, a); strings.Contains(m, "lockproxy_observed_top_shapes{") {
+			t.Errorf("shapes still ranked after the switch to enforce:\n%s", grepLines(m, "lockproxy_observed_top_shapes"))
 		}
 	})
 
