@@ -123,12 +123,15 @@ func startOnce(t testing.TB, bed *testbed.Bed, locks, rulesYAML string) (in *ins
 	if err := in.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The cleanup keeps its own reference: the try that found a port
+	// taken returns in as nil.
+	started := in
 	t.Cleanup(func() {
-		in.stop()
+		started.stop()
 		_ = logf.Close()
 		if t.Failed() {
-			b, _ := os.ReadFile(in.log)
-			t.Logf("lockproxy %s log:\n%s", in.addr, tail(string(b), 60))
+			b, _ := os.ReadFile(started.log)
+			t.Logf("lockproxy %s log:\n%s", started.addr, tail(string(b), 60))
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
