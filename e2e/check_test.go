@@ -170,6 +170,80 @@ func recordLogs(t *testing.T, bed *testbed.Bed, dir string, f func()) (general, 
 	return general, slow
 }
 
+// generalEntry matches the first line of a general log entry: an
+// optional time, the thread id and the command.
+var generalEntry = regexp.MustCompile(`^(?:\d{6}\s+\d{1,2}:\d\d:\d\d)?\t+ *(\d+) ([A-Za-z][A-Za-z ]*)(?:\t|$)`)
+
+// slowEntryThread matches a slow log entry's thread line.
+var slowEntryThread = regexp.MustCompile(`^# Thread_id: (\d+)\s`)
+
+// ownSessions writes copies of the general and slow logs that keep only
+// the sessions that connected to database db (their Connect entries in the
+// general log say so), and returns their paths.
+func ownSessions(t *testing.T, general, slow, db string) (string, string) {
+	t.Helper()
+	read := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.SplitAfter(string(b), "\n")
+	}
+	write := func(path string, lines []string) string {
+		out := strings.TrimSuffix(path, ".log") + ".own.log"
+		if err := os.WriteFile(out, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	own := map[string]bool{}
+	lines := read(general)
+	for _, l := range lines {
+		if m := generalEntry.FindStringSubmatch(l); m != nil && m[2] == "Connect" && strings.Contains(l, " on "+db+" ") {
+			own[m[1]] = true
+		}
+	}
+	if len(own) == 0 {
+		t.Fatalf("no session connected to %s in the general log", db)
+	}
+	var kept []string
+	keep, header := false, true
+	for _, l := range lines {
+		if m := generalEntry.FindStringSubmatch(l); m != nil {
+			header, keep = false, own[m[1]]
+		}
+		if header || keep {
+			kept = append(kept, l)
+		}
+	}
+	general = write(general, kept)
+
+	// A slow log entry is its "# Time:" and "# User@Host:" lines, its
+	// "# Thread_id:" line and what follows up to the next entry.
+	lines, kept = read(slow), nil
+	var pending []string
+	keep, header = false, true
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "# Time: "), strings.HasPrefix(l, "# User@Host: "):
+			header = false
+			pending = append(pending, l)
+		case slowEntryThread.MatchString(l):
+			keep = own[slowEntryThread.FindStringSubmatch(l)[1]]
+			if keep {
+				kept = append(kept, pending...)
+				kept = append(kept, l)
+			}
+			pending = nil
+		case header:
+			kept = append(kept, l)
+		case keep && len(pending) == 0:
+			kept = append(kept, l)
+		}
+	}
+	return general, write(slow, kept)
+}
+
 // runCheck runs `lockproxy check` on a log with the server's schema.
 func runCheck(t *testing.T, bed *testbed.Bed, cfg, log string) string {
 	t.Helper()
@@ -322,6 +396,9 @@ func TestCheckRecordedWorkload(t *testing.T) {
 	if len(refusedDirect) != 0 {
 		t.Fatalf("refused without lockproxy: %v", refusedDirect)
 	}
+	// The logs have every session of the primary, other tests' too: keep
+	// the sessions that connected to this test's database.
+	general, slow = ownSessions(t, general, slow, checkDB)
 	offline := map[string]string{"general": runCheck(t, bed, cfg, general), "slow": runCheck(t, bed, cfg, slow)}
 	golden(t, "check_sale_general.golden", offline["general"])
 	golden(t, "check_sale_slow.golden", offline["slow"])
