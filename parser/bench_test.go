@@ -2,6 +2,7 @@ package parser
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -117,6 +118,47 @@ func BenchmarkAnalyzeStringKeyedUpdate(b *testing.B) {
 	for b.Loop() {
 		if _, err := Analyze("UPDATE inventory SET stock = stock - 1 WHERE sku = 'A-1001'", "shop"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// blobInsert is the INSERT a driver that inlines parameters sends for a
+// 16 MiB BLOB: the value as a hex literal (X'...') or a quoted string.
+func blobInsert(hex bool) string {
+	const n = 16 << 20
+	var b strings.Builder
+	b.Grow(2*n + 100)
+	b.WriteString("INSERT INTO blobs (id, body) VALUES (42, ")
+	if hex {
+		b.WriteString("X'")
+		b.WriteString(strings.Repeat("0123456789abcdef", n/8))
+	} else {
+		b.WriteString("'")
+		b.WriteString(strings.Repeat(`abc\'\\def`, n/10))
+	}
+	b.WriteString("')")
+	return b.String()
+}
+
+// BenchmarkAnalyzeBlobHex is the analysis of a 16 MiB BLOB inlined as a
+// hex literal (32 MiB of text).
+func BenchmarkAnalyzeBlobHex(b *testing.B) { benchAnalyzeBlob(b, true) }
+
+// BenchmarkAnalyzeBlobQuoted is the analysis of a 16 MiB BLOB inlined as
+// a quoted string with escapes (mysqlclient, PyMySQL).
+func BenchmarkAnalyzeBlobQuoted(b *testing.B) { benchAnalyzeBlob(b, false) }
+
+func benchAnalyzeBlob(b *testing.B, hex bool) {
+	sql := blobInsert(hex)
+	b.SetBytes(int64(len(sql)))
+	b.ReportAllocs()
+	for b.Loop() {
+		an, err := Analyze(sql, "shop")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(an.Stmts) != 1 || an.Unparsed {
+			b.Fatal("no table")
 		}
 	}
 }

@@ -20,11 +20,11 @@ func (an *analyzer) constValue(e ast.ExprNode) (Value, bool) {
 	case *test_driver.ParamMarkerExpr:
 		return Value{Kind: ValueParam, Param: an.params[x], Text: "?"}, true
 	case *test_driver.ValueExpr:
-		v, ok := literal(x)
-		if ok && v.Kind == ValueHex && v.Charset == "" {
-			return an.hexLiteral(v)
+		if x.Kind() == test_driver.KindBinaryLiteral && x.Type.GetFlag()&mysql.UnsignedFlag != 0 &&
+			x.Type.GetFlag()&mysql.UnderScoreCharsetFlag == 0 {
+			return an.hexLiteral(x.GetBytes())
 		}
-		return v, ok
+		return literal(x)
 	case *ast.UnaryOperationExpr:
 		v, ok := an.constValue(x.V)
 		if !ok {
@@ -46,17 +46,20 @@ func (an *analyzer) constValue(e ast.ExprNode) (Value, bool) {
 // written, so the statement's text says: when it has only one form, every
 // hex literal is of that form; when it has both, which is which is not
 // known, and the value is not a constant lockproxy can key.
-func (an *analyzer) hexLiteral(v Value) (Value, bool) {
+//
+// Its text is made once, in the form it is (an inlined BLOB may be many
+// MiB of it).
+func (an *analyzer) hexLiteral(b []byte) (Value, bool) {
 	if an.hexForms == 0 {
 		an.hexForms = hexForms(an.f.Text) | hexLooked
 	}
 	switch an.hexForms &^ hexLooked {
 	case 0, hexNumbers:
-		return v, true
+		return Value{Kind: ValueHex, Str: string(b), Text: hexText('x', b)}, true
 	case hexStrings:
-		return Value{Kind: ValueString, Str: v.Str, Charset: "binary", Text: "X" + strings.TrimPrefix(v.Text, "x")}, true
+		return Value{Kind: ValueString, Str: string(b), Charset: "binary", Text: hexText('X', b)}, true
 	}
-	return Value{Kind: ValueExpr, Text: v.Text}, true
+	return Value{Kind: ValueExpr, Text: hexText('x', b)}, true
 }
 
 // Hex literal forms in a statement's text (analyzer.hexForms).
@@ -132,9 +135,13 @@ func literal(x *test_driver.ValueExpr) (Value, bool) {
 		return v, true
 	case test_driver.KindBinaryLiteral:
 		b := x.GetBytes()
-		v := Value{Kind: ValueBit, Str: string(b), Text: x.GetBinaryLiteral().ToBitLiteralString(true)}
+		var v Value
 		if x.Type.GetFlag()&mysql.UnsignedFlag != 0 {
-			v = Value{Kind: ValueHex, Str: string(b), Text: "x'" + hexString(b) + "'"}
+			v = Value{Kind: ValueHex, Str: string(b), Text: hexText('x', b)}
+		} else {
+			// Bit literals are short (a BIGINT's bits at most to be
+			// useful); ToBitLiteralString formats each byte.
+			v = Value{Kind: ValueBit, Str: string(b), Text: x.GetBinaryLiteral().ToBitLiteralString(true)}
 		}
 		// _latin1 X'E9' is a latin1 string, not a binary one (nor, in a
 		// numeric context, a number).
@@ -183,8 +190,15 @@ func negate(v Value) (Value, bool) {
 // quoteString renders s as a single-quoted MySQL string literal that reads
 // back as the same bytes under the default SQL mode (backslash escapes on).
 func quoteString(s string) string {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\'', '\\', 0, '\n', '\r', 0x1a:
+			n++
+		}
+	}
 	var b strings.Builder
-	b.Grow(len(s) + 2)
+	b.Grow(n)
 	b.WriteByte('\'')
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
@@ -208,12 +222,18 @@ func quoteString(s string) string {
 	return b.String()
 }
 
-func hexString(b []byte) string {
+// hexText renders b as the hex literal x'..' (prefix 'x') or X'..', in
+// one allocation.
+func hexText(prefix byte, b []byte) string {
 	const digits = "0123456789abcdef"
-	out := make([]byte, 2*len(b))
-	for i, c := range b {
-		out[2*i] = digits[c>>4]
-		out[2*i+1] = digits[c&0xf]
+	var out strings.Builder
+	out.Grow(2*len(b) + 3)
+	out.WriteByte(prefix)
+	out.WriteByte('\'')
+	for _, c := range b {
+		out.WriteByte(digits[c>>4])
+		out.WriteByte(digits[c&0xf])
 	}
-	return string(out)
+	out.WriteByte('\'')
+	return out.String()
 }
