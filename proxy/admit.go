@@ -11,14 +11,23 @@ import (
 // and what a prepared statement may keep afterwards.
 //
 // The parser allocates 130-270 bytes per byte of statement text (bulk
-// INSERTs least, long expressions most), and walks its trees recursively.
+// INSERTs least, long expressions most), and walks its trees recursively;
+// a string or hex literal costs it a few bytes per byte (its value and its
+// text), however long: an inlined BLOB of many MiB is cheap to analyse.
 // So before a text reaches the parser it must be no longer than
 // proxy.max_statement_size, nest parentheses no deeper than
 // proxy.max_nesting, and find room in the memory budgets for its parse.
 
-// parseCostPerByte is the memory reserved per byte of text while it is
-// analysed (the most the parser was measured to allocate, rounded up).
+// parseCostPerByte is the memory reserved per byte of text outside
+// literals while it is analysed (the most the parser was measured to
+// allocate, rounded up).
 const parseCostPerByte = 256
+
+// literalCostPerByte is the same per byte inside a quoted literal ('..',
+// "..", X'..'): the parser was measured to allocate at most 5 (a quoted
+// string with escapes: the lexer's copy, the value, its text; see the
+// parser's BenchmarkAnalyzeBlob*), and the proxy keeps a copy of the text.
+const literalCostPerByte = 8
 
 // freeParse is the longest text analysed without a reservation: short
 // statements are the common case and their parse is small and brief.
@@ -39,7 +48,8 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
-	if nestingOver(q, p.MaxNesting) {
+	tooDeep, literal := scanText(q, p.MaxNesting)
+	if tooDeep {
 		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
 	}
@@ -48,7 +58,7 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	}
 	// A session analyses one statement at a time, so max_statement_size
 	// bounds its share; the process's budget bounds them all.
-	cost := int64(len(q)) * parseCostPerByte
+	cost := int64(len(q)-literal)*parseCostPerByte + int64(literal)*literalCostPerByte
 	if !s.srv.mem.take(cost, shareAll) {
 		s.srv.metrics.memoryRefused.Inc()
 		return release, outOfMemory("analysing a statement", cost)
@@ -56,20 +66,28 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	return func() { s.srv.mem.give(cost) }, nil
 }
 
-// nestingOver reports whether parentheses in q, outside string literals,
-// quoted identifiers and comments, nest deeper than limit. Executable
-// comments (/*! ... */, /*M! ... */) count as code, as MariaDB runs them.
-func nestingOver(q []byte, limit int) bool {
+// scanText reports whether parentheses in q, outside string literals,
+// quoted identifiers and comments, nest deeper than limit (it stops at the
+// first one over). Executable comments (/*! ... */, /*M! ... */) count as
+// code, as MariaDB runs them. It also counts the bytes of q inside '..'
+// and ".." literals (quotes included: "..", an identifier under
+// ANSI_QUOTES, is no longer than 64 characters to MariaDB, and a longer
+// one fails to parse).
+func scanText(q []byte, limit int) (over bool, literal int) {
 	depth := 0
 	for i := 0; i < len(q); i++ {
 		switch c := q[i]; c {
 		case '(':
 			if depth++; depth > limit {
-				return true
+				return true, literal
 			}
 		case ')':
 			depth = max(depth-1, 0)
-		case '\'', '"', '`':
+		case '\'', '"':
+			end := skipQuoted(q, i, c)
+			literal += min(end, len(q)-1) - i + 1
+			i = end
+		case '`':
 			i = skipQuoted(q, i, c)
 		case '#':
 			i = skipLine(q, i)
@@ -83,7 +101,7 @@ func nestingOver(q []byte, limit int) bool {
 			}
 		}
 	}
-	return false
+	return false, literal
 }
 
 // skipQuoted returns the index of the quote closing the literal that opens

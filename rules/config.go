@@ -65,7 +65,7 @@ type ProxyConfig struct {
 	SessionMemory Size `yaml:"session_memory"` // default 2 x max_allowed_packet, at least 128 MiB
 	// MaxStatementSize is the longest statement text lockproxy analyses;
 	// longer ones are refused (when any rule or replica needs analysis).
-	MaxStatementSize Size `yaml:"max_statement_size"` // default 2 MiB
+	MaxStatementSize Size `yaml:"max_statement_size"` // default max_allowed_packet
 	// MaxNesting is the deepest nesting of parentheses a statement may
 	// have; deeper ones are refused with 1473 before the parser sees them.
 	MaxNesting int `yaml:"max_nesting"` // default 256

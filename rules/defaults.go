@@ -19,7 +19,9 @@ const (
 	DefaultMaxHandshakes    = 256
 	DefaultMemoryBudget     = 1 << 30
 	MinSessionMemory        = 128 << 20
-	DefaultMaxStatementSize = 2 << 20
+	// DefaultMaxStatementSize is max_statement_size when neither it nor
+	// max_allowed_packet is set (it follows max_allowed_packet).
+	DefaultMaxStatementSize = DefaultMaxAllowedPacket
 	DefaultMaxNesting       = 256
 	DefaultLockBackend      = LockBackendMemory
 	DefaultLockTTL          = 30 * time.Second
@@ -176,7 +178,10 @@ func proxyLimitDefaults(p *ProxyConfig, d *decoder) {
 		p.MemoryBudget = max(DefaultMemoryBudget, p.SessionMemory)
 	}
 	if !d.isSet("proxy.max_statement_size") {
-		p.MaxStatementSize = DefaultMaxStatementSize
+		// Every statement a client may send is analysed, as MariaDB
+		// runs every statement within its max_allowed_packet; the
+		// memory budget refuses one whose analysis it cannot hold.
+		p.MaxStatementSize = p.MaxAllowedPacket
 	}
 	if !d.isSet("proxy.max_nesting") {
 		p.MaxNesting = DefaultMaxNesting

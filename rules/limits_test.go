@@ -15,6 +15,7 @@ func TestProxyLimits(t *testing.T) {
 			session, budget Size
 			mhs             int
 		}{
+			// max_statement_size follows max_allowed_packet.
 			{"", 128 << 20, 1 << 30, 256},
 			{"proxy: {max_allowed_packet: 268435456}\n", 512 << 20, 1 << 30, 256},
 			{"proxy: {max_allowed_packet: 1073741824, max_handshakes: 10}\n", 2 << 30, 2 << 30, 10},
@@ -25,7 +26,7 @@ func TestProxyLimits(t *testing.T) {
 			}
 			p := cfg.Proxy
 			if p.SessionMemory != tc.session || p.MemoryBudget != tc.budget || p.MaxHandshakes != tc.mhs ||
-				p.MaxStatementSize != DefaultMaxStatementSize || p.MaxNesting != DefaultMaxNesting {
+				p.MaxStatementSize != p.MaxAllowedPacket || p.MaxNesting != DefaultMaxNesting {
 				t.Errorf("%q: got %+v", tc.proxy, p)
 			}
 		}
