@@ -188,12 +188,33 @@ func (s *session) forwardReleasing(p []byte, binary bool) error {
 func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) error {
 	s.src = b
 	if err := b.writeCommand(p); err != nil {
+		if kind != relayNone {
+			s.relayRefusal(b)
+		}
 		return err
 	}
 	if kind == relayNone {
 		return nil
 	}
 	return s.relay(kind, binary)
+}
+
+// relayRefusal passes on the error packet of a backend that stopped
+// reading a command and closed the connection before it was all sent:
+// MariaDB answers a statement over its max_allowed_packet with 1153 and
+// closes, and the client reads that answer, as directly, before its
+// connection closes (see backendFailed).
+func (s *session) relayRefusal(b *backendConn) {
+	if err := b.nc.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		return
+	}
+	seq, p, err := b.r.readPhysical()
+	if err != nil || len(p) == 0 || p[0] != mysql.ERR_HEADER {
+		return
+	}
+	if s.cw.writePhysical(seq, p) == nil {
+		_ = s.cw.flush()
+	}
 }
 
 // backendFailed handles a broken primary connection mid-command: the

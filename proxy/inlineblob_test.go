@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"io"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
@@ -157,4 +161,65 @@ func tail(s string) string {
 		return "..." + s[len(s)-1000:]
 	}
 	return s
+}
+
+// TestStatementOverMaxAllowedPacket: a statement longer than MariaDB's
+// max_allowed_packet (within lockproxy's) gets MariaDB's own error through
+// lockproxy, as directly.
+func TestStatementOverMaxAllowedPacket(t *testing.T) {
+	p, db := blobProxy(t, false)
+	root := p.direct(t, "", "")
+	var was int64
+	if err := root.QueryRow("SELECT @@global.max_allowed_packet").Scan(&was); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, root, "SET GLOBAL max_allowed_packet = 16777216")
+	t.Cleanup(func() { _, _ = root.Exec(fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", was)) })
+	q := "INSERT INTO blobs (id, body) VALUES (43, '" + strings.Repeat("a", 17<<20) + "')"
+	// New connections (the proxy's to the backend included) read the
+	// global value.
+	direct := oversizedQuery(t, p.bed.PrimaryAddr, p, db, q)
+	through := oversizedQuery(t, p.addr, p, db, q)
+	if direct != 1153 || through != direct {
+		t.Fatalf("error %d through lockproxy, %d directly, want 1153 (ER_NET_PACKET_TOO_LARGE)", through, direct)
+	}
+}
+
+// oversizedQuery sends q as COM_QUERY to addr while reading the answer (a
+// server that stops reading q answers and closes, which a client writing
+// all of q before reading may see as a reset only) and returns the
+// error's code.
+func oversizedQuery(t *testing.T, addr string, p *testProxy, db, q string) uint16 {
+	t.Helper()
+	c, err := client.Connect(addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conn := c.Conn.Conn
+	payload := append([]byte{gomysql.COM_QUERY}, q...)
+	go func() {
+		for seq := 0; ; seq++ {
+			n := min(len(payload), 0xffffff)
+			hdr := []byte{byte(n), byte(n >> 8), byte(n >> 16), byte(seq)}
+			if _, err := conn.Write(append(hdr, payload[:n]...)); err != nil {
+				return
+			}
+			payload = payload[n:]
+			if n < 0xffffff {
+				return
+			}
+		}
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	var hdr [4]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		t.Fatalf("%s: no answer to a statement over max_allowed_packet: %v", addr, err)
+	}
+	ans := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+	if _, err := io.ReadFull(conn, ans); err != nil || len(ans) < 3 || ans[0] != gomysql.ERR_HEADER {
+		t.Fatalf("%s: answer %q, %v; want an error packet", addr, ans, err)
+	}
+	t.Logf("%s: %s", addr, ans[3:])
+	return binary.LittleEndian.Uint16(ans[1:])
 }
