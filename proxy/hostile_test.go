@@ -404,7 +404,8 @@ func TestStatementTooLongToParse(t *testing.T) {
 }
 
 // TestParseBudget: a statement whose analysis the process's memory budget
-// cannot hold is refused with 1041; the session goes on.
+// cannot hold is refused with 1041; the session goes on. A literal costs
+// the analysis far less than code.
 func TestParseBudget(t *testing.T) {
 	p, db := limitsProxy(t, func(pc *rules.ProxyConfig) {
 		pc.MaxAllowedPacket = 1 << 20
@@ -416,10 +417,18 @@ func TestParseBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.Execute("SELECT stock FROM sku WHERE note = '" + strings.Repeat("x", 40<<10) + "'")
+	// 256 bytes a byte of text outside literals: 40 KiB need 10 MiB.
+	inList := func(n int) string {
+		return "SELECT stock FROM sku WHERE sku_id IN (1" + strings.Repeat(",1", n/2) + ")"
+	}
+	_, err = c.Execute(inList(40 << 10))
 	wantCode(t, err, erOutOfResources)
-	if _, err := c.Execute("SELECT stock FROM sku WHERE note = '" + strings.Repeat("x", 20<<10) + "'"); err != nil {
+	if _, err := c.Execute(inList(20 << 10)); err != nil {
 		t.Fatalf("a statement within the budget: %v", err)
+	}
+	// 8 a byte inside a literal: 400 KiB need 3.2 MiB.
+	if _, err := c.Execute("SELECT stock FROM sku WHERE note = '" + strings.Repeat("x", 400<<10) + "'"); err != nil {
+		t.Fatalf("a long literal within the budget: %v", err)
 	}
 	if n := testutil.ToFloat64(p.srv.metrics.memoryRefused); n != 1 {
 		t.Errorf("memory refusals counted: %v, want 1", n)
