@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -48,7 +49,10 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
-	tooDeep, literal := scanText(q, p.MaxNesting)
+	tooDeep, literal := scanText(q, p.MaxNesting, true)
+	if literal > 0 && bytes.IndexByte(q, '\\') >= 0 {
+		literal = literalBytes(q, literal, p.MaxNesting, s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0)
+	}
 	if tooDeep {
 		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
@@ -66,14 +70,34 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	return func() { s.srv.mem.give(cost) }, nil
 }
 
+// literalBytes is how many bytes of q, which has a backslash, are inside
+// literals as MariaDB reads them: escaped counts them with backslashes
+// escaping. Under NO_BACKSLASH_ESCAPES (noBackslash: the session's mode
+// as the server last reported it) '\' ends a literal, and code must not
+// pass for one (it costs the analysis 32 times more); a text that names
+// sql_mode may change the mode midway, and gets the smaller count of
+// both readings.
+func literalBytes(q []byte, escaped, limit int, noBackslash bool) int {
+	names := bytes.Contains(bytes.ToLower(q), []byte("sql_mode"))
+	if !noBackslash && !names {
+		return escaped
+	}
+	_, plain := scanText(q, limit, false)
+	if names {
+		return min(escaped, plain)
+	}
+	return plain
+}
+
 // scanText reports whether parentheses in q, outside string literals,
 // quoted identifiers and comments, nest deeper than limit (it stops at the
 // first one over). Executable comments (/*! ... */, /*M! ... */) count as
 // code, as MariaDB runs them. It also counts the bytes of q inside '..'
 // and ".." literals (quotes included: "..", an identifier under
 // ANSI_QUOTES, is no longer than 64 characters to MariaDB, and a longer
-// one fails to parse).
-func scanText(q []byte, limit int) (over bool, literal int) {
+// one fails to parse). backslash says whether a backslash escapes in a
+// literal (MariaDB's default; not under NO_BACKSLASH_ESCAPES).
+func scanText(q []byte, limit int, backslash bool) (over bool, literal int) {
 	depth := 0
 	for i := 0; i < len(q); i++ {
 		switch c := q[i]; c {
@@ -84,11 +108,11 @@ func scanText(q []byte, limit int) (over bool, literal int) {
 		case ')':
 			depth = max(depth-1, 0)
 		case '\'', '"':
-			end := skipQuoted(q, i, c)
+			end := skipQuoted(q, i, c, backslash)
 			literal += min(end, len(q)-1) - i + 1
 			i = end
 		case '`':
-			i = skipQuoted(q, i, c)
+			i = skipQuoted(q, i, c, false)
 		case '#':
 			i = skipLine(q, i)
 		case '-':
@@ -105,12 +129,12 @@ func scanText(q []byte, limit int) (over bool, literal int) {
 }
 
 // skipQuoted returns the index of the quote closing the literal that opens
-// at q[i] (a doubled quote or, outside backticks, a backslash escapes).
-func skipQuoted(q []byte, i int, quote byte) int {
+// at q[i] (a doubled quote or, when backslash, a backslash escapes).
+func skipQuoted(q []byte, i int, quote byte, backslash bool) int {
 	for j := i + 1; j < len(q); j++ {
 		switch q[j] {
 		case '\\':
-			if quote != '`' {
+			if backslash {
 				j++
 			}
 		case quote:
