@@ -130,7 +130,7 @@ func TestDumpLongRowRestore(t *testing.T) {
 	host, port, _ := strings.Cut(p.bed.PrimaryAddr, ":")
 	out := runClient(t, db, nil, "", dump, "-h"+host, "-P"+port, "-u"+p.bed.User, "-p"+p.bed.Password, "--protocol=TCP", "--no-create-info", "--complete-insert", db, "blobs")
 	if out.code != 0 {
-		t.Fatalf("mariadb-dump: exit %d: %s", out.code, tail(out.stderr))
+		t.Fatalf("mariadb-dump: exit %d: %s", out.code, tailBytes(out.stderr))
 	}
 	if len(out.stdout) < 3<<20 {
 		t.Fatalf("dump of %d bytes", len(out.stdout))
@@ -143,7 +143,7 @@ func TestDumpLongRowRestore(t *testing.T) {
 	host, port, _ = strings.Cut(p.addr, ":")
 	out = runClient(t, db, nil, file, cli, "-h"+host, "-P"+port, "-u"+p.bed.User, "-p"+p.bed.Password, "--protocol=TCP", db)
 	if out.code != 0 {
-		t.Fatalf("restore through lockproxy: exit %d: %s", out.code, tail(out.stderr))
+		t.Fatalf("restore through lockproxy: exit %d: %s", out.code, tailBytes(out.stderr))
 	}
 	var got []byte
 	if err := direct.QueryRow("SELECT body FROM blobs WHERE id = 1").Scan(&got); err != nil {
@@ -154,9 +154,9 @@ func TestDumpLongRowRestore(t *testing.T) {
 	}
 }
 
-// tail is the end of a client's output (its echo of a long statement is
-// megabytes).
-func tail(s string) string {
+// tailBytes is the end of a client's output (its echo of a long
+// statement is megabytes).
+func tailBytes(s string) string {
 	if len(s) > 1000 {
 		return "..." + s[len(s)-1000:]
 	}
