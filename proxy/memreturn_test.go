@@ -21,7 +21,10 @@ func TestMemReturn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			freed := make(chan struct{}, 4)
-			m := &memReturn{after: time.Millisecond, free: func() { freed <- struct{}{} }}
+			// The timer is far off, so that nothing fires while the test
+			// ends sessions (a slow run would otherwise give back before
+			// the last ended); the test fires it itself.
+			m := &memReturn{after: time.Hour, free: func() { freed <- struct{}{} }}
 			for range tc.open {
 				m.opened()
 			}
@@ -37,6 +40,10 @@ func TestMemReturn(t *testing.T) {
 			if tc.wantFreeds == 0 {
 				return
 			}
+			m.mu.Lock()
+			m.ends = 0 // sessions have stopped ending
+			m.mu.Unlock()
+			m.fire()
 			<-freed
 			m.mu.Lock()
 			defer m.mu.Unlock()
