@@ -327,9 +327,11 @@ func TestStatementLimits(t *testing.T) {
 
 // TestStatementTooLongInPackets: a statement of 16 MiB or more comes in
 // several packets; lockproxy's refusal follows the last of them in
-// sequence (a client checks), and the session goes on.
+// sequence (a client checks), and the session goes on. The limit is set
+// below the statement (by default it is max_allowed_packet, and such a
+// statement is analysed and runs).
 func TestStatementTooLongInPackets(t *testing.T) {
-	p, db := limitsProxy(t, nil)
+	p, db := limitsProxy(t, func(pc *rules.ProxyConfig) { pc.MaxStatementSize = 64 << 10 })
 	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
 	if err != nil {
 		t.Fatal(err)
