@@ -28,6 +28,7 @@ const (
 	erAuthMode        = 1251 // ER_NOT_SUPPORTED_AUTH_MODE
 	erParse           = 1064 // ER_PARSE_ERROR
 	erSpecificAccess  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
+	erMalformedPacket = 1835 // ER_MALFORMED_PACKET
 	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.

@@ -71,7 +71,8 @@ var extCapsTables = []string{
 // backend (the extended capabilities then travel in the SSLRequest). The
 // transcripts must match: JSON read as an object, UUID, INET6 and POINT
 // named by the extended metadata, batch() sent as COM_STMT_BULK_EXECUTE,
-// its rows and its failure (a duplicate key undoes the whole batch) alike.
+// its rows and its failure (a duplicate key undoes the whole batch) alike,
+// and an execute without parameter types answered 1835 as MariaDB does.
 func TestMariaDBExtendedCapabilities(t *testing.T) {
 	bed := testbedFor(t)
 	tool := requireTool(t, "node", "-e", "require('./testdata/clients/node_modules/mysql2'); require('./testdata/clients/node_modules/mariadb/dist/promise.cjs')")
@@ -125,6 +126,7 @@ func TestMariaDBExtendedCapabilities(t *testing.T) {
 		"connector bulk negotiated: true", "connector extended metadata negotiated: true",
 		`connector prepared meta: [["j","BLOB",null,null],["u","STRING","uuid",null],["i","STRING","inet6",null],["g","GEOMETRY",null,null],["p","GEOMETRY","point",null]]`,
 		`batch insert: {"affectedRows":300,"warningStatus":0}`, `batch update: {"affectedRows":300}`,
+		`connector execute without types: "error 1835 HY000 fatal=false malformed=true"`,
 		"batch duplicate: error 1062", `after batches: {"n":"300n","s":"1197","m":"name-99"}`,
 	})
 	for i, r := range runs[1:] {

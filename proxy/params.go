@@ -13,6 +13,11 @@ import (
 
 var errBadParams = errors.New("proxy: malformed COM_STMT_EXECUTE parameters")
 
+// errNoParamTypes is a first execute of a statement with parameters that
+// sends no parameter types: MariaDB answers it with 1835, and so does
+// lockproxy (clients such as Connector/Node tell it by that code).
+var errNoParamTypes = errors.New("proxy: COM_STMT_EXECUTE without parameter types")
+
 // executeParams decodes the parameter values of a COM_STMT_EXECUTE payload
 // as MariaDB reads them, each a rules.Param that keeps the type the client
 // sent (so a TIME is keyed as a time, not as its text). types are the

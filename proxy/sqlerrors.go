@@ -112,6 +112,7 @@ var clientErrors = []clientError{
 	{err: errOutOfMemory, code: erOutOfResources, state: "HY000"},
 	{err: errWrongArguments, code: erWrongArguments, state: "HY000"},
 	{err: errBadParams, code: erUnknown, state: "HY000"},
+	{err: errNoParamTypes, code: erMalformedPacket, state: "HY000"},
 	{err: errUnknownStmt, code: erUnknownStmt, state: "HY000"},
 	{err: errUnknownThread, code: erNoSuchThread, state: "HY000"},
 	{err: errRejected, code: erUnknown, state: "HY000"},

@@ -43,6 +43,7 @@ var clientCases = []struct {
 	{"proxy.errOutOfMemory", outOfMemory("a client packet", 1), 1041, "HY000"},
 	{"proxy.errWrongArguments", errorf(errWrongArguments, "Incorrect arguments to mysqld_stmt_execute"), 1210, "HY000"},
 	{"proxy.errBadParams", fmt.Errorf("%w: parameter 1: %v", errBadParams, errShortPacket), 1105, "HY000"},
+	{"proxy.errNoParamTypes", errorf(errNoParamTypes, "statement 1 executed without parameter types: Malformed communication packet"), 1835, "HY000"},
 	{"proxy.errUnknownStmt", errorf(errUnknownStmt, "Unknown prepared statement handler (7) given to mysqld_stmt_execute"), 1243, "HY000"},
 	{"proxy.errUnknownThread", errorf(errUnknownThread, "Unknown thread id: 7"), 1094, "HY000"},
 	{"proxy.errRejected", errorf(errRejected, "rule r: cannot derive the row keys of t (a range); on_unkeyed: reject"), 1105, "HY000"},

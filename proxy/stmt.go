@@ -210,7 +210,7 @@ func (s *session) execute(p []byte) error {
 	if types, ok := executeParamTypes(p, st.numParams); ok {
 		st.bindTypes(s, types)
 	} else if st.numParams > 0 && st.paramTypes == nil {
-		return s.writeErrAt(1, errorf(errBadParams, "statement %d executed without parameter types", st.id))
+		return s.writeErrAt(1, errorf(errNoParamTypes, "statement %d executed without parameter types: Malformed communication packet", st.id))
 	}
 	// This execute consumes the long data, whatever becomes of it.
 	long, longCut, longSent := st.long, st.longCut, st.longSent

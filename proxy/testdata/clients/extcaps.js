@@ -55,6 +55,17 @@ async function viaConnector() {
       return rows.meta.map((m) => [m.name(), m.type, m.dataTypeName || null, m.dataTypeFormat || null]);
     });
   }
+  // An execute whose parameters come without their types (named
+  // placeholders given an array): MariaDB answers 1835, a malformed packet.
+  const named = await mariadb.createConnection({ ...cfg(), namedPlaceholders: true });
+  await attempt('connector execute without types', async () => {
+    try {
+      return await named.execute('SELECT ? AS a, ? AS b', ['1', '2']);
+    } catch (e) {
+      return `error ${e.errno} ${e.sqlState} fatal=${e.fatal} malformed=${e.message.includes('Malformed communication packet\nsql:')}`;
+    }
+  });
+  await named.end();
   const n = 300;
   const rows = Array.from({ length: n }, (_, k) => [k + 1, `name-${k + 1}`, k % 7]);
   await attempt('batch insert', async () => {
