@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -50,14 +51,7 @@ func pymysqlSuiteRules() []rules.Rule {
 	guard := map[string]string{"bulkinsert": "id", "issue66": "id", "issue54": "id", "issue16": "name",
 		"issue17": "x", "dictcursor": "name", "test": "data", "test_dict": "a", "test_datatypes": "i",
 		"test_load_local": "a", "test_aggregates": "i", "mystuff": "id"}
-	var rs []rules.Rule
-	for table, key := range guard {
-		rs = append(rs, rules.Rule{Name: table, Table: table, Key: []string{key},
-			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
-			OnUnkeyed: rules.OnUnkeyedAllow})
-	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
-	return rs
+	return guardRules(guard)
 }
 
 // TestClientSuites runs client libraries' own test suites straight
@@ -77,6 +71,183 @@ func TestClientSuites(t *testing.T) {
 			return runPyMySQLSuite(t, p, py, src, side, addr)
 		}, pymysqlSuiteRules(), pymysqlDifferences, 150)
 	})
+	// The node suites run only when a maintainer names their sources (see
+	// nodeSuites): no registry CI reaches carries them.
+	for _, s := range nodeSuites {
+		src := os.Getenv(s.env)
+		if src == "" {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			node := requireTool(t, "node", "--version")
+			src := requireSuite(t, src, s.marker)
+			runClientSuite(t, func(t *testing.T, p *testProxy, side, addr string) map[string]string {
+				return s.run(t, p, node, src, side, addr)
+			}, s.rules(), s.known, s.minPassed)
+		})
+	}
+}
+
+// nodeSuite is a node client's own test suite, run from a source checkout
+// named by an environment variable. These are measurements a maintainer
+// runs by hand: the npm packages ship no tests and Debian packages
+// neither library, so the sources come from the projects' repositories,
+// at the tag of the version the README names, with their devDependencies
+// installed by npm (e.g. git clone -b v3.23.4
+// https://github.com/sidorares/node-mysql2 /tmp/suites/node-mysql2 && cd
+// /tmp/suites/node-mysql2 && npm install; then
+// LOCKPROXY_SUITE_MYSQL2=/tmp/suites/node-mysql2 go test -run
+// 'TestClientSuites/mysql2' ./proxy/).
+type nodeSuite struct {
+	name, env, marker string
+	minPassed         int
+	rules             func() []rules.Rule
+	known             map[string]suiteDifference
+	run               func(t *testing.T, p *testProxy, node, src, side, addr string) map[string]string
+}
+
+var nodeSuites = []nodeSuite{
+	{name: "mysql2", env: "LOCKPROXY_SUITE_MYSQL2", marker: "test/common.test.mts", minPassed: 100,
+		rules: mysql2SuiteRules, known: mysql2Differences, run: runMySQL2Suite},
+	{name: "mariadb", env: "LOCKPROXY_SUITE_MARIADB", marker: "test/base.js", minPassed: 300,
+		rules: mariadbSuiteRules, known: mariadbDifferences, run: runMariaDBSuite},
+}
+
+// guardRules guards each table of guard by the column it names; a write
+// whose rows cannot be keyed runs unlocked (on_unkeyed: allow).
+func guardRules(guard map[string]string) []rules.Rule {
+	var rs []rules.Rule
+	for table, key := range guard {
+		rs = append(rs, rules.Rule{Name: table, Table: table, Key: []string{key},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedAllow})
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	return rs
+}
+
+// mysql2SuiteRules guard tables node mysql2's integration suite writes.
+func mysql2SuiteRules() []rules.Rule {
+	return guardRules(map[string]string{"insert_test": "id", "announcements": "id", "test_table": "id"})
+}
+
+// mariadbSuiteRules guard tables Connector/Node's suite writes.
+func mariadbSuiteRules() []rules.Rule {
+	return guardRules(map[string]string{"noValueBatch": "id", "filteredSimpleBatch": "id", "dataTypeWithNull": "id",
+		"blobToBuff": "id", "blobToBuff2": "id", "autoInc": "id", "negAutoInc": "id", "bigParameter2": "id",
+		"metadatatable": "id", "testInt": "v", "testBigint": "v"})
+}
+
+// Reasons node suites' tests fail through lockproxy (the README's client
+// section lists them).
+const (
+	reasonOwnUsers = "logs in or changes user to an account the suite creates in MariaDB: lockproxy admits only " +
+		"the users of its config"
+	reasonStateChange = "lockproxy turns session_track_state_change on at the primary and relays its entry to a " +
+		"client that negotiated CLIENT_SESSION_TRACK: OK packets carry SERVER_SESSION_STATE_CHANGED where " +
+		"MariaDB's defaults send none"
+	reasonKillInText = "KILL in a multi-statement text reaches MariaDB with the client's connection id " +
+		"untranslated: 1094 Unknown thread id"
+	reasonNoTLS = reasonOwnUsers + " (accounts that REQUIRE SSL or X509), and the suite's proxy has no proxy.tls"
+)
+
+var allPaths = clientSuitePaths
+
+// mysql2Differences are node mysql2's test files that pass directly and
+// are known to fail through lockproxy.
+var mysql2Differences = map[string]suiteDifference{
+	"test/global/integration/connection/test-change-user-plugin-auth.test.mts":           {allPaths, reasonOwnUsers},
+	"test/global/integration/connection/test-change-user.test.mts":                       {allPaths, reasonOwnUsers},
+	"test/global/integration/pool/test-pool-change-user-isolation.test.mts":              {allPaths, reasonOwnUsers},
+	"test/global/integration/promise-wrappers/test-promise-wrapper-change-user.test.mts": {allPaths, reasonOwnUsers},
+	"test/integration/connection/test-binary-multiple-results.test.mts":                  {allPaths, reasonStateChange},
+	"test/integration/connection/test-multiple-results.test.mts":                         {allPaths, reasonStateChange},
+	"test/integration/test-pool-disconnect.test.mts":                                     {allPaths, reasonKillInText},
+}
+
+// mariadbDifferences are Connector/Node's tests that pass directly and
+// are known to fail through lockproxy.
+var mariadbDifferences = func() map[string]suiteDifference {
+	m := map[string]suiteDifference{
+		"test/integration/connection.test.js::connection > changing database": {allPaths,
+			reasonStateChange + " (after USE, Connector/Node then reads no database from the OK)"},
+	}
+	for _, name := range []string{"auth-plugin.test.js::authentication plugin > ed25519 authentication plugin",
+		"auth-plugin.test.js::authentication plugin > multi authentication plugin",
+		"change-user.test.js::change user > autocommit state after changing user",
+		"change-user.test.js::change user > basic change user using callback",
+		"change-user.test.js::change user > basic change user using callback no function",
+		"change-user.test.js::change user > basic change user using promise",
+		"change-user.test.js::change user > basic change user using promise non node.js encoding",
+		"change-user.test.js::change user > change user using connection attributes",
+		"change-user.test.js::change user > change user with collation",
+		"change-user.test.js::change user > collation index > 255",
+		"change-user.test.js::change user > wrong collation in charset",
+		"connection.test.js::connection > expiration > connection error if user expired",
+		"connection.test.js::connection > expiration > connection with expired user"} {
+		m["test/integration/"+name] = suiteDifference{allPaths, reasonOwnUsers}
+	}
+	for _, name := range []string{"SSLv2 disable", "SSLv3 disable", "TLSv1.1 no common cipher", "TLSv1.1 wrong cipher",
+		"TLSv1.2 with cipher working", "TLSv1.2 working", "ensure connection use NOT SSL ", "ensure connection use SSL ",
+		"self signed certificate server before ephemeral", "signed certificate error", "signed certificate forcing",
+		"ssl change user"} {
+		m["test/integration/ssl.test.js::ssl > "+name] = suiteDifference{allPaths, reasonNoTLS}
+	}
+	return m
+}()
+
+// runMySQL2Suite runs node mysql2's own suite (poku, its unit,
+// integration and global tests) against addr in a fresh database and
+// returns each integration and global test file's result (poku reports
+// per file).
+func runMySQL2Suite(t *testing.T, p *testProxy, node, src, side, addr string) map[string]string {
+	t.Helper()
+	host, port := splitAddr(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "node_modules/.bin/poku")
+	cmd.Dir = src
+	// CI: the suite sends MYSQL_PASSWORD only under CI.
+	cmd.Env = append(os.Environ(), "CI=1", "MYSQL_HOST="+host, "MYSQL_PORT="+port, "MYSQL_USER="+p.bed.User,
+		"MYSQL_PASSWORD="+p.bed.Password, "MYSQL_DATABASE="+freshNamedDB(t, p, "mysql2_suite_"+side))
+	out, _ := cmd.CombinedOutput() // a failing file is a non-zero exit: the output says which
+	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	line := regexp.MustCompile(`^\s*(PASS|FAIL|SKIP)\s+(test/(?:integration|global)/\S+)`)
+	res := map[string]string{}
+	for _, l := range strings.Split(ansi.ReplaceAllString(string(out), ""), "\n") {
+		if m := line.FindStringSubmatch(l); m != nil {
+			res[m[2]] = strings.ToLower(m[1])
+		}
+	}
+	if len(res) == 0 {
+		t.Fatalf("%s: no results from node mysql2's suite:\n%s", side, tail(string(out), 40))
+	}
+	if side != "direct" {
+		t.Logf("%s: poku's output:\n%s", side, tail(ansi.ReplaceAllString(string(out), ""), 400))
+	}
+	return res
+}
+
+// runMariaDBSuite runs Connector/Node's own suite (vitest, a file at a
+// time as its package.json does) against addr in a fresh database and
+// returns each test's result.
+func runMariaDBSuite(t *testing.T, p *testProxy, node, src, side, addr string) map[string]string {
+	t.Helper()
+	host, port := splitAddr(t, addr)
+	report := filepath.Join(t.TempDir(), "report.xml")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "node_modules/.bin/vitest", "--no-file-parallelism", "--isolate",
+		"--reporter=junit", "--outputFile="+report, "run")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "TEST_DB_HOST="+host, "TEST_DB_PORT="+port, "TEST_DB_USER="+p.bed.User,
+		"TEST_DB_PASSWORD="+p.bed.Password, "TEST_DB_DATABASE="+freshNamedDB(t, p, "mariadb_suite_"+side))
+	out, _ := cmd.CombinedOutput()
+	res, err := junitResults(report)
+	if err != nil || len(res) == 0 {
+		t.Fatalf("%s: no results from Connector/Node's suite (%v):\n%s", side, err, tail(string(out), 40))
+	}
+	return res
 }
 
 // runClientSuite runs one suite directly and through a lockproxy per path
