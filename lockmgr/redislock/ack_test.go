@@ -26,7 +26,11 @@ func TestMinReplicasAck(t *testing.T) {
 	pfx := prefix(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb := redis.NewUniversalClient(redislock.ClientOptions(g.Addrs, g.MasterName, false))
+	// Timeouts as lockproxy sets them (no shorter than a caller's
+	// deadline), so a master slowed by a busy machine is waited for.
+	o := redislock.ClientOptions(g.Addrs, g.MasterName, false)
+	redislock.BoundByCallers(o, testTTL)
+	rdb := redis.NewUniversalClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
 	locker := func(acks int) *redislock.Locker {
 		l := redislock.New(rdb, &redislock.Options{TTL: testTTL, Prefix: pfx, MinReplicasAck: acks, Logger: zaptest.NewLogger(t)})
