@@ -37,25 +37,25 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := rules.Load(*configPath)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 1
 	}
 	schema, closeSchema, err := checkSchema(*dsn, cfg, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "lockproxy:", err)
+		printErr(stderr, err)
 		return 1
 	}
 	defer closeSchema()
 	rs, err := rules.Compile(cfg, schema)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 1
 	}
 	in := io.Reader(os.Stdin)
 	if *logPath != "-" {
 		f, err := os.Open(*logPath)
 		if err != nil {
-			fmt.Fprintln(stderr, "lockproxy:", err)
+			printErr(stderr, err)
 			return 1
 		}
 		defer f.Close()
@@ -68,7 +68,7 @@ func checkWorkload(args []string, stdout, stderr io.Writer) int {
 		read = readSlowLog
 	}
 	if err := read(br, w); err != nil {
-		fmt.Fprintln(stderr, "lockproxy:", err)
+		printErr(stderr, err)
 		return 1
 	}
 	w.Print(stdout)

@@ -27,12 +27,12 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := rules.Load(*configPath)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 1
 	}
 	rs, err := rules.Compile(cfg, rules.Schema{})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 1
 	}
 	var oldValue []byte
@@ -41,7 +41,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	e, err := proxy.Explain(rs, fs.Arg(0), *db, *inTxn, len(cfg.Backends.Replicas) > 0, oldValue)
 	if err != nil {
-		fmt.Fprintln(stderr, "lockproxy:", err)
+		printErr(stderr, err)
 		return 1
 	}
 	e.Print(stdout)

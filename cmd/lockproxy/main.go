@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lockproxy/lockproxy/proxy"
@@ -61,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := rules.Load(*configPath)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 1
 	}
 	if *check {
@@ -73,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log, err := newLogger(*logFormat, *logLevel)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printErr(stderr, err)
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
@@ -182,4 +183,14 @@ func warnIfReadable(path string, cfg *rules.Config, log *zap.Logger) {
 		log.Warn("the config file holds passwords and can be read by other users; chmod 600 it",
 			zap.String("path", path), zap.String("mode", st.Mode().Perm().String()))
 	}
+}
+
+// printErr writes err to w as one of lockproxy's own errors: with the
+// "lockproxy:" prefix every error lockproxy writes starts with, added once.
+func printErr(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "lockproxy:") {
+		msg = "lockproxy: " + msg
+	}
+	fmt.Fprintln(w, msg)
 }
