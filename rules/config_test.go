@@ -259,3 +259,26 @@ func TestConfigLine(t *testing.T) {
 		}
 	}
 }
+
+// TestStringLoadsBack: the rendering of a configuration (what --check and
+// the logs show) is itself a configuration that loads to the same settings,
+// users.from_backend included.
+func TestStringLoadsBack(t *testing.T) {
+	for _, f := range []string{"good.yaml", "good_from_backend.yaml"} {
+		cfg, err := load(f, mustRead(t, "testdata/config/"+f), testEnv, "testdata/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := load("rendered-"+f, []byte(cfg.String()), testEnv, "testdata/config")
+		if err != nil {
+			t.Fatalf("%s: the rendering does not load: %v\n%s", f, err, cfg)
+		}
+		if again.UsersFromBackend != cfg.UsersFromBackend || len(again.Users) != len(cfg.Users) {
+			t.Errorf("%s: users.from_backend %v with %d users, rendered back as %v with %d",
+				f, cfg.UsersFromBackend, len(cfg.Users), again.UsersFromBackend, len(again.Users))
+		}
+		if again.String() != cfg.String() {
+			t.Errorf("%s: rendering twice differs:\n%s\n---\n%s", f, cfg, again)
+		}
+	}
+}

@@ -45,10 +45,29 @@ func (c *Config) String() string {
 		return "<nil>"
 	}
 	b, err := yaml.Marshal(c.Redacted())
+	if err == nil && c.UsersFromBackend {
+		b, err = usersFromBackend(b)
+	}
 	if err != nil {
 		return fmt.Sprintf("rules: cannot render config: %v", err)
 	}
 	return string(b)
+}
+
+// usersFromBackend rewrites the rendered users list into the mapping form
+// users.from_backend is written in, which the Config struct keeps as a
+// separate field, so the rendering shows the setting and loads back the same.
+func usersFromBackend(b []byte) ([]byte, error) {
+	var m yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(b, &m, yaml.UseOrderedMap()); err != nil {
+		return nil, err
+	}
+	for i, it := range m {
+		if it.Key == "users" {
+			m[i].Value = yaml.MapSlice{{Key: "from_backend", Value: true}, {Key: "list", Value: it.Value}}
+		}
+	}
+	return yaml.Marshal(m)
 }
 
 // String hides the password: a User printed with %v never leaks it.
