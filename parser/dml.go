@@ -95,14 +95,16 @@ func (an *analyzer) insert(s *ast.InsertStmt) {
 		return
 	}
 	if tn, ok := src.Source.(*ast.TableName); ok {
-		an.addTable(tn, src.AsName.L, true, rowsPredicate(ins))
+		an.addTable(tn, src.AsName.L, true, RowsPredicate(ins))
 	}
 }
 
-// rowsPredicate describes the rows an INSERT writes: one conjunction per
+// RowsPredicate describes the rows an INSERT writes: one conjunction per
 // VALUES row of its literal and placeholder columns. It grows linearly with
-// the text, so MaxAtoms does not apply.
-func rowsPredicate(ins *InsertFacts) *Predicate {
+// the text, so MaxAtoms does not apply. A caller that learns the columns of
+// an INSERT without a column list (the table's own order) sets
+// ins.Columns and asks again.
+func RowsPredicate(ins *InsertFacts) *Predicate {
 	if ins.FromSelect || len(ins.Columns) == 0 || len(ins.Rows) == 0 {
 		return &Predicate{Unkeyed: true, Residual: true}
 	}

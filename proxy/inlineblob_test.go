@@ -116,8 +116,9 @@ func TestInlineBlob16MiB(t *testing.T) {
 }
 
 // TestDumpLongRowRestore: a mariadb-dump file with a 3 MiB row restores
-// through lockproxy with the mariadb CLI, into a guarded table (a rule
-// needs the INSERTs to name their columns: --complete-insert).
+// through lockproxy with the mariadb CLI, into a guarded table, from the
+// dump's default INSERTs that list no columns (keyed by the table's column
+// order read from the primary).
 func TestDumpLongRowRestore(t *testing.T) {
 	cli := requireTool(t, "mariadb", "--version")
 	dump := requireTool(t, "mariadb-dump", "--version")
@@ -128,12 +129,15 @@ func TestDumpLongRowRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := strings.Cut(p.bed.PrimaryAddr, ":")
-	out := runClient(t, db, nil, "", dump, "-h"+host, "-P"+port, "-u"+p.bed.User, "-p"+p.bed.Password, "--protocol=TCP", "--no-create-info", "--complete-insert", db, "blobs")
+	out := runClient(t, db, nil, "", dump, "-h"+host, "-P"+port, "-u"+p.bed.User, "-p"+p.bed.Password, "--protocol=TCP", "--no-create-info", db, "blobs")
 	if out.code != 0 {
 		t.Fatalf("mariadb-dump: exit %d: %s", out.code, tailBytes(out.stderr))
 	}
 	if len(out.stdout) < 3<<20 {
 		t.Fatalf("dump of %d bytes", len(out.stdout))
+	}
+	if !strings.Contains(out.stdout, "INSERT INTO `blobs` VALUES") || strings.Contains(out.stdout, "INSERT INTO `blobs` (") {
+		t.Fatalf("the dump's INSERTs name their columns; this test is about those that do not:\n%.300s", out.stdout)
 	}
 	file := filepath.Join(t.TempDir(), "dump.sql")
 	if err := os.WriteFile(file, []byte(out.stdout), 0o600); err != nil {
@@ -222,4 +226,63 @@ func oversizedQuery(t *testing.T, addr string, p *testProxy, db, q string) uint1
 	}
 	t.Logf("%s: %s", addr, ans[3:])
 	return binary.LittleEndian.Uint16(ans[1:])
+}
+
+// TestPositionalInsertKeyed: an INSERT without a column list on a guarded
+// table is keyed by the table's column order as the primary reports it (an
+// INVISIBLE column takes no value), so it waits for the lock of the row it
+// writes; INSERT ... SELECT without a column list cannot be keyed and is
+// refused naming the rule.
+func TestPositionalInsertKeyed(t *testing.T) {
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE pos (note VARCHAR(10) INVISIBLE DEFAULT 'n', body VARCHAR(10), id BIGINT AUTO_INCREMENT PRIMARY KEY)")
+	mustExec(t, direct, "CREATE TABLE src (body VARCHAR(10), id BIGINT)")
+	mustExec(t, direct, "INSERT INTO src VALUES ('s', 9)")
+	// Row 7 exists, so the holder's FOR UPDATE locks that record and no
+	// gap in InnoDB: the other INSERTs below meet only lockproxy's lock.
+	mustExec(t, direct, "INSERT INTO pos VALUES ('x', 7)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "pos-row", Table: db + ".pos", Key: []string{"id"},
+			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+			OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(300 * time.Millisecond)}}
+	}, memlock.New(nil, nil))
+	through := p.db(t, db, "")
+	ctx := context.Background()
+	holder, err := p.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	for _, q := range []string{"BEGIN", "SELECT id FROM pos WHERE id = 7 FOR UPDATE"} {
+		if _, err := holder.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	wantLockError := func(q string, want string) {
+		t.Helper()
+		_, err := through.Exec(q)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || !strings.HasPrefix(me.Message, "lockproxy: ") || !strings.Contains(me.Message, "pos-row") ||
+			!strings.Contains(me.Message, want) {
+			t.Fatalf("%s: got %v, want lockproxy's error naming the rule and %q", q, err, want)
+		}
+	}
+	// Row 7's lock is held: an INSERT or REPLACE of row 7 waits for it and
+	// times out; row 8 and a new auto-increment row are free.
+	wantLockError("INSERT INTO pos VALUES ('a', 7)", "7")
+	wantLockError("INSERT INTO pos VALUES ('a', 8), ('b', 7)", "7")
+	wantLockError("REPLACE INTO pos VALUES ('a', 7)", "7")
+	mustExec(t, through, "INSERT INTO pos VALUES ('a', 8)")
+	mustExec(t, through, "INSERT INTO pos VALUES ('c', NULL)")
+	wantLockError("INSERT INTO pos SELECT body, id FROM src", "column")
+	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, through, "REPLACE INTO pos VALUES ('a', 7)")
+	var n int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM pos WHERE id IN (7, 8) AND note = 'n'").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows 7 and 8 with the invisible column's default: %d, %v", n, err)
+	}
 }

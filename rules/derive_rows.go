@@ -16,6 +16,14 @@ func (rs *RuleSet) keysFor(b *builder, f *parser.Facts, ref parser.TableRef, sch
 	}
 	insert := f.Insert != nil && ref.Write && (f.Kind == parser.KindInsert || f.Kind == parser.KindReplace)
 	use := Compare
+	if insert && positional(f.Insert) {
+		var reason string
+		f, ref, reason = inTableOrder(f, ref, info, b.via != "")
+		if reason != "" {
+			b.unkeyed(cr.rule, schema, ref.Name, reason)
+			return
+		}
+	}
 	if insert {
 		use = Assign
 		if reason := upsertElsewhere(f, cr, info); reason != "" {
@@ -186,4 +194,46 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// positional reports whether an INSERT gives its values without a column
+// list (INSERT INTO t VALUES (...), INSERT INTO t SELECT ...): MariaDB then
+// reads them as every visible column of the table in its order. VALUES ()
+// gives no value at all (every column takes its default) and is not.
+func positional(ins *parser.InsertFacts) bool {
+	if len(ins.Columns) > 0 {
+		return false
+	}
+	if ins.FromSelect {
+		return true
+	}
+	for _, r := range ins.Rows {
+		if len(r) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// inTableOrder restates a positional INSERT's facts with the table's column
+// order read from the primary, so its rows are keyed as MariaDB reads them
+// (mariadb-dump writes such INSERTs). It gives a reason instead when the
+// order is not known: the table was not read from a server, the INSERT goes
+// through a view (whose column order is the view's), or its rows come from a
+// query.
+func inTableOrder(f *parser.Facts, ref parser.TableRef, info *TableInfo, viaView bool) (*parser.Facts, parser.TableRef, string) {
+	switch {
+	case f.Insert.FromSelect:
+		return f, ref, "the INSERT ... SELECT lists no columns, so its rows' keys come from a query"
+	case viaView:
+		return f, ref, "the INSERT into a view lists no columns: name them"
+	case info == nil || len(info.Order) == 0:
+		return f, ref, "the INSERT lists no columns and the table's column order is not known: name them"
+	}
+	ins := *f.Insert
+	ins.Columns = info.Order
+	nf := *f
+	nf.Insert = &ins
+	ref.Where = parser.RowsPredicate(&ins)
+	return &nf, ref, ""
 }

@@ -191,8 +191,15 @@ func TestMatchInsert(t *testing.T) {
 	info := &TableInfo{Schema: "shop", Name: "sku_stock", Columns: map[string]Column{
 		"sku_id": {Name: "sku_id", DataType: "bigint", ColumnType: "bigint(20)", AutoIncrement: true},
 		"stock":  {Name: "stock", DataType: "int", ColumnType: "int(11)"},
-	}, UniqueKeys: [][]string{{"sku_id"}}}
+	}, UniqueKeys: [][]string{{"sku_id"}}, Order: []string{"sku_id", "stock"}}
 	withSchema := matchSet(t, NewSchema(info))
+	unordered := *info
+	unordered.Order = nil
+	withoutOrder := matchSet(t, NewSchema(&unordered))
+	positional := func(kind parser.Kind, rows ...[]parser.Value) *parser.Facts {
+		return &parser.Facts{Kind: kind, Insert: &parser.InsertFacts{Rows: rows},
+			Tables: []parser.TableRef{ref("shop", "sku_stock", true, &parser.Predicate{Unkeyed: true, Residual: true})}}
+	}
 	without := matchSet(t, Schema{})
 	insert := func(kind parser.Kind, cols []string, rows [][]parser.Value, odku ...parser.Assignment) *parser.Facts {
 		var conjs []parser.Conj
@@ -219,6 +226,16 @@ func TestMatchInsert(t *testing.T) {
 		{"auto increment NULL", withSchema, insert(parser.KindInsert, []string{"sku_id", "stock"}, [][]parser.Value{{{Kind: parser.ValueNull}, vInt(1)}}), "", false},
 		{"upsert leaving out the key", withSchema, insert(parser.KindReplace, []string{"stock"}, [][]parser.Value{{vInt(1)}}), "", true},
 		{"key left out, table not described", without, insert(parser.KindInsert, []string{"stock"}, [][]parser.Value{{vInt(1)}}), "", true},
+		{"no column list: the table's order", withSchema, positional(parser.KindInsert, []parser.Value{vInt(5), vInt(1)}, []parser.Value{vInt(6), vInt(2)}),
+			"sku-stock=shop.sku_stock/5 sku-stock=shop.sku_stock/6", false},
+		{"no column list, auto increment NULL", withSchema, positional(parser.KindInsert, []parser.Value{{Kind: parser.ValueNull}, vInt(1)}), "", false},
+		{"no column list, REPLACE", withSchema, positional(parser.KindReplace, []parser.Value{vInt(5), vInt(1)}), "sku-stock=shop.sku_stock/5", false},
+		{"no column list, order not known", withoutOrder, positional(parser.KindInsert, []parser.Value{vInt(5), vInt(1)}), "", true},
+		{"no column list, table not described", without, positional(parser.KindInsert, []parser.Value{vInt(5), vInt(1)}), "", true},
+		{"no column list, a row of another length", withSchema, positional(parser.KindInsert, []parser.Value{vInt(5)}), "", true},
+		{"no column list, rows from a query", withSchema, &parser.Facts{Kind: parser.KindInsert, Insert: &parser.InsertFacts{FromSelect: true},
+			Tables: []parser.TableRef{ref("shop", "sku_stock", true, &parser.Predicate{Unkeyed: true, Residual: true})}}, "", true},
+		{"VALUES () takes every default", withSchema, positional(parser.KindInsert, []parser.Value{}), "", false},
 		{"on duplicate key moves the key", withSchema, insert(parser.KindInsert, []string{"sku_id", "stock"}, [][]parser.Value{{vInt(1), vInt(1)}},
 			parser.Assignment{Column: "sku_id", Kind: parser.AssignLiteral, Value: vInt(3)}), "sku-stock=shop.sku_stock/1 sku-stock=shop.sku_stock/3", false},
 	}

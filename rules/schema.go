@@ -34,6 +34,10 @@ type TableInfo struct {
 	Schema, Name string
 	Columns      map[string]Column
 	UniqueKeys   [][]string
+	// Order lists the columns an INSERT without a column list gives values
+	// for, lowercased, in the table's order (ORDINAL_POSITION, INVISIBLE
+	// columns left out); nil when the table was not read from a server.
+	Order []string
 }
 
 // Schema holds the TableInfo of the guarded tables, by lowercased
@@ -232,6 +236,9 @@ func loadTables(ctx context.Context, db *sql.DB, schema, table string) ([]*Table
 			order = append(order, t)
 		}
 		lc := strings.ToLower(col)
+		if !strings.Contains(strings.ToUpper(extra), "INVISIBLE") {
+			t.Order = append(t.Order, lc)
+		}
 		t.Columns[lc] = Column{Name: lc, DataType: strings.ToLower(dt), ColumnType: strings.ToLower(ct),
 			Collation: strings.ToLower(coll), Unsigned: strings.Contains(strings.ToLower(ct), "unsigned"),
 			AutoIncrement: strings.Contains(strings.ToLower(extra), "auto_increment"), charset: strings.ToLower(cs)}
