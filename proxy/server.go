@@ -491,20 +491,34 @@ func (s *Server) accept(c net.Conn) {
 	s.metrics.handshakes.Inc()
 	s.memReturn.opened()
 	go func() {
-		defer func() {
-			s.mu.Lock()
-			delete(s.sessions, sess.id)
-			if _, ok := s.handshaking[sess.id]; ok {
-				delete(s.handshaking, sess.id)
-				s.metrics.handshakes.Dec()
-			}
-			s.mu.Unlock()
-			s.metrics.connections.Dec()
-			s.memReturn.ended()
-			s.wg.Done()
+		if !sess.open(s.ctx) {
+			s.sessionEnded(sess)
+			return
+		}
+		// The commands are served on a goroutine of their own. The login
+		// (TLS, authentication, the backend's login) grows a goroutine's
+		// stack to 8 KiB or more, which an idle session would keep until
+		// garbage collections shrink it; a fresh goroutine waits for the
+		// client's next command on a stack of 4 KiB.
+		go func() {
+			defer s.sessionEnded(sess)
+			sess.serveCommands(s.ctx)
 		}()
-		sess.run(s.ctx)
 	}()
+}
+
+// sessionEnded forgets a session whose connection is closed.
+func (s *Server) sessionEnded(sess *session) {
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	if _, ok := s.handshaking[sess.id]; ok {
+		delete(s.handshaking, sess.id)
+		s.metrics.handshakes.Dec()
+	}
+	s.mu.Unlock()
+	s.metrics.connections.Dec()
+	s.memReturn.ended()
+	s.wg.Done()
 }
 
 // firstSessionID is where lockproxy's connection ids start. MariaDB

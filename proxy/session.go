@@ -212,21 +212,38 @@ func (s *session) writeErrAt(seq byte, e error) error {
 	return s.cw.flush()
 }
 
-// run serves the connection until the client quits, the connection breaks
-// or drain is cancelled by shutdown (then it ends outside a transaction).
-// Panics are contained to this session.
-func (s *session) run(drain context.Context) {
+// open runs the connection phase and reports whether the session is
+// logged in; when not, the session is already cleaned up. Panics are
+// contained to this session.
+func (s *session) open(drain context.Context) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("session panic", zap.Any("panic", r), zap.Stack("stack"))
+			ok = false
+		}
+		if !ok {
+			s.cleanup()
+		}
+	}()
+	if err := s.handshake(drain); err != nil {
+		s.log.Debug("handshake failed", zap.Error(err))
+		return false
+	}
+	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.db))
+	return true
+}
+
+// serveCommands serves a logged-in connection until the client quits, the
+// connection breaks or drain is cancelled by shutdown (then it ends
+// outside a transaction), and cleans up. Panics are contained to this
+// session.
+func (s *session) serveCommands(drain context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("session panic", zap.Any("panic", r), zap.Stack("stack"))
 		}
 		s.cleanup()
 	}()
-	if err := s.handshake(drain); err != nil {
-		s.log.Debug("handshake failed", zap.Error(err))
-		return
-	}
-	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.db))
 	if err := s.commandLoop(drain); err != nil && !isClosedConn(err) {
 		s.log.Debug("session ended", zap.Error(err))
 	}
