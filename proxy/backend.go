@@ -95,6 +95,10 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		user, password = key.relay.viaUser, key.relay.viaPassword
 	}
 	opt := func(c *client.Conn) error {
+		// go-mysql's connection is used for the login only (the socket is
+		// lockproxy's after it): its default 64 KiB read buffer would be
+		// garbage at once, a cost of every backend connection made.
+		c.BufferSize = loginBufSize
 		for _, f := range []uint32{mysql.CLIENT_FOUND_ROWS, mysql.CLIENT_IGNORE_SPACE, mysql.CLIENT_MULTI_STATEMENTS,
 			mysql.CLIENT_MULTI_RESULTS, mysql.CLIENT_PS_MULTI_RESULTS, mysql.CLIENT_LOCAL_FILES, mysql.CLIENT_SESSION_TRACK} {
 			if key.caps&f != 0 || f == mysql.CLIENT_SESSION_TRACK && key.track {
@@ -190,6 +194,10 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	}
 	return b, nil
 }
+
+// loginBufSize is the read buffer of go-mysql's connection during a
+// backend login: greeting, authentication and its answers.
+const loginBufSize = 4 << 10
 
 // initSession gives a connection just logged in (or reset) what its key
 // asks of the session beyond the login: interactive_timeout, read-only
