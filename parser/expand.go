@@ -38,11 +38,10 @@ func expand(sql string, o Options) (text, uncertain string) {
 
 // expander is the state of one expand.
 type expander struct {
-	s    string
-	o    Options
-	b    []byte // the blanked copy of s, nil until something is blanked
-	why  string
-	exec bool // inside an executable comment being run
+	s   string
+	o   Options
+	b   []byte // the blanked copy of s, nil until something is blanked
+	why string
 }
 
 func (x *expander) doubt(why string) {
@@ -69,176 +68,21 @@ func (x *expander) blank(from, to int) {
 }
 
 func (x *expander) run() {
-	s := x.s
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '\'':
-			i = x.quoted(i, '\'', x.o.Mode&ModeNoBackslashEscapes == 0)
-		case c == '"':
-			i = x.quoted(i, '"', x.o.Mode&(ModeNoBackslashEscapes|ModeANSIQuotes) == 0)
-		case c == '`':
-			i = x.quoted(i, '`', false)
-		case isWordByte(c) && c != '@':
-			i = x.word(i)
-		case c == '#':
-			i = x.lineComment(i)
-		case c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f):
-			i = x.lineComment(i)
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			i = x.blockComment(i)
-		case c == '*' && x.exec && i+1 < len(s) && s[i+1] == '/':
-			x.blank(i, i+2)
-			x.exec = false
-			i += 2
-		case c == ';' && x.exec:
-			x.doubt("a statement ends inside an executable comment")
-			i++
-		default:
-			i++
+	sc := NewScanner(x.s, ScanOptions{Mode: x.o.Mode, ServerVersion: x.o.ServerVersion})
+	for {
+		t, ok := sc.Next()
+		if sc.Doubt != "" {
+			x.doubt(sc.Doubt)
+		}
+		if !ok {
+			return
+		}
+		switch t.Kind {
+		case TokenComment, TokenExecStart, TokenExecEnd:
+			x.blank(t.Start, t.End)
 		}
 	}
-	if x.exec {
-		x.doubt("unterminated executable comment")
-	}
 }
-
-// quoted skips the string or quoted identifier opening at i; a doubled
-// quote stands for one, and a backslash escapes the next byte when
-// backslash is set. It returns the offset after the closing quote (the
-// end of the text when there is none: the server rejects the text, and
-// so does the parser).
-func (x *expander) quoted(i int, q byte, backslash bool) int {
-	s := x.s
-	for i++; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && backslash:
-			i++
-		case s[i] == q && i+1 < len(s) && s[i+1] == q:
-			i++
-		case s[i] == q:
-			return i + 1
-		}
-	}
-	return len(s)
-}
-
-// word skips a word (keyword, identifier, number) at i. X'..' and B'..'
-// literals end at the next quote whatever precedes it.
-func (x *expander) word(i int) int {
-	s := x.s
-	start := i
-	for i < len(s) && isWordByte(s[i]) && s[i] != '@' {
-		i++
-	}
-	if i-start == 1 && i < len(s) && s[i] == '\'' {
-		switch s[start] {
-		case 'x', 'X', 'b', 'B':
-			if end := strings.IndexByte(s[i+1:], '\''); end >= 0 {
-				return i + 1 + end + 1
-			}
-			return len(s)
-		}
-	}
-	return i
-}
-
-// lineComment blanks a # or -- comment at i up to the end of its line.
-func (x *expander) lineComment(i int) int {
-	end := strings.IndexByte(x.s[i:], '\n')
-	if end < 0 {
-		end = len(x.s)
-	} else {
-		end += i
-	}
-	if z := strings.IndexByte(x.s[i:end], 0); z >= 0 {
-		x.doubt("a NUL byte ends a line comment")
-	}
-	x.blank(i, end)
-	return end
-}
-
-// blockComment handles a /* at i: a comment the server ignores is
-// blanked whole; of one it runs only the marker is blanked.
-func (x *expander) blockComment(i int) int {
-	s := x.s
-	j := i + 2
-	maria := strings.HasPrefix(s[j:], "M!")
-	if !maria && !strings.HasPrefix(s[j:], "!") {
-		end, closed := consumeComment(s, j, 0)
-		if !closed {
-			x.doubt("unterminated comment")
-		}
-		x.blank(i, end)
-		return end
-	}
-	if maria {
-		j += 2
-	} else {
-		j++
-	}
-	digits := 0
-	for digits < 6 && j+digits < len(s) && isDigit(s[j+digits]) {
-		digits++
-	}
-	if digits < 5 { // not a version: run
-		x.enter(i, j)
-		return j
-	}
-	version := 0
-	for _, d := range s[j : j+digits] {
-		version = version*10 + int(d-'0')
-	}
-	run := true
-	if x.o.ServerVersion == 0 {
-		x.doubt("a version comment and the server's version is unknown")
-	} else {
-		run = version <= x.o.ServerVersion && (maria || version < 50700 || version > 99999)
-	}
-	if run {
-		x.enter(i, j+digits)
-		return j + digits
-	}
-	end, closed := consumeComment(s, j, 1)
-	if !closed {
-		x.doubt("unterminated comment")
-	}
-	x.blank(i, end)
-	return end
-}
-
-// enter blanks the marker s[from:to] of an executable comment that runs.
-// One inside another that runs is not resolved: MariaDB's first */ would
-// end both.
-func (x *expander) enter(from, to int) {
-	if x.exec {
-		x.doubt("an executable comment inside an executable comment")
-	}
-	x.blank(from, to)
-	x.exec = true
-}
-
-// consumeComment returns the offset after the */ that closes a comment
-// whose body starts at i, as MariaDB's consume_comment finds it: the first
-// */, except that up to nest /* ... */ comments inside are skipped whole.
-// closed is false when the text ends first.
-func consumeComment(s string, i, nest int) (end int, closed bool) {
-	for i < len(s) {
-		c := s[i]
-		i++
-		if nest > 0 && c == '/' && i < len(s) && s[i] == '*' {
-			i, _ = consumeComment(s, i+1, nest-1)
-			continue
-		}
-		if c == '*' && i < len(s) && s[i] == '/' {
-			return i + 1, true
-		}
-	}
-	return len(s), false
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // Expand returns the text a MariaDB server of version o.ServerVersion runs
 // of sql under sql_mode o.Mode, as AnalyzeWith reads it before parsing:
