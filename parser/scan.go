@@ -78,6 +78,8 @@ type Scanner struct {
 	o    ScanOptions
 	mb   func(s string, i int) int
 	exec bool // inside an executable comment being run
+	// latin1: the client's character set is latin1, where 0xa0 is a space.
+	latin1 bool
 	// hex: the last token was a lone word x, X, b or B, right before i.
 	hex bool
 	// Doubt says why MariaDB may read the text otherwise ("" when it
@@ -90,7 +92,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner of text read as o says.
 func NewScanner(text string, o ScanOptions) Scanner {
-	return Scanner{s: text, o: o, mb: mbCharLen(o.Charset)}
+	return Scanner{s: text, o: o, mb: mbCharLen(o.Charset), latin1: strings.EqualFold(o.Charset, "latin1")}
 }
 
 // Scan returns the tokens of text read as o says, and the Scanner's doubt.
@@ -134,8 +136,8 @@ func (sc *Scanner) Next() (t Token, ok bool) {
 	t = Token{Start: i}
 	c := s[i]
 	switch {
-	case isBlank(c):
-		for i < len(s) && isBlank(s[i]) {
+	case sc.blank(c):
+		for i < len(s) && sc.blank(s[i]) {
 			i++
 		}
 		t.Kind, t.End = TokenSpace, i
@@ -156,7 +158,7 @@ func (sc *Scanner) Next() (t Token, ok bool) {
 		t.Kind = TokenQuotedName
 		t.End, t.Open = sc.quoted(i, c, false)
 	case IsWordByte(c):
-		for i < len(s) && IsWordByte(s[i]) {
+		for i < len(s) && IsWordByte(s[i]) && !sc.blank(s[i]) {
 			if n := sc.mb(s, i); n > 1 {
 				i += n
 			} else {
@@ -170,7 +172,7 @@ func (sc *Scanner) Next() (t Token, ok bool) {
 				sc.hex = true
 			}
 		}
-	case c == '#' || c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f):
+	case c == '#' || c == '-' && i+1 < len(s) && s[i+1] == '-' && (i+2 == len(s) || s[i+2] <= ' ' || s[i+2] == 0x7f || sc.blank(s[i+2])):
 		end := strings.IndexByte(s[i:], '\n')
 		if end < 0 {
 			end = len(s)
@@ -204,6 +206,9 @@ func (sc *Scanner) quoted(i int, q byte, backslash bool) (end int, open bool) {
 	s := sc.s
 	for i++; i < len(s); i++ {
 		c := s[i]
+		if c == 0 && !backslash && q != '\'' && (q == '`' || sc.o.Mode&ModeANSIQuotes != 0) {
+			return len(s), true // MariaDB's reading of a quoted name stops at a NUL byte
+		}
 		if c >= 0x80 {
 			if n := sc.mb(s, i); n > 1 {
 				i += n - 1
@@ -299,6 +304,12 @@ func consumeComment(s string, i, nest int) (end int, open bool) {
 		}
 	}
 	return len(s), true
+}
+
+// blank: MariaDB's white space (my_isspace of the client's character set):
+// space, \t, \n, \v, \f, \r, and in latin1 also 0xa0 (no-break space).
+func (sc *Scanner) blank(c byte) bool {
+	return isBlank(c) || c == 0xa0 && sc.latin1
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

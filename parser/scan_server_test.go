@@ -1,0 +1,331 @@
+package parser
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+)
+
+func TestMain(m *testing.M) { os.Exit(testbed.Main(m)) }
+
+// serverConn is one connection to the bed's primary with what it answers.
+type serverConn struct {
+	t    *testing.T
+	conn *sql.Conn
+	n    int // queries sent
+}
+
+// answer runs q and returns its rows as text ("error" when the server
+// refuses it; the message quotes the text, so only the fact compares).
+func (c *serverConn) answer(q string) string {
+	c.t.Helper()
+	c.n++
+	rows, err := c.conn.QueryContext(context.Background(), q)
+	if err != nil {
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) {
+			c.t.Fatalf("%q: %v", q, err)
+		}
+		if me.Number == 1064 { // ER_PARSE_ERROR
+			return "error"
+		}
+		return fmt.Sprint("error ", me.Number)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := []string{fmt.Sprint(len(cols), " columns")}
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			c.t.Fatal(err)
+		}
+		for _, v := range vals {
+			out = append(out, string(v))
+		}
+	}
+	if rows.Err() != nil {
+		return "error"
+	}
+	return strings.Join(out, ",")
+}
+
+func (c *serverConn) exec(q string) {
+	c.t.Helper()
+	if _, err := c.conn.ExecContext(context.Background(), q); err != nil {
+		c.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// unescape is the value MariaDB gives the string literal tok (quotes
+// included) of text: its unescape in sql_lex.cc.
+func unescape(lit string, o ScanOptions) string {
+	q := lit[0]
+	body := lit[1 : len(lit)-1]
+	mb := mbCharLen(o.Charset)
+	var b strings.Builder
+	for i := 0; i < len(body); i++ {
+		if n := mb(body, i); n > 1 && i+n <= len(body) {
+			b.WriteString(body[i : i+n])
+			i += n - 1
+			continue
+		}
+		c := body[i]
+		switch {
+		case c == '\\' && o.Mode&ModeNoBackslashEscapes == 0 && i+1 < len(body):
+			i++
+			switch e := body[i]; e {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case 'b':
+				b.WriteByte('\b')
+			case '0':
+				b.WriteByte(0)
+			case 'Z':
+				b.WriteByte(0x1a)
+			case '_', '%':
+				b.WriteByte('\\')
+				b.WriteByte(e)
+			default:
+				b.WriteByte(e)
+			}
+		case c == q:
+			b.WriteByte(c)
+			i++ // a doubled quote
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// predictString is what the server answers to SELECT HEX(<body>) as the
+// scanner reads it: the hex of the string literals body is made of, or
+// "error" when body is not string literals alone.
+func predictString(text, body string, o ScanOptions) string {
+	toks, _ := Scan(text, o)
+	from := len(text) - len(body) - 1 // the last byte is ")"
+	var v strings.Builder
+	strs := 0
+	for _, t := range toks {
+		switch {
+		case t.End <= from:
+		case t.Start == len(text)-1 && t.Kind == TokenPunct:
+			if strs == 0 {
+				return "error"
+			}
+			return fmt.Sprintf("1 columns,%X", v.String())
+		case t.Kind == TokenQuotedName && !t.Open && t.Start == from && t.End == len(text)-1:
+			return "name"
+		case t.Kind == TokenSpace && strs > 0:
+		case t.Kind == TokenString && !t.Open && t.Start >= from:
+			strs++
+			v.WriteString(unescape(text[t.Start:t.End], o))
+		default:
+			return "error"
+		}
+	}
+	return "error"
+}
+
+// endsAsOne reports whether the scanner reads text from offset from to
+// its end as one token of kind k.
+func endsAsOne(text string, from int, k TokenKind, o ScanOptions) bool {
+	toks, _ := Scan(text, o)
+	for _, t := range toks {
+		if t.Start == from {
+			return t.Kind == k && t.End == len(text) && !t.Open
+		}
+	}
+	return false
+}
+
+// TestScannerMatchesServer is a differential test of the scanner against
+// MariaDB: in each character set whose multi-byte characters may end in a
+// backslash or a back quote (and in latin1 and utf8mb4), under each
+// sql_mode that changes quoting, it sends texts that put bytes and
+// multi-byte characters around quotes and backslashes, line comments
+// followed by every byte, and executable comments of versions around the
+// server's, and checks that the server reads them where the scanner
+// says: the value of a string literal (its hex), the end of a quoted or
+// unquoted name, whether a comment is one and whether an executable
+// comment runs. LOCKPROXY_SCAN_SWEEP=full sweeps every lead and trailing
+// byte pair instead of the edges of each range (a few minutes).
+func TestScannerMatchesServer(t *testing.T) {
+	bed := testbed.Get(t)
+	db := bed.Open(t, bed.PrimaryAddr, "")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := &serverConn{t: t, conn: conn}
+	var version string
+	if err := conn.QueryRowContext(context.Background(), "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	v := ServerVersionOf(version)
+	full := os.Getenv("LOCKPROXY_SCAN_SWEEP") == "full"
+
+	// Multi-byte sequences: two-byte ones of every lead byte with the
+	// trailing bytes that are ASCII syntax (backslash, back quote) or on
+	// a range's edge, and gb18030's four-byte ones.
+	edges := []byte{0x00, 0x20, 0x22, 0x27, 0x30, 0x39, 0x3f, 0x40, 0x5c, 0x60, 0x7e, 0x7f, 0x80, 0x81, 0xa0, 0xa1, 0xdf, 0xe0, 0xf9, 0xfa, 0xfc, 0xfd, 0xfe, 0xff}
+	leadEdges := []byte{0x80, 0x81, 0x9f, 0xa0, 0xa1, 0xdf, 0xe0, 0xf9, 0xfa, 0xfc, 0xfd, 0xfe, 0xff}
+	var seqs []string
+	for l := 0x80; l <= 0xff; l++ {
+		for _, tr := range edges {
+			if full || tr == 0x5c || tr == 0x60 || strings.IndexByte(string(leadEdges), byte(l)) >= 0 {
+				seqs = append(seqs, string([]byte{byte(l), tr}))
+			}
+		}
+	}
+	if full {
+		for l := 0x80; l <= 0xff; l++ {
+			for tr := 0; tr <= 0xff; tr++ {
+				seqs = append(seqs, string([]byte{byte(l), byte(tr)}))
+			}
+		}
+	}
+	for _, l := range leadEdges {
+		for _, m := range []byte{0x80, 0x81, 0x5c, 0xfe, 0xff} {
+			seqs = append(seqs, string([]byte{l, '0', m, '9'}), string([]byte{l, '9', m, '0'}), string([]byte{l, '0', m, '\\'}))
+		}
+	}
+	single := make([]string, 256)
+	for b := range single {
+		single[b] = string([]byte{byte(b)})
+	}
+
+	modes := []string{"", "NO_BACKSLASH_ESCAPES", "ANSI_QUOTES"}
+	charsets := []string{"latin1", "utf8mb4", "gbk", "big5", "sjis", "cp932", "gb18030"}
+	mismatches := 0
+	check := func(what, text, want, got string) {
+		t.Helper()
+		if got == "error 1300" {
+			return // not a valid character of the set: refused before any syntax is read
+		}
+		if want != got {
+			mismatches++
+			if mismatches <= 100000 {
+				t.Errorf("%s %q: the server answers %q, the scanner predicts %q", what, text, got, want)
+			}
+		}
+	}
+	for _, cs := range charsets {
+		if c.answer("SHOW CHARACTER SET LIKE '"+cs+"'") == "4 columns" {
+			t.Logf("the server has no character set %s: not compared", cs)
+			continue
+		}
+		c.exec("SET NAMES " + cs)
+		parts := single
+		if cs != "latin1" && cs != "utf8mb4" {
+			parts = append(seqs, single[0x80:]...)
+		}
+		for _, mode := range modes {
+			c.exec("SET SESSION sql_mode = '" + mode + "'")
+			o := ScanOptions{Mode: ParseSQLMode(mode), Charset: cs, ServerVersion: v}
+			what := cs + " " + mode
+			for _, x := range parts {
+				for _, body := range []string{
+					"'" + x + "'", "'" + x + `\'` + " '", `'\` + x + "'", "'" + x + "''" + "'",
+					`"` + x + `"`, `"` + x + `\"` + ` "`,
+				} {
+					text := "SELECT HEX(" + body + ")"
+					got := c.answer(text)
+					if got == "error 1054" { // unknown column: a name
+						got = "name"
+					}
+					check(what, text, predictString(text, body, o), got)
+				}
+				for _, body := range []string{"`" + x + "`", "`" + x + "``" + "`", `"` + x + `"`} {
+					text := "SELECT 1 AS " + body
+					got := c.answer(text)
+					want := "error"
+					if endsAsOne(text, len(text)-len(body), TokenQuotedName, o) || endsAsOne(text, len(text)-len(body), TokenString, o) {
+						want = "ok"
+					}
+					if got != "error" { // not a syntax error
+						got = "ok"
+					}
+					check(what, text, want, got)
+				}
+				if x[0] >= 0x80 && mode == "" {
+					// A name's bytes: where the server reads one, the
+					// scanner must (the scanner also takes bytes the
+					// character set has no character for, which the
+					// server refuses).
+					text := "SELECT 1 AS a" + x + "b"
+					if c.answer(text) != "error" && !endsAsOne(text, len(text)-len(x)-2, TokenWord, o) {
+						check(what, text, "not one name", "one name")
+					}
+				}
+				if len(x) == 1 && mode == "" && x != "#" && x != "." { // 1# is a comment, 1. a number
+					// White space: SELECT 1<x>AS a answers 1 only where
+					// x is.
+					text := "SELECT 1" + x + "AS a"
+					toks, _ := Scan(text, o)
+					check(what, text, fmt.Sprint("blank:", len(toks) > 3 && toks[3].Kind == TokenSpace && toks[3].End == 9),
+						fmt.Sprint("blank:", c.answer(text) == "1 columns,1"))
+				}
+			}
+		}
+		c.exec("SET SESSION sql_mode = ''")
+		o := ScanOptions{Charset: cs, ServerVersion: v}
+		// "--" followed by every byte (and by nothing): a comment, or two
+		// minus signs.
+		for b := -1; b < 256; b++ {
+			text := "SELECT 1 --"
+			if b >= 0 {
+				text += string([]byte{byte(b)}) + "9 , 2"
+			}
+			toks, _ := Scan(text, o)
+			comment := len(toks) > 4 && toks[4].Kind == TokenComment
+			got := c.answer(text)
+			commented := c.answer(strings.Replace(text, "--", "#", 1))
+			check(cs, text, fmt.Sprint("comment:", comment), fmt.Sprint("comment:", got == commented))
+		}
+	}
+
+	// Executable comments of versions around the server's, in both forms,
+	// and every other comment form: the server answers the text as it
+	// answers the text the scanner's tokens make of it (Expand).
+	c.exec("SET NAMES utf8mb4")
+	versions := []string{"", "0", "4000", "9999", "40000", "50699", "50700", "50701", "99999", "100000",
+		fmt.Sprint(v - 1), fmt.Sprint(v), fmt.Sprint(v + 1), fmt.Sprint(v / 100 * 100), fmt.Sprint(v/100*100 + 100),
+		"999999", "1000000", fmt.Sprint(v) + "0", "0" + fmt.Sprint(v)}
+	var texts []string
+	for _, marker := range []string{"/*!", "/*M!", "/*m!", "/*T!", "/*+", "/* ", "/*"} {
+		for _, ver := range versions {
+			texts = append(texts, "SELECT 1 "+marker+ver+" +1 */", "SELECT 1 "+marker+ver+"+1 */ +2",
+				"SELECT 1 "+marker+ver+" /* +1 */ +2 */ +4", "SELECT 1 "+marker+ver+" + LENGTH('*/') */")
+		}
+	}
+	texts = append(texts, "SELECT 1 #+1\n+2", "SELECT 1 /* /* +1 */ +2 */", "SELECT 1 /*! -- +2 \n +4 */",
+		"SELECT x'41' /* ' */, 2", "SELECT b'1' /* ' */, 2", "SELECT `a /* b` FROM (SELECT 5 AS `a /* b`) t /*M! , 6 */")
+	for _, text := range texts {
+		exp, why := Expand(text, Options{ServerVersion: v})
+		if why != "" {
+			continue // the scanner says it cannot settle it
+		}
+		check("expand", text, c.answer(exp), c.answer(text))
+	}
+	t.Logf("%d texts sent, %d mismatches (server %s)", c.n, mismatches, version)
+}
