@@ -142,11 +142,7 @@ func positions(sql string) []posToken {
 		if !ok {
 			return out
 		}
-		start := l.i - len(t.text)
-		if t.quoted {
-			start = strings.LastIndexByte(sql[:l.i-1], '`') // approximate: never replaced
-		}
-		out = append(out, posToken{token: t, start: start, end: l.i})
+		out = append(out, posToken{token: t, start: t.pos, end: l.i})
 	}
 }
 

@@ -15,142 +15,109 @@ type token struct {
 }
 
 // lexer is a cheap, forgiving MySQL tokenizer for text the TiDB parser
-// rejected. It skips string literals and comments (noting the routing hint
-// in comments) and keeps the content of /*! ... */ version comments.
+// rejected, on top of the Scanner: it skips blanks, string literals and
+// comments (noting the routing hint in comments) and keeps the content of
+// executable comments (of any version: the lexer is not told the
+// server's). A word holds '@' too, so user variables stay one word.
 type lexer struct {
 	s    string
 	i    int
 	hint bool
 	// ansiQuotes: "x" is an identifier, as under sql_mode ANSI_QUOTES.
 	ansiQuotes bool
+	// mode: the sql_mode the text is read under (ANSI_QUOTES is also
+	// ansiQuotes).
+	mode Mode
 	// strings: a string literal is a token (str), not skipped.
 	strings bool
+	sc      Scanner
+	started bool
 }
 
 const hintWord = "lockproxy:primary"
 
 // next returns the next token; ok is false at the end of the text.
 func (l *lexer) next() (token, bool) {
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-			l.i++
-		case c == '#' || (c == '-' && strings.HasPrefix(l.s[l.i:], "--") &&
-			(l.i+2 == len(l.s) || isSpace(l.s[l.i+2]))):
-			l.lineComment()
-		case c == '/' && strings.HasPrefix(l.s[l.i:], "/*!"):
-			l.i += 3
-			for l.i < len(l.s) && l.s[l.i] >= '0' && l.s[l.i] <= '9' {
-				l.i++
-			}
-		case c == '/' && strings.HasPrefix(l.s[l.i:], "/*"):
-			l.blockComment()
-		case c == '*' && strings.HasPrefix(l.s[l.i:], "*/"):
-			l.i += 2 // end of a /*! ... */ version comment
-		case c == '"' && l.ansiQuotes:
-			pos := l.i
-			return token{text: l.quotedIdent('"'), quoted: true, pos: pos}, true
-		case c == '\'' || c == '"':
-			pos := l.i
-			l.skipQuoted(c)
+	if !l.started {
+		mode := l.mode
+		if l.ansiQuotes {
+			mode |= ModeANSIQuotes
+		}
+		l.sc, l.started = NewScanner(l.s, ScanOptions{Mode: mode}), true
+	}
+	for {
+		t, ok := l.scan()
+		if !ok {
+			return token{}, false
+		}
+		text := l.s[t.Start:t.End]
+		switch t.Kind {
+		case TokenSpace, TokenExecStart, TokenExecEnd:
+		case TokenComment:
+			l.noteComment(text)
+		case TokenString:
 			if l.strings {
-				return token{text: l.s[pos:l.i], str: true, pos: pos}, true
+				return token{text: text, str: true, pos: t.Start}, true
 			}
-		case c == '`':
-			pos := l.i
-			return token{text: l.quotedIdent('`'), quoted: true, pos: pos}, true
-		case isWordByte(c):
-			start := l.i
-			for l.i < len(l.s) && isWordByte(l.s[l.i]) {
-				l.i++
-			}
-			return token{text: l.s[start:l.i], pos: start}, true
+		case TokenQuotedName:
+			return token{text: unquoteName(text), quoted: true, pos: t.Start}, true
+		case TokenWord:
+			l.word()
+			return token{text: l.s[t.Start:l.i], pos: t.Start}, true
 		default:
-			l.i++
-			return token{text: string(c), punct: true, pos: l.i - 1}, true
+			switch {
+			case text == "*" && l.i < len(l.s) && l.s[l.i] == '/':
+				l.i++ // the end of an executable comment, whatever its start
+			case text == "@":
+				l.word()
+				return token{text: l.s[t.Start:l.i], pos: t.Start}, true
+			default:
+				return token{text: text, punct: true, pos: t.Start}, true
+			}
 		}
 	}
-	return token{}, false
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+// scan returns the scanner's next token from l.i (which callers may have
+// moved back).
+func (l *lexer) scan() (Token, bool) {
+	if l.sc.i != l.i {
+		l.sc.i, l.sc.hex = l.i, false
+	}
+	t, ok := l.sc.Next()
+	l.i = l.sc.i
+	return t, ok
 }
+
+// word extends the word or '@' before l.i over the words and '@' bytes
+// right after it.
+func (l *lexer) word() {
+	for l.i < len(l.s) && (isWordByte(l.s[l.i]) || l.s[l.i] == '@') {
+		l.scan()
+	}
+}
+
+// unquoteName is the name a quoted name token stands for: without its
+// quotes, a doubled quote read as one.
+func unquoteName(tok string) string {
+	q := tok[:1]
+	body := tok[1:]
+	if strings.HasSuffix(body, q) && len(body) > 0 {
+		body = body[:len(body)-1]
+	}
+	return strings.ReplaceAll(body, q+q, q)
+}
+
+func isSpace(c byte) bool { return isBlank(c) }
 
 // isWordByte: identifiers may hold letters, digits, '_', '$', '@' (user
 // variables stay one word) and any byte >= 0x80.
-func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '_' || c == '$' || c == '@' || c >= 0x80
-}
+func isWordByte(c byte) bool { return IsWordByte(c) || c == '@' }
 
 func (l *lexer) noteComment(body string) {
 	if !l.hint && containsFold(body, hintWord) {
 		l.hint = true
 	}
-}
-
-func (l *lexer) lineComment() {
-	end := strings.IndexByte(l.s[l.i:], '\n')
-	if end < 0 {
-		end = len(l.s) - l.i
-	}
-	l.noteComment(l.s[l.i : l.i+end])
-	l.i += end
-}
-
-func (l *lexer) blockComment() {
-	end := strings.Index(l.s[l.i+2:], "*/")
-	if end < 0 {
-		l.noteComment(l.s[l.i:])
-		l.i = len(l.s)
-		return
-	}
-	l.noteComment(l.s[l.i+2 : l.i+2+end])
-	l.i += end + 4
-}
-
-// skipQuoted skips a string literal quoted by q (a doubled quote or a
-// backslash escapes it).
-func (l *lexer) skipQuoted(q byte) {
-	l.i++
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		switch {
-		case c == '\\':
-			l.i += 2
-		case c == q && l.i+1 < len(l.s) && l.s[l.i+1] == q:
-			l.i += 2
-		case c == q:
-			l.i++
-			return
-		default:
-			l.i++
-		}
-	}
-}
-
-// quotedIdent reads an identifier quoted by q, a back quote (or, under
-// ANSI_QUOTES, a double quote); a doubled quote stands for one.
-func (l *lexer) quotedIdent(q byte) string {
-	l.i++
-	var b strings.Builder
-	for l.i < len(l.s) {
-		c := l.s[l.i]
-		if c == q {
-			if l.i+1 < len(l.s) && l.s[l.i+1] == q {
-				b.WriteByte(q)
-				l.i += 2
-				continue
-			}
-			l.i++
-			break
-		}
-		b.WriteByte(c)
-		l.i++
-	}
-	return b.String()
 }
 
 // containsFold reports whether s contains the lower-case ASCII word sub,
