@@ -8,6 +8,10 @@ func TestReplaceConnectionID(t *testing.T) {
 		{"select connection_id( ) as id", "select 42 as id"},
 		{"SELECT 1, Connection_Id() FROM t WHERE x = 1", "SELECT 1, 42 AS `Connection_Id()` FROM t WHERE x = 1"},
 		{"SELECT CONNECTION_ID() id", "SELECT 42 id"},
+		// A string alias: MariaDB names the column c, and refuses a
+		// second alias after AS `CONNECTION_ID()`.
+		{"SELECT CONNECTION_ID() 'c'", "SELECT 42 'c'"},
+		{"SELECT CONNECTION_ID() \"c\", 1", "SELECT 42 \"c\", 1"},
 		{"SELECT CONNECTION_ID()+1", "SELECT 42+1"},
 		{"SELECT CONCAT('a', CONNECTION_ID())", "SELECT CONCAT('a', 42)"},
 		{"SELECT x FROM t WHERE id = CONNECTION_ID()", "SELECT x FROM t WHERE id = 42"},
