@@ -87,8 +87,7 @@ func replaceCalls(sql, name string, with func(call string, args bool) (string, b
 			continue
 		}
 		end := toks[closing].end
-		// The lexer skips string literals: an argument may be one.
-		args := closing > i+2 || strings.ContainsAny(sql[toks[i+1].end:toks[closing].start], `'"`)
+		args := closing > i+2
 		repl, ok := with(sql[t.start:end], args)
 		if !ok {
 			continue
@@ -133,9 +132,10 @@ type posToken struct {
 	start, end int
 }
 
-// positions lexes sql into tokens with their spans.
+// positions lexes sql into tokens with their spans, string literals
+// included (an argument, or a column alias).
 func positions(sql string) []posToken {
-	l := lexer{s: sql}
+	l := lexer{s: sql, strings: true}
 	var out []posToken
 	for {
 		t, ok := l.next()
