@@ -51,46 +51,41 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 	last := 0     // sql[last:] is not copied to b yet
 	var prev byte // last byte outside blanks, strings and quoted names
 	var prev2 byte
-	for i := 0; i < len(sql); {
-		c := sql[i]
-		switch {
-		case c == '?' || c == '\\' || c == '@' || c == '#' || c == '"':
+	// Strings are read as ending at their next quote (as under
+	// NO_BACKSLASH_ESCAPES): a string holding a backslash is never shaped,
+	// and a backslash outside one gives up.
+	sc := NewScanner(sql, ScanOptions{Mode: ModeNoBackslashEscapes})
+	for {
+		t, more := sc.Next()
+		if !more {
+			break
+		}
+		c := sql[t.Start]
+		switch t.Kind {
+		case TokenComment, TokenExecStart, TokenExecEnd:
 			return "", nil, false
-		case c == '/' && i+1 < len(sql) && sql[i+1] == '*',
-			c == '-' && i+1 < len(sql) && sql[i+1] == '-':
-			return "", nil, false
-		case isSpace(c):
-			i++
-			continue
-		case c == '\'' || c == '`':
-			end := strings.IndexByte(sql[i+1:], c)
-			if end < 0 {
+		case TokenSpace:
+		case TokenString, TokenQuotedName:
+			if t.Open || c == '"' {
 				return "", nil, false
 			}
-			closing := i + 1 + end
-			if c == '\'' && shapeableString(sql, i, closing, prev, prev2) {
+			closing := t.End - 1
+			if c == '\'' && shapeableString(sql, t.Start, closing, prev, prev2) {
 				if b.Len() == 0 {
 					b.Grow(len(sql))
 				}
-				b.WriteString(sql[last:i])
+				b.WriteString(sql[last:t.Start])
 				b.WriteByte('?')
-				last = closing + 1
-				content := sql[i+1 : closing]
+				last = t.End
+				content := sql[t.Start+1 : closing]
 				vals = append(vals, Value{Kind: ValueString, Str: content, Text: quoteString(content)})
-				i = closing + 1
 				prev2, prev = prev, '?'
 				continue
 			}
-			i = closing + 1
 			prev2, prev = prev, c
-			continue
-		case isShapeWordByte(c):
-			start := i
-			for i < len(sql) && isShapeWordByte(sql[i]) {
-				i++
-			}
-			run := sql[start:i]
-			if !shapeable(sql, start, i, prev, prev2) {
+		case TokenWord:
+			run := sql[t.Start:t.End]
+			if !shapeable(sql, t.Start, t.End, prev, prev2) {
 				prev2, prev = prev, run[len(run)-1]
 				continue
 			}
@@ -101,15 +96,18 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 			if b.Len() == 0 {
 				b.Grow(len(sql))
 			}
-			b.WriteString(sql[last:start])
+			b.WriteString(sql[last:t.Start])
 			b.WriteByte('?')
-			last = i
+			last = t.End
 			vals = append(vals, Value{Kind: ValueInt, Int: n, Text: strconv.FormatInt(n, 10)})
 			prev2, prev = prev, '?'
-			continue
 		default:
+			switch {
+			case c == '?' || c == '\\' || c == '@',
+				c == '-' && t.End < len(sql) && sql[t.End] == '-':
+				return "", nil, false
+			}
 			prev2, prev = prev, c
-			i++
 		}
 	}
 	if len(vals) == 0 {
@@ -164,7 +162,7 @@ func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 		return false
 	}
 	for i := open + 1; i < closing; i++ {
-		if sql[i] < 0x20 || sql[i] > 0x7e || sql[i] == '\\' {
+		if sql[i] < 0x20 || sql[i] > 0x7e || sql[i] == '\\' || sql[i] == '\'' {
 			return false
 		}
 	}
@@ -177,17 +175,10 @@ func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 	}
 	const collateWord = "collate"
 	if len(sql)-j >= len(collateWord) && strings.EqualFold(sql[j:j+len(collateWord)], collateWord) &&
-		(len(sql) == j+len(collateWord) || !isShapeWordByte(sql[j+len(collateWord)])) {
+		(len(sql) == j+len(collateWord) || !IsWordByte(sql[j+len(collateWord)])) {
 		return false
 	}
 	return true
-}
-
-// isShapeWordByte: bytes of names and numbers (MariaDB's unquoted names
-// take letters, digits, '_', '$' and any byte >= 0x80).
-func isShapeWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '_' || c == '$' || c >= 0x80
 }
 
 // shapeKinds are the statement kinds a shape may stand for.
