@@ -46,3 +46,21 @@ func TestScanTextLiterals(t *testing.T) {
 		}
 	}
 }
+
+// TestScanTextNestingInComments: text MariaDB (and lockproxy's parser,
+// which reads the text MariaDB runs) reads as a comment cannot open a
+// literal that hides the parentheses after it from the nesting check:
+// "--" before a control byte starts a comment, and so does "/*M" without
+// "!".
+func TestScanTextNestingInComments(t *testing.T) {
+	deep := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
+	for _, q := range []string{
+		"SELECT 1 --\x01 '\nSELECT " + deep + " AS x -- '",
+		"SELECT 1 --\r '\nSELECT " + deep + " AS x -- '",
+		"SELECT 1 /*M ' */, " + deep + " /* ' */",
+	} {
+		if over, _ := scanText([]byte(q), 256, true); !over {
+			t.Errorf("%.40q: nesting of 300 not seen", q)
+		}
+	}
+}
