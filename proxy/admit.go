@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
+	"unsafe"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -49,10 +51,7 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
-	tooDeep, literal := scanText(q, p.MaxNesting, true)
-	if literal > 0 && bytes.IndexByte(q, '\\') >= 0 {
-		literal = literalBytes(q, literal, p.MaxNesting, s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0)
-	}
+	tooDeep, literal := textCost(q, p.MaxNesting, s.admitReading(), s.sqlMode.stale)
 	if tooDeep {
 		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
@@ -70,97 +69,79 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	return func() { s.srv.mem.give(cost) }, nil
 }
 
-// literalBytes is how many bytes of q, which has a backslash, are inside
-// literals as MariaDB reads them: escaped counts them with backslashes
-// escaping. Under NO_BACKSLASH_ESCAPES (noBackslash: the session's mode
-// as the server last reported it) '\' ends a literal, and code must not
-// pass for one (it costs the analysis 32 times more); a text that names
-// sql_mode may change the mode midway, and gets the smaller count of
-// both readings.
-func literalBytes(q []byte, escaped, limit int, noBackslash bool) int {
-	names := bytes.Contains(bytes.ToLower(q), []byte("sql_mode"))
-	if !noBackslash && !names {
-		return escaped
+// admitReading is how lockproxy's parser will read the session's next
+// text: under its sql_mode (NO_BACKSLASH_ESCAPES as the server last
+// reported it) and the server's version, bytes alone (the parser knows
+// no multi-byte character set).
+func (s *session) admitReading() parser.ScanOptions {
+	o := parser.ScanOptions{Mode: s.sqlMode.mode &^ parser.ModeNoBackslashEscapes}
+	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+		o.Mode |= parser.ModeNoBackslashEscapes
 	}
-	_, plain := scanText(q, limit, false)
-	if names {
-		return min(escaped, plain)
+	if s.be != nil {
+		o.ServerVersion = parser.ServerVersionOf(s.be.version)
 	}
-	return plain
+	return o
 }
 
-// scanText reports whether parentheses in q, outside string literals,
-// quoted identifiers and comments, nest deeper than limit (it stops at the
-// first one over). Executable comments (/*! ... */, /*M! ... */) count as
-// code, as MariaDB runs them. It also counts the bytes of q inside '..'
-// and ".." literals (quotes included: "..", an identifier under
-// ANSI_QUOTES, is no longer than 64 characters to MariaDB, and a longer
-// one fails to parse). backslash says whether a backslash escapes in a
-// literal (MariaDB's default; not under NO_BACKSLASH_ESCAPES).
-func scanText(q []byte, limit int, backslash bool) (over bool, literal int) {
+// textCost reports whether parentheses in q, outside string literals,
+// quoted names and comments, nest deeper than limit (it stops at the
+// first one over), and counts the bytes of q inside string literals
+// (quotes included), as o reads the text. Executable comments count as
+// code where the server runs them. A text that names sql_mode may change
+// the mode midway, and one read under a mode not known for sure (unsure)
+// may be read under another: each is read as every mode that changes its
+// quotes would read it, and is over if any reading is, and gets the
+// smallest literal count (code must not pass for a literal: it costs the
+// analysis 32 times more).
+func textCost(q []byte, limit int, o parser.ScanOptions, unsure bool) (over bool, literal int) {
+	text := unsafe.String(unsafe.SliceData(q), len(q)) // q is not changed while it is read
+	over, literal = nesting(text, limit, o)
+	if !unsure && !bytes.Contains(bytes.ToLower(q), []byte("sql_mode")) {
+		return over, literal
+	}
+	var flip parser.Mode
+	if strings.IndexByte(text, '\\') >= 0 {
+		flip |= parser.ModeNoBackslashEscapes
+	}
+	if strings.IndexByte(text, '"') >= 0 {
+		flip |= parser.ModeANSIQuotes
+	}
+	for _, m := range []parser.Mode{parser.ModeNoBackslashEscapes, parser.ModeANSIQuotes, parser.ModeNoBackslashEscapes | parser.ModeANSIQuotes} {
+		if m&flip != m || over {
+			continue
+		}
+		r := o
+		r.Mode ^= m
+		o2, l2 := nesting(text, limit, r)
+		over, literal = over || o2, min(literal, l2)
+	}
+	return over, literal
+}
+
+// nesting is textCost under one reading.
+func nesting(text string, limit int, o parser.ScanOptions) (over bool, literal int) {
 	depth := 0
-	for i := 0; i < len(q); i++ {
-		switch c := q[i]; c {
-		case '(':
-			if depth++; depth > limit {
-				return true, literal
-			}
-		case ')':
-			depth = max(depth-1, 0)
-		case '\'', '"':
-			end := skipQuoted(q, i, c, backslash)
-			literal += min(end, len(q)-1) - i + 1
-			i = end
-		case '`':
-			i = skipQuoted(q, i, c, false)
-		case '#':
-			i = skipLine(q, i)
-		case '-':
-			if i+2 < len(q) && q[i+1] == '-' && (q[i+2] == ' ' || q[i+2] == '\t' || q[i+2] == '\n') {
-				i = skipLine(q, i)
-			}
-		case '/':
-			if i+2 < len(q) && q[i+1] == '*' && q[i+2] != '!' && q[i+2] != 'M' {
-				i = skipComment(q, i)
+	sc := parser.NewScanner(text, o)
+	for {
+		t, ok := sc.Next()
+		if !ok {
+			return false, literal
+		}
+		switch t.Kind {
+		case parser.TokenString:
+			literal += t.End - t.Start
+		case parser.TokenPunct:
+			switch text[t.Start] {
+			case '(':
+				if depth++; depth > limit {
+					return true, literal
+				}
+			case ')':
+				depth = max(depth-1, 0)
 			}
 		}
 	}
-	return false, literal
-}
-
-// skipQuoted returns the index of the quote closing the literal that opens
-// at q[i] (a doubled quote or, when backslash, a backslash escapes).
-func skipQuoted(q []byte, i int, quote byte, backslash bool) int {
-	for j := i + 1; j < len(q); j++ {
-		switch q[j] {
-		case '\\':
-			if backslash {
-				j++
-			}
-		case quote:
-			if j+1 < len(q) && q[j+1] == quote {
-				j++
-				continue
-			}
-			return j
-		}
-	}
-	return len(q)
-}
-
-func skipLine(q []byte, i int) int {
-	for ; i < len(q) && q[i] != '\n'; i++ {
-	}
-	return i
-}
-
-func skipComment(q []byte, i int) int {
-	for j := i + 2; j+1 < len(q); j++ {
-		if q[j] == '*' && q[j+1] == '/' {
-			return j + 1
-		}
-	}
-	return len(q)
 }
 
 // keepPlan charges a newly prepared statement's analysis to the memory

@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockproxy/lockproxy/parser"
 )
 
 // TestScanTextLiterals: the bytes counted as literal (8 bytes of analysis
@@ -15,11 +17,11 @@ func TestScanTextLiterals(t *testing.T) {
 	for _, noBackslash := range []bool{false, true} {
 		literal := func(q string) int {
 			t.Helper()
-			b := []byte(q)
-			_, lit := scanText(b, 256, true)
-			if strings.Contains(q, `\`) {
-				lit = literalBytes(b, lit, 256, noBackslash)
+			var o parser.ScanOptions
+			if noBackslash {
+				o.Mode = parser.ModeNoBackslashEscapes
 			}
+			_, lit := textCost([]byte(q), 256, o, false)
 			return lit
 		}
 		escaped := 4000
@@ -59,8 +61,40 @@ func TestScanTextNestingInComments(t *testing.T) {
 		"SELECT 1 --\r '\nSELECT " + deep + " AS x -- '",
 		"SELECT 1 /*M ' */, " + deep + " /* ' */",
 	} {
-		if over, _ := scanText([]byte(q), 256, true); !over {
+		if over, _ := textCost([]byte(q), 256, parser.ScanOptions{ServerVersion: 101100}, false); !over {
 			t.Errorf("%.40q: nesting of 300 not seen", q)
+		}
+	}
+}
+
+// TestTextCostNestingAsParserReads: nesting is checked as lockproxy's
+// parser reads the text, under the session's sql_mode and the server's
+// version, and under every mode a text naming sql_mode or read under a
+// mode not known for sure may get: a quote that one reading escapes or
+// skips in a comment the server does not run cannot hide the parentheses
+// after it.
+func TestTextCostNestingAsParserReads(t *testing.T) {
+	deep := strings.Repeat("(", 300) + "1" + strings.Repeat(")", 300)
+	noBackslash := parser.ScanOptions{Mode: parser.ModeNoBackslashEscapes, ServerVersion: 101100}
+	ansi := parser.ScanOptions{Mode: parser.ModeANSIQuotes, ServerVersion: 101100}
+	plain := parser.ScanOptions{ServerVersion: 101100}
+	for _, tc := range []struct {
+		q      string
+		o      parser.ScanOptions
+		unsure bool
+	}{
+		// '\' ends a string under NO_BACKSLASH_ESCAPES.
+		{`SELECT '\', ` + deep + ` AS x, '\'`, noBackslash, false},
+		{`SELECT '\', ` + deep + ` AS x, '\'`, plain, true},
+		{`SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT '\', ` + deep + ` AS x, '\'`, plain, false},
+		// "a\" is a name under ANSI_QUOTES, where a backslash escapes nothing.
+		{`SELECT "a\", ` + deep + ` AS x, "\"`, ansi, false},
+		{`SELECT "a\", ` + deep + ` AS x, "\"`, plain, true},
+		// A version comment the server does not run ends at its first */.
+		{"SELECT 1 /*!999999 ' */, " + deep + " /* ' */", plain, false},
+	} {
+		if over, _ := textCost([]byte(tc.q), 256, tc.o, tc.unsure); !over {
+			t.Errorf("%.50q under %+v (unsure %v): nesting of 300 not seen", tc.q, tc.o, tc.unsure)
 		}
 	}
 }
