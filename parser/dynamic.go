@@ -29,7 +29,7 @@ func (im Immediate) Known() bool { return im.SQL != "" || im.FromVar != "" }
 // ok is false when sql is not one. A text whose expression is neither a
 // string literal nor a user variable gives ok with Known() false.
 func ParseExecuteImmediate(sql string, m Mode) (im Immediate, ok bool) {
-	l := lexer{s: sql}
+	l := lexer{s: sql, mode: m}
 	first, ok1 := l.next()
 	second, ok2 := l.next()
 	if !ok1 || !ok2 || first.punct || first.quoted || second.punct || second.quoted ||
@@ -37,14 +37,14 @@ func ParseExecuteImmediate(sql string, m Mode) (im Immediate, ok bool) {
 		return Immediate{}, false
 	}
 	rest := sql[l.i:]
-	if strings.Contains(rest, "/*") || strings.Contains(rest, "--") || strings.Contains(rest, "#") {
+	if hasComment(rest, m) {
 		// A comment MariaDB may run (/*M! 'x' */ 'y' is the string 'xy')
 		// or skip: lockproxy does not read such a text as the server
 		// would, so its statement is not known.
 		return Immediate{}, true
 	}
 	expr, using := rest, ""
-	rl := lexer{s: rest}
+	rl := lexer{s: rest, mode: m}
 	for {
 		t, more := rl.next()
 		if !more {
@@ -111,6 +111,22 @@ func HasDynamicSQL(sql string) bool {
 		}
 		switch strings.ToLower(t.text) {
 		case "execute", "call", "prepare":
+			return true
+		}
+	}
+}
+
+// hasComment reports whether text, read under sql_mode m, holds a comment
+// of any form.
+func hasComment(text string, m Mode) bool {
+	sc := NewScanner(text, ScanOptions{Mode: m})
+	for {
+		t, ok := sc.Next()
+		if !ok {
+			return false
+		}
+		switch t.Kind {
+		case TokenComment, TokenExecStart, TokenExecEnd:
 			return true
 		}
 	}

@@ -23,6 +23,7 @@ func TestParseExecuteImmediate(t *testing.T) {
 		{"/* c */ EXECUTE IMMEDIATE 'DO 1'", true, Immediate{SQL: "DO 1"}},
 		{"EXECUTE IMMEDIATE /*M! 'UPDATE t SET a = 0 WHERE 1 OR ' */ '1'", true, Immediate{}},
 		{"EXECUTE IMMEDIATE 'SELECT 1' -- x", true, Immediate{}},
+		{"EXECUTE IMMEDIATE 'UPDATE t SET c = ''#--/*'' WHERE id = 1'", true, Immediate{SQL: "UPDATE t SET c = '#--/*' WHERE id = 1"}},
 		{"EXECUTE p USING @a", false, Immediate{}},
 		{"SELECT 1", false, Immediate{}},
 	}
@@ -33,6 +34,15 @@ func TestParseExecuteImmediate(t *testing.T) {
 				t.Fatalf("ParseExecuteImmediate = %+v, %v; want %+v, %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestParseExecuteImmediateUnderMode: the text is read under the
+// session's sql_mode: under NO_BACKSLASH_ESCAPES '\' ends a string.
+func TestParseExecuteImmediateUnderMode(t *testing.T) {
+	got, ok := ParseExecuteImmediate(`EXECUTE IMMEDIATE 'SELECT 1, ''\' USING @x`, ModeNoBackslashEscapes)
+	if want := (Immediate{SQL: `SELECT 1, '\`, Using: []string{"x"}}); !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseExecuteImmediate = %+v, %v; want %+v", got, ok, want)
 	}
 }
 
