@@ -117,3 +117,15 @@ func FuzzCurrentReadText(f *testing.F) {
 		}
 	})
 }
+
+// TestCurrentReadTextUnderMode: the text's tokens are read under the
+// session's sql_mode: under NO_BACKSLASH_ESCAPES '\' ends a string, and
+// the blocks after it get their clauses.
+func TestCurrentReadTextUnderMode(t *testing.T) {
+	const L = " LOCK IN SHARE MODE"
+	in := `SELECT bal FROM t WHERE s = '\' AND id = (SELECT id FROM u WHERE k = 1)`
+	want := `SELECT bal FROM t WHERE s = '\' AND id = (SELECT id FROM u WHERE k = 1` + L + ")" + L
+	if got, ok := CurrentReadText(in, ModeNoBackslashEscapes); !ok || got != want {
+		t.Errorf("CurrentReadText(%q) = %q, %v; want %q", in, got, ok, want)
+	}
+}
