@@ -126,7 +126,7 @@ func (p *currentPlan) apply(text string, m Mode) (string, bool) {
 func currentTokens(text string, m Mode) []token {
 	// A string is one token, as a `?` and a number are: a text of a
 	// shape has a `?` where the client's text has a number or a string.
-	l := &lexer{s: text, ansiQuotes: m&ModeANSIQuotes != 0, strings: true}
+	l := &lexer{s: text, mode: m, strings: true}
 	var toks []token
 	for {
 		t, ok := l.next()
