@@ -694,3 +694,21 @@ func TestAnalyzeLexically(t *testing.T) {
 			a.Unparsed, a.ParseError, a.LexKind, len(a.Stmts), tables, want)
 	}
 }
+
+// TestAnalyzeLexicallyUnderMode: the lexical scan of a text reads it
+// under the session's sql_mode: under NO_BACKSLASH_ESCAPES '\' ends a
+// string, and the table after it is named.
+func TestAnalyzeLexicallyUnderMode(t *testing.T) {
+	a, err := AnalyzeLexically(`UPDATE t2 SET a = '\', b = 1 WHERE id IN (SELECT id FROM t3)`, "shop",
+		Options{Mode: ModeNoBackslashEscapes, ServerVersion: DefaultServerVersion}, "too long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range a.LexTables {
+		got = append(got, r.Schema+"."+r.Name)
+	}
+	if a.LexKind != KindUpdate || strings.Join(got, " ") != "shop.t2 shop.t3" {
+		t.Errorf("kind %v, tables %v; want an UPDATE of shop.t2 reading shop.t3", a.LexKind, got)
+	}
+}
