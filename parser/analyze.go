@@ -177,8 +177,8 @@ func AnalyzeLexically(sql, currentDB string, o Options, parseError string) (a *A
 func (a *Analysis) lexical(text, currentDB, parseError string) {
 	a.Unparsed = true
 	a.ParseError = parseError
-	a.LexKind = LexKind(text)
-	for _, name := range LexTables(text) {
+	a.LexKind = lexKind(text, a.Mode)
+	for _, name := range lexTables(text, a.Mode) {
 		a.LexTables = append(a.LexTables, qualifyLex(name, currentDB))
 	}
 	if a.Uncertain == "" && containsFold(text, "sql_mode") {

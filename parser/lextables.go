@@ -30,8 +30,11 @@ var lockWords = map[string]bool{"read": true, "local": true, "write": true, "low
 // meant for text the TiDB parser rejects, so that a rule guarding a table
 // can still apply its policy; it may find too many names, never parses.
 // Safe for concurrent use.
-func LexTables(sql string) []string {
-	l := lexer{s: sql}
+func LexTables(sql string) []string { return lexTables(sql, 0) }
+
+// lexTables is LexTables of sql read under sql_mode m.
+func lexTables(sql string, m Mode) []string {
+	l := lexer{s: sql, mode: m}
 	var out []string
 	seen := map[string]bool{}
 	add := func(name string) {
@@ -141,8 +144,11 @@ var lexKinds = map[string]Kind{
 
 // LexKind guesses the kind of the first statement of sql from its leading
 // words, for text the TiDB parser rejects. Safe for concurrent use.
-func LexKind(sql string) Kind {
-	l := lexer{s: sql}
+func LexKind(sql string) Kind { return lexKind(sql, 0) }
+
+// lexKind is LexKind of sql read under sql_mode m.
+func lexKind(sql string, m Mode) Kind {
+	l := lexer{s: sql, mode: m}
 	t, ok := l.next()
 	for ok && t.punct && t.text == "(" {
 		t, ok = l.next()
