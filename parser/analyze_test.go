@@ -712,3 +712,16 @@ func TestAnalyzeLexicallyUnderMode(t *testing.T) {
 		t.Errorf("kind %v, tables %v; want an UPDATE of shop.t2 reading shop.t3", a.LexKind, got)
 	}
 }
+
+// TestPrimaryHintUnderMode: the routing hint is read under the session's
+// sql_mode: under NO_BACKSLASH_ESCAPES '\' ends a string, and the comment
+// after it is one.
+func TestPrimaryHintUnderMode(t *testing.T) {
+	a, err := AnalyzeWith(`SELECT '\' /* lockproxy:primary */`, "shop", Options{Mode: ModeNoBackslashEscapes, ServerVersion: DefaultServerVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.PrimaryHint {
+		t.Errorf("the hint after '\\' is not seen under NO_BACKSLASH_ESCAPES")
+	}
+}
