@@ -113,7 +113,7 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	if why == "" {
 		why = o.Mode.uncertain()
 	}
-	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql), Mode: o.Mode, Uncertain: why}
+	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: hasPrimaryHint(sql, o.Mode), Mode: o.Mode, Uncertain: why}
 	stmts, perr := parseAnalyzable(text, o.Mode)
 	if perr != nil {
 		a.lexical(text, currentDB, perr.Error())
@@ -167,7 +167,7 @@ func AnalyzeLexically(sql, currentDB string, o Options, parseError string) (a *A
 	if why == "" {
 		why = o.Mode.uncertain()
 	}
-	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: HasPrimaryHint(sql), Mode: o.Mode, Uncertain: why}
+	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: hasPrimaryHint(sql, o.Mode), Mode: o.Mode, Uncertain: why}
 	a.lexical(text, currentDB, parseError)
 	return a, nil
 }

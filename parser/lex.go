@@ -145,11 +145,14 @@ func lowerByte(c byte) byte {
 // HasPrimaryHint reports whether a comment of sql (not a string literal)
 // contains `lockproxy:primary`, as in /* lockproxy:primary */. The TiDB
 // parser drops comments, so this is lexical. Safe for concurrent use.
-func HasPrimaryHint(sql string) bool {
+func HasPrimaryHint(sql string) bool { return hasPrimaryHint(sql, 0) }
+
+// hasPrimaryHint is HasPrimaryHint of sql read under sql_mode m.
+func hasPrimaryHint(sql string, m Mode) bool {
 	if !containsFold(sql, hintWord) {
 		return false // fast path: most statements carry no hint
 	}
-	l := lexer{s: sql}
+	l := lexer{s: sql, mode: m}
 	for {
 		if _, ok := l.next(); !ok {
 			return l.hint
