@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -328,4 +330,99 @@ func TestScannerMatchesServer(t *testing.T) {
 		check("expand", text, c.answer(exp), c.answer(text))
 	}
 	t.Logf("%d texts sent, %d mismatches (server %s)", c.n, mismatches, version)
+}
+
+// fuzzCorpusTexts returns the first string of every entry of the parser's
+// checked-in fuzz corpora (testdata/fuzz/*/*).
+func fuzzCorpusTexts(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", "*", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if arg, ok := strings.CutPrefix(line, "string("); ok {
+				if s, err := strconv.Unquote(strings.TrimSuffix(arg, ")")); err == nil {
+					out = append(out, s)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestScannerMatchesServerOnCorpus drives the scanner and MariaDB side by
+// side on the parser's corpus and fuzz corpora: under each quoting mode,
+// the server prepares (reads without running) each text as it prepares
+// the text the scanner's tokens make of it (Expand: the comments it skips
+// blanked, the markers of those it runs removed): the same success or the
+// same error.
+func TestScannerMatchesServerOnCorpus(t *testing.T) {
+	bed := testbed.Get(t)
+	db := bed.Open(t, bed.PrimaryAddr, "")
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var version string
+	if err := conn.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	v := ServerVersionOf(version)
+	prepare := func(text string) string {
+		t.Helper()
+		if _, err := conn.ExecContext(ctx, "SET @lockproxy_text = ?", text); err != nil {
+			t.Fatal(err)
+		}
+		_, err := conn.ExecContext(ctx, "PREPARE lockproxy_scan FROM @lockproxy_text")
+		var me *mysql.MySQLError
+		switch {
+		case err == nil:
+			return "prepared"
+		case errors.As(err, &me):
+			return fmt.Sprint("error ", me.Number)
+		}
+		t.Fatalf("%q: %v", text, err)
+		return ""
+	}
+	var texts []string
+	for _, c := range readCorpus(t) {
+		texts = append(texts, c.SQL)
+	}
+	// Each text also inside and beside comments of every form, the
+	// comment's quote left for a wrong reading to pair.
+	for _, text := range texts[:len(texts):len(texts)] {
+		texts = append(texts, "/*M!"+text+" */", "/*!"+text+" */", "/*!99999 ' */ "+text+" /* ' */",
+			"/*!100000 "+text+" */", text+" --\x01'", text+" -- '", text+" #'", "/* ' */"+text)
+	}
+	texts = append(texts, fuzzCorpusTexts(t)...)
+	compared := 0
+	for _, mode := range []string{"", "NO_BACKSLASH_ESCAPES", "ANSI_QUOTES"} {
+		if _, err := conn.ExecContext(ctx, "SET SESSION sql_mode = '"+mode+"'"); err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range texts {
+			exp, why := Expand(text, Options{Mode: ParseSQLMode(mode), ServerVersion: v})
+			if why != "" || exp == text {
+				continue // nothing to compare, or the scanner says it cannot settle it
+			}
+			compared++
+			if got, want := prepare(exp), prepare(text); got != want {
+				t.Errorf("%s %q: the server answers %s, to the scanner's reading %q %s", mode, text, want, exp, got)
+			}
+		}
+	}
+	if compared < 20 {
+		t.Fatalf("only %d texts compared", compared)
+	}
+	t.Logf("%d texts compared with the server's reading", compared)
 }
