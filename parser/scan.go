@@ -107,13 +107,6 @@ func Scan(text string, o ScanOptions) (toks []Token, doubt string) {
 	}
 }
 
-// Pos is the offset of the next token.
-func (sc *Scanner) Pos() int { return sc.i }
-
-// InExec reports whether the scanner is inside a running executable
-// comment.
-func (sc *Scanner) InExec() bool { return sc.exec }
-
 func (sc *Scanner) doubt(why string) {
 	if sc.Doubt == "" {
 		sc.Doubt = why
