@@ -260,3 +260,34 @@ func TestModeReadOnlyWhenChanged(t *testing.T) {
 		t.Fatalf("rows 1 and 2: %s, want 9 9", got)
 	}
 }
+
+// TestLatin1NoBreakSpaceGuarded: in latin1 byte 0xa0 (a no-break space)
+// is white space to MariaDB, so UPDATE<0xa0>sku is an UPDATE of sku on a
+// latin1 connection: lockproxy must read it so, and lock its row.
+func TestLatin1NoBreakSpaceGuarded(t *testing.T) {
+	p, db, _ := skuProxy(t, "(1, 10), (2, 10)")
+	conn, err := p.db(t, db, "charset=latin1").Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	// Unkeyed: refused, no row changed.
+	_, err = conn.ExecContext(ctx, "UPDATE\xa0sku\xa0SET\xa0stock\xa0=\xa07")
+	if err == nil {
+		t.Fatalf("an unkeyed UPDATE ran; rows now %s", stocks(t, p, db))
+	}
+	if me := mysqlErr(t, err); me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
+		t.Fatalf("want lockproxy's 1105, got %v", me)
+	}
+	if got := stocks(t, p, db); got != "10 10" {
+		t.Fatalf("rows changed: %s", got)
+	}
+	// Keyed: runs.
+	if _, err := conn.ExecContext(ctx, "UPDATE\xa0sku\xa0SET\xa0stock\xa0=\xa07\xa0WHERE\xa0sku_id\xa0=\xa01"); err != nil {
+		t.Fatalf("keyed UPDATE: %v", err)
+	}
+	if got := stocks(t, p, db); got != "7 10" {
+		t.Fatalf("rows: %s, want 7 10", got)
+	}
+}
