@@ -369,3 +369,43 @@ func pair(s string, i int, lo, hi byte, trail func(byte) bool) int {
 	}
 	return 2
 }
+
+// PlainBlanks returns text with the bytes the client's character set
+// charset reads as white space but a reader of ASCII does not (latin1's
+// 0xa0, the no-break space) replaced by spaces, where they separate
+// tokens or follow a "--" they make a comment of: the result reads to
+// lockproxy's parser, which knows no character set, as text reads to the
+// server. Offsets stay those of text. m is the session's sql_mode.
+func PlainBlanks(text, charset string, m Mode) string {
+	if !strings.EqualFold(charset, "latin1") || strings.IndexByte(text, 0xa0) < 0 {
+		return text
+	}
+	var b []byte
+	sc := NewScanner(text, ScanOptions{Mode: m, Charset: charset})
+	for {
+		t, ok := sc.Next()
+		if !ok {
+			break
+		}
+		from, to := t.Start, t.End
+		switch {
+		case t.Kind == TokenSpace:
+		case t.Kind == TokenComment && text[from] == '-' && from+2 < len(text):
+			from, to = from+2, from+3
+		default:
+			continue
+		}
+		for i := from; i < to; i++ {
+			if text[i] == 0xa0 {
+				if b == nil {
+					b = []byte(text)
+				}
+				b[i] = ' '
+			}
+		}
+	}
+	if b == nil {
+		return text
+	}
+	return string(b)
+}

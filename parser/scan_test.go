@@ -137,3 +137,15 @@ func TestScanTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainBlanks(t *testing.T) {
+	for _, c := range []struct{ in, charset, want string }{
+		{"UPDATE\xa0t\xa0SET a = '\xa0' --\xa0x", "latin1", "UPDATE t SET a = '\xa0' -- x"},
+		{"UPDATE\xa0t", "utf8mb4", "UPDATE\xa0t"},
+		{"SELECT `\xa0`, a\xa0 #\xa0", "LATIN1", "SELECT `\xa0`, a  #\xa0"},
+	} {
+		if got := PlainBlanks(c.in, c.charset, 0); got != c.want {
+			t.Errorf("PlainBlanks(%q, %s) = %q, want %q", c.in, c.charset, got, c.want)
+		}
+	}
+}

@@ -92,6 +92,8 @@ func TestTextCostNestingAsParserReads(t *testing.T) {
 		{`SELECT "a\", ` + deep + ` AS x, "\"`, plain, true},
 		// A version comment the server does not run ends at its first */.
 		{"SELECT 1 /*!999999 ' */, " + deep + " /* ' */", plain, false},
+		// In latin1 "--" and a no-break space start a comment.
+		{"SELECT 1 --\xa0'\n, " + deep + " -- '", parser.ScanOptions{Charset: "latin1", ServerVersion: 101100}, false},
 	} {
 		if over, _ := textCost([]byte(tc.q), 256, tc.o, tc.unsure); !over {
 			t.Errorf("%.50q under %+v (unsure %v): nesting of 300 not seen", tc.q, tc.o, tc.unsure)

@@ -347,7 +347,7 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 	if s.unsafeCharset {
 		return s.analyze(q), nil, ""
 	}
-	sql = string(q)
+	sql = parser.PlainBlanks(string(q), s.sqlMode.charset, opts.Mode)
 	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, opts)
 	if err != nil {
 		return s.unparsed(sql, err), nil, sql
@@ -364,6 +364,7 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 // needed.
 func (s *session) analyzeText(sql string) *parser.Analysis {
 	opts := s.parseOptions() // first: it may learn a new database
+	sql = parser.PlainBlanks(sql, s.sqlMode.charset, opts.Mode)
 	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
 	if err != nil {
 		return s.unparsed(sql, err)
