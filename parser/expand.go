@@ -10,8 +10,9 @@ import "strings"
 // comment of any form is left for the TiDB parser to read its own way
 // (/*T! ... */, /*+ ... */, its reading of /*!).
 //
-// It follows MariaDB 10.11's lexer (lex_one_token in sql_lex.cc), checked
-// against a real server (TestExecutableCommentsMatchServer): strings end
+// It reads sql with the Scanner, which follows MariaDB 10.11's lexer
+// (lex_one_token in sql_lex.cc), checked against a real server
+// (TestScannerMatchesServer, TestExecutableCommentsMatchServer): strings end
 // where that lexer ends them under o.Mode (backslash escapes unless
 // NO_BACKSLASH_ESCAPES; "x" an identifier under ANSI_QUOTES), `--` starts a
 // comment only before a blank or control byte or at the end, `#` always;

@@ -9,6 +9,9 @@ import "strings"
 // so quotes, escapes, comments and multi-byte characters are read one way,
 // MariaDB's: lex_one_token and get_text of MariaDB 10.11's sql_lex.cc,
 // checked against a real server byte by byte (TestScannerMatchesServer).
+// A ';' is a TokenPunct: statements end there to the server; DELIMITER is
+// a command of the mariadb client, never sent, so to the scanner it is a
+// word like any other.
 
 // TokenKind is the kind of a Token.
 type TokenKind uint8
