@@ -81,8 +81,9 @@ type Scanner struct {
 	o    ScanOptions
 	mb   func(s string, i int) int
 	exec bool // inside an executable comment being run
-	// latin1: the client's character set is latin1, where 0xa0 is a space.
-	latin1 bool
+	// blank8 is the byte above ASCII the client's character set reads as
+	// white space (BlankByte), 0 for none.
+	blank8 byte
 	// hex: the last token was a lone word x, X, b or B, right before i.
 	hex bool
 	// Doubt says why MariaDB may read the text otherwise ("" when it
@@ -95,7 +96,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner of text read as o says.
 func NewScanner(text string, o ScanOptions) Scanner {
-	return Scanner{s: text, o: o, mb: mbCharLen(o.Charset), latin1: strings.EqualFold(o.Charset, "latin1")}
+	return Scanner{s: text, o: o, mb: mbCharLen(o.Charset), blank8: BlankByte(o.Charset)}
 }
 
 // Scan returns the tokens of text read as o says, and the Scanner's doubt.
@@ -303,9 +304,27 @@ func consumeComment(s string, i, nest int) (end int, open bool) {
 }
 
 // blank: MariaDB's white space (my_isspace of the client's character set):
-// space, \t, \n, \v, \f, \r, and in latin1 also 0xa0 (no-break space).
+// space, \t, \n, \v, \f, \r, and the character set's BlankByte.
 func (sc *Scanner) blank(c byte) bool {
-	return isBlank(c) || c == 0xa0 && sc.latin1
+	return isBlank(c) || c == sc.blank8 && c != 0
+}
+
+// blankBytes are the bytes above ASCII that MariaDB's client character
+// sets read as white space between tokens (my_isspace): the no-break
+// space 0xa0 of the ISO-8859 and Windows sets that have one, and 0xff in
+// the DOS code pages. Every other client character set has none.
+// TestBlanksMatchServer asks the server about every byte of every
+// character set it has, so a set missing here fails it.
+var blankBytes = map[string]byte{
+	"armscii8": 0xa0, "cp1250": 0xa0, "dec8": 0xa0, "geostd8": 0xa0, "greek": 0xa0,
+	"hebrew": 0xa0, "latin1": 0xa0, "latin2": 0xa0, "latin5": 0xa0, "latin7": 0xa0,
+	"cp852": 0xff, "cp866": 0xff, "keybcs2": 0xff,
+}
+
+// BlankByte returns the byte above ASCII that the client character set
+// charset reads as white space, 0 when it reads none.
+func BlankByte(charset string) byte {
+	return blankBytes[strings.ToLower(charset)]
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -374,13 +393,14 @@ func pair(s string, i int, lo, hi byte, trail func(byte) bool) int {
 }
 
 // PlainBlanks returns text with the bytes the client's character set
-// charset reads as white space but a reader of ASCII does not (latin1's
-// 0xa0, the no-break space) replaced by spaces, where they separate
+// charset reads as white space but a reader of ASCII does not (BlankByte:
+// latin1's 0xa0, the no-break space, cp852's 0xff) replaced by spaces, where they separate
 // tokens or follow a "--" they make a comment of: the result reads to
 // lockproxy's parser, which knows no character set, as text reads to the
 // server. Offsets stay those of text. m is the session's sql_mode.
 func PlainBlanks(text, charset string, m Mode) string {
-	if !strings.EqualFold(charset, "latin1") || strings.IndexByte(text, 0xa0) < 0 {
+	blank := BlankByte(charset)
+	if blank == 0 || strings.IndexByte(text, blank) < 0 {
 		return text
 	}
 	var b []byte
@@ -399,7 +419,7 @@ func PlainBlanks(text, charset string, m Mode) string {
 			continue
 		}
 		for i := from; i < to; i++ {
-			if text[i] == 0xa0 {
+			if text[i] == blank {
 				if b == nil {
 					b = []byte(text)
 				}

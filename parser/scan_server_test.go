@@ -426,3 +426,60 @@ func TestScannerMatchesServerOnCorpus(t *testing.T) {
 	}
 	t.Logf("%d texts compared with the server's reading", compared)
 }
+
+// TestBlanksMatchServer asks MariaDB, for every character set a client may
+// use and every byte, whether the byte is white space between tokens
+// (SELECT 1<b>AS a answers 1 only where it is), and checks the scanner
+// and PlainBlanks read it so: BlankByte must name every byte above ASCII
+// that some character set reads as white space.
+func TestBlanksMatchServer(t *testing.T) {
+	bed := testbed.Get(t)
+	db := bed.Open(t, bed.PrimaryAddr, "")
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := &serverConn{t: t, conn: conn}
+	rows, err := conn.QueryContext(ctx, "SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets []string
+	for rows.Next() {
+		var cs string
+		if err := rows.Scan(&cs); err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, cs)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for _, cs := range sets {
+		if _, err := conn.ExecContext(ctx, "SET NAMES "+cs); err != nil {
+			continue // not a client character set (ucs2, utf16, utf32)
+		}
+		compared++
+		o := ScanOptions{Charset: cs}
+		for b := 0; b < 256; b++ {
+			if b == '#' || b == '.' || b >= '0' && b <= '9' {
+				continue // 1# is a comment, 1. and 12 numbers
+			}
+			text := "SELECT 1" + string([]byte{byte(b)}) + "AS a"
+			server := c.answer(text) == "1 columns,1"
+			toks, _ := Scan(text, o)
+			scanned := len(toks) > 3 && toks[3].Kind == TokenSpace && toks[3].End == 9
+			plain := PlainBlanks(text, cs, 0)[8] == ' ' || isBlank(byte(b))
+			if server != scanned || server != plain {
+				t.Errorf("%s byte %#x: white space to the server %v, to the scanner %v, to PlainBlanks %v", cs, b, server, scanned, plain)
+			}
+		}
+	}
+	if compared < 30 {
+		t.Fatalf("only %d client character sets compared", compared)
+	}
+	t.Logf("%d client character sets, every byte compared", compared)
+}

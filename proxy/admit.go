@@ -72,12 +72,13 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 // admitReading is how lockproxy's parser will read the session's next
 // text: under its sql_mode (NO_BACKSLASH_ESCAPES as the server last
 // reported it) and the server's version, bytes alone (the parser knows
-// no multi-byte character set), latin1's no-break spaces read as spaces
+// no multi-byte character set), the bytes the session's character set
+// reads as white space (latin1's no-break space) read as spaces
 // (parser.PlainBlanks).
 func (s *session) admitReading() parser.ScanOptions {
 	o := parser.ScanOptions{Mode: s.sqlMode.mode &^ parser.ModeNoBackslashEscapes}
-	if strings.EqualFold(s.sqlMode.charset, "latin1") {
-		o.Charset = "latin1"
+	if parser.BlankByte(s.sqlMode.charset) != 0 {
+		o.Charset = s.sqlMode.charset // single-byte: only its white space differs
 	}
 	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
 		o.Mode |= parser.ModeNoBackslashEscapes
