@@ -21,7 +21,6 @@ const (
 	// idleCheckAfter is how long a pooled connection may sit before it is
 	// pinged on checkout.
 	idleCheckAfter = 30 * time.Second
-	maxIdlePerKey  = 64
 	dialTimeout    = 5 * time.Second
 )
 
@@ -77,6 +76,9 @@ type backendConn struct {
 	optionSet bool
 	idleAt    time.Time
 	broken    bool
+	// counted is the pool that counts the connection among its
+	// backend's open connections (pool_limit.go); close frees its slot.
+	counted *pool
 	// scramble is the last the server gave the connection to answer, for
 	// a relayed login (relaylogin.go); kept only for relay keys.
 	scramble []byte
@@ -269,6 +271,10 @@ func (b *backendConn) simpleCommand(payload []byte) error {
 
 func (b *backendConn) close() {
 	_ = b.nc.Close()
+	if p := b.counted; p != nil {
+		b.counted = nil
+		p.free(b.key)
+	}
 }
 
 // pool keeps idle backend connections by key. It is safe for concurrent use.
@@ -277,9 +283,14 @@ type pool struct {
 	idle   map[poolKey][]*backendConn
 	closed bool
 	wg     sync.WaitGroup
+	// Connections counted per backend address, and the sessions waiting
+	// for one (pool_limit.go).
+	bounds poolBounds
 }
 
-func newPool() *pool { return &pool{idle: make(map[poolKey][]*backendConn)} }
+func newPool() *pool {
+	return &pool{idle: make(map[poolKey][]*backendConn), bounds: newPoolBounds()}
+}
 
 // get returns an idle connection for key, or dials a new one.
 func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
@@ -288,12 +299,12 @@ func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
 		list := p.idle[key]
 		if len(list) == 0 {
 			p.mu.Unlock()
-			return dialBackend(ctx, key)
+			return p.dial(ctx, key)
 		}
 		b := list[len(list)-1]
 		p.idle[key] = list[:len(list)-1]
 		p.mu.Unlock()
-		if b.peekReadable() {
+		if b.expired(p.bounds.settings().IdleTimeout.D()) || b.peekReadable() {
 			b.close() // closed by the server while idle (wait_timeout, KILL)
 			continue
 		}
@@ -355,15 +366,26 @@ func (p *pool) putSync(b *backendConn) {
 		b.close()
 		return
 	}
+	p.keep(b)
+}
+
+// keep makes b, clean, idle: handed to a session waiting for a connection
+// to its backend when there is one (pool_limit.go), else kept for reuse.
+func (p *pool) keep(b *backendConn) {
 	b.r.shrink() // an idle connection holds no buffer
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || len(p.idle[b.key]) >= maxIdlePerKey {
+	if p.handLocked(b) {
+		p.mu.Unlock()
+		return
+	}
+	if p.closed || len(p.idle[b.key]) >= p.bounds.settings().MaxIdle {
+		p.mu.Unlock()
 		b.close()
 		return
 	}
 	b.idleAt = time.Now()
 	p.idle[b.key] = append(p.idle[b.key], b)
+	p.mu.Unlock()
 }
 
 // restoreIgnoreSpace puts back what CLIENT_IGNORE_SPACE sets at login.
@@ -412,12 +434,15 @@ func (p *pool) reset(b *backendConn) bool {
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
+	var all []*backendConn
 	for k, list := range p.idle {
-		for _, b := range list {
-			b.close()
-		}
+		all = append(all, list...)
 		delete(p.idle, k)
 	}
+	p.failWaitersLocked()
 	p.mu.Unlock()
+	for _, b := range all {
+		b.close() // outside mu: close frees the connection's slot under it
+	}
 	p.wg.Wait()
 }

@@ -71,7 +71,7 @@ func (s *session) commandLoop(drain context.Context) error {
 			}
 		}
 		s.beginCommand(p[0])
-		err = s.dispatch(p)
+		err = s.dispatchLent(p)
 		s.shrinkBuffers()
 		if err != nil {
 			return err

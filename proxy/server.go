@@ -162,6 +162,7 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 	if err := s.Reload(cfg); err != nil {
 		return nil, err
 	}
+	s.pool.register(opts.Registry, func() rules.PoolConfig { return s.config().Backends.Pool })
 	return s, nil
 }
 

@@ -198,6 +198,8 @@ type session struct {
 
 	// comb is what hot-row combining keeps of the session (combine.go).
 	comb combineState
+	// mux is what multiplexing keeps of the session (pool_mux.go).
+	mux muxState
 }
 
 // writeErrAt answers e as the error packet with sequence seq (counted
@@ -259,6 +261,7 @@ func (s *session) cleanup() {
 	}()
 	s.watched.Store(nil)
 	s.awaitRelease()
+	s.endMultiplex()
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.
@@ -380,7 +383,11 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
 		return err
 	}
-	return s.cw.flush()
+	if err := s.cw.flush(); err != nil {
+		return err
+	}
+	s.startMultiplex()
+	return nil
 }
 
 func (s *session) backendKey() poolKey {

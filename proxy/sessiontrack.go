@@ -160,6 +160,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	if s.src == nil || !s.src.key.track {
 		return p
 	}
+	s.noteLent(p, ok)
 	s.lastReport = 0 // a result ended: what its report names, if anything
 	if !ok {
 		if len(p) < 5 {

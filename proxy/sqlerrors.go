@@ -121,6 +121,8 @@ var clientErrors = []clientError{
 	{err: errPrimaryUnreachable, code: erConnHost, state: "HY000"},
 	{err: errReplicaUnreachable, code: erConnHost, state: "HY000"},
 	{err: errDiagnosticsLost, code: erUnknown, state: "HY000"},
+	{err: errPoolExhausted, code: erUnknown, state: "HY000"},
+	{err: errStateElsewhere, code: erUnknown, state: "HY000"},
 
 	{err: lockmgr.ErrWaitTimeout, code: erLockWaitTimeout, state: "HY000",
 		text: mysqlWords("Lock wait timeout exceeded; try restarting transaction")},

@@ -60,6 +60,9 @@ func (r *request) stepParams() []any {
 // route, fence, send, finish the rewrite, track what the server changed,
 // and release what the end of a transaction frees (afterCommand).
 func (s *session) serve(r request) error {
+	if err := s.pinFor(r); err != nil {
+		return s.writeErrAt(1, err)
+	}
 	pl := s.servePlan(&r)
 	if r.an != nil {
 		s.current.Store(r.text())

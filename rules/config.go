@@ -115,6 +115,30 @@ type BackendConfig struct {
 	// primary and the replicas (sessions, health checks, schema reads,
 	// the mysql lock table on the primary) use TLS.
 	TLS *TLSClientConfig `yaml:"tls"`
+	// Pool is how sessions use primary connections (backends.pool).
+	Pool PoolConfig `yaml:"pool"`
+}
+
+// PoolConfig is backends.pool: whether sessions share primary
+// connections, and the bounds of the connections lockproxy keeps.
+type PoolConfig struct {
+	// Multiplex (default false): a session borrows a primary connection
+	// for one autocommit statement or one transaction and gives it back
+	// when nothing ties the session to it; false pins one connection to
+	// each session for its whole life.
+	Multiplex bool `yaml:"multiplex"`
+	// MaxConnections bounds, with Multiplex, the primary connections
+	// open at once (lent and idle); 0: no bound.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxIdle (default 64) is how many idle connections are kept per
+	// login (user, database, capabilities); more are closed.
+	MaxIdle int `yaml:"max_idle"`
+	// IdleTimeout closes a connection idle that long (0: kept until the
+	// server ends it).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// WaitTimeout (default 5s) bounds how long a session waits for a
+	// primary connection when MaxConnections are open.
+	WaitTimeout Duration `yaml:"wait_timeout"`
 }
 
 // TLSClientConfig is how lockproxy connects to a server with TLS. The

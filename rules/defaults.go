@@ -36,6 +36,11 @@ const (
 	DefaultLocalHandoffs      = 64
 	DefaultLocalHandoffWindow = 50 * time.Millisecond
 	DefaultMySQLLockTable     = "lockproxy_locks"
+	// DefaultPoolMaxIdle is backends.pool.max_idle: idle connections kept
+	// per login.
+	DefaultPoolMaxIdle = 64
+	// DefaultPoolWaitTimeout is backends.pool.wait_timeout.
+	DefaultPoolWaitTimeout = 5 * time.Second
 )
 
 // The values of locks.backend.
@@ -98,6 +103,10 @@ func applyDefaults(cfg *Config, d *decoder) {
 	proxyLimitDefaults(&cfg.Proxy, d)
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
+	if !d.isSet("backends.pool.max_idle") {
+		cfg.Backends.Pool.MaxIdle = DefaultPoolMaxIdle
+	}
+	setDur(d, "backends.pool.wait_timeout", &cfg.Backends.Pool.WaitTimeout, DefaultPoolWaitTimeout)
 	switch strings.ToLower(string(cfg.Backends.ReadYourWrites)) {
 	case "", "true": // the boolean of earlier versions
 		cfg.Backends.ReadYourWrites = RYWSession

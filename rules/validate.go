@@ -170,6 +170,22 @@ func (v *validator) backends(b *BackendConfig) {
 		v.add("backends.read_your_writes", "must be session, user, global or off (true: session, false: off), not %q", b.ReadYourWrites)
 	}
 	v.tlsClient("backends.tls", b.TLS)
+	v.pool(&b.Pool)
+}
+
+func (v *validator) pool(p *PoolConfig) {
+	if p.MaxConnections < 0 {
+		v.add("backends.pool.max_connections", "must not be negative")
+	}
+	if p.MaxIdle < 0 {
+		v.add("backends.pool.max_idle", "must not be negative")
+	}
+	if p.IdleTimeout < 0 {
+		v.add("backends.pool.idle_timeout", "must not be negative")
+	}
+	if p.WaitTimeout <= 0 {
+		v.add("backends.pool.wait_timeout", "must be greater than 0")
+	}
 }
 
 func (v *validator) locks(l *LockConfig) {

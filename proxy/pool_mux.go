@@ -1,0 +1,456 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// Multiplexing (backends.pool.multiplex). A session that multiplexes
+// holds a primary connection only while something ties it to one: it
+// borrows a connection when a command comes (dispatchLent), and gives it
+// back once the command is answered and nothing pins it: no transaction
+// open, autocommit on, none of the pin reasons below. A connection given
+// back goes to the pool as it is when the server reported no change of
+// its session state during the loan (and the session left its database
+// as the login's), else reset (COM_RESET_CONNECTION, pool.reset); the
+// next loan gives the session's current database to whichever connection
+// it gets (COM_INIT_DB).
+//
+// What ties a session to its connection is judged fail-closed from what
+// the server reports (transaction and autocommit status, session state
+// changes, the insert id of an OK) and from the statement's analysis: a
+// reason found pins the session before the statement runs, and stays
+// until the state is gone (COMMIT for a transaction, SET autocommit = 1,
+// UNLOCK TABLES, COM_RESET_CONNECTION and COM_CHANGE_USER for all) or for
+// the session's life. Locks are untouched: they belong to the session and
+// its transaction whichever connection carries it.
+
+// pinReason is a set of reasons a multiplexing session keeps its
+// primary connection.
+type pinReason uint16
+
+// The reasons, each a value of lockproxy_sessions_pinned's reason label.
+const (
+	pinTransaction       pinReason = 1 << iota // a transaction is open (server status)
+	pinAutocommitOff                           // autocommit = 0 (server status)
+	pinTemporaryTable                          // CREATE TEMPORARY TABLE
+	pinUserVariable                            // SET @v, @v := ..., SELECT ... INTO @v
+	pinPreparedStatement                       // COM_STMT_PREPARE, SQL-level PREPARE / EXECUTE
+	pinSessionVariable                         // a session variable the server reported changed, SET SESSION ..., SET TRANSACTION, COM_SET_OPTION
+	pinUserLock                                // GET_LOCK and the other user-lock functions
+	pinLockTables                              // LOCK TABLES, until UNLOCK TABLES
+	pinFoundRows                               // SQL_CALC_FOUND_ROWS, FOUND_ROWS()
+	pinLastInsertID                            // an insert id the server reported, LAST_INSERT_ID()
+	pinDiagnostics                             // the last statement left warnings or an error, until the next command
+	pinCursor                                  // HANDLER
+	pinKill                                    // KILL run by the server
+	pinUnknown                                 // unparsed, uncertain, CALL, stored functions, other statements, unexplained state
+)
+
+// pinReasons names every reason, in the order of their bits.
+var pinReasons = []struct {
+	bit  pinReason
+	name string
+}{
+	{pinTransaction, "transaction"}, {pinAutocommitOff, "autocommit_off"},
+	{pinTemporaryTable, "temporary_table"}, {pinUserVariable, "user_variable"},
+	{pinPreparedStatement, "prepared_statement"}, {pinSessionVariable, "session_variable"},
+	{pinUserLock, "user_lock"}, {pinLockTables, "lock_tables"}, {pinFoundRows, "found_rows"},
+	{pinLastInsertID, "last_insert_id"}, {pinDiagnostics, "diagnostics"}, {pinCursor, "cursor"},
+	{pinKill, "kill"}, {pinUnknown, "unknown"},
+}
+
+// muxState is what multiplexing keeps of a session; only the session's
+// goroutine touches it.
+type muxState struct {
+	on  bool    // the session multiplexes (backends.pool.multiplex at login)
+	key poolKey // the login's connections: what the session borrows
+	// pins are the reasons that outlive the command (statusPins adds the
+	// server status's); shown is what lockproxy_sessions_pinned counts
+	// of the session.
+	pins, shown pinReason
+	// changed: the server reported a change of the lent connection's
+	// session state, so it is reset when given back.
+	changed bool
+	// warned: a result of the command reported warnings.
+	warned bool
+	// fresh: the lent connection was borrowed for the command being
+	// served, so the previous statement ran on another one.
+	fresh bool
+	// cmdPins are the reasons the command's statements gave (pinFor);
+	// readsDiagnostics: they only read the previous statement's
+	// diagnostics; unlocks: one is UNLOCK TABLES.
+	cmdPins                   pinReason
+	readsDiagnostics, unlocks bool
+}
+
+// errStateElsewhere: a statement reads what the previous statement left
+// on its backend connection (FOUND_ROWS(), ROW_COUNT()), and
+// multiplexing gave that connection back (1105).
+var errStateElsewhere = errors.New("proxy: the previous statement's connection state is gone")
+
+// startMultiplex is run once a login (or COM_CHANGE_USER) has pinned its
+// connection: under backends.pool.multiplex the session gives it back at
+// once and borrows one for each command from then on.
+func (s *session) startMultiplex() {
+	shown := s.mux.shown
+	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: shown}
+	s.showPins()
+	if s.mux.on {
+		s.giveBackIfFree()
+	}
+}
+
+// dispatchLent is dispatch with a primary connection lent for the
+// command when the session multiplexes and holds none.
+func (s *session) dispatchLent(p []byte) error {
+	if !s.mux.on {
+		return s.dispatch(p)
+	}
+	s.mux.fresh = false
+	if s.be == nil && p[0] != mysql.COM_QUIT {
+		if err := s.borrow(); err != nil {
+			return s.writeErrAt(1, err)
+		}
+		s.mux.fresh = true
+	}
+	switch p[0] {
+	case mysql.COM_STMT_PREPARE:
+		s.mux.pins |= pinPreparedStatement
+	case mysql.COM_SET_OPTION:
+		s.mux.pins |= pinSessionVariable
+	case mysql.COM_QUERY, mysql.COM_INIT_DB, mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_DEBUG,
+		mysql.COM_REFRESH, mysql.COM_FIELD_LIST, mysql.COM_PROCESS_KILL, mysql.COM_RESET_CONNECTION,
+		mysql.COM_CHANGE_USER, mysql.COM_QUIT:
+	default: // the statement commands of a prepared statement: pinned by its prepare
+		if len(s.stmts) == 0 {
+			s.mux.pins |= pinUnknown
+		}
+	}
+	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
+	errs := s.errsWritten
+	if err := s.dispatch(p); err != nil {
+		return err
+	}
+	switch {
+	case p[0] == mysql.COM_RESET_CONNECTION && s.lastOK:
+		s.mux.pins, s.mux.changed = 0, true // the server forgot the session's state
+	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.lastOK && s.mux.cmdPins&pinLockTables == 0:
+		s.mux.pins &^= pinLockTables
+	}
+	if (p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB) && !s.mux.readsDiagnostics {
+		s.mux.pins &^= pinDiagnostics
+		if s.mux.warned || !s.lastOK || s.errsWritten != errs {
+			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
+		}
+	}
+	s.giveBackIfFree()
+	s.showPins()
+	return nil
+}
+
+// borrow lends the session a primary connection of its login, in its
+// current database.
+func (s *session) borrow() error {
+	wait := s.srv.config().Backends.Pool.WaitTimeout.D()
+	ctx, cancel := context.WithTimeout(s.hardCtx, wait+dialTimeout)
+	defer cancel()
+	be, err := s.srv.pool.get(ctx, s.mux.key)
+	if err != nil {
+		if !errors.Is(err, errPoolExhausted) {
+			s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
+		}
+		return backendDialError(err)
+	}
+	if s.db != be.key.db {
+		be.dbDirty = true
+		if err := be.simpleCommand(append([]byte{mysql.COM_INIT_DB}, s.db...)); err != nil {
+			s.srv.pool.put(be)
+			return err
+		}
+	}
+	s.be = be
+	s.watched.Store(be)
+	s.thread.Store(be.threadID)
+	return nil
+}
+
+// giveBackIfFree gives the lent connection back when nothing ties the
+// session to it.
+func (s *session) giveBackIfFree() {
+	be := s.be
+	if be == nil || be.broken || s.statusPins()|s.mux.pins != 0 || s.comb.owed {
+		return
+	}
+	if s.db == "" && be.key.db != "" {
+		// No command takes a connection out of its database: keep this
+		// one, which has none.
+		s.mux.pins |= pinUnknown
+		return
+	}
+	s.be = nil
+	s.watched.Store(nil)
+	s.thread.Store(0)
+	clean := !s.mux.changed && !be.dbDirty && !be.optionSet
+	s.mux.changed = false
+	if clean {
+		s.srv.pool.keep(be)
+	} else {
+		s.srv.pool.put(be) // reset in the background
+	}
+}
+
+// statusPins are the reasons the server's last status gives.
+func (s *session) statusPins() pinReason {
+	var r pinReason
+	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+		r |= pinTransaction
+	}
+	if s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+		r |= pinAutocommitOff
+	}
+	return r
+}
+
+// showPins brings lockproxy_sessions_pinned up to date with the
+// session's reasons.
+func (s *session) showPins() {
+	now := s.mux.pins
+	if s.mux.on && s.be != nil {
+		now |= s.statusPins()
+	}
+	if now == s.mux.shown {
+		return
+	}
+	g := s.srv.pool.bounds.m.pinned
+	for _, r := range pinReasons {
+		switch {
+		case now&r.bit != 0 && s.mux.shown&r.bit == 0:
+			g.WithLabelValues(r.name).Inc()
+		case now&r.bit == 0 && s.mux.shown&r.bit != 0:
+			g.WithLabelValues(r.name).Dec()
+		}
+	}
+	s.mux.shown = now
+}
+
+// endMultiplex takes the ending session out of lockproxy_sessions_pinned.
+func (s *session) endMultiplex() {
+	s.mux.pins, s.mux.on = 0, false
+	s.showPins()
+}
+
+// pinFor pins the session for what statement r will leave on its
+// connection, before it runs, and refuses a statement that reads what
+// the previous statement left on a connection given back since.
+func (s *session) pinFor(r request) error {
+	if !s.mux.on || r.execute() || r.bulk {
+		return nil
+	}
+	an := r.an
+	if an == nil && len(r.p) > 0 && r.p[0] == mysql.COM_QUERY {
+		// Nothing else analyses the text (no rules, no replicas): read it
+		// under the mode last known, without asking the server, whose
+		// answer would replace what the previous statement left on the
+		// connection (FOUND_ROWS()). A session that changed its mode is
+		// pinned already.
+		opts := parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
+		var err error
+		if an, err = s.srv.analyzer.AnalyzeWith(string(r.p[1:]), s.db, opts); err != nil {
+			an = nil
+		}
+	}
+	fresh := s.mux.fresh
+	s.mux.fresh = false
+	if an == nil || an.Unparsed || an.Uncertain != "" || len(an.Stmts) == 0 {
+		if an != nil && an.Unparsed && parser.ShowDiagnostics(an.SQL) {
+			s.mux.readsDiagnostics = true
+			return nil
+		}
+		s.mux.cmdPins |= pinUnknown
+		if an != nil {
+			s.mux.cmdPins = lexicalPins(an.SQL)
+		}
+		s.mux.pins |= s.mux.cmdPins
+		return nil
+	}
+	first := an.Stmts[0]
+	if fresh && (first.Effects.FoundRows || first.Effects.RowCount) {
+		return errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text",
+			map[bool]string{true: "FOUND_ROWS()", false: "ROW_COUNT()"}[first.Effects.FoundRows])
+	}
+	s.mux.readsDiagnostics = diagnosticsOnly(an)
+	for _, f := range an.Stmts {
+		s.mux.cmdPins |= factPins(f)
+		if f.Kind == parser.KindUnlockTables {
+			s.mux.unlocks = true
+		}
+	}
+	s.mux.pins |= s.mux.cmdPins
+	return nil
+}
+
+// factPins are the reasons one statement pins its session for.
+func factPins(f *parser.Facts) pinReason {
+	var r pinReason
+	e := f.Effects
+	if e.UserVarAssign || len(e.UserVars) > 0 || e.SelectInto {
+		r |= pinUserVariable
+	}
+	if e.UserLock {
+		r |= pinUserLock
+	}
+	if e.CalcFoundRows || e.FoundRows {
+		r |= pinFoundRows
+	}
+	if e.LastInsertID {
+		r |= pinLastInsertID
+	}
+	if len(e.SessionVars) > 0 && !onlyAutocommit(e.SessionVars) || e.SetTransaction && e.SetTransactionScope != "global" {
+		r |= pinSessionVariable
+	}
+	if f.Impure != "" && !f.Diagnostics && len(f.Impure) > 6 && f.Impure[:6] == "calls " {
+		r |= pinUnknown // a stored function, a sequence: what it leaves is unknown
+	}
+	switch f.Kind {
+	case parser.KindSelect, parser.KindInsert, parser.KindReplace, parser.KindUpdate, parser.KindDelete,
+		parser.KindBegin, parser.KindCommit, parser.KindRollback, parser.KindRollbackToSavepoint,
+		parser.KindSavepoint, parser.KindReleaseSavepoint, parser.KindSet, parser.KindUse,
+		parser.KindShow, parser.KindExplain, parser.KindUnlockTables, parser.KindLoadData:
+	case parser.KindDDL:
+		if !f.ImplicitCommit { // CREATE / DROP TEMPORARY TABLE
+			r |= pinTemporaryTable
+		}
+	case parser.KindLockTables:
+		r |= pinLockTables
+	case parser.KindPrepare, parser.KindExecute, parser.KindDeallocate:
+		r |= pinPreparedStatement
+	default:
+		r |= lexicalPins(f.Text)
+	}
+	return r
+}
+
+// lexicalPins names what a statement the parser could not class pins
+// for by its first word: KILL, HANDLER (a cursor), else unknown.
+func lexicalPins(text string) pinReason {
+	t := strings.TrimLeft(text, " \t\r\n(")
+	switch {
+	case isKill([]byte(t)):
+		return pinKill
+	case len(t) > 8 && strings.EqualFold(t[:8], "handler "):
+		return pinCursor
+	}
+	return pinUnknown
+}
+
+func onlyAutocommit(vars []string) bool {
+	for _, v := range vars {
+		if v != "autocommit" {
+			return false
+		}
+	}
+	return true
+}
+
+// noteLent reads, in an OK or EOF of the lent connection's response,
+// what pins the session or makes the connection need a reset: an insert
+// id, warnings, and the session state the server reports changed.
+func (s *session) noteLent(p []byte, ok bool) {
+	if !s.mux.on || s.src != s.be || len(p) < 5 {
+		return
+	}
+	if resultWarnings(p, ok) > 0 {
+		s.mux.warned = true
+	}
+	if !ok {
+		if binary.LittleEndian.Uint16(p[3:])&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
+			s.mux.changed = true
+			s.pinUnexplained() // a change with no report of what
+		}
+		return
+	}
+	if _, at, _, err := readLenEncInt(p, 1); err == nil {
+		if id, _, _, err := readLenEncInt(p, at); err == nil && id != 0 {
+			s.mux.pins |= pinLastInsertID
+		}
+	}
+	at, _, state, good := okParts(p)
+	if !good {
+		s.mux.changed = true
+		s.mux.pins |= pinUnknown
+		return
+	}
+	if binary.LittleEndian.Uint16(p[at:])&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
+		return
+	}
+	s.mux.changed = true
+	switch r := reportPins(state); r {
+	case pinUnknown:
+		s.pinUnexplained()
+	default:
+		s.mux.pins |= r
+	}
+}
+
+// pinUnexplained pins the session for a change of its state the server
+// reported without naming it, unless the command's own statements name a
+// reason that lasts (a user variable, a temporary table ...).
+func (s *session) pinUnexplained() {
+	if s.mux.cmdPins&^(pinLockTables|pinDiagnostics) == 0 {
+		s.mux.pins |= pinUnknown
+	}
+}
+
+// Types of session state entries beyond trackSystemVariables and
+// trackSchema (MariaDB's enum_session_state_type).
+const trackStateChange = 2
+
+// reportPins are the reasons a report of session state changes pins for:
+// a system variable other than autocommit (whose value the server status
+// carries) changed, or a change the report does not name (a user
+// variable, a temporary table, a prepared statement) that a schema or
+// autocommit change does not explain. The statement's own reasons,
+// pinned before it ran, name the common ones; this is the server's word
+// for what the text hid.
+func reportPins(state []byte) pinReason {
+	var vars, schema, autocommit, change bool
+	for pos := 0; pos < len(state); {
+		typ := state[pos]
+		data, next, err := readLenEncBytes(state, pos+1)
+		if err != nil {
+			return pinUnknown
+		}
+		pos = next
+		switch typ {
+		case trackSchema:
+			schema = true
+		case trackSystemVariables:
+			name, _, err := readLenEncBytes(data, 0)
+			if err != nil {
+				return pinUnknown
+			}
+			if string(name) == "autocommit" {
+				autocommit = true
+			} else {
+				vars = true
+			}
+		case trackStateChange:
+			change = true
+		default:
+			return pinUnknown
+		}
+	}
+	switch {
+	case vars:
+		return pinSessionVariable
+	case change && !schema && !autocommit:
+		return pinUnknown
+	}
+	return 0
+}

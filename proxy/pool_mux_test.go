@@ -1,0 +1,442 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// multiplexed edits a config to multiplex at most max primary
+// connections.
+func multiplexed(max int) func(*rules.Config) {
+	return func(c *rules.Config) {
+		c.Backends.Pool.Multiplex = true
+		c.Backends.Pool.MaxConnections = max
+		c.Backends.Pool.WaitTimeout = rules.Duration(30 * time.Second)
+	}
+}
+
+// sampleValue is the value of the gauge or counter name in reg whose
+// label has value (0 when there is none).
+func sampleValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// muxAnswer runs q on c and returns its rows as text, or the error's number
+// and message.
+func muxAnswer(c *sql.Conn, q string) string {
+	rows, err := c.QueryContext(context.Background(), q)
+	if err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return fmt.Sprintf("error %d", me.Number)
+		}
+		return "error " + err.Error()
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return "scan " + err.Error()
+		}
+		for _, v := range vals {
+			out = append(out, fmt.Sprintf("%v/%s", v.Valid, v.String))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "error " + err.Error()
+	}
+	return strings.Join(out, ",")
+}
+
+// waitUnpinned waits until no session counts in lockproxy_sessions_pinned
+// (sessions closed before end on their own goroutines).
+func waitUnpinned(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var sum float64
+		var pinned []string
+		for _, r := range pinReasons {
+			if n := sampleValue(t, reg, "lockproxy_sessions_pinned", "reason", r.name); n != 0 {
+				sum += n
+				pinned = append(pinned, fmt.Sprintf("%s: %v", r.name, n))
+			}
+		}
+		if sum == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions still pinned: %s", strings.Join(pinned, ", "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitPinned waits until lockproxy_sessions_pinned{reason} is want: a
+// client has its answer before the session that sent it gives its
+// connection back and counts its reasons.
+func waitPinned(t *testing.T, reg *prometheus.Registry, reason string, want float64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		got := sampleValue(t, reg, "lockproxy_sessions_pinned", "reason", reason)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lockproxy_sessions_pinned{reason=%q} = %v, want %v", reason, got, want)
+		}
+	}
+}
+
+func backendThread(t *testing.T, c *sql.Conn) int64 {
+	t.Helper()
+	var id int64
+	if err := c.QueryRowContext(context.Background(), "SELECT @@pseudo_thread_id").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestMultiplexPins runs, for each reason that pins a session to its
+// connection, statements that leave state on the connection, lets another
+// session take every idle connection, and checks that what the next
+// statement sees is what it sees directly on MariaDB, on the same backend
+// connection, with the reason counted in lockproxy_sessions_pinned.
+func TestMultiplexPins(t *testing.T) {
+	p := startProxy(t, multiplexed(4))
+	db := freshDB(t, p)
+	// The statements run directly run in a twin database: neither side
+	// waits for the other's locks.
+	twin := db + "_twin"
+	mustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS "+twin, "CREATE DATABASE "+twin)
+	t.Cleanup(func() { _, _ = p.direct(t, "", "").Exec("DROP DATABASE IF EXISTS " + twin) })
+	for _, name := range []string{db, twin} {
+		mustExec(t, p.direct(t, name, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+			"CREATE TABLE auto (id INT AUTO_INCREMENT PRIMARY KEY, v INT)", "CREATE TABLE other (id INT)")
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		reason string
+		setup  []string
+		check  string
+		after  []string // statements that end the state: the session is free again
+	}{
+		{"transaction", []string{"BEGIN", "INSERT INTO t VALUES (100, 1)"}, "SELECT COUNT(*) FROM t WHERE id = 100", []string{"ROLLBACK"}},
+		{"autocommit_off", []string{"SET autocommit = 0", "INSERT INTO t VALUES (101, 1)"}, "SELECT COUNT(*) FROM t WHERE id = 101", []string{"ROLLBACK", "SET autocommit = 1"}},
+		{"temporary_table", []string{"CREATE TEMPORARY TABLE tmp (a INT)", "INSERT INTO tmp VALUES (7)"}, "SELECT a FROM tmp", nil},
+		{"user_variable", []string{"SET @v = 42"}, "SELECT @v", nil},
+		{"user_variable", []string{"SELECT @w := v FROM t WHERE id = 2"}, "SELECT @w", nil},
+		{"prepared_statement", []string{"PREPARE ps FROM 'SELECT v FROM t WHERE id = ?'"}, "EXECUTE ps USING 3", nil},
+		{"session_variable", []string{"SET SESSION max_sort_length = 2000"}, "SELECT @@session.max_sort_length", nil},
+		{"session_variable", []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}, "SELECT @@session.tx_isolation", nil},
+		{"user_lock", []string{"SELECT GET_LOCK(CONCAT('mux-', @@hostname, CONNECTION_ID()), 0)"}, "SELECT RELEASE_LOCK(CONCAT('mux-', @@hostname, CONNECTION_ID()))", nil},
+		{"lock_tables", []string{"LOCK TABLES t READ"}, "SELECT COUNT(*) FROM other", []string{"UNLOCK TABLES"}},
+		{"found_rows", []string{"SELECT SQL_CALC_FOUND_ROWS id FROM t ORDER BY id LIMIT 1"}, "SELECT FOUND_ROWS()", nil},
+		{"last_insert_id", []string{"INSERT INTO auto (v) VALUES (1)", "SELECT 1"}, "SELECT LAST_INSERT_ID() > 0", nil},
+		{"diagnostics", []string{"SELECT 1/0"}, "SHOW WARNINGS", nil},
+		{"cursor", []string{"HANDLER t OPEN"}, "HANDLER t READ `PRIMARY` FIRST", nil},
+		{"unknown", []string{"DO SLEEP(0)"}, "SELECT 1", nil},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			waitUnpinned(t, p.reg)
+			c, err := p.db(t, db, "").Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.Raw(func(any) error { return errDriverBadConn }); _ = c.Close() }()
+			d, err := p.direct(t, twin, "").Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = d.Raw(func(any) error { return errDriverBadConn }); _ = d.Close() }()
+			for _, q := range tc.setup {
+				if a, b := muxAnswer(c, q), muxAnswer(d, q); a != b {
+					t.Fatalf("%s: through lockproxy %q, directly %q", q, a, b)
+				}
+			}
+			// Other sessions take every other connection and hold it: a
+			// session that gave its connection back would get another,
+			// or one reset, or none.
+			others := p.db(t, db, "")
+			for i := 0; i < 3; i++ {
+				o, err := others.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = o.Raw(func(any) error { return errDriverBadConn }); _ = o.Close() }()
+				mustConnExec(t, o, "BEGIN", "SELECT 1")
+			}
+			want := 1.0
+			if tc.reason == "transaction" {
+				want += 3
+			}
+			waitPinned(t, p.reg, tc.reason, want)
+			if got, want := muxAnswer(c, tc.check), muxAnswer(d, tc.check); got != want {
+				t.Errorf("%s after %v: through lockproxy %q, directly %q", tc.check, tc.setup, got, want)
+			}
+			if tc.after != nil {
+				mustConnExec(t, c, tc.after...)
+				waitPinned(t, p.reg, tc.reason, want-1)
+			}
+		})
+	}
+	t.Run("free sessions share a connection", func(t *testing.T) {
+		one := startProxy(t, multiplexed(1))
+		a, err := one.db(t, db, "").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		b, err := one.db(t, db, "").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		firstA, firstB := muxAnswer(a, "SELECT CONNECTION_ID()"), muxAnswer(b, "SELECT CONNECTION_ID()")
+		if ta, tb := backendThread(t, a), backendThread(t, b); ta != tb {
+			t.Errorf("two free sessions on max_connections 1 ran on backend threads %d and %d", ta, tb)
+		}
+		if firstA == firstB || muxAnswer(a, "SELECT CONNECTION_ID()") != firstA {
+			t.Errorf("CONNECTION_ID() is not each session's own: %s, %s", firstA, firstB)
+		}
+		// USE follows the session to the connection it borrows next.
+		mustConnExec(t, a, "USE mysql")
+		if got := muxAnswer(b, "SELECT DATABASE()"); got != "true/"+db {
+			t.Errorf("DATABASE() of the other session after USE mysql: %s", got)
+		}
+		if got := muxAnswer(a, "SELECT DATABASE()"); got != "true/mysql" {
+			t.Errorf("DATABASE() after USE mysql: %s", got)
+		}
+	})
+	t.Run("reads of a statement given back are refused", func(t *testing.T) {
+		c, err := p.db(t, db, "multiStatements=true").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		mustConnExec(t, c, "SELECT id FROM t LIMIT 1")
+		_, err = c.ExecContext(ctx, "SELECT FOUND_ROWS()")
+		if me := mysqlErr(t, err); me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
+			t.Fatalf("want lockproxy's 1105, got %v", me)
+		}
+		// In one text the statements share a connection.
+		if got := muxAnswer(c, "SELECT id FROM t ORDER BY id LIMIT 2; SELECT FOUND_ROWS()"); got == "" || strings.HasPrefix(got, "error") {
+			t.Fatalf("one text: %s", got)
+		}
+	})
+}
+
+// TestMultiplexManyClients runs 500 client connections on at most 20
+// primary connections: MariaDB never sees more, and no client errs.
+func TestMultiplexManyClients(t *testing.T) {
+	const clients, limit = 500, 20
+	p := startProxy(t, multiplexed(limit))
+	db := freshDB(t, p)
+	direct := p.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO counter VALUES (1, 0)")
+	through := p.db(t, db, "")
+	through.SetMaxOpenConns(clients)
+	through.SetMaxIdleConns(clients)
+	ctx := context.Background()
+	threads := func() int {
+		var name string
+		var n int
+		if err := direct.QueryRow("SHOW GLOBAL STATUS LIKE 'Threads_connected'").Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	base := threads() // this test's own connection, the proxy's idle one, other clients of the bed
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			if n := int64(threads()); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	conns := make([]*sql.Conn, clients)
+	dial := make(chan struct{}, 32) // logins in flight: under proxy.max_handshakes
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	fail := func(err error) {
+		if errs.Add(1) == 1 {
+			firstErr.Store(err)
+		}
+	}
+	for i := range conns {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			dial <- struct{}{}
+			c, err := through.Conn(ctx)
+			<-dial
+			if err != nil {
+				fail(err)
+				return
+			}
+			conns[i] = c
+		}(i)
+	}
+	wg.Wait()
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, c *sql.Conn) {
+			defer wg.Done()
+			for j := 0; j < 4; j++ {
+				var v int
+				if err := c.QueryRowContext(ctx, "SELECT n FROM counter WHERE id = 1").Scan(&v); err != nil {
+					fail(err)
+					return
+				}
+				tx, err := c.BeginTx(ctx, nil)
+				if err == nil {
+					_, err = tx.ExecContext(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1")
+					if err == nil {
+						err = tx.Commit()
+					} else {
+						_ = tx.Rollback()
+					}
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+			}
+		}(i, c)
+	}
+	wg.Wait()
+	close(stop)
+	<-watched
+	for _, c := range conns {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	if n := errs.Load(); n > 0 {
+		t.Fatalf("%d client errors, the first: %v", n, firstErr.Load())
+	}
+	var n int
+	if err := direct.QueryRow("SELECT n FROM counter WHERE id = 1").Scan(&n); err != nil || n != clients*4 {
+		t.Fatalf("counter = %d (%v), want %d", n, err, clients*4)
+	}
+	if grew := int(peak.Load()) - base; grew > limit {
+		t.Fatalf("MariaDB's Threads_connected rose from %d to %d: more than max_connections %d", base, peak.Load(), limit)
+	}
+	t.Logf("%d clients: Threads_connected %d -> peak %d (max_connections %d); waits got %v, timed out %v", clients, base, peak.Load(), limit,
+		sampleValue(t, p.reg, "lockproxy_backend_connection_waits_total", "outcome", "got"),
+		sampleValue(t, p.reg, "lockproxy_backend_connection_waits_total", "outcome", "timeout"))
+}
+
+// TestMultiplexFlashSale runs a guarded read-then-write sale with
+// multiplexing on: no oversell, no lost update.
+func TestMultiplexFlashSale(t *testing.T) {
+	const buyers, stock = 120, 50
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct := base.direct(t, db, "")
+	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"CREATE TABLE orders (buyer VARCHAR(64) PRIMARY KEY)", fmt.Sprintf("INSERT INTO sku VALUES (1, %d)", stock))
+	p := guardedProxyWith(t, db, func(r *rules.Rule) { r.WaitTimeout = rules.Duration(20 * time.Second) }, multiplexed(8))
+	through := p.db(t, db, "")
+	through.SetMaxOpenConns(buyers)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var sold, errs atomic.Int64
+	var firstErr atomic.Value
+	for i := 0; i < buyers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			err := func() error {
+				tx, err := through.BeginTx(ctx, nil)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = tx.Rollback() }()
+				var left int
+				if err := tx.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 1").Scan(&left); err != nil {
+					return err
+				}
+				if left <= 0 {
+					return tx.Commit()
+				}
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE sku SET stock = %d WHERE sku_id = 1", left-1)); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO orders VALUES ('buyer-%d')", i)); err != nil {
+					return err
+				}
+				if err := tx.Commit(); err != nil {
+					return err
+				}
+				sold.Add(1)
+				return nil
+			}()
+			if err != nil && errs.Add(1) == 1 {
+				firstErr.Store(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if n := errs.Load(); n > 0 {
+		t.Fatalf("%d buyers failed, the first: %v", n, firstErr.Load())
+	}
+	var left, orders int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.QueryRow("SELECT COUNT(*) FROM orders").Scan(&orders); err != nil {
+		t.Fatal(err)
+	}
+	if orders != stock || left != 0 || int(sold.Load()) != orders {
+		t.Fatalf("stock %d -> %d, %d orders, %d sales answered: oversold or lost updates", stock, left, orders, sold.Load())
+	}
+}
