@@ -407,8 +407,8 @@ func (s *session) pinUnexplained() {
 	}
 }
 
-// Types of session state entries beyond trackSystemVariables and
-// trackSchema (MariaDB's enum_session_state_type).
+// trackStateChange is the type of the session state entry that says some
+// state changed (MariaDB's SESSION_TRACK_STATE_CHANGE).
 const trackStateChange = 2
 
 // reportPins are the reasons a report of session state changes pins for:
