@@ -119,7 +119,7 @@ func (p *pool) room(ctx context.Context, key poolKey) (*backendConn, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return nil, errorf(errPoolExhausted, "lockproxy: no connection to the primary %s came free within backends.pool.wait_timeout (%v): backends.pool.max_connections (%d) are in use",
+	return nil, errorf(errPoolExhausted, "no connection to the primary %s came free within backends.pool.wait_timeout (%v): backends.pool.max_connections (%d) are in use",
 		key.addr, wait, limit)
 }
 

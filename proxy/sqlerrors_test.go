@@ -52,6 +52,8 @@ var clientCases = []struct {
 	{"proxy.errPrimaryUnreachable", backendDialError(errors.New("dial tcp: connection refused")), 2003, "HY000"},
 	{"proxy.errReplicaUnreachable", errorf(errReplicaUnreachable, "cannot reach replica %s to stop the query of connection %d: %v", "127.0.0.1:1", 7, errors.New("connection refused")), 2003, "HY000"},
 	{"proxy.errDiagnosticsLost", errorf(errDiagnosticsLost, "the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", errors.New("EOF")), 1105, "HY000"},
+	{"proxy.errPoolExhausted", errorf(errPoolExhausted, "no connection to the primary %s came free within backends.pool.wait_timeout (%v): backends.pool.max_connections (%d) are in use", "127.0.0.1:3306", "5s", 20), 1105, "HY000"},
+	{"proxy.errStateElsewhere", errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text", "FOUND_ROWS()"), 1105, "HY000"},
 	// A stale fencing token reaches the client as the lease it proves lost.
 	{"proxy.errFenced", fmt.Errorf("%w: %w (rule %q key %q token %d)", lockmgr.ErrLeaseLost, errFenced, "r", "k", 3), 1213, "40001"},
 
