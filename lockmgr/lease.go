@@ -23,6 +23,7 @@ type Lease struct {
 	granted time.Time
 	ledger  *Ledger
 	release func(ctx context.Context) error
+	pass    func(to Owner) (*Lease, bool)
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -47,6 +48,11 @@ type LeaseSpec struct {
 	Release func(ctx context.Context) error
 	// Ledger, optional, records the lease for Snapshot and metrics.
 	Ledger *Ledger
+	// HandOver, optional, passes the keys to another owner of the same
+	// Locker without the lock service and returns the lease that owner
+	// holds them by, or false when the backend's bounds on such hand-offs
+	// (or the lease's state) do not allow it now (see Lease.HandOver).
+	HandOver func(to Owner) (*Lease, bool)
 }
 
 // Keeper is the backend's side of a Lease: it extends validity after a
@@ -62,6 +68,7 @@ func NewLease(spec LeaseSpec) (*Lease, *Keeper) {
 		granted:    time.Now(),
 		ledger:     spec.Ledger,
 		release:    spec.Release,
+		pass:       spec.HandOver,
 		validUntil: spec.ValidUntil,
 		done:       make(chan struct{}),
 	}
@@ -132,6 +139,32 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.released = true
 	return nil
+}
+
+// HandOver passes the lease's keys to owner to, of the same Locker, without
+// a round trip to the lock service, when the backend can and its bounds on
+// local hand-offs allow it (the same as for a release to a local waiter:
+// so many in a row, so long since the service granted the key, no older
+// owner elsewhere waiting). l then ends as released, and the returned
+// lease, with the same fences and validity, is to's; to must hold it
+// alone from then on and release it. On false nothing changed: l is
+// still held and must be released as usual.
+func (l *Lease) HandOver(to Owner) (*Lease, bool) {
+	if l.pass == nil {
+		return nil, false
+	}
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.released || l.Err() != nil {
+		return nil, false
+	}
+	next, ok := l.pass(to)
+	if !ok {
+		return nil, false
+	}
+	l.end(ErrReleased)
+	l.released = true
+	return next, true
 }
 
 // end closes the lease with err unless it already ended. It reports

@@ -3,6 +3,7 @@ package lockmgr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -182,6 +183,46 @@ func (s *Set) Detach() *Set {
 	d := &Set{locker: s.locker, owner: s.owner, leases: s.leases, held: s.held}
 	s.leases, s.held = nil, map[string]*Lease{}
 	return d
+}
+
+// HandOver passes the lease holding key, when it is the Set's only lease
+// and holds that key alone, to owner to (Lease.HandOver) and drops it
+// from the Set; the caller gives the returned lease to to's Set (Adopt).
+// False, changing nothing, when the Set holds more or the backend does
+// not pass it: the caller then releases the Set as usual.
+func (s *Set) HandOver(key string, to Owner) (*Lease, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leases) != 1 || len(s.held) != 1 || s.held[key] == nil {
+		return nil, false
+	}
+	next, ok := s.leases[0].HandOver(to)
+	if !ok {
+		return nil, false
+	}
+	s.leases, s.held = nil, map[string]*Lease{}
+	return next, true
+}
+
+// Adopt adds l, a lease handed over to the Set's owner (HandOver), to the
+// Set, which releases it with the rest. It fails, adding nothing, when l
+// is another owner's or holds a key the Set holds already.
+func (s *Set) Adopt(l *Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.Owner() != s.owner {
+		return fmt.Errorf("lockmgr: a lease of %s adopted by %s", l.Owner(), s.owner)
+	}
+	for _, k := range l.Keys() {
+		if s.held[k.Name] != nil {
+			return fmt.Errorf("lockmgr: adopted key %q is held already", k.Name)
+		}
+	}
+	s.leases = append(s.leases, l)
+	for _, k := range l.Keys() {
+		s.held[k.Name] = l
+	}
+	return nil
 }
 
 // releaseLeases releases each of leases and joins their errors.

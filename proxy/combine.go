@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
@@ -51,13 +52,19 @@ type member struct {
 	s    *session
 	c    *parser.Combinable
 	turn chan combineTurn // buffered: the leader never waits on a member
+	// owner is the lock owner the member's session begun for its
+	// statement (a locking rule): should it lead the next batch, the
+	// batch before hands it the row's lease (combineTurn.lease).
+	owner lockmgr.Owner
 }
 
 // combineTurn is what a queued member is told: lead this batch (lead,
-// itself first), or how its statement ended (res).
+// itself first), with the row's lease when the batch before passed it on
+// (lease, owner's), or how its statement ended (res).
 type combineTurn struct {
-	lead []*member
-	res  combineResult
+	lead  []*member
+	lease *lockmgr.Lease
+	res   combineResult
 }
 
 // combineOutcome is how a member's statement ended in a batch.
@@ -104,21 +111,21 @@ func (c *combiner) join(row string, m *member) bool {
 	return false
 }
 
-// next ends the batch in flight for row and hands the row to the next:
-// up to limit of the statements waiting, led by the first of them.
-func (c *combiner) next(row string, limit int) {
+// take ends the batch in flight for row and returns the next one: up to
+// limit of the statements waiting, to be led by the first of them (its
+// turn is the caller's to send). nil when none wait: the row is idle.
+func (c *combiner) take(row string, limit int) []*member {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	r := c.rows[row]
 	if r == nil || len(r.waiting) == 0 {
 		delete(c.rows, row)
-		c.mu.Unlock()
-		return
+		return nil
 	}
 	n := min(maxOr(limit), len(r.waiting))
 	batch := slices.Clone(r.waiting[:n])
 	r.waiting = slices.Clone(r.waiting[n:])
-	c.mu.Unlock()
-	batch[0].turn <- combineTurn{lead: batch}
+	return batch
 }
 
 func maxOr(n int) int {
@@ -248,6 +255,9 @@ func (s *session) noteCombineHazard(an *parser.Analysis) {
 // until it is answered from a batch or leads one.
 func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
 	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
+	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (s.locks == nil || s.locks.Len() == 0) {
+		m.owner = s.lockSet().Owner()
+	}
 	cb := &s.srv.combine
 	batch := []*member{m}
 	if !cb.join(cand.row, m) {
@@ -256,14 +266,51 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 			return s.answerCombined(r, pl, cand, t.res)
 		}
 		batch = t.lead
+		if t.lease != nil {
+			if err := s.locks.Adopt(t.lease); err != nil {
+				s.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
+				ctx, cancel := s.releaseCtx()
+				_ = t.lease.Release(ctx)
+				cancel()
+			}
+		}
 	}
-	handOff := sync.OnceFunc(func() { cb.next(cand.row, s.combineMax(cand.rule)) })
-	defer handOff()
+	passed := false
+	pass := func(committed bool) {
+		if !passed {
+			passed = true
+			s.passCombined(cand, committed)
+		}
+	}
+	defer pass(false)
 	if len(batch) == 1 {
 		s.srv.metrics.combine.observe(cand.rule.Name, 1)
 		return s.servePlanned(r, pl)
 	}
-	return s.leadBatch(r, pl, cand, batch, handOff)
+	return s.leadBatch(r, pl, cand, batch, pass)
+}
+
+// passCombined ends the session's batch of cand's row and starts the next
+// one, if statements wait. After a batch that committed (committed) the
+// row's lock is given up: handed over to the next batch's leader when the
+// lock backend can and its bounds on local hand-offs allow (the row's
+// lease then stays with this instance from batch to batch, never held by
+// two batches: this one has committed), else released for the next
+// leader to take again.
+func (s *session) passCombined(cand combineCandidate, committed bool) {
+	batch := s.srv.combine.take(cand.row, s.combineMax(cand.rule))
+	var lease *lockmgr.Lease
+	if committed && s.locks != nil && s.locks.Len() > 0 {
+		if len(batch) > 0 && batch[0].owner.Instance != "" {
+			lease, _ = s.locks.HandOver(cand.row, batch[0].owner)
+		}
+		if s.locks.Len() > 0 {
+			s.releaseBehind()
+		}
+	}
+	if len(batch) > 0 {
+		batch[0].turn <- combineTurn{lead: batch, lease: lease}
+	}
 }
 
 // combineMax is the rule's max_batch as the rules in force say.

@@ -25,10 +25,9 @@ var errBatchAbandoned = errors.New("proxy: combined batch abandoned before its c
 // leadBatch runs batch (s's own statement first) as one transaction on
 // s's backend connection and answers s's client; the other members are
 // told how their statements ended. Whatever happens, every member is told
-// exactly once. handOff passes the row to its next batch: once this one
-// has committed and its lock is being given back, before anyone is
-// answered.
-func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member, handOff func()) error {
+// exactly once. pass(true) passes the row, and its lock, to its next
+// batch once this one has committed, before anyone is answered.
+func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member, pass func(committed bool)) error {
 	bt := &combineBatch{members: batch}
 	told := false
 	tell := func(out combineOutcome) {
@@ -49,10 +48,7 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 	out, err := s.runBatch(pl, cand, bt)
 	switch out {
 	case combineDone:
-		if s.locks != nil && s.locks.Len() > 0 {
-			s.releaseBehind()
-		}
-		handOff()
+		pass(true)
 		s.srv.metrics.combine.observe(cand.rule.Name, len(bt.members))
 		tell(combineDone)
 		return s.answerCombined(r, pl, cand, bt.results[0])

@@ -47,9 +47,35 @@ func (l *Locker) acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 			l.book.Drop(h)
 			h, fences = handed, l.book.Fences(handed)
 		}
-		return l.book.Attach(h, keys, fences, l.ledger,
-			func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx)
+		return l.attach(h, keys, fences)
 	})
+}
+
+// attach makes the Lease of h: released by releaseCtx, handed over by
+// handOver.
+func (l *Locker) attach(h *leasebook.Held, keys []lockmgr.Key, fences []uint64) (*lockmgr.Lease, error) {
+	return l.book.Attach(h, keys, fences, l.ledger,
+		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx,
+		func(to lockmgr.Owner) (*lockmgr.Lease, bool) { return l.handOver(h, to) })
+}
+
+// handOver passes h to owner to of this Locker without Redis, within the
+// bounds of local hand-offs (Options.LocalHandoffs, LocalHandoffWindow):
+// Redis keeps the grant under h's token and first owner, as after a
+// hand-off to a local waiter. Never while the server may evict lock keys.
+func (l *Locker) handOver(h *leasebook.Held, to lockmgr.Owner) (*lockmgr.Lease, bool) {
+	if l.evict.risk() != "" || !l.book.HandOver(h, to, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
+		return nil, false
+	}
+	keys, fences := l.book.Keys(h)
+	lease, err := l.attach(h, keys, fences)
+	if err != nil {
+		// Lost as it passed: Attach gave it back. The old lease's
+		// release, which its holder still makes, finds nothing.
+		return nil, false
+	}
+	l.ledger.Metrics().ObserveLocalHandoff(keys[0].Rule)
+	return lease, true
 }
 
 // releaseCtx is the lease's release: to the next local waiter when it may

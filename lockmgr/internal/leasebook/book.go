@@ -115,17 +115,19 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 }
 
 // Attach ends a successful acquire of keys with fences: it makes the Lease
-// (released by release) and hands its Keeper to renewal. If renewal lost
+// (released by release, handed over by handOver, nil: never) and hands its
+// Keeper to renewal. If renewal lost
 // h meanwhile, the lease is released again on a context from fresh and
 // the error wraps lockmgr.ErrLeaseLost.
 func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lockmgr.Ledger,
-	release func(context.Context) error, fresh func() (context.Context, context.CancelFunc)) (*lockmgr.Lease, error) {
+	release func(context.Context) error, fresh func() (context.Context, context.CancelFunc),
+	handOver func(lockmgr.Owner) (*lockmgr.Lease, bool)) (*lockmgr.Lease, error) {
 	b.mu.Lock()
 	validUntil, owner := h.validUntil, h.Owner
 	b.mu.Unlock()
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
 		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
-		Release: release, Ledger: ledger,
+		Release: release, Ledger: ledger, HandOver: handOver,
 	})
 	// From here on renewal talks to the keeper; a loss before that is
 	// reported as the error of this Acquire.

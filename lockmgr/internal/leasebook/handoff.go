@@ -111,6 +111,62 @@ func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	return true
 }
 
+// HandOver passes h, held by its owner, to owner to of this Book, which
+// asked for nothing yet (its turn comes from outside: the next batch of a
+// row's statements that queued in the proxy while h's owner ran its
+// own), under the bounds HandOff keeps: h holds one key, is neither lost
+// nor being released, was handed on fewer than limit times in a row,
+// was granted by the service less than window ago and is still valid,
+// and neither owner is wounded (an older transaction elsewhere waits).
+// Unlike HandOff it does not require to to have queued before the
+// service's grant: to stands for statements that came while h was held,
+// and the count and the window alone bound the instance's turn. On
+// true the caller makes to's Lease with Attach.
+func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Duration) bool {
+	if limit <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if len(h.keys) != 1 || h.keys[0].NoHandoff || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
+		!now.Before(h.validUntil) || (window > 0 && now.Sub(h.granted) >= window) || h.Owner == to {
+		return false
+	}
+	from := b.owners[h.Owner]
+	if from != nil && from.wounded {
+		return false
+	}
+	st := b.owners[to]
+	if st != nil && st.wounded {
+		return false
+	}
+	if from != nil {
+		if from.refs--; from.refs == 0 {
+			delete(b.owners, h.Owner)
+		}
+	}
+	if st == nil {
+		st = &ownerState{}
+		b.owners[to] = st
+	}
+	st.refs++
+	if h.prio < st.priority(to) {
+		st.prio = h.prio
+	}
+	h.Owner = to
+	h.keeper = nil // the old owner's Lease ends; the new one attaches
+	h.handoffs++
+	return true
+}
+
+// Keys are the keys granted to h with their fences.
+func (b *Book) Keys(h *Held) ([]lockmgr.Key, []uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(h.keys), slices.Clone(h.fences)
+}
+
 // TakeHanded returns the lease handed to w (HandOff), once, or nil.
 func (b *Book) TakeHanded(w *Waiter) *Held {
 	b.mu.Lock()
