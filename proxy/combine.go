@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -39,11 +40,26 @@ type combiner struct {
 	// then (markUnfit).
 	unfit map[string]*rules.RuleSet
 	hook  combineHook
+	// marks are the batches' markers (combine_marker.go).
+	marks markers
 }
 
 type combineRow struct {
 	waiting []*member
+	// parked holds the row's lease after a batch that committed when no
+	// statement of the row waited: the next one to come leads a batch
+	// with it (handed over), unless combineLinger passes first and it is
+	// released (park).
+	parked *lockmgr.Set
+	timer  *time.Timer
 }
+
+// combineLinger is how long the row's lease stays with the instance
+// after a batch that committed when no statement of the row waited: the
+// batch's own clients, just answered, usually send their next statement
+// within it, and the next batch then needs no round trip to the lock
+// service; the hand-off bounds (count, window) hold as for any hand-over.
+const combineLinger = 2 * time.Millisecond
 
 // member is one combinable statement, queued or in a batch. The leader
 // of its batch fills res before sending it the turn; nothing else of a
@@ -94,21 +110,56 @@ type combineResult struct {
 	gtid string
 }
 
-// join queues m for row and reports whether m leads at once (nothing of
-// row is in flight: it runs as a batch of one).
-func (c *combiner) join(row string, m *member) bool {
+// join queues m for row and reports whether m leads at once: nothing of
+// row is in flight (it runs as a batch of one), or the row's lease is
+// parked (returned: m's batch takes it over).
+func (c *combiner) join(row string, m *member) (lead bool, parked *lockmgr.Set) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.rows == nil {
 		c.rows = map[string]*combineRow{}
 	}
 	r, busy := c.rows[row]
-	if !busy {
+	switch {
+	case !busy:
 		c.rows[row] = &combineRow{}
-		return true
+		return true, nil
+	case r.parked != nil:
+		parked = r.parked
+		r.parked = nil
+		r.timer.Stop()
+		return true, parked
 	}
 	r.waiting = append(r.waiting, m)
-	return false
+	return false, nil
+}
+
+// takeOrPark is take, except that when nothing waits and held (the row's
+// locks after a batch that committed) is not nil, held is parked on the
+// row for combineLinger (parked true) and then given to release unless a
+// statement of the row came and took it (join).
+func (c *combiner) takeOrPark(row string, limit int, held *lockmgr.Set, release func(*lockmgr.Set)) (batch []*member, parked bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.rows[row]
+	if held == nil || r == nil || len(r.waiting) > 0 {
+		return c.takeLocked(row, limit), false
+	}
+	r.parked = held
+	r.timer = time.AfterFunc(combineLinger, func() {
+		c.mu.Lock()
+		if r.parked != held {
+			c.mu.Unlock()
+			return // taken by a batch
+		}
+		r.parked = nil
+		if c.rows[row] == r && len(r.waiting) == 0 {
+			delete(c.rows, row)
+		}
+		c.mu.Unlock()
+		release(held)
+	})
+	return nil, true
 }
 
 // take ends the batch in flight for row and returns the next one: up to
@@ -117,6 +168,10 @@ func (c *combiner) join(row string, m *member) bool {
 func (c *combiner) take(row string, limit int) []*member {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.takeLocked(row, limit)
+}
+
+func (c *combiner) takeLocked(row string, limit int) []*member {
 	r := c.rows[row]
 	if r == nil || len(r.waiting) == 0 {
 		delete(c.rows, row)
@@ -260,19 +315,19 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 	}
 	cb := &s.srv.combine
 	batch := []*member{m}
-	if !cb.join(cand.row, m) {
+	lead, parked := cb.join(cand.row, m)
+	handed := false
+	if parked != nil {
+		handed = s.adoptRowLease(cand, parked)
+	}
+	if !lead {
 		t := <-m.turn
 		if t.lead == nil {
 			return s.answerCombined(r, pl, cand, t.res)
 		}
 		batch = t.lead
 		if t.lease != nil {
-			if err := s.locks.Adopt(t.lease); err != nil {
-				s.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
-				ctx, cancel := s.releaseCtx()
-				_ = t.lease.Release(ctx)
-				cancel()
-			}
+			handed = s.adopt(t.lease)
 		}
 	}
 	passed := false
@@ -283,7 +338,7 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 		}
 	}
 	defer pass(false)
-	if len(batch) == 1 {
+	if len(batch) == 1 && !handed { // with the row's lease handed over it leads a batch, which others may join
 		s.srv.metrics.combine.observe(cand.rule.Name, 1)
 		return s.servePlanned(r, pl)
 	}
@@ -298,19 +353,64 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 // two batches: this one has committed), else released for the next
 // leader to take again.
 func (s *session) passCombined(cand combineCandidate, committed bool) {
-	batch := s.srv.combine.take(cand.row, s.combineMax(cand.rule))
-	var lease *lockmgr.Lease
+	var held *lockmgr.Set
 	if committed && s.locks != nil && s.locks.Len() > 0 {
-		if len(batch) > 0 && batch[0].owner.Instance != "" {
-			lease, _ = s.locks.HandOver(cand.row, batch[0].owner)
-		}
-		if s.locks.Len() > 0 {
-			s.releaseBehind()
-		}
+		s.awaitRelease()
+		held = s.locks.Detach()
+	}
+	srv := s.srv
+	batch, parked := srv.combine.takeOrPark(cand.row, s.combineMax(cand.rule), held, srv.releaseRowLocks)
+	if parked {
+		return
+	}
+	var lease *lockmgr.Lease
+	if held != nil && len(batch) > 0 && batch[0].owner.Instance != "" {
+		lease, _ = held.HandOver(cand.row, batch[0].owner)
+	}
+	if held != nil && held.Len() > 0 {
+		srv.releaseRowLocks(held)
 	}
 	if len(batch) > 0 {
 		batch[0].turn <- combineTurn{lead: batch, lease: lease}
 	}
+}
+
+// adopt takes lease, the row's lease handed over to the session's owner,
+// into its lock set; false (the lease given back) if it cannot.
+func (s *session) adopt(lease *lockmgr.Lease) bool {
+	if err := s.locks.Adopt(lease); err != nil {
+		s.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
+		ctx, cancel := releaseCtxFor(s.locks)
+		_ = lease.Release(ctx)
+		cancel()
+		return false
+	}
+	return true
+}
+
+// adoptRowLease takes the row's parked lease over for the session's
+// batch; when it cannot be handed over (the hand-off bounds), it is
+// released and the batch takes the row's lock as usual.
+func (s *session) adoptRowLease(cand combineCandidate, parked *lockmgr.Set) bool {
+	if s.locks != nil && s.locks.Len() == 0 {
+		if lease, ok := parked.HandOver(cand.row, s.locks.Owner()); ok {
+			return s.adopt(lease)
+		}
+	}
+	s.srv.releaseRowLocks(parked)
+	return false
+}
+
+// releaseRowLocks releases held, a batch's locks no session holds any
+// more, in the background (as releaseBehind).
+func (srv *Server) releaseRowLocks(held *lockmgr.Set) {
+	srv.releasers.run(func() {
+		ctx, cancel := releaseCtxFor(held)
+		defer cancel()
+		if err := held.Release(ctx); err != nil {
+			srv.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+		}
+	})
 }
 
 // combineMax is the rule's max_batch as the rules in force say.

@@ -195,14 +195,18 @@ func readsLastStatement(text []byte) bool {
 // learnBatchOutcome learns, on a new connection, whether the batch whose
 // COMMIT was sent on a connection that then died committed: it waits for
 // that connection's thread to end on the server (its transaction is then
-// committed or rolled back), then reads the row. With a locking rule the
-// batch still holds the row's lock, so the value tells exactly; with an
-// optimistic rule a write from another instance may hide it ("unknown").
-// The row takes its next batch only after this.
-func (s *session) learnBatchOutcome(cand combineCandidate, batch []*member, run batchRun, cause error) {
-	outcome := s.readBatchOutcome(cand, run)
-	ids := make([]uint32, len(batch))
-	for i, m := range batch {
+// committed or rolled back), then reads the batch's marker
+// (combine_marker.go), which tells exactly in either lock mode. A batch
+// without a marker (marker_table: none, or a table its user cannot
+// write) is learnt from the row: with a locking rule the batch still
+// holds the row's lock, so the value tells exactly; with an optimistic
+// rule a write from another instance may hide it ("unknown"). The row
+// takes its next batch only after this.
+func (s *session) learnBatchOutcome(cand combineCandidate, bt *combineBatch, cause error) {
+	run := bt.run
+	outcome := s.readBatchOutcome(cand, run, bt.marker)
+	ids := make([]uint32, len(bt.members))
+	for i, m := range bt.members {
 		ids[i] = m.s.id
 	}
 	s.srv.metrics.combine.unknown.WithLabelValues(cand.rule.Name, outcome).Inc()
@@ -219,7 +223,7 @@ const (
 	batchUnknown    = "unknown"
 )
 
-func (s *session) readBatchOutcome(cand combineCandidate, run batchRun) string {
+func (s *session) readBatchOutcome(cand combineCandidate, run batchRun, mk *batchMarker) string {
 	if run.after == run.before {
 		return batchNoChange
 	}
@@ -245,6 +249,13 @@ func (s *session) readBatchOutcome(cand combineCandidate, run batchRun) string {
 		case <-ctx.Done():
 			return batchUnknown
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if mk != nil {
+		if committed, ok := mk.committed(be); ok && committed {
+			return batchCommitted
+		} else if ok {
+			return batchRolledBack
 		}
 	}
 	row, err := readCombinedRow(be, cand.c.Select)

@@ -29,6 +29,11 @@ var errBatchAbandoned = errors.New("proxy: combined batch abandoned before its c
 // batch once this one has committed, before anyone is answered.
 func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member, pass func(committed bool)) error {
 	bt := &combineBatch{members: batch}
+	defer func() {
+		if bt.marker != nil { // its outcome is known by now
+			s.srv.combine.marks.put(bt.marker.slot)
+		}
+	}()
 	told := false
 	tell := func(out combineOutcome) {
 		for i, m := range bt.members[1:] {
@@ -54,7 +59,7 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 		return s.answerCombined(r, pl, cand, bt.results[0])
 	case combineUnknown:
 		tell(combineUnknown)
-		s.learnBatchOutcome(cand, bt.members, bt.run, err)
+		s.learnBatchOutcome(cand, bt, err)
 		return s.backendFailed(s.be, err)
 	}
 	tell(combineAlone)
@@ -72,6 +77,8 @@ type combineBatch struct {
 	members []*member
 	results []combineResult
 	run     batchRun
+	// marker is the batch's marker, nil when it writes none.
+	marker *batchMarker
 }
 
 // batchRun is one batch's view of the row, for learnBatchOutcome.
@@ -100,9 +107,19 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	b := s.be
 	s.src = b
 	defer func() { s.status = b.status }()
-	row, err := beginCombined(b, cand.c.Select)
+	mk := s.batchMarker(cand, b)
+	bt.marker = mk
+	mark := ""
+	if mk != nil {
+		mark = mk.write()
+	}
+	row, marked, err := beginCombined(b, cand.c.Select, mark)
 	if err != nil {
 		return s.abandonBatch(err)
+	}
+	if marked != nil {
+		s.markerRefused(mk, marked)
+		bt.marker = nil
 	}
 	if why := row.unfit(); why != "" {
 		s.srv.combine.markUnfit(s.srv.ruleSet(), cand.rule.Name)
@@ -140,24 +157,39 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	return combineDone, nil
 }
 
-// beginCombined sends START TRANSACTION and the batch's locking read
-// together and reads both answers.
-func beginCombined(b *backendConn, q string) (combinedRow, error) {
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "START TRANSACTION"...)); err != nil {
-		return combinedRow{}, err
-	}
-	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
-		return combinedRow{}, err
+// beginCombined sends START TRANSACTION, the batch's locking read and,
+// unless mark is "", the statement that writes the batch's marker,
+// together, and reads their answers. marked is MariaDB's error for the
+// marker (the batch goes on without one); err ends the batch.
+func beginCombined(b *backendConn, q, mark string) (row combinedRow, marked, err error) {
+	for _, c := range []string{"START TRANSACTION", q, mark} {
+		if c == "" {
+			continue
+		}
+		if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, c...)); err != nil {
+			return combinedRow{}, nil, err
+		}
 	}
 	began := readOK(b)
 	if began != nil && !isMySQLErr(began) {
-		return combinedRow{}, began
+		return combinedRow{}, nil, began
 	}
-	row, err := readCombinedResult(b)
-	if began != nil {
-		return combinedRow{}, began // the read ran outside a transaction
+	row, err = readCombinedResult(b)
+	if err != nil && !isMySQLErr(err) {
+		return combinedRow{}, nil, err
 	}
-	return row, err
+	if mark != "" {
+		if marked = readOK(b); marked != nil && !isMySQLErr(marked) {
+			return combinedRow{}, nil, marked
+		}
+	}
+	switch {
+	case began != nil:
+		return combinedRow{}, nil, began // the read ran outside a transaction
+	case err != nil:
+		return combinedRow{}, nil, err
+	}
+	return row, marked, nil
 }
 
 // commitBatch sends the net UPDATE (none when update is "") and COMMIT

@@ -23,8 +23,14 @@ import (
 )
 
 // comboRules is a combining rule on db.sku_stock: locking (lock: [write],
-// the batch holds the row's lock) or optimistic (lock: []).
-func comboRules(db string, locking bool) func(*rules.Config) {
+// the batch holds the row's lock) or optimistic (lock: []); its batches
+// write their markers into db.lockproxy_combine, or none with marker
+// rules.CombineMarkerNone.
+func comboRules(db string, locking bool, marker ...string) func(*rules.Config) {
+	table := db + ".lockproxy_combine"
+	if len(marker) > 0 {
+		table = marker[0]
+	}
 	return func(c *rules.Config) {
 		lock := []string{}
 		if locking {
@@ -36,7 +42,7 @@ func comboRules(db string, locking bool) func(*rules.Config) {
 			WaitTimeout: rules.Duration(30 * time.Second),
 			Rewrite: &rules.Rewrite{Column: "stock", Mode: rules.RewriteDelta, Min: &zero, Scope: rules.ScopeTransaction,
 				OnConflict: rules.OnConflictError, OnUnpaired: rules.OnUnpairedAllow},
-			Combine: &rules.Combine{MaxBatch: rules.DefaultCombineMaxBatch}}}
+			Combine: &rules.Combine{MaxBatch: rules.DefaultCombineMaxBatch, MarkerTable: table}}}
 	}
 }
 
@@ -53,7 +59,7 @@ type comboBed struct {
 
 const comboTTL = 900 * time.Millisecond
 
-func startComboBed(t *testing.T, locking bool) *comboBed {
+func startComboBed(t *testing.T, locking bool, marker ...string) *comboBed {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
@@ -64,9 +70,10 @@ func startComboBed(t *testing.T, locking bool) *comboBed {
 		stmtText: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1",
 		stmtPrep: "UPDATE sku_stock SET stock = stock - ? WHERE sku_id = ? AND stock >= ?"}
 	for i := range cb.p {
-		cb.p[i] = observedProxy(t, observed{edit: comboRules(db, locking), log: zap.NewNop(),
+		cb.p[i] = observedProxy(t, observed{edit: comboRules(db, locking, marker...), log: zap.NewNop(),
 			locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
-				return redislock.New(rdb, &redislock.Options{TTL: comboTTL, Prefix: prefix, Logger: log, Metrics: m})
+				return redislock.New(rdb, &redislock.Options{TTL: comboTTL, Prefix: prefix, Logger: log, Metrics: m,
+					LocalHandoffs: rules.DefaultLocalHandoffs, LocalHandoffWindow: rules.DefaultLocalHandoffWindow})
 			}})
 	}
 	return cb
@@ -300,6 +307,10 @@ func TestCombineSale(t *testing.T) {
 				if cb.combined(t) == 0 {
 					t.Errorf("no statement was combined")
 				}
+				if handed := value(t, cb.p[0].reg, "lockproxy_lock_local_handoffs_total", "rule=sku") +
+					value(t, cb.p[1].reg, "lockproxy_lock_local_handoffs_total", "rule=sku"); locking && handed == 0 {
+					t.Errorf("the row's lease never passed from one batch to the next inside an instance")
+				}
 				t.Logf("combined %v of %d statements", cb.combined(t), stock)
 			})
 		}
@@ -323,25 +334,50 @@ func TestCombineFoundRows(t *testing.T) {
 // its backend connection dies before COMMIT (its members run alone, the
 // leader's client loses its connection, nothing of it is applied) or
 // once COMMIT was sent (every member's client loses its connection and
-// lockproxy learns whether it committed); or the batch's lease is lost
-// before COMMIT (its members run alone). In each case no unit is sold
-// twice or lost: the stock left is the stock less what clients were told
-// they bought, less, when the lost batch committed, its members.
+// lockproxy learns whether it committed: from the batch's marker under a
+// locking and an optimistic rule, from the row under a locking rule
+// without marker); or the batch's lease is lost before COMMIT (its
+// members run alone). In each case no unit is sold twice or lost: the
+// stock left is the stock less what clients were told they bought, less,
+// when the lost batch committed, its members.
 func TestCombineFaults(t *testing.T) {
-	for _, fault := range []string{"before commit", "commit sent", "lease lost"} {
-		t.Run(fault, func(t *testing.T) {
-			cb := startComboBed(t, true)
+	for _, tc := range []struct {
+		fault   string
+		locking bool
+		marker  []string
+	}{
+		{"before commit", true, nil},
+		{"commit sent", true, nil},
+		{"lease lost", true, nil},
+		{"before commit", false, nil},
+		{"commit sent", false, nil},
+		{"commit sent", true, []string{rules.CombineMarkerNone}},
+		{"killed", false, nil},
+	} {
+		fault := tc.fault
+		name := fmt.Sprintf("%s/locking=%v", fault, tc.locking)
+		if tc.marker != nil {
+			name += "/no marker"
+		}
+		t.Run(name, func(t *testing.T) {
+			cb := startComboBed(t, tc.locking, tc.marker...)
 			var fired atomic.Bool
 			stage := fault
-			if fault == "lease lost" {
+			if fault == "lease lost" || fault == "killed" {
 				stage = "before commit"
 			}
 			cb.p[0].srv.combine.setHook(func(at string, b *backendConn) error {
 				if at != stage || !fired.CompareAndSwap(false, true) {
 					return nil
 				}
-				if fault == "lease lost" {
+				switch fault {
+				case "lease lost":
 					cb.takeOverLock(t)
+					return nil
+				case "killed": // the server ends the batch's thread: the UPDATE and COMMIT go to a dead connection
+					if _, err := cb.p[0].direct(t, cb.db, "").Exec(fmt.Sprintf("KILL CONNECTION %d", b.threadID)); err != nil {
+						t.Error(err)
+					}
 					return nil
 				}
 				_ = b.nc.Close()
@@ -370,9 +406,28 @@ func TestCombineFaults(t *testing.T) {
 				if committed+rolled != 1 || lost < 2 {
 					t.Fatalf("outcome committed %v rolled back %v, %d connections lost: want one learnt outcome, its members' connections closed", committed, rolled, lost)
 				}
+				var marks int
+				err := cb.p[0].direct(t, cb.db, "").QueryRow("SELECT COUNT(*) FROM lockproxy_combine").Scan(&marks)
+				switch {
+				case tc.marker == nil && (err != nil || marks == 0):
+					t.Errorf("the batches wrote no marker: %d rows, %v", marks, err)
+				case tc.marker != nil && err == nil:
+					t.Errorf("marker_table: none, yet a marker table exists with %d rows", marks)
+				}
 				if committed == 1 {
 					applied = lost
 				}
+			case "killed":
+				// Either lockproxy saw the connection die before COMMIT
+				// went out (the leader's client alone loses its
+				// connection), or COMMIT went out and the marker says the
+				// batch rolled back.
+				committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
+				rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
+				if committed != 0 || rolled == 0 && lost != 1 {
+					t.Errorf("outcome committed %v rolled back %v, %d connections lost: want the killed batch rolled back", committed, rolled, lost)
+				}
+				t.Logf("killed: outcomes %v", values(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total"))
 			case "lease lost":
 				if lost != 0 {
 					t.Errorf("%d clients lost their connection, want none", lost)

@@ -307,6 +307,26 @@ type Combine struct {
 	// MaxBatch bounds the statements one batch runs (default
 	// DefaultCombineMaxBatch).
 	MaxBatch int `yaml:"max_batch"`
+	// MarkerTable is the db.table where each batch writes its marker in
+	// its own transaction, so that lockproxy learns exactly whether a
+	// batch whose connection died after COMMIT committed (default
+	// DefaultCombineMarkerTable; CombineMarkerNone: no marker, the row
+	// is read again instead).
+	MarkerTable string `yaml:"marker_table"`
+}
+
+// Marker is the marker table's db and table name; ok is false when the
+// rule writes no marker.
+func (c *Combine) Marker() (db, table string, ok bool) {
+	if c == nil || c.MarkerTable == CombineMarkerNone {
+		return "", "", false
+	}
+	name := c.MarkerTable
+	if name == "" {
+		name = DefaultCombineMarkerTable
+	}
+	db, table, ok = SplitTable(name)
+	return db, table, ok && db != ""
 }
 
 // Combines reports whether the rule combines: combine is present and

@@ -29,6 +29,10 @@ const (
 	DefaultSlowWait         = time.Second
 	// DefaultCombineMaxBatch is rules[].combine.max_batch when left out.
 	DefaultCombineMaxBatch = 128
+	// DefaultCombineMarkerTable is rules[].combine.marker_table when left
+	// out; CombineMarkerNone turns the marker off.
+	DefaultCombineMarkerTable = "lockproxy.lockproxy_combine"
+	CombineMarkerNone         = "none"
 	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
 	// hand-offs in a row (see RedisConfig.LocalHandoffs): a row with short
 	// holds stays on one instance for up to 64 transactions, one with
@@ -131,6 +135,9 @@ func applyDefaults(cfg *Config, d *decoder) {
 		setStr(&r.Mode, ModeEnforce)
 		if c := r.Combine; c != nil && c.MaxBatch == 0 {
 			c.MaxBatch = DefaultCombineMaxBatch
+		}
+		if c := r.Combine; c != nil {
+			setStr(&c.MarkerTable, DefaultCombineMarkerTable)
 		}
 		if rw := r.Rewrite; rw != nil {
 			setStr(&rw.Scope, ScopeTransaction)

@@ -118,6 +118,11 @@ func (v *validator) combine(p string, r *Rule) {
 	if c.MaxBatch < 1 || c.MaxBatch > maxCombineBatch {
 		v.add(p+".combine.max_batch", "must be between 1 and %d, not %d", maxCombineBatch, c.MaxBatch)
 	}
+	if m := c.MarkerTable; m != "" && m != CombineMarkerNone {
+		if _, _, ok := c.Marker(); !ok || !validTableName(m) {
+			v.add(p+".combine.marker_table", "must be db.table (letters, digits, _ and $) or %q, not %q", CombineMarkerNone, m)
+		}
+	}
 }
 
 // plainIdentifier reports whether s is a column name that needs no quoting.

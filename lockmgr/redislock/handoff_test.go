@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 
@@ -302,4 +303,105 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestHandOver: a lease handed over to another owner of the same Locker
+// (Lease.HandOver, what a combined batch does for the next one) keeps
+// Redis's grant, its first owner there and its fence, ends the old lease
+// as released, counts as a local hand-off, and is bounded as hand-offs to
+// local waiters are: LocalHandoffs in a row, within LocalHandoffWindow of
+// Redis's grant. The last owner's release frees the key for another
+// Locker; a key that must get a new fence with every grant never passes.
+func TestHandOver(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := newClient(t, bed.RedisAddr)
+	pfx := prefix(t)
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := redislock.New(rdb, &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), LocalHandoffs: 2, Metrics: m,
+		RestartGrace: -1})
+	defer l.Close()
+	other := redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t), RestartGrace: -1})
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	owner := func(i uint64) lockmgr.Owner {
+		return lockmgr.Owner{Instance: "hv", Session: i, Txn: 1, Start: start.Add(time.Duration(i) * time.Microsecond)}
+	}
+	key := lockmgr.Key{Name: "row", Rule: "r"}
+	first, err := l.Acquire(ctx, owner(1), []lockmgr.Key{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := first.Fence(key.Name)
+	lease := first
+	for i := uint64(2); i <= 3; i++ {
+		next, ok := lease.HandOver(owner(i))
+		if !ok {
+			t.Fatalf("hand-over %d refused", i-1)
+		}
+		if next.Owner() != owner(i) || next.Fence(key.Name) != fence || !next.Valid() {
+			t.Fatalf("handed lease: owner %v fence %d valid %v; want %v, %d, valid", next.Owner(), next.Fence(key.Name), next.Valid(), owner(i), fence)
+		}
+		if !errors.Is(lease.Err(), lockmgr.ErrReleased) {
+			t.Fatalf("the lease handed on is not ended as released: %v", lease.Err())
+		}
+		if _, again := lease.HandOver(owner(9)); again {
+			t.Fatal("an ended lease was handed over again")
+		}
+		lease = next
+	}
+	if _, ok := lease.HandOver(owner(4)); ok {
+		t.Fatal("a third hand-over in a row passed; LocalHandoffs is 2")
+	}
+	if v := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_local_handoffs_total")); v != 2 {
+		t.Errorf("local hand-offs counted %v, want 2", v)
+	}
+	// Meanwhile the key stayed held: another Locker cannot take it.
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	if _, err := other.Acquire(short, owner(5), []lockmgr.Key{key}); !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Errorf("another Locker's acquire while handed over: %v, want a wait timeout", err)
+	}
+	cancelShort()
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Acquire(ctx, owner(6), []lockmgr.Key{key})
+	if err != nil {
+		t.Fatalf("after the last owner's release: %v", err)
+	}
+	if got.Fence(key.Name) <= fence {
+		t.Errorf("Redis's next grant has fence %d, not above %d", got.Fence(key.Name), fence)
+	}
+	_ = got.Release(ctx)
+
+	// The window: once it has passed since Redis's grant, no hand-over.
+	w := redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{TTL: time.Minute, Prefix: pfx, Logger: zaptest.NewLogger(t),
+		LocalHandoffs: 8, LocalHandoffWindow: 30 * time.Millisecond, RestartGrace: -1})
+	defer w.Close()
+	held, err := w.Acquire(ctx, owner(7), []lockmgr.Key{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(40 * time.Millisecond) // past the window: nothing to wait for
+	if _, ok := held.HandOver(owner(8)); ok {
+		t.Error("handed over after LocalHandoffWindow")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// NoHandoff keys never pass.
+	fenced := lockmgr.Key{Name: "fenced", Rule: "r", NoHandoff: true}
+	fl, err := l.Acquire(ctx, owner(10), []lockmgr.Key{fenced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fl.HandOver(owner(11)); ok {
+		t.Error("a NoHandoff key was handed over")
+	}
+	_ = fl.Release(ctx)
 }
