@@ -82,6 +82,11 @@ type backendConn struct {
 	// scramble is the last the server gave the connection to answer, for
 	// a relayed login (relaylogin.go); kept only for relay keys.
 	scramble []byte
+	// pre, when set, is a statement owed to the session before its next
+	// one (ROW_COUNT() after a combined statement: combine_answer.go):
+	// writeCommand sends it in the same flight as the next command and
+	// drops its answer. A command that resets the session drops it.
+	pre []byte
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps
@@ -233,6 +238,18 @@ const readOnlySession = "SET SESSION TRANSACTION READ ONLY"
 
 // writeCommand sends a command packet (sequence 0) and flushes it.
 func (b *backendConn) writeCommand(payload []byte) error {
+	pre := b.pre
+	b.pre = nil
+	switch payload[0] {
+	case mysql.COM_RESET_CONNECTION, mysql.COM_CHANGE_USER, mysql.COM_QUIT:
+		pre = nil
+	}
+	if pre != nil {
+		if _, err := b.w.writePacket(0, pre); err != nil {
+			b.broken = true
+			return err
+		}
+	}
 	if _, err := b.w.writePacket(0, payload); err != nil {
 		b.broken = true
 		return err
@@ -240,6 +257,18 @@ func (b *backendConn) writeCommand(payload []byte) error {
 	if err := b.w.flush(); err != nil {
 		b.broken = true
 		return err
+	}
+	if pre != nil {
+		// Its answer comes first; the command's is on its way behind it.
+		_, p, err := b.r.readPhysical()
+		if err != nil {
+			b.broken = true
+			return err
+		}
+		if len(p) == 0 || p[0] != mysql.OK_HEADER && p[0] != mysql.ERR_HEADER {
+			b.broken = true
+			return fmt.Errorf("proxy: unexpected reply %x to a statement sent before a command", p)
+		}
 	}
 	return nil
 }

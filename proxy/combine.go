@@ -197,12 +197,6 @@ type combineState struct {
 	// temporary table, stored code or text lockproxy cannot see); it
 	// combines no more.
 	off bool
-	// owed: the session's last statement was answered from a batch, so
-	// its backend connection did not run it: ROW_COUNT() and the
-	// diagnostics area there are not what the client expects, until
-	// settleOwed runs a statement that leaves them so (owedCount).
-	owed      bool
-	owedCount uint64
 }
 
 // combineCandidate is a statement combinable on the row named row.

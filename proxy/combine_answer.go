@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -49,7 +48,9 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 			zap.Uint32("session", s.id), zap.String("user", s.user))
 		if !step.zero {
 			s.lastOK = false
-			s.comb.owed = false // an error: ROW_COUNT() is -1 on the server too
+			if s.be != nil {
+				s.be.pre = nil // an error: ROW_COUNT() is -1 on the server too
+			}
 			s.afterCommand()
 			return s.writeErrAt(1, raceError(step, "the statement changed nothing"))
 		}
@@ -64,9 +65,21 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 }
 
 // oweRowCount records that the session's backend connection did not run
-// the statement last answered with n affected rows last (settleOwed).
+// the statement last answered with n affected rows: the next command
+// written on that connection, whatever it is, goes out behind a statement
+// that leaves ROW_COUNT() and the diagnostics area as that statement did,
+// in the same flight (backendConn.pre), so whatever reads them — the
+// statement itself, a stored function, a view, a trigger — sees what it
+// would have seen, without a round trip of its own.
 func (s *session) oweRowCount(n uint64) {
-	s.comb.owed, s.comb.owedCount = true, n
+	if s.be == nil {
+		return
+	}
+	q := settleZero
+	if n == 1 {
+		q = settleOne
+	}
+	s.be.pre = append([]byte{mysql.COM_QUERY}, q...)
 }
 
 // combinedOK is the OK MariaDB answers a single-row UPDATE that matched
@@ -126,71 +139,6 @@ const (
 	settleZero = "DO 0"
 	settleOne  = "SELECT NULL INTO @lockproxy_row_count"
 )
-
-// settleOwed, before a command of a session whose last statement was
-// answered from a batch, makes the session's backend connection answer
-// ROW_COUNT(), SHOW WARNINGS, @@warning_count and GET DIAGNOSTICS as
-// after that statement, when the command may read them: a text or
-// prepared statement that names them, or stored code or SQL-level
-// EXECUTE, which lockproxy cannot see into. Any other statement resets
-// them on the server itself.
-func (s *session) settleOwed(p []byte) error {
-	var text []byte
-	switch p[0] {
-	case mysql.COM_QUERY, mysql.COM_STMT_PREPARE:
-		text = p[1:]
-	case mysql.COM_STMT_EXECUTE:
-		st, ok := s.lookupStmt(p)
-		if !ok {
-			return nil
-		}
-		text = []byte(st.query)
-	case mysql.COM_RESET_CONNECTION, mysql.COM_CHANGE_USER:
-		s.comb.owed = false
-		return nil
-	default:
-		return nil // no statement runs: ROW_COUNT() stays owed
-	}
-	if !readsLastStatement(text) {
-		if p[0] != mysql.COM_STMT_PREPARE {
-			s.comb.owed = false
-		}
-		return nil
-	}
-	q := settleZero
-	if s.comb.owedCount == 1 {
-		q = settleOne
-	}
-	s.comb.owed = false
-	if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, q...)); err != nil {
-		if isMySQLErr(err) {
-			s.log.Warn("could not restore ROW_COUNT() after a combined statement", zap.Error(err))
-			return nil
-		}
-		return s.backendFailed(s.be, err)
-	}
-	// Not read again: the variable is lockproxy's own, and a read
-	// would itself change ROW_COUNT().
-	return nil
-}
-
-// lastStatementWords are what a statement that reads the previous one's
-// ROW_COUNT() or diagnostics names, lowercased (CALL and EXECUTE run
-// text lockproxy cannot see).
-var lastStatementWords = [][]byte{[]byte("row_count"), []byte("warning"), []byte("error"), []byte("diagnostics"),
-	[]byte("call"), []byte("execute")}
-
-// readsLastStatement reports whether text may read what its session's
-// previous statement left (a lexical test: a word anywhere counts).
-func readsLastStatement(text []byte) bool {
-	low := bytes.ToLower(text)
-	for _, w := range lastStatementWords {
-		if bytes.Contains(low, w) {
-			return true
-		}
-	}
-	return false
-}
 
 // learnBatchOutcome learns, on a new connection, whether the batch whose
 // COMMIT was sent on a connection that then died committed: it waits for

@@ -65,6 +65,9 @@ func startComboBed(t *testing.T, locking bool, marker ...string) *comboBed {
 	db := freshDB(t, base)
 	mustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, CONSTRAINT stock_nonneg CHECK (stock >= 0))")
+	// A stored function that reads ROW_COUNT() where the statement that
+	// calls it does not name it.
+	mustExec(t, base.direct(t, db, ""), "CREATE FUNCTION lp_rc() RETURNS BIGINT NOT DETERMINISTIC NO SQL RETURN ROW_COUNT()")
 	rdb, prefix := testRedis(t)
 	cb := &comboBed{db: db, rdb: rdb, prefix: prefix,
 		stmtText: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1",
@@ -150,9 +153,14 @@ func (cc *comboClient) buy(cb *comboBed, key int64) ([]byte, error) {
 	return cc.do(b)
 }
 
-// rowCount asks the session's ROW_COUNT() (a text query's one value).
-func (cc *comboClient) rowCount() (string, error) {
-	p, err := cc.do(append([]byte{mysql.COM_QUERY}, "SELECT ROW_COUNT()"...))
+// rowCount asks the session's ROW_COUNT() (a text query's one value),
+// itself or through a stored function (viaFunction).
+func (cc *comboClient) rowCount(viaFunction bool) (string, error) {
+	q := "SELECT ROW_COUNT()"
+	if viaFunction {
+		q = "SELECT lp_rc()"
+	}
+	p, err := cc.do(append([]byte{mysql.COM_QUERY}, q...))
 	if err != nil {
 		return "", err
 	}
@@ -215,8 +223,9 @@ func (s *saleTally) wrong(format string, args ...any) {
 
 // runComboSale sells stock units of row 1 to clients buyers spread over
 // the two instances, each buying until MariaDB-exact "no stock" answer;
-// every answer must be MariaDB's own bytes, and ROW_COUNT() after it what
-// MariaDB says after it. A buyer whose connection closes stops (lost).
+// every answer must be MariaDB's own bytes, and ROW_COUNT() after it,
+// asked directly or by a stored function, what MariaDB says after it. A
+// buyer whose connection closes stops (lost).
 func (cb *comboBed) runComboSale(t *testing.T, clients, stock int, prepared bool, caps ...uint32) *saleTally {
 	t.Helper()
 	bought, none := cb.oracleAnswers(t, prepared, caps...)
@@ -249,7 +258,7 @@ func (cb *comboBed) runComboSale(t *testing.T, clients, stock int, prepared bool
 					return
 				}
 				if n%7 == 0 || want == "0" {
-					got, err := b.rowCount()
+					got, err := b.rowCount(n%2 == 1)
 					if err != nil {
 						tally.lost.Add(1)
 						return

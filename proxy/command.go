@@ -65,11 +65,6 @@ func (s *session) commandLoop(drain context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
-		if s.comb.owed {
-			if err := s.settleOwed(p); err != nil {
-				return err
-			}
-		}
 		s.beginCommand(p[0])
 		err = s.dispatchLent(p)
 		s.shrinkBuffers()
