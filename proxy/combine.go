@@ -162,15 +162,10 @@ func (c *combiner) takeOrPark(row string, limit int, held *lockmgr.Set, release 
 	return nil, true
 }
 
-// take ends the batch in flight for row and returns the next one: up to
-// limit of the statements waiting, to be led by the first of them (its
-// turn is the caller's to send). nil when none wait: the row is idle.
-func (c *combiner) take(row string, limit int) []*member {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.takeLocked(row, limit)
-}
-
+// takeLocked ends the batch in flight for row and returns the next one:
+// up to limit of the statements waiting, to be led by the first of them
+// (its turn is the caller's to send). nil when none wait: the row is
+// idle. c.mu is held.
 func (c *combiner) takeLocked(row string, limit int) []*member {
 	r := c.rows[row]
 	if r == nil || len(r.waiting) == 0 {

@@ -64,7 +64,6 @@ type batchMarker struct {
 	instance string
 	slot     uint32
 	batch    uint64
-	written  bool // the batch's transaction wrote it
 }
 
 // take gives a batch its id and a free slot.
@@ -157,7 +156,7 @@ func (m *batchMarker) read() string {
 		quoteIdent(m.db), quoteIdent(m.tbl), hex.EncodeToString([]byte(m.instance)), m.slot)
 }
 
-// refused records that the batch's marker could not be written (err, a
+// markerRefused records that the batch's marker could not be written (err, a
 // MariaDB error): the table's batches of this user write none under the
 // rules in force, and their unknown outcomes are learnt from the row.
 func (s *session) markerRefused(m *batchMarker, err error) {
