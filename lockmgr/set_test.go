@@ -175,3 +175,71 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// TestSetHandOver: a Set passes its one single-key lease to another
+// owner only when the backend hands it over, and the other owner's Set
+// adopts only a lease of its own owner and keys it does not hold.
+func TestSetHandOver(t *testing.T) {
+	ctx := context.Background()
+	a := lockmgr.Owner{Instance: "i", Session: 1, Txn: 1, Start: time.Unix(1, 0)}
+	b := lockmgr.Owner{Instance: "i", Session: 2, Txn: 1, Start: time.Unix(2, 0)}
+	// A backend that cannot hand over: nothing changes.
+	plain := lockmgr.NewSet(&grantAll{}, a)
+	if err := plain.Acquire(ctx, []lockmgr.Key{{Name: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.HandOver("k", b); ok || plain.Len() != 1 {
+		t.Fatalf("handed over without a backend that can (held %d)", plain.Len())
+	}
+	// A backend that can: the lease leaves a's Set, ended as released, and
+	// b's Set adopts the new one.
+	var passed []lockmgr.Owner
+	spec := func(o lockmgr.Owner, keys ...string) (*lockmgr.Lease, *lockmgr.Keeper) {
+		var ks []lockmgr.Key
+		for _, k := range keys {
+			ks = append(ks, lockmgr.Key{Name: k})
+		}
+		var pass func(lockmgr.Owner) (*lockmgr.Lease, bool)
+		pass = func(to lockmgr.Owner) (*lockmgr.Lease, bool) {
+			passed = append(passed, to)
+			l, _ := lockmgr.NewLease(lockmgr.LeaseSpec{Owner: to, Keys: ks, Fences: make([]uint64, len(ks)),
+				ValidUntil: time.Now().Add(time.Hour), Release: func(context.Context) error { return nil }, HandOver: pass})
+			return l, true
+		}
+		return lockmgr.NewLease(lockmgr.LeaseSpec{Owner: o, Keys: ks, Fences: make([]uint64, len(ks)),
+			ValidUntil: time.Now().Add(time.Hour), Release: func(context.Context) error { return nil }, HandOver: pass})
+	}
+	first, _ := spec(a, "k")
+	from := lockmgr.NewSet(&grantAll{}, a)
+	if err := from.Adopt(first); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := from.HandOver("other", b); ok {
+		t.Fatal("handed over a key the Set does not hold")
+	}
+	next, ok := from.HandOver("k", b)
+	if !ok || from.Len() != 0 || !errors.Is(first.Err(), lockmgr.ErrReleased) || next.Owner() != b {
+		t.Fatalf("hand-over: ok %v, left %d, old lease %v, new owner %v", ok, from.Len(), first.Err(), next.Owner())
+	}
+	if err := lockmgr.NewSet(&grantAll{}, a).Adopt(next); err == nil {
+		t.Fatal("a Set adopted another owner's lease")
+	}
+	to := lockmgr.NewSet(&grantAll{}, b)
+	if err := to.Adopt(next); err != nil || !to.Holds("k") {
+		t.Fatalf("adopt: %v, holds %v", err, to.Holds("k"))
+	}
+	if err := to.Adopt(next); err == nil {
+		t.Fatal("adopted a key held already")
+	}
+	// Two leases, or a lease of two keys: not handed over.
+	two, _ := spec(b, "x", "y")
+	if err := to.Adopt(two); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := to.HandOver("k", a); ok {
+		t.Fatal("handed over from a Set of two leases")
+	}
+	if len(passed) != 1 {
+		t.Errorf("backend asked to hand over %d times, want 1", len(passed))
+	}
+}
