@@ -184,7 +184,7 @@ func (s *session) borrow() error {
 // session to it.
 func (s *session) giveBackIfFree() {
 	be := s.be
-	if be == nil || be.broken || s.statusPins()|s.mux.pins != 0 || s.comb.owed {
+	if be == nil || be.broken || s.statusPins()|s.mux.pins != 0 || len(be.pre) > 0 {
 		return
 	}
 	if s.db == "" && be.key.db != "" {
