@@ -79,6 +79,9 @@ type backendConn struct {
 	// counted is the pool that counts the connection among its
 	// backend's open connections (pool_limit.go); close frees its slot.
 	counted *pool
+	// clientTrack is what a primary connection's session tracks for its
+	// client (sessiontrack.go).
+	clientTrack clientTracking
 	// scramble is the last the server gave the connection to answer, for
 	// a relayed login (relaylogin.go); kept only for relay keys.
 	scramble []byte
@@ -223,7 +226,7 @@ func (b *backendConn) initSession() error {
 		}
 	}
 	if b.key.track {
-		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
+		if err := b.startTracking(true); err != nil {
 			return fmt.Errorf("proxy: turning on session state tracking: %w", err)
 		}
 	}

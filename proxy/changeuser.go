@@ -71,7 +71,7 @@ func (s *session) changeUser(p []byte) error {
 func (s *session) failedChangeUser() error {
 	err := s.be.simpleCommand([]byte{mysql.COM_RESET_CONNECTION})
 	if err == nil {
-		if terr := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); terr != nil {
+		if terr := s.be.startTracking(true); terr != nil {
 			s.be.broken = true
 			return terr
 		}

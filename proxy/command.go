@@ -66,10 +66,16 @@ func (s *session) commandLoop(drain context.Context) error {
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
 		s.beginCommand(p[0])
+		s.trackText = p[0] == mysql.COM_QUERY && mentionsTracking(p[1:])
 		err = s.dispatchLent(p)
 		s.shrinkBuffers()
 		if err != nil {
 			return err
+		}
+		if s.trackText || s.trackChanged {
+			if err := s.retrack(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -243,7 +249,7 @@ func (s *session) resetConnection(p []byte) error {
 		s.dyn.reset()
 		s.dropReplica()
 		s.modeMayHaveChanged()
-		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, trackSession...)); err != nil {
+		if err := s.be.startTracking(true); err != nil {
 			// Without tracking the session would depend on foreseeing
 			// every change of its state: end it rather than go on.
 			s.be.broken = true

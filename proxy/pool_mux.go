@@ -407,10 +407,6 @@ func (s *session) pinUnexplained() {
 	}
 }
 
-// trackStateChange is the type of the session state entry that says some
-// state changed (MariaDB's SESSION_TRACK_STATE_CHANGE).
-const trackStateChange = 2
-
 // reportPins are the reasons a report of session state changes pins for:
 // a system variable other than autocommit (whose value the server status
 // carries) changed, or a change the report does not name (a user

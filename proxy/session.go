@@ -74,6 +74,8 @@ type session struct {
 	processlist map[uint64]uint32
 	inRows      bool
 	trackBuf    []byte // an OK or EOF without its session state (session.tracked)
+	stateBuf    []byte // the session state the client's tracking keeps (session.tracked)
+	okCopy      []byte // an OK kept while the client's tracking is read (session.tracked)
 	// moreFollows: the response being written is to a piece of a text
 	// lockproxy runs in pieces, and more pieces follow (querySplit).
 	moreFollows bool
@@ -158,6 +160,10 @@ type session struct {
 	// lastReport: what the server's report at the end of the command's
 	// last result named (sessiontrack.go), for confirmed.
 	lastReport reportBits
+	// trackText: the command's text names session_track; trackChanged:
+	// a report named a tracking variable. Either has the client's
+	// tracking read again (session.retrack).
+	trackText, trackChanged bool
 
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState

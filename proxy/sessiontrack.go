@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -20,24 +23,192 @@ import (
 // MariaDB would have sent it: without the state and without
 // SERVER_SESSION_STATE_CHANGED.
 
-// trackSession is run on a primary connection after login and after every
+// trackSession is run on a primary connection after login, after every
 // COM_RESET_CONNECTION (which takes the session's variables back to their
-// global values): it adds character_set_client, character_set_connection,
-// collation_connection and sql_mode to the variables the server reports
-// (the global list, kept for the client's sake, has character_set_client
-// by default but not sql_mode; a SET of collation_connection changes
-// character_set_connection without reporting it), turns schema tracking
-// on, and asks for the flag that says any other state changed (a user
-// variable, a temporary table, a variable not in the list).
-const trackSession = "SET SESSION session_track_system_variables = " +
-	"IF(FIND_IN_SET('*', @@global.session_track_system_variables), '*', " +
-	"CONCAT_WS(',', NULLIF(@@global.session_track_system_variables, ''), 'character_set_client', 'character_set_connection', 'collation_connection', 'sql_mode')), " +
-	"session_track_schema = ON, session_track_state_change = ON"
+// global values) and after the client changed what its session tracks
+// (clientTracking): to the variables the client's session reports
+// (%s, the list as the server has it) it adds ownTracked, turns schema
+// tracking on, and asks for the flag that says any other state changed
+// (a user variable, a temporary table, a variable not in the list). The
+// client gets only what its own settings ask for (clientTracking.filter).
+const trackSession = "SET SESSION session_track_system_variables = '%s', session_track_schema = ON, session_track_state_change = ON"
+
+// ownTracked are the variables lockproxy has a primary connection report
+// besides the client's: those analysis depends on (a SET of
+// collation_connection changes character_set_connection without
+// reporting it) and the tracking variables themselves, so that a change
+// of them, even in a stored routine, is reported.
+var ownTracked = []string{"character_set_client", "character_set_connection", "collation_connection", "sql_mode",
+	"session_track_system_variables", "session_track_schema", "session_track_state_change"}
+
+// clientTrackingQuery reads what a primary connection's session tracks:
+// before trackSession, the values the session started with (the
+// server's globals); after it, lockproxy's, but for what the client set
+// since.
+const clientTrackingQuery = "SELECT @@SESSION.session_track_system_variables, @@SESSION.session_track_schema, @@SESSION.session_track_state_change"
+
+// clientTracking is what the client of a primary connection asked MariaDB
+// to report, as the server said: the variables of
+// session_track_system_variables (all of them: every), and whether
+// session_track_schema and session_track_state_change are on. A client
+// that negotiated CLIENT_SESSION_TRACK gets the state and the status flag
+// MariaDB would have sent it under these settings, not lockproxy's.
+type clientTracking struct {
+	every       bool
+	vars        []string // lower case
+	schema      bool
+	stateChange bool
+	// own is the list lockproxy set (trackSession): a list read back
+	// that differs is the client's.
+	own []string
+}
+
+// trackedList splits a session_track_system_variables value.
+func trackedList(v string) []string {
+	var out []string
+	for _, n := range strings.Split(strings.ToLower(v), ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sameNames reports whether two lists name the same variables (the
+// server keeps a list in an order of its own).
+func sameNames(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(n string) bool { return !slices.Contains(b, n) })
+}
+
+// setVars takes a session_track_system_variables value as the client's.
+func (c *clientTracking) setVars(v string) {
+	c.vars = trackedList(v)
+	c.every = slices.Contains(c.vars, "*")
+}
+
+// isOn reads a boolean variable's value as the server gives it.
+func isOn(b []byte) bool { return string(b) == "1" || strings.EqualFold(string(b), "ON") }
+
+// startTracking reads what the connection's session tracks for its client
+// (fresh: the session just began, all of it is the client's; else only
+// what differs from lockproxy's settings, the rest having come in the
+// server's reports) and then turns on what lockproxy needs
+// (trackSession).
+func (b *backendConn) startTracking(fresh bool) error {
+	row, err := b.queryRow(clientTrackingQuery)
+	if err == nil && len(row) != 3 {
+		err = errNoRow
+	}
+	if err != nil {
+		return err
+	}
+	c := &b.clientTrack
+	list := trackedList(string(row[0]))
+	if fresh || !sameNames(list, c.own) {
+		c.setVars(string(row[0]))
+	}
+	if fresh || !isOn(row[1]) {
+		c.schema = isOn(row[1])
+	}
+	if fresh || !isOn(row[2]) {
+		c.stateChange = isOn(row[2])
+	}
+	c.own = list
+	if !slices.Contains(list, "*") {
+		for _, n := range ownTracked {
+			if !slices.Contains(c.own, n) {
+				c.own = append(c.own, n)
+			}
+		}
+	}
+	if !sameNames(c.own, list) || !isOn(row[1]) || !isOn(row[2]) {
+		own := strings.ReplaceAll(strings.ReplaceAll(strings.Join(c.own, ","), `\`, `\\`), "'", "''")
+		return b.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf(trackSession, own)...))
+	}
+	return nil
+}
+
+// filter appends to dst the entries of state (a session state block's
+// content) that the client's own settings ask MariaDB for, in the order
+// MariaDB wrote them. The transaction entries pass: lockproxy does not
+// change session_track_transaction_info.
+func (c *clientTracking) filter(dst, state []byte) ([]byte, bool) {
+	for pos := 0; pos < len(state); {
+		typ := state[pos]
+		_, next, err := readLenEncBytes(state, pos+1)
+		if err != nil {
+			return dst, false
+		}
+		entry := state[pos:next]
+		pos = next
+		switch typ {
+		case trackSchema:
+			if !c.schema {
+				continue
+			}
+		case trackStateChange:
+			if !c.stateChange {
+				continue
+			}
+		case trackSystemVariables:
+			if !c.every {
+				data, _, _ := readLenEncBytes(entry, 1)
+				name, _, err := readLenEncBytes(data, 0)
+				if err != nil {
+					return dst, false
+				}
+				if !slices.Contains(c.vars, strings.ToLower(string(name))) {
+					continue
+				}
+			}
+		}
+		dst = append(dst, entry...)
+	}
+	return dst, true
+}
+
+// mentionsTracking reports whether a text names session_track (ASCII case
+// folded): after it, the client's tracking is read again from the server.
+func mentionsTracking(q []byte) bool {
+	const word = "session_track"
+	for i := 0; i+len(word) <= len(q); i++ {
+		j := 0
+		for ; j < len(word); j++ {
+			c := q[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != word[j] {
+				break
+			}
+		}
+		if j == len(word) {
+			return true
+		}
+	}
+	return false
+}
+
+// retrack reads again what the client's session tracks and turns on what
+// lockproxy needs: after a text that named the tracking variables or a
+// report of a change of them, once the command is answered.
+func (s *session) retrack() error {
+	s.trackChanged, s.trackText = false, false
+	if s.be == nil || !s.be.key.track || s.be.broken {
+		return nil
+	}
+	s.modeMayHaveChanged()
+	if err := s.be.startTracking(false); err != nil {
+		return s.backendFailed(s.be, fmt.Errorf("proxy: turning on session state tracking again: %w", err))
+	}
+	return nil
+}
 
 // Types of session state entries (MariaDB's enum_session_state_type).
 const (
 	trackSystemVariables = 0
 	trackSchema          = 1
+	trackStateChange     = 2
 )
 
 // okParts splits an OK packet (header 0x00, or 0xfe ending rows under
@@ -121,8 +292,15 @@ func (s *session) noteReport(state []byte) {
 		case typ != trackSystemVariables:
 		case string(name) == "collation_connection":
 			collation = true
-		case string(name) == "session_track_system_variables", string(name) == "session_track_schema":
-			s.modeMayHaveChanged()
+		case string(name) == "session_track_system_variables":
+			s.be.clientTrack.setVars(string(value))
+			s.trackChanged = true
+		case string(name) == "session_track_schema":
+			s.be.clientTrack.schema = isOn(value)
+			s.trackChanged = true
+		case string(name) == "session_track_state_change":
+			s.be.clientTrack.stateChange = isOn(value)
+			s.trackChanged = true
 		default:
 			s.lastReport |= s.sqlMode.take(string(name), string(value))
 		}
@@ -152,10 +330,11 @@ func (m *modeState) take(name, value string) reportBits {
 
 // tracked handles a packet of the relayed connection's response that may
 // carry session state: an OK (ok) or an EOF. It notes a change that
-// matters for analysis and returns the packet as the client must get it:
-// unchanged for a client that negotiated CLIENT_SESSION_TRACK, else with
-// the state and its status flag removed (in the session's scratch buffer,
-// valid until the next call).
+// matters for analysis and returns the packet as the client must get it
+// (in the session's scratch buffer, valid until the next call): for a
+// client that negotiated CLIENT_SESSION_TRACK, with only the state its
+// own tracking asks for (clientTracking), else with no state; and with
+// SERVER_SESSION_STATE_CHANGED only when state remains.
 func (s *session) tracked(p []byte, ok bool) []byte {
 	if s.src == nil || !s.src.key.track {
 		return p
@@ -192,16 +371,40 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	} else {
 		s.noteReport(state)
 	}
+	var keep []byte
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
-		return p
+		if (s.trackText || s.trackChanged) && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 && s.src == s.be && s.src.r.buffered() == 0 {
+			// The text's last result: its settings are the client's
+			// now, read before the OK goes out so that it is filtered
+			// under them; the server has answered the whole command.
+			p = append(s.okCopy[:0], p...)
+			s.okCopy = p
+			at, info, state, _ = okParts(p)
+			s.trackText = false
+			s.modeMayHaveChanged()
+			if err := s.src.startTracking(false); err != nil {
+				s.trackChanged = true // retrack, at the command's end, reports it
+			}
+		}
+		var whole bool
+		if keep, whole = s.src.clientTrack.filter(s.stateBuf[:0], state); !whole {
+			return p
+		}
+		s.stateBuf = keep
 	}
-	// MariaDB writes the info string to a client without
-	// CLIENT_SESSION_TRACK only when it is not empty.
+	// MariaDB writes the info string only when it or the state is not
+	// empty.
 	b := append(s.trackBuf[:0], p[:at+4]...)
-	binary.LittleEndian.PutUint16(b[at:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
-	if len(info) > 0 {
+	if len(keep) == 0 {
+		binary.LittleEndian.PutUint16(b[at:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
+	}
+	if len(keep) > 0 || len(info) > 0 {
 		b = appendLenEncInt(b, uint64(len(info)))
 		b = append(b, info...)
+	}
+	if len(keep) > 0 {
+		b = appendLenEncInt(b, uint64(len(keep)))
+		b = append(b, keep...)
 	}
 	s.trackBuf = b
 	return b

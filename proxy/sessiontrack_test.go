@@ -54,12 +54,12 @@ func responsePackets(r *rawConn) [][]byte {
 }
 
 // TestSessionStatePackets: primary connections always negotiate
-// CLIENT_SESSION_TRACK and track sql_mode and the database for lockproxy's
-// sake, yet a client sees every packet as MariaDB sends it directly: a
-// client without the capability gets OKs without session state (and
-// without SERVER_SESSION_STATE_CHANGED), one with it gets the state MariaDB
-// reports for the variables the session tracks (here, as through lockproxy,
-// the global list plus character_set_client and sql_mode).
+// CLIENT_SESSION_TRACK and track sql_mode, the database and any change of
+// state for lockproxy's sake, yet a client sees every packet as MariaDB
+// sends it directly: a client without the capability gets OKs without
+// session state (and without SERVER_SESSION_STATE_CHANGED), one with it
+// gets the state MariaDB reports under the session's own tracking (the
+// server's defaults: no sql_mode, no state-change entries).
 func TestSessionStatePackets(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshNamedDB(t, base, dbName(t, "a"))
@@ -105,14 +105,9 @@ func TestSessionStatePackets(t *testing.T) {
 				}
 				// Each runs the whole list on a fresh table: directly,
 				// then through lockproxy.
-				run := func(addr string, trackFirst bool) [][][]byte {
+				run := func(addr string) [][][]byte {
 					mustExec(t, p.direct(t, db, ""), "DROP TABLE IF EXISTS t", "DELETE FROM g", "INSERT INTO g VALUES (1, 10), (2, 20)")
 					r := dialRaw(t, addr, p.bed.User, p.bed.Password, db, deprecateEOF, caps...)
-					if trackFirst {
-						if _, err := r.query(trackSession); err != nil {
-							t.Fatal(err)
-						}
-					}
 					var out [][][]byte
 					for _, q := range texts {
 						r.send(append([]byte{mysql.COM_QUERY}, q...)...)
@@ -120,7 +115,7 @@ func TestSessionStatePackets(t *testing.T) {
 					}
 					return out
 				}
-				direct, proxied := run(p.bed.PrimaryAddr, track), run(p.addr, false)
+				direct, proxied := run(p.bed.PrimaryAddr), run(p.addr)
 				var sqlModeReported bool
 				for k, q := range texts {
 					want, got := direct[k], proxied[k]
@@ -141,8 +136,8 @@ func TestSessionStatePackets(t *testing.T) {
 						}
 					}
 				}
-				if sqlModeReported != track {
-					t.Errorf("sql_mode reported: %v, want %v", sqlModeReported, track)
+				if sqlModeReported {
+					t.Errorf("sql_mode reported to a client whose session does not track it")
 				}
 			})
 		}
@@ -187,7 +182,7 @@ func TestTrackedStripsState(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, clientTracks := range []bool{false, true} {
-				be := &backendConn{key: poolKey{track: true}}
+				be := &backendConn{key: poolKey{track: true}, clientTrack: clientTracking{every: true, schema: true, stateChange: true}}
 				s := &session{src: be, be: be, db: "shop", sqlMode: start}
 				if clientTracks {
 					s.caps = mysql.CLIENT_SESSION_TRACK
@@ -285,5 +280,84 @@ func TestReportsTurnedOffUnseen(t *testing.T) {
 				t.Fatalf("stock %d (%v), want 10: the refused UPDATE ran", stock, err)
 			}
 		})
+	}
+}
+
+// TestClientTrackingPackets: MariaDB is the oracle of what a client's OK
+// packets carry. The same statements (USE, SET of variables the session
+// tracks and of others, a user variable, a temporary table, BEGIN and
+// COMMIT, and the client's own changes of session_track_*) are sent
+// directly and through lockproxy with no rules, with a rule, and with a
+// replica, with and without CLIENT_SESSION_TRACK: every packet of every
+// response is the same byte for byte (status flags, info, session state).
+func TestClientTrackingPackets(t *testing.T) {
+	bed := testbedFor(t)
+	base := startProxy(t, nil)
+	db := freshNamedDB(t, base, dbName(t, "a"))
+	mustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10), (2, 20)")
+	proxies := map[string]*testProxy{
+		"no rules": base,
+		"rule": startProxyWith(t, func(c *rules.Config) {
+			c.Rules = []rules.Rule{{Name: "g", Table: db + ".g", Key: []string{"id"},
+				Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
+				OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(2 * time.Second)}}
+		}, memlock.New(nil, nil)),
+		"replica": startProxy(t, func(c *rules.Config) { c.Backends.Replicas = []string{bed.ReplicaAddr} }),
+	}
+	waitReplica(t, proxies["replica"])
+	use := "USE `" + db + "`"
+	texts := []string{
+		"USE information_schema", use, "SET @a = 1", "SET wait_timeout = 100", "SET autocommit = 0", "SET autocommit = 1",
+		"SET sql_mode = 'ANSI_QUOTES'", "SET sql_mode = DEFAULT", "SET NAMES latin1", "SET NAMES utf8mb4",
+		"SET collation_connection = utf8mb4_bin", "SET time_zone = '+01:00'", "SELECT @b := 2", "SELECT v FROM g WHERE id = 1",
+		"BEGIN", "UPDATE g SET v = v + 1 WHERE id = 1", "COMMIT", "CREATE TEMPORARY TABLE tt (a INT)", "INSERT INTO tt VALUES (1)",
+		// The client's own tracking, as it sets it.
+		"SET session_track_state_change = ON", "SET @a = 2", use, "SET sql_mode = 'ANSI_QUOTES'", "SET sql_mode = DEFAULT",
+		"SET session_track_state_change = OFF", "SET @a = 3",
+		"SET session_track_schema = OFF", "USE information_schema", "SET session_track_schema = ON", use,
+		"SET session_track_system_variables = 'sql_mode'", "SET sql_mode = 'ANSI_QUOTES'", "SET autocommit = 1",
+		"SET session_track_system_variables = DEFAULT", "SET sql_mode = DEFAULT", "SET autocommit = 1",
+		"SET session_track_system_variables = '*'", "SET wait_timeout = 200", "SET NAMES latin1",
+		"SET session_track_system_variables = 'autocommit,session_track_system_variables'", "SET NAMES utf8mb4", "SET autocommit = 1",
+		"SET session_track_system_variables = ''", "SET autocommit = 1",
+		"SET session_track_transaction_info = CHARACTERISTICS", "BEGIN", "UPDATE g SET v = v + 1 WHERE id = 2", "COMMIT",
+		"SET session_track_transaction_info = OFF", "SET session_track_system_variables = DEFAULT",
+		"SET session_track_state_change = ON, session_track_schema = OFF", "USE information_schema", use,
+		"SET session_track_state_change = DEFAULT, session_track_schema = DEFAULT", use,
+		"SET @a = 4; USE information_schema; SET autocommit = 1", use,
+	}
+	for _, path := range []string{"no rules", "rule", "replica"} {
+		for _, track := range []bool{false, true} {
+			for _, deprecateEOF := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/session_track=%v/deprecate_eof=%v", path, track, deprecateEOF), func(t *testing.T) {
+					caps := []uint32{mysql.CLIENT_MULTI_STATEMENTS, mysql.CLIENT_MULTI_RESULTS}
+					if track {
+						caps = append(caps, mysql.CLIENT_SESSION_TRACK)
+					}
+					run := func(addr string) [][][]byte {
+						mustExec(t, base.direct(t, db, ""), "UPDATE g SET v = id * 10")
+						r := dialRaw(t, addr, bed.User, bed.Password, db, deprecateEOF, caps...)
+						var out [][][]byte
+						for _, q := range texts {
+							r.send(append([]byte{mysql.COM_QUERY}, q...)...)
+							out = append(out, responsePackets(r))
+						}
+						return out
+					}
+					direct, proxied := run(bed.PrimaryAddr), run(proxies[path].addr)
+					for k, q := range texts {
+						want, got := direct[k], proxied[k]
+						if len(got) != len(want) {
+							t.Fatalf("%d %s: %d packets through lockproxy, %d directly:\n%q\n%q", k, q, len(got), len(want), got, want)
+						}
+						for i := range want {
+							if !bytes.Equal(got[i], want[i]) {
+								t.Errorf("%d %s: packet %d through lockproxy\n%q\ndirectly\n%q", k, q, i, got[i], want[i])
+							}
+						}
+					}
+				})
+			}
+		}
 	}
 }
