@@ -137,7 +137,13 @@ func (s *session) dispatch(p []byte) error {
 		return s.forward(p, relaySingle, false)
 	case mysql.COM_SET_OPTION:
 		s.be.optionSet = true // never pooled again: see backendConn.optionSet
-		return s.forward(p, relaySingle, false)
+		if err := s.forward(p, relaySingle, false); err != nil {
+			return err
+		}
+		if s.lastOK && len(p) >= 3 {
+			s.multiOption = 1 + p[1] // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF
+		}
+		return nil
 	case mysql.COM_FIELD_LIST:
 		return s.forward(p, relayFieldList, false)
 	case mysql.COM_RESET_CONNECTION:
@@ -279,6 +285,15 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
+	if s.multiStatements() {
+		if at := parser.KillCut(string(p[1:])); at > 0 {
+			// A KILL among other statements: each piece in turn, so
+			// that the KILL is translated as when sent alone.
+			release()
+			release = func() {}
+			return s.querySplit(p[1:], at)
+		}
+	}
 	if isKill(p[1:]) {
 		if done, err := s.killStatement(p[1:]); done {
 			return err
@@ -308,6 +323,19 @@ func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
 		an = s.analyzeText(sql) // SplitAt is an offset in the text
 	}
 	return an.SplitAt
+}
+
+// multiStatements reports whether the client's texts may hold several
+// statements: it negotiated CLIENT_MULTI_STATEMENTS, or turned them on
+// since with COM_SET_OPTION (and not off).
+func (s *session) multiStatements() bool {
+	switch s.multiOption {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0
 }
 
 // ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or

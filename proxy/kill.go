@@ -16,7 +16,8 @@ import (
 // A client has one connection id for its whole life: lockproxy's own, the
 // one its greeting gave, which CONNECTION_ID() answers (see
 // session.ownConnectionID). KILL [QUERY | CONNECTION] <id> and
-// COM_PROCESS_KILL take that id: lockproxy translates it into the backend
+// COM_PROCESS_KILL take that id (a KILL among other statements of a text
+// is served alone, the text run piece by piece: parser.KillCut): lockproxy translates it into the backend
 // thread of that session's primary connection (or of its replica
 // connection, while a read runs there) and sends the KILL on the asking
 // session's own connection to that server, so MariaDB still decides
@@ -148,7 +149,8 @@ func (s *session) kill(hard, query bool, id uint64) error {
 	switch {
 	case err == nil:
 		s.status = s.be.status
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+		s.lastOK = true
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
 			return err
 		}
 		return s.cw.flush()

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,9 +124,8 @@ func TestKillReplicaQuery(t *testing.T) {
 
 // TestKillUntranslatedNamesNoThread: lockproxy's connection ids start at
 // 2^31 and name no MariaDB thread, so a KILL of a client's id in a form
-// lockproxy does not translate (inside a multi-statement text, after a
-// comment, as an expression, through dynamic SQL or a prepared statement
-// with a parameter) reaches MariaDB as an unknown thread (1094) and ends
+// lockproxy does not translate (after a comment, as an expression,
+// through dynamic SQL or a prepared statement with a parameter) reaches MariaDB as an unknown thread (1094) and ends
 // no session, where it once ended whichever backend connection had that
 // number. The forms MariaDB adds to KILL (HARD, SOFT) are translated.
 func TestKillUntranslatedNamesNoThread(t *testing.T) {
@@ -149,7 +151,6 @@ func TestKillUntranslatedNamesNoThread(t *testing.T) {
 	victim := strconv.FormatUint(uint64(sessions[0].GetConnectionID()), 10)
 	killer := p.db(t, "", "multiStatements=true")
 	for _, q := range []string{
-		"KILL " + victim + "; SELECT 1",
 		"/* a comment first */ KILL " + victim,
 		"KILL " + victim + " + 0",
 		"EXECUTE IMMEDIATE 'KILL " + victim + "'",
@@ -191,5 +192,97 @@ func TestKillUntranslatedNamesNoThread(t *testing.T) {
 	}
 	if _, err := sessions[3].Execute("SELECT 1"); err != nil {
 		t.Errorf("another session after KILL SOFT CONNECTION: %v", err)
+	}
+}
+
+// TestKillInMultiStatementText: a KILL among other statements of one text
+// (mysql2's `kill ?; select sleep(0.05)`) is translated as when sent
+// alone: through lockproxy, as directly, it stops the named session's
+// query or ends its connection and the rest of the text then runs; a KILL
+// of an id that names no session ends the text with 1094.
+func TestKillInMultiStatementText(t *testing.T) {
+	p := startProxy(t, nil)
+	direct := p.direct(t, "", "")
+	var outcomes [2][]string
+	for i, addr := range []string{p.bed.PrimaryAddr, p.addr} {
+		var out []string
+		note := func(step string, what ...string) { out = append(out, step+": "+strings.Join(what, " | ")) }
+		killer := dialRaw(t, addr, p.bed.User, p.bed.Password, "", false, mysql.CLIENT_MULTI_STATEMENTS, mysql.CLIENT_MULTI_RESULTS)
+		run := func(q string) []string {
+			killer.send(append([]byte{mysql.COM_QUERY}, q...)...)
+			return resultSummary(killer)
+		}
+
+		// KILL QUERY in the middle of a text.
+		victim, err := client.Connect(addr, p.bed.User, p.bed.Password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim.Close()
+		sleep := fmt.Sprintf("SELECT SLEEP(30) /* kill in text %d */", i)
+		done := make(chan error, 1)
+		go func() { _, err := victim.Execute(sleep); done <- err }()
+		eventually(t, 20*time.Second, "the victim's SLEEP runs", func() bool {
+			var n int
+			return direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", sleep).Scan(&n) == nil && n == 1
+		})
+		note("kill query", run(fmt.Sprintf("SELECT 1; KILL QUERY %d; SELECT 2", victim.GetConnectionID()))...)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the KILL QUERY in the text did not stop the victim's query", addr)
+		}
+		_, err = victim.Execute("SELECT 1")
+		note("victim after kill query", errCode(err))
+
+		// KILL (CONNECTION) first, as mysql2 sends it.
+		victim2, err := client.Connect(addr, p.bed.User, p.bed.Password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim2.Close()
+		note("kill connection", run(fmt.Sprintf("kill %d; select sleep(0.05)", victim2.GetConnectionID()))...)
+		_, err = victim2.Execute("SELECT 1")
+		note("victim after kill connection", fmt.Sprint(err != nil))
+
+		// An id that names no session ends the text.
+		note("unknown id", run("KILL 4000000000; SELECT 4")...)
+		note("killer after", run("SELECT 5")...)
+		outcomes[i] = out
+	}
+	if !slices.Equal(outcomes[0], outcomes[1]) {
+		t.Errorf("through lockproxy:\n  %s\ndirectly:\n  %s", strings.Join(outcomes[1], "\n  "), strings.Join(outcomes[0], "\n  "))
+	}
+	if want := "victim after kill connection: true"; !slices.Contains(outcomes[1], want) {
+		t.Errorf("through lockproxy the KILL in the text did not end the victim's connection: %v", outcomes[1])
+	}
+}
+
+// resultSummary reads a whole response to a text and names each result:
+// ok, the rows of a one-column result, or an error's code.
+func resultSummary(r *rawConn) []string {
+	var out []string
+	for {
+		p := r.read()
+		var st uint16
+		switch p[0] {
+		case mysql.ERR_HEADER:
+			return append(out, fmt.Sprintf("err %d", binary.LittleEndian.Uint16(p[1:])))
+		case mysql.OK_HEADER:
+			st, _ = okStatus(p)
+			out = append(out, "ok")
+		default:
+			n, _, _, _ := readLenEncInt(p, 0)
+			r.columns(int(n))
+			var rows []string
+			for p = r.read(); !r.isEnd(p); p = r.read() {
+				rows = append(rows, string(p[1:]))
+			}
+			out = append(out, "rows "+strings.Join(rows, ","))
+			st = resultStatus(p, r.deprecateEOF)
+		}
+		if st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
+			return out
+		}
 	}
 }

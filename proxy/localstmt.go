@@ -56,7 +56,7 @@ func (s *session) executeLocal(st *stmt) error {
 // statement lockproxy answers itself.
 func (s *session) localStmtCommand(p []byte) error {
 	if p[0] == mysql.COM_STMT_RESET {
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
 			return err
 		}
 		return s.cw.flush()

@@ -6,18 +6,16 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
-// okPayload encodes an OK packet; sessionTrack says whether the client
-// negotiated CLIENT_SESSION_TRACK (then the info string is length-encoded).
-func okPayload(affected, insertID uint64, status, warnings uint16, sessionTrack bool) []byte {
+// okPayload encodes an OK packet with no info string and no session
+// state: MariaDB writes neither when both are empty, with or without
+// CLIENT_SESSION_TRACK.
+func okPayload(affected, insertID uint64, status, warnings uint16) []byte {
 	b := make([]byte, 0, 16)
 	b = append(b, mysql.OK_HEADER)
 	b = appendLenEncInt(b, affected)
 	b = appendLenEncInt(b, insertID)
 	b = binary.LittleEndian.AppendUint16(b, status)
 	b = binary.LittleEndian.AppendUint16(b, warnings)
-	if sessionTrack {
-		b = append(b, 0) // empty info
-	}
 	return b
 }
 

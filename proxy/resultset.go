@@ -41,7 +41,7 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 	}
 	end := eofPayload(s.statusOut(), 0)
 	if s.caps&mysql.CLIENT_DEPRECATE_EOF != 0 {
-		end = okPayload(0, 0, s.statusOut(), 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)
+		end = okPayload(0, 0, s.statusOut(), 0)
 		end[0] = mysql.EOF_HEADER
 	}
 	if _, err = s.cw.writePacket(seq, end); err != nil {

@@ -164,6 +164,9 @@ type session struct {
 	// a report named a tracking variable. Either has the client's
 	// tracking read again (session.retrack).
 	trackText, trackChanged bool
+	// multiOption is the client's last COM_SET_OPTION that succeeded:
+	// 0 none, 1 multi-statements on, 2 off (session.multiStatements).
+	multiOption uint8
 
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState
@@ -386,7 +389,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	s.modeMayHaveChanged() // read before the first analysis on this connection
 	s.thread.Store(be.threadID)
 	s.status = be.status
-	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0, s.caps&mysql.CLIENT_SESSION_TRACK != 0)); err != nil {
+	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0)); err != nil {
 		return err
 	}
 	if err := s.cw.flush(); err != nil {

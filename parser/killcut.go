@@ -1,0 +1,79 @@
+package parser
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// KillCut returns where to cut a text of several statements so that a
+// KILL among them stands alone: after the KILL when it comes first and
+// more statements follow, else where the statement before the first KILL
+// ends (after its ";"). It returns 0 when the text needs no cut: a single
+// statement, or none is a KILL. A proxy that gives its clients ids of its
+// own serves each piece in turn, so that every KILL is one it can
+// translate. The statements are the TiDB parser's; for a text it rejects
+// (MariaDB's KILL HARD | SOFT, ...) a lexical scan splits at each ";"
+// outside literals and comments, unless a statement starts with CREATE
+// (a routine's body holds ";" of its own): such a text is not cut.
+func KillCut(sql string) int {
+	if !containsFold(sql, "kill") {
+		return 0
+	}
+	var starts, ends []int // each statement's first byte and end (after its ";")
+	var kill []bool
+	if stmts, err := Parse(sql); err == nil {
+		end := 0
+		for _, st := range stmts {
+			text := st.Text()
+			at := strings.Index(sql[end:], text)
+			if at < 0 {
+				return 0
+			}
+			starts = append(starts, end+at)
+			end += at + len(text)
+			ends = append(ends, end)
+			_, isKill := st.(*ast.KillStmt)
+			kill = append(kill, isKill)
+		}
+	} else {
+		l := lexer{s: sql}
+		first := true
+		for {
+			t, ok := l.next()
+			if !ok {
+				break
+			}
+			if t.punct && t.text == ";" {
+				if !first {
+					ends[len(ends)-1] = t.pos + 1
+				}
+				first = true
+				continue
+			}
+			if first {
+				word := strings.ToLower(t.text)
+				if !t.punct && !t.quoted && word == "create" {
+					return 0
+				}
+				starts = append(starts, t.pos)
+				ends = append(ends, len(sql))
+				kill = append(kill, !t.punct && !t.quoted && word == "kill")
+				first = false
+			}
+		}
+	}
+	if len(starts) < 2 {
+		return 0
+	}
+	for i, k := range kill {
+		switch {
+		case !k:
+		case i == 0:
+			return ends[0]
+		default:
+			return ends[i-1]
+		}
+	}
+	return 0
+}
