@@ -335,3 +335,50 @@ func TestExtendedColumnDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectorNodeWritesWait runs lockwaits.js through lockproxy with a
+// rule on acct(id): every way MariaDB Connector/Node sends a write (text
+// query(), execute(), prepare(), batch() with and without bulk, pipelined
+// commands, a first execute sent as MariaDB's direct execute,
+// queryStream(), a transaction, a multi-statement text) waits for the
+// row's lock another session holds, seen waiting in SHOW LOCKPROXY LOCKS,
+// and completes only once that lock is released.
+func TestConnectorNodeWritesWait(t *testing.T) {
+	tool := requireTool(t, "node", "-e", "require('./testdata/clients/node_modules/mariadb/dist/promise.cjs')")
+	base := startProxy(t, nil)
+	db := freshNamedDB(t, base, "lockwaits")
+	mustExec(t, base.direct(t, db, ""), "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL)",
+		"INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0)")
+	p := startProxyWith(t, func(c *rules.Config) {
+		c.Rules = []rules.Rule{{Name: "acct", Table: db + ".acct", Key: []string{"id"},
+			Lock: []string{rules.LockWrite, rules.LockLockingRead}, OnUnkeyed: rules.OnUnkeyedReject,
+			WaitTimeout: rules.Duration(30 * time.Second)}}
+	}, memlock.New(nil, nil))
+	host, port := splitAddr(t, p.addr)
+	out, err := execClient(db, []string{"LP_HOST=" + host, "LP_PORT=" + port, "LP_USER=" + p.bed.User,
+		"LP_PASSWORD=" + p.bed.Password, "LP_DB=" + db}, "", tool, "testdata/clients/lockwaits.js")
+	if err != nil || out.code != 0 {
+		t.Fatalf("lockwaits.js: %v exit %d\nstdout:\n%s\nstderr:\n%s", err, out.code, out.stdout, out.stderr)
+	}
+	paths := []string{"query()", "query() with parameters", "execute()", "execute() again", "prepare() and execute",
+		"batch()", "batch() without bulk", "pipelined query()", "pipelined execute()", "pipelined first execute()",
+		"queryStream()", "transaction", "multi-statement text"}
+	got := strings.Split(strings.TrimSpace(out.stdout), "\n")
+	if len(got) != len(paths) {
+		t.Fatalf("%d lines, want one per path (%d):\n%s", len(got), len(paths), out.stdout)
+	}
+	for i, path := range paths {
+		if want := path + ": waited"; got[i] != want {
+			t.Errorf("%q, want %q", got[i], want)
+		}
+	}
+	// Each write ran once, after its wait: row 1 got 1 from each path but
+	// the two that add 2 and 3; row 2 one from each of the four that wrote it.
+	var b1, b2 int
+	if err := base.direct(t, db, "").QueryRow("SELECT (SELECT bal FROM acct WHERE id = 1), (SELECT bal FROM acct WHERE id = 2)").Scan(&b1, &b2); err != nil {
+		t.Fatal(err)
+	}
+	if b1 != len(paths)+3 || b2 != 4 {
+		t.Errorf("balances %d and %d, want %d and 4", b1, b2, len(paths)+3)
+	}
+}
