@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -169,24 +170,20 @@ func (c *clientTracking) filter(dst, state []byte) ([]byte, bool) {
 
 // mentionsTracking reports whether a text names session_track (ASCII case
 // folded): after it, the client's tracking is read again from the server.
+// It looks only around the text's underscores.
 func mentionsTracking(q []byte) bool {
-	const word = "session_track"
-	for i := 0; i+len(word) <= len(q); i++ {
-		j := 0
-		for ; j < len(word); j++ {
-			c := q[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != word[j] {
-				break
-			}
+	for i := 0; ; {
+		j := bytes.IndexByte(q[i:], '_')
+		if j < 0 {
+			return false
 		}
-		if j == len(word) {
+		i += j
+		if i >= len("session") && i+len("_track") <= len(q) &&
+			bytes.EqualFold(q[i-len("session"):i], []byte("session")) && bytes.EqualFold(q[i+1:i+len("_track")], []byte("track")) {
 			return true
 		}
+		i++
 	}
-	return false
 }
 
 // retrack reads again what the client's session tracks and turns on what

@@ -361,3 +361,14 @@ func TestClientTrackingPackets(t *testing.T) {
 		}
 	}
 }
+
+func TestMentionsTracking(t *testing.T) {
+	for q, want := range map[string]bool{
+		"SET session_track_schema = OFF": true, "set SESSION_TRACK_state_change=1": true, "SELECT @@Session_Track_System_Variables": true,
+		"SET @a = 1": false, "SELECT session_id": false, "_track": false, "session_trac": false, "x_session_track": true, "": false,
+	} {
+		if got := mentionsTracking([]byte(q)); got != want {
+			t.Errorf("mentionsTracking(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
