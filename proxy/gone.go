@@ -70,28 +70,31 @@ func (s *Server) watchBackends(ctx context.Context) {
 
 // closeIfPrimaryGone closes the client connection when the session waits
 // for a command and its primary connection is readable. It runs on the
-// server's goroutine: it touches only atomics, the backend's socket (a
-// peek that reads nothing) and the client socket's Close.
-func (s *session) closeIfPrimaryGone() {
+// server's goroutine (or a KILL's: Server.closeKilled): it touches only
+// atomics, the backend's socket (a peek that reads nothing) and the
+// client socket's Close. It reports false only when the session is idle
+// and its primary connection still open.
+func (s *session) closeIfPrimaryGone() bool {
 	e := s.idleEpoch.Load()
 	be := s.watched.Load()
 	if e%2 == 0 || be == nil {
-		return
+		return true
 	}
 	state := be.peek()
 	if state == peekNothing {
-		return
+		return false
 	}
 	if s.idleEpoch.Load() != e {
-		return // the session sent a command meanwhile: that is its answer
+		return true // the session sent a command meanwhile: that is its answer
 	}
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 	s.log.Info("the primary closed the session's connection; closing the client's")
 	if state == peekReset {
 		resetClose(s.conn)
-		return
+		return true
 	}
 	_ = s.conn.Close()
+	return true
 }
 
 // resetClose closes a client connection the way MariaDB drops one whose

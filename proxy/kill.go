@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -150,6 +151,9 @@ func (s *session) kill(hard, query bool, id uint64) error {
 	case err == nil:
 		s.status = s.be.status
 		s.lastOK = true
+		if !query {
+			s.srv.closeKilled(id)
+		}
 		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
 			return err
 		}
@@ -169,6 +173,29 @@ func (s *session) kill(hard, query bool, id uint64) error {
 			"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
 	default:
 		return s.backendFailed(s.be, err)
+	}
+}
+
+// killCloseWait bounds how long a KILL CONNECTION waits for the ended
+// session's primary connection to show its end (closeKilled).
+const killCloseWait = 50 * time.Millisecond
+
+// closeKilled closes the client connection of session id, whose primary
+// connection a KILL CONNECTION has just ended, as soon as that
+// connection's socket shows the end (MariaDB shuts the ended session's
+// socket before it answers the KILL): so that, as directly, the client's
+// connection is closed by the time the KILL is answered, not at the next
+// check of idle sessions (goneCheckEvery). A session running a command
+// finds the end itself.
+func (s *Server) closeKilled(id uint64) {
+	s.mu.Lock()
+	victim := s.sessions[uint32(id)]
+	s.mu.Unlock()
+	if victim == nil {
+		return
+	}
+	for deadline := time.Now().Add(killCloseWait); !victim.closeIfPrimaryGone() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 }
 

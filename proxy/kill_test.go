@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,7 +242,16 @@ func TestKillInMultiStatementText(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer victim2.Close()
-		note("kill connection", run(fmt.Sprintf("kill %d; select sleep(0.05)", victim2.GetConnectionID()))...)
+		note("kill connection", run(fmt.Sprintf("kill %d; select 2", victim2.GetConnectionID()))...)
+		// Its connection is closed by the time the text is answered
+		// (MariaDB shuts it before answering the KILL), so that a pool
+		// asked for a connection then does not give out the dead one.
+		raw, err := victim2.Conn.Conn.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := (&backendConn{raw: raw}).peek()
+		note("victim closed when the text is answered", fmt.Sprint(state == peekClosed || state == peekReset))
 		_, err = victim2.Execute("SELECT 1")
 		note("victim after kill connection", fmt.Sprint(err != nil))
 
