@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +67,7 @@ func (s *session) commandLoop(drain context.Context) error {
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
 		s.beginCommand(p[0])
-		s.trackText = p[0] == mysql.COM_QUERY && mentionsTracking(p[1:])
+		s.trackText = s.namesTracking(p)
 		err = s.dispatchLent(p)
 		s.shrinkBuffers()
 		if err != nil {
@@ -323,6 +324,20 @@ func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
 		an = s.analyzeText(sql) // SplitAt is an offset in the text
 	}
 	return an.SplitAt
+}
+
+// namesTracking reports whether a command's text names session_track: a
+// COM_QUERY's, or the prepared statement's a COM_STMT_EXECUTE runs (the
+// last prepared for MariaDB's direct execute is not looked up).
+func (s *session) namesTracking(p []byte) bool {
+	switch {
+	case p[0] == mysql.COM_QUERY:
+		return mentionsTracking(p[1:])
+	case p[0] == mysql.COM_STMT_EXECUTE && len(p) >= 5:
+		st := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+		return st != nil && mentionsTracking(st.query)
+	}
+	return false
 }
 
 // multiStatements reports whether the client's texts may hold several

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -171,19 +170,28 @@ func (c *clientTracking) filter(dst, state []byte) ([]byte, bool) {
 // mentionsTracking reports whether a text names session_track (ASCII case
 // folded): after it, the client's tracking is read again from the server.
 // It looks only around the text's underscores.
-func mentionsTracking(q []byte) bool {
-	for i := 0; ; {
-		j := bytes.IndexByte(q[i:], '_')
-		if j < 0 {
-			return false
-		}
-		i += j
-		if i >= len("session") && i+len("_track") <= len(q) &&
-			bytes.EqualFold(q[i-len("session"):i], []byte("session")) && bytes.EqualFold(q[i+1:i+len("_track")], []byte("track")) {
+func mentionsTracking[T string | []byte](q T) bool {
+	const before, after = "session", "track"
+	for i := len(before); i+len(after) < len(q); i++ {
+		if q[i] == '_' && foldedIs(q[i-len(before):i], before) && foldedIs(q[i+1:i+1+len(after)], after) {
 			return true
 		}
-		i++
 	}
+	return false
+}
+
+// foldedIs reports whether b, ASCII letters folded to lower case, is word.
+func foldedIs[T string | []byte](b T, word string) bool {
+	for i := range len(word) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // retrack reads again what the client's session tracks and turns on what

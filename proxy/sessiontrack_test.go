@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -345,6 +346,24 @@ func TestClientTrackingPackets(t *testing.T) {
 						return out
 					}
 					direct, proxied := run(bed.PrimaryAddr), run(proxies[path].addr)
+					if track {
+						// The client's tracking changed by a prepared
+						// statement: its execute's OK and the next texts'.
+						prepared := func(addr string) [][][]byte {
+							r := dialRaw(t, addr, bed.User, bed.Password, db, deprecateEOF, caps...)
+							id, _ := r.prepare("SET session_track_system_variables = 'sql_mode'")
+							r.send(append(stmtPayload(mysql.COM_STMT_EXECUTE, id, 0), 1, 0, 0, 0)...)
+							out := [][][]byte{responsePackets(r)}
+							for _, q := range []string{"SET sql_mode = 'ANSI_QUOTES'", "SET autocommit = 1", "SET sql_mode = DEFAULT"} {
+								r.send(append([]byte{mysql.COM_QUERY}, q...)...)
+								out = append(out, responsePackets(r))
+							}
+							return out
+						}
+						if d, p := prepared(bed.PrimaryAddr), prepared(proxies[path].addr); !reflect.DeepEqual(d, p) {
+							t.Errorf("after a prepared SET of session_track_system_variables: through lockproxy\n%q\ndirectly\n%q", p, d)
+						}
+					}
 					for k, q := range texts {
 						want, got := direct[k], proxied[k]
 						if len(got) != len(want) {
