@@ -130,8 +130,8 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 	if grant {
 		lease = strconv.FormatInt(l.grantLease().Milliseconds(), 10)
 	}
-	args := make([]any, 0, 4+len(stale))
-	args = append(args, tok, "", lease, l.opt.FenceTTL.Milliseconds())
+	args := make([]any, 0, 6+len(stale))
+	args = append(args, tok, "", lease, l.opt.FenceTTL.Milliseconds(), l.ticketTTL().Milliseconds(), "")
 	for _, t := range stale {
 		args = append(args, t)
 	}
@@ -141,6 +141,9 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 			n := l.names(k.Name)
 			a := append([]any(nil), args...)
 			a[1] = n.channel
+			if !k.NoHandoff {
+				a[5] = "s" // most likely taken by the fast path: a string
+			}
 			cmds[i] = l.sc.release.EvalSha(ctx, p, n.keys(), a...)
 		}
 		return cmds

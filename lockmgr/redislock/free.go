@@ -13,7 +13,8 @@ import (
 // takeFree asks for every key of a multi-key Acquire at once, in one
 // pipeline (one round trip, per cluster node), without queueing: the keys
 // nobody holds or waits for are granted by the acquire script's
-// uncontended path and recorded as held by h; their fences are returned
+// uncontended path, or by a SET NX for a key whose rule does not fence
+// writes (fast.go), and recorded as held by h; their fences are returned
 // by key name. The others are left to acquireKey, which waits for them in
 // turn as it would have without this round. A key this Locker holds or
 // waits for locally is not asked for here (it has local waiters to serve
@@ -36,9 +37,20 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 	defer cancel()
 	dials := l.restart.dials.Load()
 	sent := time.Now()
+	fast := make([]uint64, len(ask)) // the fast path's fence per key, 0 for the script
+	for i, k := range ask {
+		if l.fastable(k) {
+			fast[i] = fastFence()
+		}
+	}
+	prio := l.book.Priority(h.Owner)
 	cmds, _ := l.sc.pipelined(octx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		out := make([]*redis.Cmd, len(ask))
 		for i, k := range ask {
+			if fast[i] != 0 {
+				out[i] = l.fastSet(octx, p, l.names(k.Name).lock, h.Tok, h.Owner.ID(), prio, fast[i])
+				continue
+			}
 			out[i] = l.sc.acquire.EvalSha(octx, p, l.names(k.Name).keys(),
 				h.Tok, h.Owner.ID(), l.book.Priority(h.Owner), l.opt.TTL.Milliseconds(),
 				l.ticketTTL().Milliseconds(), l.woundChannel(), "0",
@@ -51,6 +63,13 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 	for i, c := range cmds {
 		if i >= len(ask) {
 			break
+		}
+		if fast[i] != 0 {
+			if ok, _ := fastGranted(c); ok {
+				got = append(got, ask[i])
+				fences[ask[i].Name] = fast[i]
+			}
+			continue
 		}
 		v, err := c.Slice()
 		if err != nil {

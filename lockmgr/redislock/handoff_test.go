@@ -55,9 +55,9 @@ func TestLocalHandoff(t *testing.T) {
 	defer cancel()
 	check := newClient(t, bed.RedisAddr)
 	hashOwner := func(key string) string {
-		v, err := check.HGet(ctx, pfx+":{"+key+"}", "own").Result()
+		v, err := lockOwner(ctx, check, pfx+":{"+key+"}")
 		if err != nil {
-			t.Fatalf("HGET own of %s: %v", key, err)
+			t.Fatalf("owner of %s: %v", key, err)
 		}
 		return v
 	}

@@ -1,33 +1,77 @@
 -- Give a lock key back (compare-and-delete) and leave its wait queue.
 -- Idempotent: a retried or stale release deletes nothing of anyone else.
--- KEYS as the acquire script's: 1 lock hash, 2 wait queue, 3 ticket
--- expiry, 4 fence counter, 5 grants hash (tok -> #own ':' own ch).
+-- KEYS as the acquire script's: 1 lock (a hash, or the string a fast-path
+-- holder set, see below), 2 wait queue, 3 ticket expiry, 4 fence counter,
+-- 5 grants hash (tok -> #own ':' own ch).
 -- ARGV: 1 tok, 2 the key's wake-up channel, 3 the lease (ms) to grant the
 -- next waiter ('' : grant nothing, only wake), 4 fence counter ttl ms,
--- 5... tickets of waiters the lease was handed to inside its instance,
--- taken off the queue too.
+-- 5 ticket ttl ms, 6 's' if the key was most likely taken by the fast
+-- path (a string: look for it first), 7... tickets of waiters the lease
+-- was handed to inside its instance, taken off the queue too.
+-- A fast-path holder's lock is the string #tok ':' tok #own ':' own prio
+-- ':' fence ':' ch, set by SET NX PX without a script; the acquire script
+-- turns it into the hash as soon as anyone else asks for the key, so a
+-- string lock has nobody queued behind it (but see below).
 -- When the lock became free for its waiters: if the oldest live ticket has
 -- a grants entry, the lock is granted to it here, as the acquire script
 -- would grant it, for the lease ARGV[3] (short: its holder renews it), and
 -- 'g' .. fence .. ' ' .. its ticket is published on the wake-up channel;
--- otherwise 'r' is published, once, and the waiters ask. A grant also
--- queues the next local waiter the ticket's acquire recorded ('>' field,
--- see acquire.lua), with its own priority, so its instance keeps its
--- place among the others' waiters as when the acquire script grants.
+-- otherwise 'r' is published, once, and the waiters ask; the lock is then
+-- left reserved (a hash without holder, ticket ttl) so that a fast-path
+-- SET NX cannot take the key ahead of them. A grant also queues the next
+-- local waiter the ticket's acquire recorded ('>' field, see acquire.lua),
+-- with its own priority, so its instance keeps its place among the
+-- others' waiters as when the acquire script grants.
 -- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
 -- else 0; with {deleted, ticket, fence} when it granted the key.
 local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
--- The uncontended path: nobody waits for the key (no queue, so no ticket
--- expiry or grants entry either) and no handed-off waiter's ticket is to
--- be removed: compare-and-delete, nothing to announce.
-if #ARGV < 5 and redis.call('EXISTS', q) == 0 then
-  if redis.call('HGET', lock, 'tok') ~= tok then return {0} end
+local pfx = #tok .. ':' .. tok
+-- ours reports whether the fast-path lock string v is tok's
+local function ours(v) return string.sub(v, 1, #pfx) == pfx end
+local plain = #ARGV < 7
+-- The fast path's release: compare-and-delete the string (GET, DEL).
+local v = false
+if ARGV[6] == 's' then
+  v = redis.pcall('GET', lock)
+  if plain and type(v) == 'string' then
+    if not ours(v) then return {0} end
+    redis.call('DEL', lock)
+    return {1}
+  end
+end
+-- The uncontended path of a hash lock: nobody waits for the key (no
+-- queue, so no ticket expiry or grants entry either) and no handed-off
+-- waiter's ticket is to be removed: compare-and-delete, nothing to
+-- announce.
+if plain and redis.call('EXISTS', q) == 0 then
+  local t = redis.pcall('HGET', lock, 'tok')
+  if type(t) == 'table' then -- a string: a fast-path holder's
+    if not ours(redis.call('GET', lock)) then return {0} end
+  elseif t ~= tok then
+    return {0}
+  end
   redis.call('DEL', lock)
   return {1}
 end
+if redis.call('TYPE', lock)['ok'] == 'string' then
+  -- a fast-path holder with waiters: make it the hash the rest reads
+  local s = redis.call('GET', lock)
+  local d = string.match(s, '^(%d+):')
+  local at = #d + 2 + tonumber(d)
+  local ftok = string.sub(s, #d + 2, at - 1)
+  local d2 = string.match(s, '^(%d+):', at)
+  local at2 = at + #d2 + 1
+  local fown = string.sub(s, at2, at2 + tonumber(d2) - 1)
+  local fprio, ff, fch = string.match(string.sub(s, at2 + tonumber(d2)), '^([^:]*):(%d+):(.*)$')
+  local pttl = redis.call('PTTL', lock)
+  redis.call('DEL', lock)
+  redis.call('HSET', lock, 'tok', ftok, 'own', fown, 'prio', fprio, 'f', ff)
+  if fch ~= '' then redis.call('HSET', lock, 'ch', fch) end
+  if pttl > 0 then redis.call('PEXPIRE', lock, pttl) end
+end
 local wasHead = redis.call('ZRANK', q, tok) == 0
 local gone = {tok}
-for i = 5, #ARGV do gone[#gone + 1] = ARGV[i] end
+for i = 7, #ARGV do gone[#gone + 1] = ARGV[i] end
 redis.call('ZREM', q, unpack(gone))
 redis.call('ZREM', qx, unpack(gone))
 redis.call('HDEL', qg, unpack(gone))
@@ -37,8 +81,13 @@ if redis.call('HGET', lock, 'tok') == tok then
   redis.call('DEL', lock)
   deleted = 1
 end
-if not (deleted == 1 or (wasHead and redis.call('EXISTS', lock) == 0))
-    or redis.call('ZCARD', q) == 0 then
+local free = deleted == 1 or not redis.call('HGET', lock, 'tok')
+if redis.call('ZCARD', q) == 0 then
+  -- nobody waits any more: a reservation is not needed
+  if free and redis.call('EXISTS', lock) == 1 then redis.call('DEL', lock) end
+  return {deleted}
+end
+if not (deleted == 1 or (wasHead and free)) then
   return {deleted}
 end
 if ARGV[3] ~= '' then
@@ -89,5 +138,9 @@ if ARGV[3] ~= '' then
   end
   if not head[1] then return {deleted} end
 end
+-- the key is free and nobody was granted it: reserve it for the waiters,
+-- who ask now, so that no fast-path SET NX takes it ahead of them
+redis.call('HSET', lock, 'r', '1')
+redis.call('PEXPIRE', lock, ARGV[5])
 redis.call('PUBLISH', ARGV[2], 'r')
 return {deleted}

@@ -122,7 +122,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		freed := l.book.TakeFreed(a.w)
 		sent := time.Now()
 		var r try
-		if r, err = a.run(ctx, l.book); err != nil {
+		if r, err = a.run(ctx, l.book, !announced && a.miss.sent.IsZero() && l.fastable(k)); err != nil {
 			err = a.fail(classify(ctx, k, l.restart.away(ctx, err)))
 			return 0, nil, err
 		}
@@ -262,11 +262,26 @@ func (a *attempt) wounded() bool {
 
 // run sends the acquire script, bounded by OpTimeout. A call that failed
 // for want of Redis is tried once more (a hiccup is not an outage) while
-// ctx allows; the script is idempotent for our token.
-func (a *attempt) run(ctx context.Context, book *leasebook.Book) (try, error) {
+// ctx allows; the script is idempotent for our token. With fast, and no
+// local waiter behind us, a SET NX (fast.go) is tried first, and the
+// script only if it did not take the key.
+func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try, error) {
 	// Granted, the script also queues the ticket of our next local waiter,
 	// so this instance keeps its place while that waiter is scheduled.
 	next, nextTok, _ := book.NextInLine(a.k.Name, a.w)
+	if fast && nextTok == "" {
+		fence := fastFence()
+		ok, err := a.setNX(ctx, fence)
+		if err != nil && ctx.Err() == nil && unavailable(err) {
+			ok, err = a.setNX(ctx, fence)
+		}
+		if err != nil {
+			return try{}, err
+		}
+		if ok {
+			return try{status: 1, fence: fence, pttl: a.l.opt.TTL, rank: -1}, nil
+		}
+	}
 	v, err := a.eval(ctx, next, nextTok)
 	if err != nil && ctx.Err() == nil && unavailable(err) {
 		v, err = a.eval(ctx, next, nextTok)
@@ -275,6 +290,15 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book) (try, error) {
 		return try{}, err
 	}
 	return parseTry(v)
+}
+
+// setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
+func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
+	l := a.l
+	octx, cancel := l.opCtx(ctx)
+	defer cancel()
+	a.queued, a.asked = true, time.Now()
+	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
 }
 
 func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {

@@ -1,7 +1,7 @@
 -- Observe mode's question for one lock key (lockmgr.Observer): who is in
 -- the way of an owner that would take it, found without taking or waiting
 -- for anything. Used by redislock and by redlock on each of its servers.
--- KEYS[1] lock hash (its 'own' field: the holder's owner id); KEYS[2] the
+-- KEYS[1] lock hash (its 'own' field: the holder's owner id) or string; KEYS[2] the
 -- key's notes: hash owner id -> 'reg:exp', when the owner first noted the
 -- key (server time, µs) and when its note ends (ms). ARGV: 1 owner id,
 -- 2 note ttl ms. Notes the owner's; drops notes past their end.
@@ -14,7 +14,15 @@ local t = redis.call('TIME')
 local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ms = math.floor(us / 1000)
 
-local holder = redis.call('HGET', lock, 'own')
+local holder = redis.pcall('HGET', lock, 'own')
+if type(holder) == 'table' then
+  -- redislock's fast-path holder: the string #tok ':' tok #own ':' own ...
+  local v = redis.call('GET', lock)
+  local d = string.match(v, '^(%d+):')
+  local at = #d + 2 + tonumber(d)
+  local d2 = string.match(v, '^(%d+):', at)
+  holder = string.sub(v, at + #d2 + 1, at + #d2 + tonumber(d2))
+end
 if not holder or holder == own then holder = '' end
 
 local mine = us
