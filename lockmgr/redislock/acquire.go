@@ -117,7 +117,9 @@ func (l *Locker) release(h *leasebook.Held) {
 	}
 }
 
-// releaseKeys runs the release script for keys in one pipeline. Each call
+// releaseKeys runs the release script for keys in one pipeline, with the
+// releases and fast-path acquires other sessions make at the same moment
+// (batcher). Each call
 // also takes the tickets stale (of waiters the lease was handed to) off
 // its key's queue. With grant, a key freed for waiters of other instances
 // is granted to the oldest of them in the same script (see release.lua);
@@ -135,7 +137,7 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 	for _, t := range stale {
 		args = append(args, t)
 	}
-	cmds, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+	cmds, err := l.batch.do(ctx, func(p redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
 			n := l.names(k.Name)

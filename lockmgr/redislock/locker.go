@@ -102,6 +102,7 @@ type Locker struct {
 	notify  *notifier
 	restart restartGuard
 	evict   evictGuard
+	batch   batcher // fast-path acquires and releases of all sessions, pipelined
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close
@@ -128,6 +129,7 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		book: leasebook.New(opt.Logger),
 	}
 	l.wound = opt.Prefix + ":locker:" + l.id
+	l.batch.l = l
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		l.followCluster(cc)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -292,13 +293,21 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 	return parseTry(v)
 }
 
-// setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
+// setNX is the fast path's acquire (see fastSet), bounded by OpTimeout,
+// pipelined with other sessions' (batcher).
 func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
-	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
+	prio := l.book.Priority(a.h.Owner)
+	cmds, err := l.batch.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
+		return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), prio, fence)}
+	})
+	if len(cmds) == 0 {
+		return false, err
+	}
+	return fastGranted(cmds[0])
 }
 
 func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {

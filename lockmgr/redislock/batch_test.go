@@ -1,0 +1,144 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
+)
+
+// gate holds the first pipeline it sees until released, and records the
+// size of every pipeline.
+type gate struct {
+	hold    chan struct{}
+	held    atomic.Bool
+	mu      sync.Mutex
+	batches []int
+}
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if g.held.CompareAndSwap(false, true) {
+			<-g.hold
+		}
+		g.mu.Lock()
+		g.batches = append(g.batches, len(cmds))
+		g.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// TestBatchedCalls: the fast-path acquires and the releases that sessions
+// of one Locker make while another call is on its way to Redis go
+// together in the next pipeline, one round trip for all; each gets its
+// own reply.
+func TestBatchedCalls(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := New(rdb, &Options{TTL: time.Minute, Prefix: servertest.Unique("lptest-"), RestartGrace: -1,
+		Logger: zaptest.NewLogger(t)})
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
+		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{hold: make(chan struct{})}
+	rdb.AddHook(g)
+	pending := func() int {
+		l.batch.mu.Lock()
+		defer l.batch.mu.Unlock()
+		return len(l.batch.pending)
+	}
+	// The first acquire is held on its way; eight more sessions ask
+	// meanwhile and wait for the next batch.
+	const n = 9
+	leases := make([]*lockmgr.Lease, n)
+	var wg sync.WaitGroup
+	acquire := func(i int) {
+		defer wg.Done()
+		o := lockmgr.Owner{Instance: "b", Session: uint64(i + 1), Start: time.Now()}
+		lease, err := l.Acquire(ctx, o, []lockmgr.Key{{Name: fmt.Sprintf("k%d", i), Rule: "r"}})
+		if err != nil {
+			t.Errorf("session %d: %v", i, err)
+		}
+		leases[i] = lease
+	}
+	wg.Add(1)
+	go acquire(0)
+	waitFor(t, func() bool { return g.held.Load() })
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go acquire(i)
+	}
+	waitFor(t, func() bool { return pending() == n-1 })
+	close(g.hold)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	g.mu.Lock()
+	got := append([]int(nil), g.batches...)
+	g.batches = nil
+	g.mu.Unlock()
+	if len(got) != 2 || got[0] != 1 || got[1] != n-1 {
+		t.Fatalf("pipelines of %v commands; want [1 %d]: the waiting sessions' acquires in one", got, n-1)
+	}
+	// Their releases, given back together, take fewer round trips than
+	// releases, and leave every key free.
+	g.held.Store(false)
+	g.hold = make(chan struct{})
+	release := func(i int) {
+		defer wg.Done()
+		if err := leases[i].Release(ctx); err != nil {
+			t.Errorf("release %d: %v", i, err)
+		}
+	}
+	wg.Add(1)
+	go release(0)
+	waitFor(t, func() bool { return g.held.Load() })
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go release(i)
+	}
+	waitFor(t, func() bool { return pending() == n-1 })
+	close(g.hold)
+	wg.Wait()
+	g.mu.Lock()
+	got = g.batches
+	g.mu.Unlock()
+	if len(got) != 2 || got[1] != n-1 {
+		t.Errorf("release pipelines of %v commands; want [1 %d]", got, n-1)
+	}
+	for i := range n {
+		if v := rdb.Exists(ctx, l.names(fmt.Sprintf("k%d", i)).lock).Val(); v != 0 {
+			t.Errorf("key k%d still held after its release", i)
+		}
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
