@@ -463,10 +463,16 @@ func (cb *comboBed) takeOverLock(t *testing.T) {
 		return
 	}
 	for _, k := range keys {
-		if typ, _ := cb.rdb.Type(ctx, k).Result(); typ == "hash" {
+		if strings.HasSuffix(k, ":fence") {
+			continue
+		}
+		switch typ, _ := cb.rdb.Type(ctx, k).Result(); typ {
+		case "hash":
 			if tok, _ := cb.rdb.HGet(ctx, k, "tok").Result(); tok != "" {
-				_ = cb.rdb.HSet(ctx, k, "tok", "taken-over-by-the-test").Err()
+				_ = takeOverRedisLock(ctx, cb.rdb, k)
 			}
+		case "string":
+			_ = takeOverRedisLock(ctx, cb.rdb, k)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)

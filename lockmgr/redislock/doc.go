@@ -3,7 +3,11 @@
 //
 // Per lock key K (hash tag {K}, so a cluster keeps it on one slot):
 //   - lockproxy:{K}        hash: holder token, owner id and age, the holder
-//     Locker's wound channel, the fence granted, the wounded flag; PEXPIRE ttl
+//     Locker's wound channel, the fence granted, the wounded flag; PEXPIRE
+//     ttl. Or, while a fast-path holder nobody else asked for has it, the
+//     string #tok ':' tok #own ':' own age ':' fence ':' wound channel
+//     (see below). Or, while waiters are queued and none holds it, a hash
+//     without holder (field r): the reservation a release leaves them
 //   - lockproxy:{K}:q      ZSET of waiter tickets ordered by owner age (FIFO
 //     by transaction start); only the head may take a free lock
 //   - lockproxy:{K}:qx     ZSET ticket -> expiry, so a vanished waiter
@@ -27,25 +31,64 @@
 //
 // Acquire, release and renew are Lua scripts that check the holder token
 // (acquire.lua of lockmgr/internal/grantscript, shared with redlock;
-// release.lua, renew.lua); release is compare-and-delete and idempotent. An uncontended Acquire plus Release is two round trips.
+// release.lua, renew.lua); release is compare-and-delete and idempotent. An
+// uncontended Acquire plus Release is two round trips, and only the first
+// is on the client's path (lockproxy releases after the answer).
 //
-// Both scripts start with a path for a key nobody contends: when neither
-// the lock hash nor the wait queue exists (so no ticket expiry or grants
+// The fast path (fast.go), for a key whose rule does not fence writes
+// (lockmgr.Key.NoHandoff false): the first ask is one SET NX PX of the
+// string above, no script; the release is the release script's first
+// branch, GET and DEL of that string when it is still ours. That is 4
+// Redis commands for an uncontended statement, the EVALSHA included
+// (INFO commandstats), the seeds' lock exactly. Everything the contended
+// machinery needs of the holder is in the string: its token (release and
+// renewals compare it), owner id and age (wound-wait), wound channel, and
+// a fence taken from the instance's clock (µs, above the last this process
+// gave): such a fence is not written anywhere, it only has to grow, and it
+// does as far as the instances' clocks agree. A SET NX that finds the key
+// taken goes on to the acquire script, which turns the string into the
+// hash with the lease it has left, carries its fence into the key's
+// counter (so every grant after it has a higher one), and then queues,
+// wounds and grants as for any holder; its release, renewal and the
+// observe script read either form. While waiters are queued the key is
+// not free for a SET NX: a release that frees it grants it to the oldest
+// waiter in the same script, or, when it cannot (that waiter's Locker does
+// not hear announcements, or the release grants nothing), leaves the
+// reservation, which the acquire script grants to the head of the queue
+// like a free key and which lasts a ticket's lifetime or until the queue
+// is empty. One window is left: a holder whose lease runs out (a vanished
+// or stalled instance) leaves the key free until its waiters ask again
+// (they sleep no longer than the lease they saw left), and a SET NX in
+// that moment takes it ahead of them; wound-wait still orders it against
+// them, and its release, a plain compare-and-delete, wakes nobody: the
+// waiters ask at their next wait slice. A key whose rule fences writes
+// never takes the fast path: its fences come from the server (next
+// paragraph), and the queue is always seen.
+//
+// The script's path for a key nobody contends: when neither
+// the lock nor the wait queue exists (so no ticket expiry or grants
 // entry either), the acquire script takes the key with owner, fence and
 // lease and notes nothing else (EXISTS, TIME, one SET ... GET for the
 // fence counter, HSET, PEXPIRE); when the queue does not exist the release
 // script compares and deletes (EXISTS, HGET, DEL) and announces nothing.
-// That is 10 Redis commands for an uncontended statement, scripts
-// included, against 21 through the queue's bookkeeping. The queue,
-// wound-wait and grant machinery below starts as soon as a key has a
-// holder when asked for, or a waiter; the fence is computed the same way
-// on both paths, so it grows across the switch. A multi-key Acquire (an
-// IN list, a multi-row INSERT) first asks for all its keys in one
-// pipeline without queueing (free.go): one round trip takes every key
-// nobody contends, and only the others are waited for one by one. Its
-// release and its renewals are one pipeline for all its keys too. (One
-// script call per key, not one for all: on a Cluster each key has its own
-// slot.)
+// That is 10 Redis commands for an uncontended statement of a fenced
+// rule, scripts included, against 21 through the queue's bookkeeping. The
+// queue, wound-wait and grant machinery below starts as soon as a key has
+// a holder when asked for, or a waiter; the fence is computed the same
+// way on both paths, so it grows across the switch. A multi-key Acquire
+// (an IN list, a multi-row INSERT) first asks for all its keys in one
+// pipeline without queueing (free.go: SET NX for the keys of rules
+// without a fence, the script for the others): one round trip takes
+// every key nobody contends, and only the others are waited for one by
+// one. Its release and its renewals are one pipeline for all its keys
+// too. (One call per key, not one script for all: on a Cluster each key
+// has its own slot.)
+//
+// Across sessions (batch.go): the fast path's SET NX and the releases that
+// sessions of one Locker make while another such call is on its way go
+// together in the next pipeline, sent as soon as that one is answered
+// (group commit): no timer, no wait when nothing else is on its way, and
+// concurrent sessions share one write and one read per batch.
 //
 // A release that frees a key other waiters are queued for grants it, in the
 // same script, to the oldest live ticket when that one has a grants entry
@@ -146,7 +189,8 @@
 // (within ttl/3) finds it taken and loses the lease (the client gets 1213,
 // its transaction is rolled back). Until then two sessions believe they
 // hold the key. Two things close it:
-//   - The fence. The new grant's token is max(previous+1, server time in
+//   - The fence (a rule's fence column; its keys never take the fast
+//     path). The new grant's token is max(previous+1, server time in
 //     µs); the counter may be lost with the lock, but server time has moved
 //     past the old token (masters' clocks must agree to within the time
 //     between the two grants). With a rule's fence column, the write of

@@ -34,11 +34,13 @@ func fastFence() uint64 {
 }
 
 // fastable reports whether k may be taken by the fast path: its rule does
-// not fence writes with it, and grants are not being refused (a server
-// that may evict lock keys). A fast grant is checked after the fact like
+// not fence writes with it, grants are not being refused (a server that
+// may evict lock keys), and no replica acknowledgement is waited for
+// (ackKey proves a grant on the master by the fence counter, which the
+// fast path does not write). A fast grant is checked after the fact like
 // any other (checkRestart).
 func (l *Locker) fastable(k lockmgr.Key) bool {
-	return !k.NoHandoff && l.evict.risk() == ""
+	return !k.NoHandoff && l.opt.MinReplicasAck == 0 && l.evict.risk() == ""
 }
 
 // fastSet queues on p the fast path's acquire of k for tok and owner: one
