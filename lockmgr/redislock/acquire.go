@@ -118,8 +118,7 @@ func (l *Locker) release(h *leasebook.Held) {
 }
 
 // releaseKeys runs the release script for keys in one pipeline, with the
-// releases and fast-path acquires other sessions make at the same moment
-// (batcher). Each call
+// releases other sessions make at the same moment (batcher). Each call
 // also takes the tickets stale (of waiters the lease was handed to) off
 // its key's queue. With grant, a key freed for waiters of other instances
 // is granted to the oldest of them in the same script (see release.lua);

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // batcher sends the calls that sessions of one Locker make at the same
-// moment (fast-path acquires, releases) to Redis as one pipeline: one
+// moment (releases) to Redis as one pipeline: one
 // write and one read for all of them instead of a round trip each. It
 // adds no wait: a call made while no batch is on its way is sent at once;
 // calls made while one is on its way go together in the next, which is
@@ -23,9 +24,12 @@ type batcher struct {
 
 // batchCall is one caller's part of a batch.
 type batchCall struct {
-	queue func(p redis.Pipeliner) []*redis.Cmd
-	cmds  []*redis.Cmd
-	done  chan struct{}
+	// deadline bounds the call as leasebook.CallCtx would have bounded
+	// it alone: its ctx's deadline, else OpTimeout from now.
+	deadline time.Time
+	queue    func(p redis.Pipeliner) []*redis.Cmd
+	cmds     []*redis.Cmd
+	done     chan struct{}
 }
 
 // do queues the calls queue makes into the next batch and waits for their
@@ -36,6 +40,10 @@ type batchCall struct {
 // every call queued before it.
 func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
 	c := &batchCall{queue: queue, done: make(chan struct{})}
+	var ok bool
+	if c.deadline, ok = ctx.Deadline(); !ok {
+		c.deadline = time.Now().Add(b.l.opt.OpTimeout)
+	}
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
 	lead := !b.busy
@@ -78,7 +86,15 @@ func (b *batcher) flush() bool {
 	b.pending = nil
 	b.mu.Unlock()
 	l := b.l
-	ctx, cancel := l.freshCtx()
+	// The batch is waited for as long as its most patient call would
+	// have waited alone: a slow server is not taken for a dead one.
+	var until time.Time
+	for _, c := range calls {
+		if c.deadline.After(until) {
+			until = c.deadline
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
 	_, _ = l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		var all []*redis.Cmd
 		for _, c := range calls {

@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,11 +42,10 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	}
 }
 
-// TestBatchedCalls: the fast-path acquires and the releases that sessions
-// of one Locker make while another call is on its way to Redis go
-// together in the next pipeline, one round trip for all; each gets its
-// own reply.
-func TestBatchedCalls(t *testing.T) {
+// TestBatchedReleases: the releases that sessions of one Locker make while
+// another is on its way to Redis go together in the next pipeline, one
+// round trip for all; each gets its own reply.
+func TestBatchedReleases(t *testing.T) {
 	bed := testbed.Get(t)
 	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -58,6 +58,16 @@ func TestBatchedCalls(t *testing.T) {
 		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}}); err != nil {
 		t.Fatal(err)
 	}
+	const n = 9
+	leases := make([]*lockmgr.Lease, n)
+	for i := range leases {
+		o := lockmgr.Owner{Instance: "b", Session: uint64(i + 1), Start: time.Now()}
+		lease, err := l.Acquire(ctx, o, []lockmgr.Key{{Name: fmt.Sprintf("k%d", i), Rule: "r"}})
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		leases[i] = lease
+	}
 	g := &gate{hold: make(chan struct{})}
 	rdb.AddHook(g)
 	pending := func() int {
@@ -65,44 +75,10 @@ func TestBatchedCalls(t *testing.T) {
 		defer l.batch.mu.Unlock()
 		return len(l.batch.pending)
 	}
-	// The first acquire is held on its way; eight more sessions ask
-	// meanwhile and wait for the next batch.
-	const n = 9
-	leases := make([]*lockmgr.Lease, n)
 	var wg sync.WaitGroup
-	acquire := func(i int) {
-		defer wg.Done()
-		o := lockmgr.Owner{Instance: "b", Session: uint64(i + 1), Start: time.Now()}
-		lease, err := l.Acquire(ctx, o, []lockmgr.Key{{Name: fmt.Sprintf("k%d", i), Rule: "r"}})
-		if err != nil {
-			t.Errorf("session %d: %v", i, err)
-		}
-		leases[i] = lease
-	}
-	wg.Add(1)
-	go acquire(0)
-	waitFor(t, func() bool { return g.held.Load() })
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go acquire(i)
-	}
-	waitFor(t, func() bool { return pending() == n-1 })
-	close(g.hold)
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	g.mu.Lock()
-	got := append([]int(nil), g.batches...)
-	g.batches = nil
-	g.mu.Unlock()
-	if len(got) != 2 || got[0] != 1 || got[1] != n-1 {
-		t.Fatalf("pipelines of %v commands; want [1 %d]: the waiting sessions' acquires in one", got, n-1)
-	}
-	// Their releases, given back together, take fewer round trips than
-	// releases, and leave every key free.
-	g.held.Store(false)
-	g.hold = make(chan struct{})
+	// The first release is held on its way; eight more sessions give
+	// theirs back meanwhile: one pipeline for the eight, and every key is
+	// free after.
 	release := func(i int) {
 		defer wg.Done()
 		if err := leases[i].Release(ctx); err != nil {
@@ -120,10 +96,10 @@ func TestBatchedCalls(t *testing.T) {
 	close(g.hold)
 	wg.Wait()
 	g.mu.Lock()
-	got = g.batches
+	got := g.batches
 	g.mu.Unlock()
-	if len(got) != 2 || got[1] != n-1 {
-		t.Errorf("release pipelines of %v commands; want [1 %d]", got, n-1)
+	if !slices.Contains(got, n-1) {
+		t.Errorf("release pipelines of %v commands; want the %d waiting ones in one", got, n-1)
 	}
 	for i := range n {
 		if v := rdb.Exists(ctx, l.names(fmt.Sprintf("k%d", i)).lock).Val(); v != 0 {

@@ -84,11 +84,11 @@
 // too. (One call per key, not one script for all: on a Cluster each key
 // has its own slot.)
 //
-// Across sessions (batch.go): the fast path's SET NX and the releases that
-// sessions of one Locker make while another such call is on its way go
-// together in the next pipeline, sent as soon as that one is answered
-// (group commit): no timer, no wait when nothing else is on its way, and
-// concurrent sessions share one write and one read per batch.
+// Across sessions (batch.go): the releases that sessions of one Locker
+// make while another is on its way go together in the next pipeline, sent
+// as soon as that one is answered (group commit): no timer, no wait when
+// nothing else is on its way, and concurrent sessions share one write and
+// one read per batch. Acquires are sent on their own.
 //
 // A release that frees a key other waiters are queued for grants it, in the
 // same script, to the oldest live ticket when that one has a grants entry

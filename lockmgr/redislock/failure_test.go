@@ -55,7 +55,7 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.HSet(ctx, pfx+":{stolen}", "tok", "someone else").Err(); err != nil {
+	if err := takeOver(ctx, rdb, pfx+":{stolen}"); err != nil {
 		t.Fatal(err)
 	}
 	locktest.WaitLost(t, ctx, lease)

@@ -16,7 +16,9 @@ import (
 var lastFastFence atomic.Uint64
 
 // fastFence is the fence of a fast-path grant: this host's time in µs,
-// above every fence this process gave before. A key whose rule fences
+// above every fence this process gave before. The string a SET NX writes
+// carries one read before the request; the lease reports one read after
+// the reply, so above every fence granted before the key was free. A key whose rule fences
 // writes never takes the fast path (its fences come from the server's
 // counter and clock); for the others the number only orders grants as
 // far as the instances' clocks agree, and the acquire script carries it

@@ -102,6 +102,15 @@ func lockOwner(ctx context.Context, rdb redis.UniversalClient, name string) (str
 	return field(), nil
 }
 
+// takeOver gives the lock key name to another holder behind its
+// Locker's back, whatever its form, keeping its expiry.
+func takeOver(ctx context.Context, rdb redis.UniversalClient, name string) error {
+	if typ, err := rdb.Type(ctx, name).Result(); err != nil || typ != "string" {
+		return rdb.HSet(ctx, name, "tok", "someone else").Err()
+	}
+	return rdb.SetArgs(ctx, name, "12:someone else0:0:0:", redis.SetArgs{KeepTTL: true}).Err()
+}
+
 // TestFastPathSwitch: a key whose rule does not fence writes is taken by
 // one SET NX when nobody holds it (the lock is then a string) and turned
 // into the scripts' hash when anyone else asks for it, with everything

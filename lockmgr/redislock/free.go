@@ -67,7 +67,7 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 		if fast[i] != 0 {
 			if ok, _ := fastGranted(c); ok {
 				got = append(got, ask[i])
-				fences[ask[i].Name] = fast[i]
+				fences[ask[i].Name] = fastFence() // read after the reply, see attempt.run
 			}
 			continue
 		}

@@ -102,7 +102,7 @@ type Locker struct {
 	notify  *notifier
 	restart restartGuard
 	evict   evictGuard
-	batch   batcher // fast-path acquires and releases of all sessions, pipelined
+	batch   batcher // releases of all sessions, pipelined
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close

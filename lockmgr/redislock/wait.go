@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -280,7 +279,10 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 			return try{}, err
 		}
 		if ok {
-			return try{status: 1, fence: fence, pttl: a.l.opt.TTL, rank: -1}, nil
+			// The fence reported is read after the reply: the key was
+			// free when the SET ran, so every earlier grant's fence was
+			// taken before this one.
+			return try{status: 1, fence: fastFence(), pttl: a.l.opt.TTL, rank: -1}, nil
 		}
 	}
 	v, err := a.eval(ctx, next, nextTok)
@@ -293,21 +295,16 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 	return parseTry(v)
 }
 
-// setNX is the fast path's acquire (see fastSet), bounded by OpTimeout,
-// pipelined with other sessions' (batcher).
+// setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
+// It is sent on its own, not batched with other sessions' calls: through
+// a slow server (700 ms a reply) a batched acquire left the client's pool
+// dialling afresh for the grant's checks (TestLockServiceSlowerThanAFixedTimeout).
 func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
-	prio := l.book.Priority(a.h.Owner)
-	cmds, err := l.batch.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
-		return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), prio, fence)}
-	})
-	if len(cmds) == 0 {
-		return false, err
-	}
-	return fastGranted(cmds[0])
+	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
 }
 
 func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {
