@@ -9,10 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher sends the calls that sessions of one Locker make at the same
-// moment (releases) to Redis as one pipeline: one
-// write and one read for all of them instead of a round trip each. It
-// adds no wait: a call made while no batch is on its way is sent at once;
+// batcher sends the releases that sessions of one Locker make at the
+// same moment to Redis as one pipeline: one write and one read for all of
+// them instead of a round trip each. It adds no wait: a call made while no batch is on its way is sent at once;
 // calls made while one is on its way go together in the next, which is
 // sent as soon as that one is answered (group commit).
 type batcher struct {
@@ -34,10 +33,10 @@ type batchCall struct {
 
 // do queues the calls queue makes into the next batch and waits for their
 // replies (each Cmd carries its own), or for the end of ctx. A call whose
-// wait ended with ctx may still run: the callers' cleanup is the
-// idempotent compare-and-delete of a release, as after any call whose
-// reply was not read. Batches run one after another, so a call runs after
-// every call queued before it.
+// wait ended with ctx may still run later: a release is a
+// compare-and-delete of its own token, harmless whenever it runs.
+// Batches run one after another, so a call runs after every call queued
+// before it.
 func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
 	c := &batchCall{queue: queue, done: make(chan struct{})}
 	var ok bool
