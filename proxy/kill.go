@@ -115,6 +115,9 @@ type replicaRun struct {
 func (s *session) kill(hard, query bool, id uint64) error {
 	thread, run, ok := s.srv.backendThread(id)
 	if !ok {
+		if victim := s.srv.lentOut(id); victim != nil {
+			return s.killIdle(victim, query, id)
+		}
 		return s.writeErrAt(1, errorf(errUnknownThread, "Unknown thread id: %d", id))
 	}
 	verb := "KILL CONNECTION "
@@ -214,4 +217,40 @@ func (s *Server) backendThread(id uint64) (uint32, *replicaRun, bool) {
 	}
 	t := sess.thread.Load()
 	return t, sess.onReplicaNow.Load(), t != 0
+}
+
+// lentOut is session id when it is open but holds no primary connection
+// now: multiplexed (backends.pool.multiplex) and between commands.
+func (s *Server) lentOut(id uint64) *session {
+	if id > uint64(^uint32(0)) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[uint32(id)]
+	if sess == nil || sess.thread.Load() != 0 || s.handshaking[uint32(id)] != nil {
+		return nil
+	}
+	return sess
+}
+
+// killIdle answers a KILL of victim, a session that holds no backend
+// connection, so no MariaDB thread to end: it runs no query (KILL QUERY
+// has nothing to stop) and KILL CONNECTION closes its client connection.
+// MariaDB lets a user end the threads of its own user name; ending another
+// user's needs a privilege only the server could check on a thread, so
+// that is refused, saying why.
+func (s *session) killIdle(victim *session, query bool, id uint64) error {
+	if victim.user != s.user {
+		return s.writeErrAt(1, errorf(errKillIdle,
+			"connection %d belongs to another user and holds no backend connection now (backends.pool.multiplex), so MariaDB cannot check this KILL", id))
+	}
+	if !query {
+		_ = victim.conn.Close()
+	}
+	s.lastOK = true
+	if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
+		return err
+	}
+	return s.cw.flush()
 }

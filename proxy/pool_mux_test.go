@@ -440,3 +440,42 @@ func TestMultiplexFlashSale(t *testing.T) {
 		t.Fatalf("stock %d -> %d, %d orders, %d sales answered: oversold or lost updates", stock, left, orders, sold.Load())
 	}
 }
+
+// TestMultiplexKillIdle: a session between commands holds no backend
+// connection, so no MariaDB thread; a KILL of it by its own user still
+// does what MariaDB's does: KILL QUERY stops nothing and leaves it
+// working, KILL CONNECTION ends its client connection.
+func TestMultiplexKillIdle(t *testing.T) {
+	p := startProxy(t, multiplexed(4))
+	ctx := context.Background()
+	db := p.db(t, "", "")
+	a, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := p.db(t, "", "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var id int64
+	if err := b.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if got := muxAnswer(a, fmt.Sprintf("KILL QUERY %d", id)); strings.HasPrefix(got, "error") {
+		t.Fatalf("KILL QUERY of an idle session: %s", got)
+	}
+	if got := muxAnswer(b, "SELECT 7"); !strings.Contains(got, "true/7") {
+		t.Fatalf("after KILL QUERY the session answers %q, want 7", got)
+	}
+	if got := muxAnswer(a, fmt.Sprintf("KILL %d", id)); strings.HasPrefix(got, "error") {
+		t.Fatalf("KILL of an idle session: %s", got)
+	}
+	if _, err := b.ExecContext(ctx, "SELECT 1"); err == nil {
+		t.Fatal("the killed session still answers")
+	}
+	if got := muxAnswer(a, fmt.Sprintf("KILL %d", id)); got != "error 1094" {
+		t.Fatalf("KILL of the ended session: %s, want error 1094", got)
+	}
+}

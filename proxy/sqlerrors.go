@@ -56,6 +56,9 @@ var (
 	// errUnknownThread: KILL names a connection id lockproxy does not
 	// know (1094).
 	errUnknownThread = errors.New("proxy: unknown thread id")
+	// errKillIdle: KILL of another user's session that holds no backend
+	// connection (multiplexing), which MariaDB cannot check (1105).
+	errKillIdle = errors.New("proxy: cannot check a KILL of another user's idle session")
 	// errRejected: a rule refuses the statement: its keys cannot be
 	// derived, it may write a table through objects lockproxy cannot
 	// lock, or it is an unpaired write under rewrite.on_unpaired: reject
@@ -115,6 +118,7 @@ var clientErrors = []clientError{
 	{err: errNoParamTypes, code: erMalformedPacket, state: "HY000"},
 	{err: errUnknownStmt, code: erUnknownStmt, state: "HY000"},
 	{err: errUnknownThread, code: erNoSuchThread, state: "HY000"},
+	{err: errKillIdle, code: erUnknown, state: "HY000"},
 	{err: errRejected, code: erUnknown, state: "HY000"},
 	{err: errRaceLost, code: erLockDeadlock, state: "40001"},
 	{err: errConstraint, code: erConstraintFailed, state: "23000"},

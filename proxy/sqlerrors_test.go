@@ -46,6 +46,7 @@ var clientCases = []struct {
 	{"proxy.errNoParamTypes", errorf(errNoParamTypes, "statement 1 executed without parameter types: Malformed communication packet"), 1835, "HY000"},
 	{"proxy.errUnknownStmt", errorf(errUnknownStmt, "Unknown prepared statement handler (7) given to mysqld_stmt_execute"), 1243, "HY000"},
 	{"proxy.errUnknownThread", errorf(errUnknownThread, "Unknown thread id: 7"), 1094, "HY000"},
+	{"proxy.errKillIdle", errorf(errKillIdle, "connection 7 belongs to another user"), 1105, "HY000"},
 	{"proxy.errRejected", errorf(errRejected, "rule r: cannot derive the row keys of t (a range); on_unkeyed: reject"), 1105, "HY000"},
 	{"proxy.errRaceLost", errorf(errRaceLost, `rule "r" key "k": stock changed after it was read`), 1213, "40001"},
 	{"proxy.errConstraint", errorf(errConstraint, `CONSTRAINT stock >= 0 failed for rule "r" key "k"`), 4025, "23000"},
