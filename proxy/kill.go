@@ -27,10 +27,31 @@ import (
 // gives them back naming the client's id. SHOW PROCESSLIST and
 // information_schema.PROCESSLIST still list backend thread ids.
 
-// isKill is a cheap test for a statement starting with KILL.
+// isKill is a cheap test for a statement starting with KILL, after any
+// comments MariaDB skips.
 func isKill(q []byte) bool {
+	q = skipComments(q)
 	t := strings.TrimLeft(string(q[:min(len(q), 32)]), " \t\r\n")
 	return len(t) > 5 && strings.EqualFold(t[:4], "kill") && (t[4] == ' ' || t[4] == '\t' || t[4] == '\n')
+}
+
+// skipComments is q from its first token that is neither white space nor a
+// comment MariaDB skips (read by the one scanner; an executable comment is
+// such a token), or q itself when its first 4 KiB hold none.
+func skipComments(q []byte) []byte {
+	if len(q) == 0 || q[0] != '/' && q[0] != '#' && q[0] != '-' {
+		return q
+	}
+	sc := parser.NewScanner(string(q[:min(len(q), 4<<10)]), parser.ScanOptions{})
+	for {
+		t, ok := sc.Next()
+		if !ok {
+			return q
+		}
+		if t.Kind != parser.TokenSpace && t.Kind != parser.TokenComment {
+			return q[t.Start:]
+		}
+	}
 }
 
 // killStatement serves KILL [HARD | SOFT] [QUERY | CONNECTION] id when q
@@ -48,7 +69,7 @@ func (s *session) killStatement(q []byte) (bool, error) {
 // readKill reads a KILL lockproxy translates: KILL [HARD | SOFT] [QUERY |
 // CONNECTION] <number>.
 func readKill(q []byte) (hard, query bool, id uint64, ok bool) {
-	if hard, query, id, ok = parseKillWords(q); ok {
+	if hard, query, id, ok = parseKillWords(skipComments(q)); ok {
 		return hard, query, id, true
 	}
 	query, id, ok = parseKill(q)

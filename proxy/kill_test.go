@@ -125,10 +125,11 @@ func TestKillReplicaQuery(t *testing.T) {
 
 // TestKillUntranslatedNamesNoThread: lockproxy's connection ids start at
 // 2^31 and name no MariaDB thread, so a KILL of a client's id in a form
-// lockproxy does not translate (after a comment, as an expression,
-// through dynamic SQL or a prepared statement with a parameter) reaches MariaDB as an unknown thread (1094) and ends
-// no session, where it once ended whichever backend connection had that
-// number. The forms MariaDB adds to KILL (HARD, SOFT) are translated.
+// lockproxy does not translate (as an expression, through dynamic SQL or
+// a prepared statement with a parameter) reaches MariaDB as an unknown
+// thread (1094) and ends no session, where it once ended whichever backend
+// connection had that number. The forms MariaDB adds to KILL (HARD, SOFT)
+// and a KILL behind comments are translated.
 func TestKillUntranslatedNamesNoThread(t *testing.T) {
 	p := startProxy(t, nil)
 	direct := p.direct(t, "", "")
@@ -152,7 +153,6 @@ func TestKillUntranslatedNamesNoThread(t *testing.T) {
 	victim := strconv.FormatUint(uint64(sessions[0].GetConnectionID()), 10)
 	killer := p.db(t, "", "multiStatements=true")
 	for _, q := range []string{
-		"/* a comment first */ KILL " + victim,
 		"KILL " + victim + " + 0",
 		"EXECUTE IMMEDIATE 'KILL " + victim + "'",
 	} {
@@ -168,6 +168,26 @@ func TestKillUntranslatedNamesNoThread(t *testing.T) {
 		if _, err := c.Execute("SELECT 1"); err != nil {
 			t.Errorf("session %d after the untranslated KILLs: %v", i, err)
 		}
+	}
+	// Behind comments MariaDB skips, a KILL is still lockproxy's to
+	// translate: it ends the session it names, as directly.
+	extra, err := client.Connect(p.addr, p.bed.User, p.bed.Password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	commented := strconv.FormatUint(uint64(extra.GetConnectionID()), 10)
+	if _, err := killer.Exec("/* a comment first */ KILL QUERY " + commented); err != nil {
+		t.Errorf("commented KILL QUERY: %v", err)
+	}
+	if _, err := extra.Execute("SELECT 1"); err != nil {
+		t.Errorf("the session after KILL QUERY: %v", err)
+	}
+	if _, err := killer.Exec("# first\n-- second\nKILL HARD CONNECTION " + commented); err != nil {
+		t.Errorf("commented KILL HARD CONNECTION: %v", err)
+	}
+	if _, err := extra.Execute("SELECT 1"); err == nil {
+		t.Error("the session a commented KILL named still answers")
 	}
 
 	// KILL HARD QUERY stops the victim's query, KILL SOFT CONNECTION ends it.
