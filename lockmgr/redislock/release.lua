@@ -54,20 +54,7 @@ if plain and redis.call('EXISTS', q) == 0 then
   return {1}
 end
 if redis.call('TYPE', lock)['ok'] == 'string' then
-  -- a fast-path holder with waiters: make it the hash the rest reads
-  local s = redis.call('GET', lock)
-  local d = string.match(s, '^(%d+):')
-  local at = #d + 2 + tonumber(d)
-  local ftok = string.sub(s, #d + 2, at - 1)
-  local d2 = string.match(s, '^(%d+):', at)
-  local at2 = at + #d2 + 1
-  local fown = string.sub(s, at2, at2 + tonumber(d2) - 1)
-  local fprio, ff, fch = string.match(string.sub(s, at2 + tonumber(d2)), '^([^:]*):(%d+):(.*)$')
-  local pttl = redis.call('PTTL', lock)
-  redis.call('DEL', lock)
-  redis.call('HSET', lock, 'tok', ftok, 'own', fown, 'prio', fprio, 'f', ff)
-  if fch ~= '' then redis.call('HSET', lock, 'ch', fch) end
-  if pttl > 0 then redis.call('PEXPIRE', lock, pttl) end
+  fastToHash(lock) -- a fast-path holder with waiters: the hash the rest reads
 end
 local wasHead = redis.call('ZRANK', q, tok) == 0
 local gone = {tok}

@@ -26,7 +26,7 @@ type scripts struct {
 func newScripts() scripts {
 	return scripts{
 		acquire: redis.NewScript(grantscript.Source),
-		release: redis.NewScript(releaseSrc),
+		release: redis.NewScript(grantscript.FastForm + releaseSrc),
 		renew:   redis.NewScript(renewSrc),
 		observe: redis.NewScript(grantscript.ObserveSource),
 	}

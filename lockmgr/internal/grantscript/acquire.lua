@@ -111,21 +111,9 @@ end
 -- holder and fences keep growing.
 local h = redis.pcall('HMGET', lock, 'tok', 'own', 'prio', 'ch', 'f')
 if h['err'] then
-  local s = redis.call('GET', lock)
-  local d = string.match(s, '^(%d+):')
-  local at = #d + 2 + tonumber(d)
-  local ftok = string.sub(s, #d + 2, at - 1)
-  local d2 = string.match(s, '^(%d+):', at)
-  local at2 = at + #d2 + 1
-  local fown = string.sub(s, at2, at2 + tonumber(d2) - 1)
-  local fprio, ff, fch = string.match(string.sub(s, at2 + tonumber(d2)), '^([^:]*):(%d+):(.*)$')
-  local pttl = redis.call('PTTL', lock)
-  redis.call('DEL', lock)
-  redis.call('HSET', lock, 'tok', ftok, 'own', fown, 'prio', fprio, 'f', ff)
-  if fch ~= '' then redis.call('HSET', lock, 'ch', fch) end
-  if pttl > 0 then redis.call('PEXPIRE', lock, pttl) end
+  local ftok, fown, fprio, fch, ff = fastToHash(lock)
   if counter() < tonumber(ff) then redis.call('SET', fence, ff, 'PX', ARGV[8]) end
-  h = {ftok, fown, fprio, fch ~= '' and fch or false, ff}
+  h = {ftok, fown, fprio, fch, ff}
 end
 if h[1] == tok then
   return {1, tonumber(h[5]), redis.call('PTTL', lock)}

@@ -13,10 +13,18 @@ package grantscript
 
 import _ "embed" // for Source
 
-// Source is the text of acquire.lua, for redis.NewScript.
-//
+// Source is the text of acquire.lua after FastForm, for redis.NewScript.
+var Source = FastForm + acquireSource
+
 //go:embed acquire.lua
-var Source string
+var acquireSource string
+
+// FastForm is fast.lua: the Lua function fastToHash, which turns the
+// string a fast-path holder set into the lock hash. A script that may meet
+// such a holder starts with it (acquire.lua, redislock's release.lua).
+//
+//go:embed fast.lua
+var FastForm string
 
 // ObserveSource is the text of observe.lua, for redis.NewScript.
 //
