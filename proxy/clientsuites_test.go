@@ -316,37 +316,13 @@ func runClientSuite(t *testing.T, run func(t *testing.T, p *testProxy, side, add
 
 // replicaQueries is how many statements p sent to a replica.
 func replicaQueries(t *testing.T, p *testProxy) float64 {
-	return labelledSum(t, p.reg, "lockproxy_queries_total", "route", "replica")
+	return sampleValue(t, p.reg, "lockproxy_queries_total", "route", "replica")
 }
 
 // locksTaken is how many lock requests the lock backend whose metrics
 // reg holds granted.
 func locksTaken(t *testing.T, reg *prometheus.Registry) float64 {
-	return labelledSum(t, reg, "lockproxy_lock_acquire_total", "result", "acquired")
-}
-
-// labelledSum sums the samples of counter name in reg whose label has
-// value.
-func labelledSum(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return sampleValue(t, reg, "lockproxy_lock_acquire_total", "result", "acquired")
 }
 
 func orMissing(res string) string {
