@@ -571,8 +571,10 @@ func (s *session) awaitSchema() {
 	s.srv.schemaReads.await()
 }
 
-// isShow is a cheap test for a statement starting with SHOW.
+// isShow is a cheap test for a statement starting with SHOW, after any
+// comments MariaDB skips.
 func isShow(q []byte) bool {
+	q = skipComments(q)
 	i := 0
 	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
 		i++

@@ -12,7 +12,7 @@ import (
 // ordinary result sets, so a DBA in any MySQL client sees what the admin
 // endpoints show. It reports whether q was such a statement.
 func (s *session) showLockproxy(q []byte) (bool, error) {
-	words := strings.Fields(strings.TrimRight(strings.TrimSpace(string(q)), "; \t\r\n"))
+	words := strings.Fields(strings.TrimRight(strings.TrimSpace(string(skipComments(q))), "; \t\r\n"))
 	if len(words) < 2 || !strings.EqualFold(words[0], "show") || !strings.EqualFold(words[1], "lockproxy") {
 		return false, nil
 	}

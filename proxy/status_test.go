@@ -86,6 +86,14 @@ func TestLocksAreVisible(t *testing.T) {
 		if r[0] != "sku-stock" || r[2] != "sku_id" {
 			t.Errorf("RULES row %v", r)
 		}
+		// Behind comments MariaDB skips, still lockproxy's statement.
+		r = [9]string{}
+		if err := p.db(t, db, "").QueryRow("/* a comment */ -- and another\nSHOW LOCKPROXY RULES").Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6], &r[7], &r[8]); err != nil {
+			t.Fatal(err)
+		}
+		if r[0] != "sku-stock" {
+			t.Errorf("RULES row behind comments %v", r)
+		}
 	})
 	t.Run("a waiter shows its holder and place in the queue", func(t *testing.T) {
 		waited := make(chan error, 1)
