@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"RenewalKeepsHolder", testRenewal},
 		{"RestartNeverDoubleGrants", testRestart},
 		{"SchemaWord", testSchemaWord},
+		{"SchemaWordOwn", testSchemaWordOwn},
 		{"Observe", testObserve},
 	}
 	for _, tc := range tests {

@@ -59,16 +59,27 @@ func (w *schemaWord) announce(ctx context.Context) error {
 	if err := w.st.ensure(ctx); err != nil {
 		return err
 	}
+	// LAST_INSERT_ID(expr) hands the raised version back in the OK
+	// packet, so the follower knows this announcement as its own even
+	// when its next read finds a later one of this Locker's on top.
 	q := "INSERT INTO " + w.st.schemaTable() + " (id, version, locker) VALUES (1, 0, ?)" +
-		" ON DUPLICATE KEY UPDATE version = version + 1, locker = VALUES(locker)"
-	_, err := w.st.db.ExecContext(ctx, q, w.id)
+		" ON DUPLICATE KEY UPDATE version = LAST_INSERT_ID(version + 1), locker = VALUES(locker)"
+	res, err := w.st.db.ExecContext(ctx, q, w.id)
 	if noTable(err) {
 		if _, err = w.st.db.ExecContext(ctx, w.st.schemaDDL()); err == nil {
-			_, err = w.st.db.ExecContext(ctx, q, w.id)
+			res, err = w.st.db.ExecContext(ctx, q, w.id)
 		}
 	}
 	if err != nil {
 		return w.st.wrap("announce a schema change", err)
+	}
+	if n, err := res.RowsAffected(); err == nil {
+		switch id, err := res.LastInsertId(); {
+		case n == 1: // the row made, at version 0
+			w.f.Own(0)
+		case n == 2 && err == nil:
+			w.f.Own(id)
+		}
 	}
 	return nil
 }

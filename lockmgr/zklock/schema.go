@@ -32,7 +32,10 @@ func (l *Locker) AnnounceSchemaChange(ctx context.Context) error {
 func (l *Locker) setSchema() error {
 	p, data := l.schemaPath(), []byte(l.id)
 	for {
-		_, err := l.conn.Set(p, data, -1)
+		stat, err := l.conn.Set(p, data, -1)
+		if err == nil {
+			l.schema.Own(int64(stat.Version))
+		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
@@ -41,6 +44,9 @@ func (l *Locker) setSchema() error {
 			return err
 		}
 		_, err = l.conn.Create(p, data, zk.FlagPersistent, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			l.schema.Own(0)
+		}
 		if !errors.Is(err, zk.ErrNodeExists) {
 			return err // made (version 0, by this Locker) or failed
 		}

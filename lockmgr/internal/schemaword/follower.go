@@ -2,6 +2,10 @@ package schemaword
 
 import "sync"
 
+// maxGap is the widest version jump Seen checks against the Locker's own
+// announcements one by one; a wider one delivers.
+const maxGap = 1024
+
 // Follower turns the versions of a shared schema record into deliveries
 // on C. Safe for concurrent use.
 type Follower struct {
@@ -11,10 +15,13 @@ type Follower struct {
 	mu    sync.Mutex
 	known bool
 	last  int64
+	own   map[int64]bool // versions this Locker's announcements made, above last
 }
 
 // New returns a Follower for the Locker whose announcements carry id.
-func New(id string) *Follower { return &Follower{id: id, c: make(chan struct{}, 1)} }
+func New(id string) *Follower {
+	return &Follower{id: id, c: make(chan struct{}, 1), own: make(map[int64]bool)}
+}
 
 // C delivers a value when another Locker announced a change (changes
 // that come while one is pending are merged).
@@ -29,18 +36,49 @@ func (f *Follower) Signal() {
 	}
 }
 
+// Own records that one of this Locker's announcements made version, for
+// a backend that learns it from the write: two of its own announcements
+// seen as one jump then deliver nothing. Recorded after Seen read past
+// it, it is ignored (at worst a delivery the Locker did not need).
+func (f *Follower) Own(version int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.known || version > f.last {
+		f.own[version] = true
+	}
+}
+
 // Seen records that the record has version (-1: it does not exist) and
 // was last written by writer. The first version seen is the baseline and
-// delivers nothing; after it, a different version delivers unless it is
-// exactly one announcement later and that announcement was this Locker's
-// own.
+// delivers nothing; after it, a higher version delivers unless every
+// version up to it was made by this Locker (known from Own, or the last
+// one by writer); a lower one (the record made again, or gone) delivers.
 func (f *Follower) Seen(version int64, writer string) {
 	f.mu.Lock()
 	known, last := f.known, f.last
 	f.known, f.last = true, version
-	f.mu.Unlock()
-	if !known || version == last || (version == last+1 && writer == f.id) {
-		return
+	deliver := known && version != last && !f.allOwn(last, version, writer)
+	for v := range f.own {
+		if v <= version || version < last {
+			delete(f.own, v)
+		}
 	}
-	f.Signal()
+	f.mu.Unlock()
+	if deliver {
+		f.Signal()
+	}
+}
+
+// allOwn reports whether every version after last up to version was made
+// by this Locker. Called with mu held.
+func (f *Follower) allOwn(last, version int64, writer string) bool {
+	if version < last || version-last > maxGap {
+		return false
+	}
+	for v := last + 1; v <= version; v++ {
+		if !f.own[v] && !(v == version && writer == f.id) {
+			return false
+		}
+	}
+	return true
 }

@@ -38,6 +38,56 @@ func TestFollower(t *testing.T) {
 	}
 }
 
+// TestOwnJump: two announcements of this Locker read as one jump (the
+// poll or the watch missed the middle one) deliver nothing; a jump with
+// another's announcement inside delivers.
+func TestOwnJump(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		own  []int64
+		seen int64
+		by   string
+		want bool
+	}{
+		{"two own", []int64{1}, 2, "me", false},
+		{"three own", []int64{1, 2, 3}, 3, "me", false},
+		{"another's in the middle", []int64{1}, 3, "me", true},
+		{"another's last", []int64{1}, 2, "other", true},
+		{"own unknown", nil, 2, "me", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := New("me")
+			f.Seen(0, "other")
+			for _, v := range tc.own {
+				f.Own(v)
+			}
+			f.Seen(tc.seen, tc.by)
+			got := false
+			select {
+			case <-f.C():
+				got = true
+			default:
+			}
+			if got != tc.want {
+				t.Fatalf("own %v, then version %d by %q: delivered %v, want %v", tc.own, tc.seen, tc.by, got, tc.want)
+			}
+		})
+	}
+	f := New("me")
+	f.Seen(0, "other")
+	f.Own(1)
+	f.Seen(1, "me")
+	f.Seen(2, "me") // 1 was read already; 2 is the next own
+	select {
+	case <-f.C():
+		t.Fatal("own announcements read one by one delivered")
+	default:
+	}
+	if len(f.own) != 0 {
+		t.Fatalf("own versions kept after they were read: %v", f.own)
+	}
+}
+
 func TestSignalMerges(t *testing.T) {
 	f := New("me")
 	f.Signal()
