@@ -1,6 +1,6 @@
 # lockproxy. `make test` is the test command (CI runs it through .ci/run).
 GO            ?= go
-GO_TEST_FLAGS ?= -race -count=1 -timeout 20m
+GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 PKGS          ?= ./...
 ARGS          ?=
 BENCH_ARGS    ?=

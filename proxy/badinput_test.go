@@ -92,7 +92,7 @@ func TestBadInput(t *testing.T) {
 	t.Run("handshake never finished", func(t *testing.T) {
 		c := dial(t)
 		readGreeting(t, c)
-		// handshake_timeout is 2s in startProxy.
+		// handshake_timeout is 5s in startProxy.
 		expectClosed(t, c, 10*time.Second)
 		stillServes(t, p)
 	})

@@ -661,7 +661,7 @@ func (r *rowHash) sum() string { return hex.EncodeToString(r.h.Sum(nil)) }
 func startProxyOpts(t testing.TB, opts Options) *testProxy {
 	t.Helper()
 	bed := testbed.Get(t)
-	yaml := fmt.Sprintf("proxy: {handshake_timeout: 2s}\nusers: [{user: %s, password: %q}]\n"+
+	yaml := fmt.Sprintf("proxy: {handshake_timeout: 5s}\nusers: [{user: %s, password: %q}]\n"+
 		"backends: {primary: '%s'}\nlocks: {backend: memory}\n", bed.User, bed.Password, bed.PrimaryAddr)
 	cfg, err := rules.LoadBytes("test.yaml", []byte(yaml))
 	if err != nil {

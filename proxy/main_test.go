@@ -47,7 +47,7 @@ func startProxyWith(t testing.TB, edit func(*rules.Config), locker lockmgr.Locke
 func startProxyOn(t testing.TB, bed *testbed.Bed, edit func(*rules.Config), locker lockmgr.Locker) *testProxy {
 	t.Helper()
 	yaml := fmt.Sprintf(`proxy:
-  handshake_timeout: 2s
+  handshake_timeout: 5s
 users:
   - user: %s
     password: %q

@@ -42,7 +42,7 @@ func observedProxy(t *testing.T, o observed) *testProxy {
 	if o.log == nil {
 		o.log = zaptest.NewLogger(t)
 	}
-	cfg, err := rules.LoadBytes("test.yaml", fmt.Appendf(nil, "proxy:\n  handshake_timeout: 2s\nusers:\n  - user: %s\n    password: %q\nbackends:\n  primary: %s\nlocks:\n  backend: memory\n",
+	cfg, err := rules.LoadBytes("test.yaml", fmt.Appendf(nil, "proxy:\n  handshake_timeout: 5s\nusers:\n  - user: %s\n    password: %q\nbackends:\n  primary: %s\nlocks:\n  backend: memory\n",
 		bed.User, bed.Password, bed.PrimaryAddr))
 	if err != nil {
 		t.Fatalf("config: %v", err)
