@@ -42,6 +42,34 @@ func TestNormalizeKeys(t *testing.T) {
 	}
 }
 
+// TestNormalizeKeysMergesBounds: one key named twice keeps the strictest
+// of what its rules ask: no hand-off when one fences, else the tighter
+// hand-off window.
+func TestNormalizeKeysMergesBounds(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		in        []lockmgr.Key
+		noHandoff bool
+		window    time.Duration
+	}{
+		{"one fences", []lockmgr.Key{{Name: "a"}, {Name: "a", NoHandoff: true}}, true, 0},
+		{"tighter window", []lockmgr.Key{{Name: "a", HandoffWindow: 30 * ms}, {Name: "a", HandoffWindow: 10 * ms}}, false, 10 * ms},
+		{"window and none", []lockmgr.Key{{Name: "a"}, {Name: "a", HandoffWindow: 10 * ms}}, false, 10 * ms},
+		{"none and window", []lockmgr.Key{{Name: "a", HandoffWindow: 10 * ms}, {Name: "a"}}, false, 10 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := lockmgr.NormalizeKeys(tc.in)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("got %v, %v; want one key", got, err)
+			}
+			if got[0].NoHandoff != tc.noHandoff || got[0].HandoffWindow != tc.window {
+				t.Fatalf("got %+v; want NoHandoff %v, HandoffWindow %v", got[0], tc.noHandoff, tc.window)
+			}
+		})
+	}
+}
+
 func TestOwnerOlder(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	a := lockmgr.Owner{Instance: "i", Session: 2, Start: t0}

@@ -58,6 +58,11 @@ type Key struct {
 	// with a new fence (its rule fences writes with it), so a backend never
 	// hands it from one owner to the next inside the instance.
 	NoHandoff bool
+	// HandoffWindow, when positive and shorter than the backend's own
+	// bound, ends the key's local hand-offs once that long has passed
+	// since the lock service granted it (a row whose batches several
+	// instances take turns on: lockproxy's rules[].combine.hold_window).
+	HandoffWindow time.Duration
 }
 
 // NormalizeKeys returns keys sorted by Name with duplicates removed, the
@@ -74,6 +79,7 @@ func NormalizeKeys(keys []Key) ([]Key, error) {
 		switch {
 		case i > 0 && out[i].Name == out[j].Name:
 			out[j].NoHandoff = out[j].NoHandoff || out[i].NoHandoff // one rule that fences is enough
+			out[j].HandoffWindow = shorterWindow(out[j].HandoffWindow, out[i].HandoffWindow)
 		case i > 0:
 			j++
 			out[j] = out[i]
@@ -86,4 +92,18 @@ func NormalizeKeys(keys []Key) ([]Key, error) {
 		}
 	}
 	return out, nil
+}
+
+// shorterWindow is the tighter of two hand-off bounds, where 0 is none.
+func shorterWindow(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// HandoffBound is the bound on k's local hand-offs given the backend's
+// own (0: none): the tighter of the two.
+func (k Key) HandoffBound(window time.Duration) time.Duration {
+	return shorterWindow(window, k.HandoffWindow)
 }

@@ -95,11 +95,17 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 		g.waitTimeout = w
 	}
 	fenced := false // a fenced write needs a new token with every grant
+	var window time.Duration
 	for _, r := range d.Rules {
 		fenced = fenced || r.Fence != ""
+		// A combined row's batches keep its lock on the instance only so
+		// long: the other instances' batches take their turn.
+		if r.Combines() && r.Combine.HoldWindow > 0 && (window == 0 || r.Combine.HoldWindow.D() < window) {
+			window = r.Combine.HoldWindow.D()
+		}
 	}
 	for _, k := range d.Keys {
-		g.keys = append(g.keys, lockmgr.Key{Name: k.Name, Rule: k.Rule, NoHandoff: fenced})
+		g.keys = append(g.keys, lockmgr.Key{Name: k.Name, Rule: k.Rule, NoHandoff: fenced, HandoffWindow: window})
 	}
 }
 

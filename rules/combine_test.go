@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCombineConfig(t *testing.T) {
@@ -12,17 +13,21 @@ func TestCombineConfig(t *testing.T) {
 		name, yaml, wantErr string
 		max                 int
 		marker              string // db.table, "" for none
+		hold                time.Duration
 	}{
-		{"present means on, default max_batch", base + rw + "    combine: {}\n", "", DefaultCombineMaxBatch, DefaultCombineMarkerTable},
-		{"max_batch", base + rw + "    combine: {max_batch: 16}\n", "", 16, DefaultCombineMarkerTable},
-		{"marker_table", base + rw + "    combine: {marker_table: ops.batches}\n", "", DefaultCombineMaxBatch, "ops.batches"},
-		{"no marker", base + rw + "    combine: {marker_table: none}\n", "", DefaultCombineMaxBatch, ""},
-		{"marker_table needs a database", base + rw + "    combine: {marker_table: batches}\n", "rules[0].combine.marker_table: must be db.table", 0, ""},
-		{"marker_table names", base + rw + "    combine: {marker_table: \"a.b-c\"}\n", "rules[0].combine.marker_table: must be db.table", 0, ""},
-		{"needs rewrite", base + "    combine: {}\n", "rules[0].combine: needs rewrite", 0, ""},
-		{"not with fence", base + rw + "    fence: f\n    combine: {}\n", "rules[0].combine: cannot be used with fence", 0, ""},
-		{"max_batch bounded", base + rw + "    combine: {max_batch: 5000}\n", "rules[0].combine.max_batch: must be between 1 and 4096", 0, ""},
-		{"unknown key", base + rw + "    combine: {batch: 3}\n", "batch", 0, ""},
+		{"present means on, default max_batch", base + rw + "    combine: {}\n", "", DefaultCombineMaxBatch, DefaultCombineMarkerTable, DefaultCombineHoldWindow},
+		{"max_batch", base + rw + "    combine: {max_batch: 16}\n", "", 16, DefaultCombineMarkerTable, DefaultCombineHoldWindow},
+		{"marker_table", base + rw + "    combine: {marker_table: ops.batches}\n", "", DefaultCombineMaxBatch, "ops.batches", DefaultCombineHoldWindow},
+		{"no marker", base + rw + "    combine: {marker_table: none}\n", "", DefaultCombineMaxBatch, "", DefaultCombineHoldWindow},
+		{"marker_table needs a database", base + rw + "    combine: {marker_table: batches}\n", "rules[0].combine.marker_table: must be db.table", 0, "", 0},
+		{"marker_table names", base + rw + "    combine: {marker_table: \"a.b-c\"}\n", "rules[0].combine.marker_table: must be db.table", 0, "", 0},
+		{"needs rewrite", base + "    combine: {}\n", "rules[0].combine: needs rewrite", 0, "", 0},
+		{"not with fence", base + rw + "    fence: f\n    combine: {}\n", "rules[0].combine: cannot be used with fence", 0, "", 0},
+		{"max_batch bounded", base + rw + "    combine: {max_batch: 5000}\n", "rules[0].combine.max_batch: must be between 1 and 4096", 0, "", 0},
+		{"hold_window", base + rw + "    combine: {hold_window: 25ms}\n", "", DefaultCombineMaxBatch, DefaultCombineMarkerTable, 25 * time.Millisecond},
+		{"hold_window off", base + rw + "    combine: {hold_window: 0s}\n", "", DefaultCombineMaxBatch, DefaultCombineMarkerTable, 0},
+		{"hold_window negative", base + rw + "    combine: {hold_window: -1ms}\n", "rules[0].combine.hold_window: must not be negative", 0, "", 0},
+		{"unknown key", base + rw + "    combine: {batch: 3}\n", "batch", 0, "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +44,9 @@ func TestCombineConfig(t *testing.T) {
 			r := &cfg.Rules[0]
 			if !r.Combines() || r.Combine.MaxBatch != tc.max {
 				t.Fatalf("combines %v max_batch %d, want true %d", r.Combines(), r.Combine.MaxBatch, tc.max)
+			}
+			if got := r.Combine.HoldWindow.D(); got != tc.hold {
+				t.Fatalf("hold_window %v, want %v", got, tc.hold)
 			}
 			db, table, ok := r.Combine.Marker()
 			if got := db + "." + table; ok != (tc.marker != "") || ok && got != tc.marker {

@@ -313,6 +313,12 @@ type Combine struct {
 	// DefaultCombineMarkerTable; CombineMarkerNone: no marker, the row
 	// is read again instead).
 	MarkerTable string `yaml:"marker_table"`
+	// HoldWindow bounds how long after the lock service granted the
+	// row's lock the instance may pass it from one batch to the next
+	// without the service (default DefaultCombineHoldWindow; 0: only
+	// locks.redis.local_handoff_window bounds it): the other instances'
+	// batches of the row wait about this long for their turn.
+	HoldWindow Duration `yaml:"hold_window"`
 }
 
 // Marker is the marker table's db and table name; ok is false when the

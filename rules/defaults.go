@@ -33,6 +33,9 @@ const (
 	// out; CombineMarkerNone turns the marker off.
 	DefaultCombineMarkerTable = "lockproxy.lockproxy_combine"
 	CombineMarkerNone         = "none"
+	// DefaultCombineHoldWindow is rules[].combine.hold_window when left
+	// out.
+	DefaultCombineHoldWindow = 10 * time.Millisecond
 	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
 	// hand-offs in a row (see RedisConfig.LocalHandoffs): a row with short
 	// holds stays on one instance for up to 64 transactions, one with
@@ -138,6 +141,7 @@ func applyDefaults(cfg *Config, d *decoder) {
 		}
 		if c := r.Combine; c != nil {
 			setStr(&c.MarkerTable, DefaultCombineMarkerTable)
+			setDur(d, fmt.Sprintf("rules[%d].combine.hold_window", i), &c.HoldWindow, DefaultCombineHoldWindow)
 		}
 		if rw := r.Rewrite; rw != nil {
 			setStr(&rw.Scope, ScopeTransaction)

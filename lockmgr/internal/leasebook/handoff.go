@@ -74,7 +74,7 @@ func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	defer b.mu.Unlock()
 	now := time.Now()
 	if len(h.keys) != 1 || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
-		!now.Before(h.validUntil) || (window > 0 && now.Sub(h.granted) >= window) {
+		!now.Before(h.validUntil) || h.windowOver(now, window) {
 		return false
 	}
 	from := b.owners[h.Owner]
@@ -130,7 +130,7 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	defer b.mu.Unlock()
 	now := time.Now()
 	if len(h.keys) != 1 || h.keys[0].NoHandoff || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
-		!now.Before(h.validUntil) || (window > 0 && now.Sub(h.granted) >= window) || h.Owner == to {
+		!now.Before(h.validUntil) || h.windowOver(now, window) || h.Owner == to {
 		return false
 	}
 	from := b.owners[h.Owner]
@@ -227,4 +227,13 @@ func (b *Book) Fences(h *Held) []uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(h.fences)
+}
+
+// windowOver reports whether the hand-offs of h, a lease on one key, are
+// over by time at now: window (the backend's bound, 0: none) or the key's
+// own tighter one (lockmgr.Key.HandoffWindow) has passed since the
+// service granted it.
+func (h *Held) windowOver(now time.Time, window time.Duration) bool {
+	w := h.keys[0].HandoffBound(window)
+	return w > 0 && now.Sub(h.granted) >= w
 }

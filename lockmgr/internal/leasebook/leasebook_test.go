@@ -198,3 +198,33 @@ func TestRenewCtx(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyHandoffWindow: a key's own hand-off window (Key.HandoffWindow)
+// ends its hand-overs before the backend's longer one; without it, or
+// when it is the longer, the backend's bound decides.
+func TestKeyHandoffWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		key, backend   time.Duration
+		age            time.Duration // since the service's grant
+		wantHandedOver bool
+	}{
+		{"key's window not over", 20 * time.Millisecond, time.Second, 5 * time.Millisecond, true},
+		{"key's window over", 20 * time.Millisecond, time.Second, 30 * time.Millisecond, false},
+		{"no key window", 0, time.Second, 30 * time.Millisecond, true},
+		{"backend's the tighter", time.Second, 20 * time.Millisecond, 30 * time.Millisecond, false},
+		{"backend unbounded", 20 * time.Millisecond, 0, 30 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(nil)
+			from := owner("a", time.Now())
+			h := b.Begin("tok", from)
+			b.Granted(h, lockmgr.Key{Name: "k", HandoffWindow: tc.key}, 1, time.Now().Add(time.Hour))
+			h.granted = time.Now().Add(-tc.age)
+			to := lockmgr.Owner{Instance: "a", Session: 2, Txn: 1, Start: time.Now()}
+			if got := b.HandOver(h, to, 64, tc.backend); got != tc.wantHandedOver {
+				t.Fatalf("HandOver %v after %v (key window %v, backend's %v); want %v", got, tc.age, tc.key, tc.backend, tc.wantHandedOver)
+			}
+		})
+	}
+}
