@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 	"time"
 
@@ -375,92 +374,6 @@ func (s *session) ownConnectionID(p []byte) []byte {
 	return append([]byte{p[0]}, q...)
 }
 
-// analyzeQuery is analyze for a COM_QUERY text, by its shape where it has
-// one (parser.Cache.AnalyzeShaped): a text that differs from one analysed
-// before only in integer literals compared or assigned with `=` comes back
-// as the analysis of the shape, with params binding its placeholders to
-// the text's literals, and is not parsed again; sql is then the text
-// itself. params is nil when an is the text's own analysis: in a client
-// character set where a backslash may end a multi-byte character, and for
-// a shape whose plan needs the text (Server.textShapes).
-func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql string) {
-	if !s.srv.needsFacts() {
-		return s.analyze(q), nil, ""
-	}
-	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.unsafeCharset {
-		return s.analyze(q), nil, ""
-	}
-	sql = parser.PlainBlanks(string(q), s.sqlMode.charset, opts.Mode)
-	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, opts)
-	if err != nil {
-		return s.unparsed(sql, err), nil, sql
-	}
-	if params != nil {
-		if rs, ok := s.srv.textShapes.Peek(an); ok && rs == s.srv.ruleSet() {
-			return s.analyzeText(sql), nil, sql
-		}
-	}
-	return an, params, sql
-}
-
-// analyzeText is analyze for a text already a string, when facts are
-// needed.
-func (s *session) analyzeText(sql string) *parser.Analysis {
-	opts := s.parseOptions() // first: it may learn a new database
-	sql = parser.PlainBlanks(sql, s.sqlMode.charset, opts.Mode)
-	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
-	if err != nil {
-		return s.unparsed(sql, err)
-	}
-	return an
-}
-
-// lexicalKinds are the kinds of statement a text too long to parse may
-// be (analyzeLexically): the bulk loads, long literals and dumps' rows
-// whose length is data.
-var lexicalKinds = map[parser.Kind]bool{parser.KindSelect: true, parser.KindInsert: true,
-	parser.KindReplace: true, parser.KindUpdate: true, parser.KindDelete: true}
-
-// analyzeLexically is the analysis of a COM_QUERY text over
-// proxy.max_statement_size (tooLong says so): read as lockproxy reads a
-// text the parser rejects (by its words: parser.AnalyzeLexically), it
-// runs on the primary, and where it names a guarded table its rows cannot
-// be keyed (the rule's on_unkeyed decides). nil, for the text to be
-// refused, unless its first word is SELECT, INSERT, REPLACE, UPDATE or
-// DELETE and the session's character set lets the lexer find the ends of
-// its literals.
-func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
-	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.unsafeCharset {
-		return nil
-	}
-	an, err := parser.AnalyzeLexically(string(q), s.db, opts, tooLong.Error())
-	if err != nil || !lexicalKinds[an.LexKind] {
-		return nil
-	}
-	return an
-}
-
-// unparsed is the analysis of a text the analyser failed on.
-func (s *session) unparsed(sql string, err error) *parser.Analysis {
-	s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
-	return &parser.Analysis{SQL: sql, DB: s.db, Unparsed: true, ParseError: err.Error()}
-}
-
-// analyze returns the facts of a query text, from the cache; nil when no
-// rule could apply, so unguarded traffic pays no parse.
-func (s *session) analyze(q []byte) *parser.Analysis {
-	if !s.srv.needsFacts() {
-		if mayChangeDB(q) {
-			s.be.dbDirty = true
-		}
-		s.modeMayHaveChanged()
-		return nil
-	}
-	return s.analyzeText(string(q))
-}
-
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis, pl plan) {
 	defer func() { s.ddlAnnounced = false }()
@@ -482,93 +395,6 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
 	}
-}
-
-// schemaDDL reports whether an holds DDL after which the schema is read
-// again (see track and refreshSchemaAfter), which the other instances
-// sharing the lock service are then told of.
-func (s *session) schemaDDL(an *parser.Analysis) bool {
-	if an == nil || !readsSchema(s.srv.config()) {
-		return false
-	}
-	for _, f := range an.Stmts {
-		if f.Kind == parser.KindDDL && !temporaryDDL(f.Text) {
-			return true
-		}
-	}
-	return an.Unparsed && an.LexKind == parser.KindDDL && !temporaryDDL(an.SQL)
-}
-
-// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
-// refreshSchemaAsync). Temporary tables are not in the schema lockproxy
-// reads, and without rules or replicas nothing reads it.
-func (s *session) refreshSchemaAfter(ddl string) {
-	if !readsSchema(s.srv.config()) || temporaryDDL(ddl) {
-		return
-	}
-	s.refreshSchemaAsync()
-}
-
-// temporaryDDL reports whether ddl creates or drops a temporary table or
-// sequence (CREATE [OR REPLACE] TEMPORARY ..., DROP TEMPORARY ...), not
-// whether the word appears: a routine or trigger whose body makes a
-// temporary table is part of the schema.
-func temporaryDDL(ddl string) bool {
-	w := strings.Fields(strings.ToLower(ddl))
-	switch {
-	case len(w) < 2 || w[0] != "create" && w[0] != "drop":
-		return false
-	case w[1] == "temporary":
-		return true
-	}
-	return len(w) > 3 && w[1] == "or" && w[2] == "replace" && w[3] == "temporary"
-}
-
-// refreshSchemaAsync re-reads the schema after DDL in the background and,
-// unless relay told them before the client had its OK (session.ddlWord),
-// tells the other instances sharing the lock service to at the same time
-// (announceSchemaChange); both are counted with the session's server so
-// that Shutdown waits for them (the session itself is counted while it
-// runs, so the count cannot be zero).
-// The client has its OK at once; the next plan of every session waits for
-// the read (awaitSchema), so the statement after a CREATE TABLE or CREATE
-// VIEW is keyed with the new table's column types and meets the rules
-// through the new view. A session's reads run one after another, so the
-// last one stored is the one its last DDL started.
-func (s *session) refreshSchemaAsync() {
-	prev, done := s.schemaRead, make(chan struct{})
-	s.schemaRead = done
-	s.srv.schemaReads.begin()
-	if !s.ddlAnnounced {
-		s.ddlAnnounced = true // once for all the DDL of a text
-		s.srv.wg.Add(1)
-		go func() {
-			defer s.srv.wg.Done()
-			s.srv.announceSchemaChange()
-		}()
-	}
-	s.srv.wg.Add(1)
-	go func() {
-		defer s.srv.wg.Done()
-		defer close(done)
-		defer s.srv.schemaReads.end()
-		if prev != nil {
-			<-prev
-		}
-		s.srv.refreshSchema()
-	}()
-}
-
-// awaitSchema waits for the schema reads after DDL still running: the
-// one the session's last DDL started, and any another session or another
-// instance's announced DDL started (each gives up within the schema read's
-// timeouts).
-func (s *session) awaitSchema() {
-	if s.schemaRead != nil {
-		<-s.schemaRead
-		s.schemaRead = nil
-	}
-	s.srv.schemaReads.await()
 }
 
 // isShow is a cheap test for a statement starting with SHOW, after any

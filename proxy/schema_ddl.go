@@ -1,0 +1,97 @@
+package proxy
+
+// DDL the session runs: which statements make the schema be read again,
+// that read in the background, and the session's next plan waiting for it.
+
+import (
+	"strings"
+
+	"github.com/lockproxy/lockproxy/parser"
+)
+
+// schemaDDL reports whether an holds DDL after which the schema is read
+// again (see track and refreshSchemaAfter), which the other instances
+// sharing the lock service are then told of.
+func (s *session) schemaDDL(an *parser.Analysis) bool {
+	if an == nil || !readsSchema(s.srv.config()) {
+		return false
+	}
+	for _, f := range an.Stmts {
+		if f.Kind == parser.KindDDL && !temporaryDDL(f.Text) {
+			return true
+		}
+	}
+	return an.Unparsed && an.LexKind == parser.KindDDL && !temporaryDDL(an.SQL)
+}
+
+// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
+// refreshSchemaAsync). Temporary tables are not in the schema lockproxy
+// reads, and without rules or replicas nothing reads it.
+func (s *session) refreshSchemaAfter(ddl string) {
+	if !readsSchema(s.srv.config()) || temporaryDDL(ddl) {
+		return
+	}
+	s.refreshSchemaAsync()
+}
+
+// temporaryDDL reports whether ddl creates or drops a temporary table or
+// sequence (CREATE [OR REPLACE] TEMPORARY ..., DROP TEMPORARY ...), not
+// whether the word appears: a routine or trigger whose body makes a
+// temporary table is part of the schema.
+func temporaryDDL(ddl string) bool {
+	w := strings.Fields(strings.ToLower(ddl))
+	switch {
+	case len(w) < 2 || w[0] != "create" && w[0] != "drop":
+		return false
+	case w[1] == "temporary":
+		return true
+	}
+	return len(w) > 3 && w[1] == "or" && w[2] == "replace" && w[3] == "temporary"
+}
+
+// refreshSchemaAsync re-reads the schema after DDL in the background and,
+// unless relay told them before the client had its OK (session.ddlWord),
+// tells the other instances sharing the lock service to at the same time
+// (announceSchemaChange); both are counted with the session's server so
+// that Shutdown waits for them (the session itself is counted while it
+// runs, so the count cannot be zero).
+// The client has its OK at once; the next plan of every session waits for
+// the read (awaitSchema), so the statement after a CREATE TABLE or CREATE
+// VIEW is keyed with the new table's column types and meets the rules
+// through the new view. A session's reads run one after another, so the
+// last one stored is the one its last DDL started.
+func (s *session) refreshSchemaAsync() {
+	prev, done := s.schemaRead, make(chan struct{})
+	s.schemaRead = done
+	s.srv.schemaReads.begin()
+	if !s.ddlAnnounced {
+		s.ddlAnnounced = true // once for all the DDL of a text
+		s.srv.wg.Add(1)
+		go func() {
+			defer s.srv.wg.Done()
+			s.srv.announceSchemaChange()
+		}()
+	}
+	s.srv.wg.Add(1)
+	go func() {
+		defer s.srv.wg.Done()
+		defer close(done)
+		defer s.srv.schemaReads.end()
+		if prev != nil {
+			<-prev
+		}
+		s.srv.refreshSchema()
+	}()
+}
+
+// awaitSchema waits for the schema reads after DDL still running: the
+// one the session's last DDL started, and any another session or another
+// instance's announced DDL started (each gives up within the schema read's
+// timeouts).
+func (s *session) awaitSchema() {
+	if s.schemaRead != nil {
+		<-s.schemaRead
+		s.schemaRead = nil
+	}
+	s.srv.schemaReads.await()
+}
