@@ -24,6 +24,9 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 FROM ${BUILDER_IMAGE} AS build
 WORKDIR /src
+# The product's module alone: go.work also joins bench/'s, which the
+# binary does not need.
+ENV GOWORK=off
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .

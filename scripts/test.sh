@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: run the Go tests against one freshly started test bed, then take
 # the bed down whatever happens. `make test` runs it; arguments go to
-# `go test` (default: -race -count=1 -timeout 30m ./...).
+# `go test` (default: -race -count=1 -timeout 30m ./... ./bench/...; bench/
+# is a module of its own, joined by go.work).
 #
 # Every test package of the run shares the one bed through
 # LOCKPROXY_TESTBED (see internal/testbed). The exit status is go test's,
@@ -34,7 +35,7 @@ scripts/testbed.sh status "$dir" >&2
 export LOCKPROXY_TESTBED="$dir"
 
 if (($# == 0)); then
-	set -- -race -count=1 -timeout 30m ./...
+	set -- -race -count=1 -timeout 30m ./... ./bench/...
 fi
 rc=0
 go test "$@" || rc=$?
