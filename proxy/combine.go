@@ -238,7 +238,7 @@ func (s *session) combineRefusal(r request, pl plan) string {
 		return "in a transaction or autocommit off"
 	case s.locks != nil && s.locks.Len() > 0:
 		return "the session holds locks"
-	case s.moreFollows || s.splitPieces > 0:
+	case s.ex.moreFollows || s.ex.splitPieces > 0:
 		return "multi-statement text"
 	case s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.unsafeCharset:
 		return "session escaping"

@@ -20,7 +20,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	case combineAlone:
 		return s.servePlanned(r, pl)
 	case combineUnknown:
-		s.lastOK = false
+		s.ex.lastOK = false
 		s.log.Info("the combined batch's commit outcome is unknown; closing the client's connection",
 			zap.String("rule", cand.rule.Name), zap.String("key", cand.row))
 		return errCombineUnknown
@@ -47,7 +47,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 			zap.String("guard", step.guard), zap.Bool("zero_rows", step.zero), zap.Bool("combined", true),
 			zap.Uint32("session", s.id), zap.String("user", s.user))
 		if !step.zero {
-			s.lastOK = false
+			s.ex.lastOK = false
 			if s.be != nil {
 				s.be.pre = nil // an error: ROW_COUNT() is -1 on the server too
 			}
@@ -58,7 +58,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
 	}
 	p, affected := s.combinedOK(res)
-	s.lastOK, s.lastAffected = true, affected
+	s.ex.lastOK, s.lastAffected = true, affected
 	s.oweRowCount(affected)
 	s.afterCommand()
 	return s.writeReply(p)

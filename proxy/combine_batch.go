@@ -105,7 +105,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 		}
 	}
 	b := s.be
-	s.src = b
+	s.ex.src = b
 	defer func() { s.status = b.status }()
 	mk := s.batchMarker(cand, b)
 	bt.marker = mk

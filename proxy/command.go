@@ -38,7 +38,7 @@ func (s *session) commandLoop(drain context.Context) error {
 		if err == nil {
 			seq, p, err = s.cr.readLogical(limit)
 		}
-		s.cmdSeq = seq
+		s.ex.cmdSeq = seq
 		s.idleEpoch.Add(1)
 		s.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {
@@ -66,13 +66,13 @@ func (s *session) commandLoop(drain context.Context) error {
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
 		s.beginCommand(p[0])
-		s.trackText = s.namesTracking(p)
+		s.ex.trackText = s.namesTracking(p)
 		err = s.dispatchLent(p)
 		s.shrinkBuffers()
 		if err != nil {
 			return err
 		}
-		if s.trackText || s.trackChanged {
+		if s.ex.trackText || s.ex.trackChanged {
 			if err := s.retrack(); err != nil {
 				return err
 			}
@@ -118,13 +118,13 @@ func (s *session) dispatch(p []byte) error {
 		if err := s.forward(p, relayResults, false); err != nil {
 			return err
 		}
-		if s.lastOK && s.lastReport&reportedSchema == 0 {
+		if s.ex.lastOK && s.ex.lastReport&reportedSchema == 0 {
 			// The server's report named no database: it is read again
 			// before the next analysis.
 			s.db = string(p[1:])
 			s.modeMayHaveChanged()
 		}
-		s.lastReport = 0
+		s.ex.lastReport = 0
 		return nil
 	case mysql.COM_PROCESS_KILL:
 		return s.processKill(p)
@@ -140,7 +140,7 @@ func (s *session) dispatch(p []byte) error {
 		if err := s.forward(p, relaySingle, false); err != nil {
 			return err
 		}
-		if s.lastOK && len(p) >= 3 {
+		if s.ex.lastOK && len(p) >= 3 {
 			s.multiOption = 1 + p[1] // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF
 		}
 		return nil
@@ -184,16 +184,16 @@ func (s *session) forward(p []byte, kind relayKind, binary bool) error {
 
 // forwardReleasing forwards a statement sent as the client sent it and
 // gives back the locks its end frees as soon as the backend has answered,
-// before the answer reaches the client (see session.releaseEarly).
+// before the answer reaches the client (see exchange.releaseEarly).
 func (s *session) forwardReleasing(p []byte, binary bool) error {
-	s.releaseEarly = true
-	defer func() { s.releaseEarly = false }()
+	s.ex.releaseEarly = true
+	defer func() { s.ex.releaseEarly = false }()
 	return s.forward(p, relayResults, binary)
 }
 
 // send writes a command to b and relays b's response to the client.
 func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) error {
-	s.src = b
+	s.ex.src = b
 	if err := b.writeCommand(p); err != nil {
 		if kind != relayNone {
 			s.relayRefusal(b)
@@ -249,7 +249,7 @@ func (s *session) resetConnection(p []byte) error {
 	if err := s.forward(p, relaySingle, false); err != nil {
 		return err
 	}
-	if s.lastOK {
+	if s.ex.lastOK {
 		s.forgetStmts()
 		clear(s.beliefs)
 		s.dyn.reset()
@@ -300,8 +300,8 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	if isShowProcesslist(p[1:]) {
-		s.processlist = s.srv.sessionThreads()
-		defer func() { s.processlist = nil }()
+		s.ex.processlist = s.srv.sessionThreads()
+		defer func() { s.ex.processlist = nil }()
 	}
 	an, params, sql := s.analyzeQuery(p[1:])
 	if at := s.splitAt(an, params, sql); at > 0 {
@@ -316,7 +316,7 @@ func (s *session) query(p []byte) error {
 // is cut to be served piece by piece (see querySplit); 0 for a text served
 // whole.
 func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
-	if an == nil || an.SplitAt == 0 || s.splitPieces >= maxSplitPieces || !s.guardsMentioned(an.SQL) {
+	if an == nil || an.SplitAt == 0 || s.ex.splitPieces >= maxSplitPieces || !s.guardsMentioned(an.SQL) {
 		return 0
 	}
 	if params != nil {
@@ -376,11 +376,11 @@ func (s *session) ownConnectionID(p []byte) []byte {
 
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis, pl plan) {
-	defer func() { s.ddlAnnounced = false }()
+	defer func() { s.ex.ddlAnnounced = false }()
 	// Even a text that failed may have run a SET or a USE before its
 	// error: the server says what its state is now.
 	s.noteModeChange(an, pl)
-	if an == nil || !s.lastOK {
+	if an == nil || !s.ex.lastOK {
 		return
 	}
 	for _, f := range an.Stmts {

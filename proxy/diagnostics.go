@@ -69,7 +69,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 		}
 	}
 	if err := s.relayReplica(rc, p, r.st != nil); err != nil {
-		if _, ok := err.(clientIOError); ok || s.midResponse {
+		if _, ok := err.(clientIOError); ok || s.ex.midResponse {
 			rc.broken = true
 			return true, err
 		}

@@ -79,8 +79,8 @@ func (s *session) runFenced(fs fenceStep) error {
 			return s.abortTxn(fmt.Errorf("%w: %w (rule %q key %q token %d)", lockmgr.ErrLeaseLost, errFenced, fs.rule, fs.key, fs.token), fs.rule)
 		}
 		s.status = b.status
-		if s.rw.sql != "" {
-			return s.answerGuarded(s.rw, reply)
+		if s.ex.rw.sql != "" {
+			return s.answerGuarded(s.ex.rw, reply)
 		}
 	}
 	return s.writeReply(reply)

@@ -59,7 +59,7 @@ func FuzzSessionPrepared(f *testing.F) {
 				before := testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "execute"))
 				// Raw, with flags 0: the replica serves executes without
 				// a cursor only.
-				exchange(c, [][]byte{execute(st.ID, 0, []byte{mysql.MYSQL_TYPE_LONGLONG, 0}, le64(1))})
+				fuzzExchange(c, [][]byte{execute(st.ID, 0, []byte{mysql.MYSQL_TYPE_LONGLONG, 0}, le64(1))})
 				// The route is counted just after the answer is relayed.
 				served := func() bool {
 					return testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "execute")) > before
@@ -72,7 +72,7 @@ func FuzzSessionPrepared(f *testing.F) {
 				}
 			}
 		}
-		exchange(c, [][]byte{data})
+		fuzzExchange(c, [][]byte{data})
 		_ = c.Close()
 		p.check(t)
 	})

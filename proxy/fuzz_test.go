@@ -196,7 +196,7 @@ func FuzzSessionCommands(f *testing.F) {
 		if err != nil {
 			t.Fatalf("login: %v", err)
 		}
-		exchange(c, packets)
+		fuzzExchange(c, packets)
 		_ = c.Close()
 		p.check(t)
 	})
@@ -220,10 +220,10 @@ func harmsBed(data []byte, packets [][]byte) bool {
 	return false
 }
 
-// exchange writes each command packet and then the sentinel query, reading
+// fuzzExchange writes each command packet and then the sentinel query, reading
 // responses until the sentinel's row is seen, the connection ends or 2s
 // have passed. Errors are the point of the exercise and are ignored.
-func exchange(c *client.Conn, packets [][]byte) {
+func fuzzExchange(c *client.Conn, packets [][]byte) {
 	deadline := time.Now().Add(2 * time.Second)
 	_ = c.SetDeadline(deadline)
 	for _, pk := range packets {

@@ -294,8 +294,8 @@ func (s *session) audit(event string, g guard, fields ...zap.Field) {
 // transaction: after an autocommit statement, or once COMMIT or ROLLBACK
 // has been answered by the backend.
 func (s *session) afterCommand() {
-	back := s.giveBack
-	s.giveBack = giveBack{}
+	back := s.ex.giveBack
+	s.ex.giveBack = giveBack{}
 	if s.watch != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.releaseWatch()
 	}
@@ -306,12 +306,12 @@ func (s *session) afterCommand() {
 	case s.status&mysql.SERVER_STATUS_IN_TRANS == 0:
 		s.releaseBehind()
 	case !back.armed:
-	case back.ends && s.lastOK:
+	case back.ends && s.ex.lastOK:
 		// The transaction that held them ended and another began (a
 		// second BEGIN, COMMIT AND CHAIN, ...); the text itself needed
 		// no row locks.
 		s.releaseBehind()
-	case s.noneRan && !back.halfRuns:
+	case s.ex.noneRan && !back.halfRuns:
 		// MariaDB refused the statement before any of it ran (a missing
 		// privilege, an unknown column, a duplicate key rolled back): as
 		// InnoDB keeps no row lock for it, the transaction keeps none of
@@ -332,7 +332,7 @@ type giveBack struct {
 // armGiveBack prepares afterCommand for the statement of guard g, whose
 // locks were taken after mark.
 func (s *session) armGiveBack(g guard, mark int) {
-	s.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
+	s.ex.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
 }
 
 // lockMark is the lock set's Mark, taken before a statement's locks.

@@ -174,7 +174,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 	switch {
 	case err == nil:
 		s.status = s.be.status
-		s.lastOK = true
+		s.ex.lastOK = true
 		if !query {
 			s.srv.closeKilled(id)
 		}
@@ -269,7 +269,7 @@ func (s *session) killIdle(victim *session, query bool, id uint64) error {
 	if !query {
 		_ = victim.conn.Close()
 	}
-	s.lastOK = true
+	s.ex.lastOK = true
 	if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ func (s *session) prepareLocal(q []byte) (bool, error) {
 		return false, nil
 	}
 	st := &stmt{id: s.nextID + 1, query: string(q), local: true}
-	s.form = resultForm{prepare: st}
-	defer func() { s.form = resultForm{} }()
+	s.ex.form = resultForm{prepare: st}
+	defer func() { s.ex.form = resultForm{} }()
 	done, err := s.showLockproxy(q)
 	if done && s.stmts[st.id] == st {
 		s.nextID++
@@ -43,8 +43,8 @@ func (s *session) executeLocal(st *stmt) error {
 	if hard, query, id, ok := readKill([]byte(st.query)); ok {
 		return s.kill(hard, query, id)
 	}
-	s.form = resultForm{binary: true}
-	defer func() { s.form = resultForm{} }()
+	s.ex.form = resultForm{binary: true}
+	defer func() { s.ex.form = resultForm{} }()
 	if _, err := s.showLockproxy([]byte(st.query)); err != nil {
 		return err
 	}

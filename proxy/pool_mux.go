@@ -138,14 +138,14 @@ func (s *session) dispatchLent(p []byte) error {
 		return err
 	}
 	switch {
-	case p[0] == mysql.COM_RESET_CONNECTION && s.lastOK:
+	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
 		s.mux.pins, s.mux.changed = 0, true // the server forgot the session's state
-	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.lastOK && s.mux.cmdPins&pinLockTables == 0:
+	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
 	}
 	if (p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB) && !s.mux.readsDiagnostics {
 		s.mux.pins &^= pinDiagnostics
-		if s.mux.warned || !s.lastOK || s.errsWritten != errs {
+		if s.mux.warned || !s.ex.lastOK || s.errsWritten != errs {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
 		}
 	}
@@ -362,7 +362,7 @@ func onlyAutocommit(vars []string) bool {
 // what pins the session or makes the connection need a reset: an insert
 // id, warnings, and the session state the server reports changed.
 func (s *session) noteLent(p []byte, ok bool) {
-	if !s.mux.on || s.src != s.be || len(p) < 5 {
+	if !s.mux.on || s.ex.src != s.be || len(p) < 5 {
 		return
 	}
 	if resultWarnings(p, ok) > 0 {

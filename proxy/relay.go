@@ -29,12 +29,12 @@ var errQuit = errors.New("proxy: client quit")
 // the client has pending when the read might block, so rows stream as they
 // arrive and a slow client holds back the backend instead of filling memory.
 func (s *session) next() (byte, []byte, error) {
-	if s.src.r.buffered() == 0 {
+	if s.ex.src.r.buffered() == 0 {
 		if err := s.cw.flush(); err != nil {
 			return 0, nil, clientIOError{err}
 		}
 	}
-	return s.src.r.readPhysical()
+	return s.ex.src.r.readPhysical()
 }
 
 // passKind says which packets pass may find session state in.
@@ -54,10 +54,10 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.midResponse = true
+	s.ex.midResponse = true
 	big := len(p) == maxPayload
 	out := p
-	if !big && kind != passPlain && (s.src.key.track || s.moreFollows) {
+	if !big && kind != passPlain && (s.ex.src.key.track || s.ex.moreFollows) {
 		ok, end := false, false
 		switch {
 		case kind == passFirst && len(p) > 0 && p[0] == mysql.OK_HEADER:
@@ -74,8 +74,8 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 			out = s.withMore(p, ok)
 		}
 	}
-	if s.inRows && s.processlist != nil && !big {
-		out = ownRowID(out, s.processlist)
+	if s.ex.inRows && s.ex.processlist != nil && !big {
+		out = ownRowID(out, s.ex.processlist)
 	}
 	if err := s.cw.writePhysical(seq, out); err != nil {
 		return nil, clientIOError{err}
@@ -105,29 +105,29 @@ const streamAbove = freePacketBuf
 // budget until the command ends (shrinkBuffers); otherwise it is streamed
 // and passRow returns nil, as pass does for a row over 16 MiB.
 func (s *session) passRow(kind passKind) ([]byte, error) {
-	if s.src.r.buffered() < 4 {
+	if s.ex.src.r.buffered() < 4 {
 		if err := s.cw.flush(); err != nil {
 			return nil, clientIOError{err}
 		}
 	}
-	n, err := s.src.r.peekLen()
+	n, err := s.ex.src.r.peekLen()
 	if err != nil {
 		return nil, err
 	}
 	if n <= streamAbove {
 		return s.passAs(kind)
 	}
-	if n < maxPayload && s.cap.wants() && s.mem.take(int64(n), shareAll) {
+	if n < maxPayload && s.ex.cap.wants() && s.mem.take(int64(n), shareAll) {
 		s.rowCharge += int64(n)
 		return s.passAs(kind)
 	}
-	s.midResponse = true
+	s.ex.midResponse = true
 	for {
-		n, err := s.src.r.copyPhysical(s.cw)
+		n, err := s.ex.src.r.copyPhysical(s.cw)
 		if err != nil || n < maxPayload {
 			return nil, err
 		}
-		if s.src.r.buffered() < 4 {
+		if s.ex.src.r.buffered() < 4 {
 			if err := s.cw.flush(); err != nil {
 				return nil, clientIOError{err}
 			}
@@ -138,8 +138,8 @@ func (s *session) passRow(kind passKind) ([]byte, error) {
 // relay passes the backend's whole response to the client and records the
 // final server status and whether it ended in success.
 func (s *session) relay(kind relayKind, binary bool) error {
-	s.midResponse, s.noneRan, s.raised = false, false, false
-	defer func() { s.midResponse = false }()
+	s.ex.midResponse, s.ex.noneRan, s.ex.raised = false, false, false
+	defer func() { s.ex.midResponse = false }()
 	var err error
 	switch kind {
 	case relaySingle:
@@ -158,15 +158,15 @@ func (s *session) relay(kind relayKind, binary bool) error {
 	if err != nil {
 		return err
 	}
-	if s.releaseEarly {
-		s.releaseEarly = false
+	if s.ex.releaseEarly {
+		s.ex.releaseEarly = false
 		s.afterCommand()
 	}
-	if s.shareOnEnd {
+	if s.ex.shareOnEnd {
 		s.shareWrites()
 	}
-	if s.ddlWord && s.lastOK {
-		s.ddlWord, s.ddlAnnounced = false, true
+	if s.ex.ddlWord && s.ex.lastOK {
+		s.ex.ddlWord, s.ex.ddlAnnounced = false, true
 		s.srv.announceSchemaChange()
 	}
 	if err := s.cw.flush(); err != nil {
@@ -180,8 +180,8 @@ func (s *session) relaySinglePacket() error {
 	if err != nil {
 		return err
 	}
-	s.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
-	if s.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
+	s.ex.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
+	if s.ex.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
 		s.setStatus(okStatus(p))
 	}
 	return nil
@@ -197,11 +197,11 @@ func (s *session) relayColumns(n int) error {
 			return err
 		}
 		if n < 0 && p != nil && (p[0] == mysql.ERR_HEADER || isEOF(p, false)) {
-			s.lastOK = p[0] != mysql.ERR_HEADER
+			s.ex.lastOK = p[0] != mysql.ERR_HEADER
 			return nil
 		}
-		if s.cap != nil && p != nil {
-			s.cap.column(i, p, extendedMetadata(s.ext))
+		if s.ex.cap != nil && p != nil {
+			s.ex.cap.column(i, p, extendedMetadata(s.ext))
 		}
 	}
 	if n >= 0 && !deprecate {
@@ -212,7 +212,7 @@ func (s *session) relayColumns(n int) error {
 		if p == nil || !isEOF(p, false) {
 			return errors.New("proxy: backend sent no EOF after column definitions")
 		}
-		s.eofAfterColumns = resultStatus(p, false)
+		s.ex.eofAfterColumns = resultStatus(p, false)
 	}
 	return nil
 }
@@ -232,12 +232,12 @@ func (s *session) relayResultSets() error {
 		var status uint16
 		switch p[0] {
 		case mysql.ERR_HEADER:
-			s.lastOK, s.noneRan = false, first
+			s.ex.lastOK, s.ex.noneRan = false, first
 			return nil
 		case mysql.OK_HEADER:
 			st, _ := okStatus(p)
-			s.lastOK = true
-			s.raised = s.raised || resultWarnings(p, true) > 0
+			s.ex.lastOK = true
+			s.ex.raised = s.ex.raised || resultWarnings(p, true) > 0
 			status = st
 			s.lastAffected, _, _, _ = readLenEncInt(p, 1)
 		case mysql.LocalInFile_HEADER:
@@ -250,13 +250,13 @@ func (s *session) relayResultSets() error {
 			if err != nil {
 				return err
 			}
-			s.eofAfterColumns = 0
+			s.ex.eofAfterColumns = 0
 			if err := s.relayColumns(int(n)); err != nil {
 				return err
 			}
-			if s.eofAfterColumns&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
-				s.lastOK = true
-				status = s.eofAfterColumns
+			if s.ex.eofAfterColumns&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+				s.ex.lastOK = true
+				status = s.ex.eofAfterColumns
 				break
 			}
 			st, ok, err := s.relayRows(deprecate)
@@ -269,8 +269,8 @@ func (s *session) relayResultSets() error {
 		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 			return nil
 		}
-		if s.cap != nil {
-			s.cap.bad = true
+		if s.ex.cap != nil {
+			s.ex.cap.bad = true
 		}
 	}
 }
@@ -282,30 +282,30 @@ func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
 	if deprecate {
 		kind = passEndOK
 	}
-	s.inRows = true
-	defer func() { s.inRows = false }()
+	s.ex.inRows = true
+	defer func() { s.ex.inRows = false }()
 	for {
 		p, err := s.passRow(kind)
 		if err != nil {
 			return 0, false, err
 		}
 		if p == nil {
-			if s.cap != nil {
-				s.cap.bad = true
+			if s.ex.cap != nil {
+				s.ex.cap.bad = true
 			}
 			continue // a large row
 		}
 		if p[0] == mysql.ERR_HEADER {
-			s.lastOK = false
+			s.ex.lastOK = false
 			return 0, false, nil
 		}
 		if isEOF(p, deprecate) {
-			s.lastOK = true
-			s.raised = s.raised || resultWarnings(p, deprecate) > 0
+			s.ex.lastOK = true
+			s.ex.raised = s.ex.raised || resultWarnings(p, deprecate) > 0
 			return resultStatus(p, deprecate), true, nil
 		}
-		if s.cap != nil {
-			s.cap.row(p)
+		if s.ex.cap != nil {
+			s.ex.cap.row(p)
 		}
 	}
 }
@@ -321,11 +321,11 @@ func (s *session) sendLocalFile() error {
 		if err != nil {
 			return clientIOError{err}
 		}
-		if err := s.src.w.writePhysical(seq, p); err != nil {
+		if err := s.ex.src.w.writePhysical(seq, p); err != nil {
 			return err
 		}
 		if len(p) == 0 {
-			return s.src.w.flush()
+			return s.ex.src.w.flush()
 		}
 	}
 }

@@ -16,11 +16,11 @@ type resultForm struct {
 }
 
 // writeResult answers the current command with a result set that lockproxy
-// makes itself (all columns VARCHAR, NULL for nil), in the form s.form
+// makes itself (all columns VARCHAR, NULL for nil), in the form s.ex.form
 // says.
 func (s *session) writeResult(columns []string, rows [][]*string) error {
-	if s.form.prepare != nil {
-		return s.writePrepareOK(s.form.prepare, columns)
+	if s.ex.form.prepare != nil {
+		return s.writePrepareOK(s.ex.form.prepare, columns)
 	}
 	seq := byte(1)
 	var err error
@@ -32,7 +32,7 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 	}
 	for _, r := range rows {
 		b := textRow(r)
-		if s.form.binary {
+		if s.ex.form.binary {
 			b = binaryRow(r)
 		}
 		if seq, err = s.cw.writePacket(seq, b); err != nil {
@@ -85,7 +85,7 @@ func (s *session) writePrepareOK(st *stmt, columns []string) error {
 	}
 	s.stmts[st.id] = st
 	s.lastPrepared = st.id
-	s.lastOK = true
+	s.ex.lastOK = true
 	return s.cw.flush()
 }
 

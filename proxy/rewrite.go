@@ -69,7 +69,7 @@ type rewriteStep struct {
 // than 1024 rows are remembered.
 func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
 	an := pl.an
-	s.rw, s.rwConflict = rewriteStep{}, false
+	s.ex.rw, s.ex.rwConflict = rewriteStep{}, false
 	if an == nil || !s.srv.hasRewrites() {
 		return rewriteStep{}
 	}
@@ -103,11 +103,11 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	case f.Kind != parser.KindUpdate:
 		return rewriteStep{}, false
 	}
-	s.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
-	if s.rw.key == "" { // several rows: none of them is paired
+	s.ex.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
+	if s.ex.rw.key == "" { // several rows: none of them is paired
 		s.forgetOthers(pl)
 	}
-	return s.rw, true
+	return s.ex.rw, true
 }
 
 // longDataStep is the rewrite step of an execute whose parameters went
@@ -241,9 +241,9 @@ func (s *session) rewriteUnpaired(step *rewriteStep, f *parser.Facts, reject boo
 // refuseUnpaired answers an unpaired write that on_unpaired: reject
 // refuses; the statement is not run, an open transaction stays open.
 func (s *session) refuseUnpaired(step rewriteStep) error {
-	s.lastOK = false
+	s.ex.lastOK = false
 	s.forget(step.key)
-	s.rw = rewriteStep{}
+	s.ex.rw = rewriteStep{}
 	s.afterCommand()
 	return s.writeErrAt(1, step.reject)
 }
@@ -251,11 +251,11 @@ func (s *session) refuseUnpaired(step rewriteStep) error {
 // finishRewrite updates the session's beliefs and the metrics once the
 // command's response has been relayed.
 func (s *session) finishRewrite(step rewriteStep) {
-	s.rw = rewriteStep{}
+	s.ex.rw = rewriteStep{}
 	switch {
 	case step.capture != nil:
 		session := step.scope == rules.ScopeSession
-		if !s.lastOK || !session && !s.inTxn() {
+		if !s.ex.lastOK || !session && !s.inTxn() {
 			return
 		}
 		// A read the capture could not use (the column twice, NULL, an
@@ -270,7 +270,7 @@ func (s *session) finishRewrite(step rewriteStep) {
 		}
 	case step.key != "":
 		s.forget(step.key)
-		if step.sql == "" || !s.lastOK || s.rwConflict {
+		if step.sql == "" || !s.ex.lastOK || s.ex.rwConflict {
 			return
 		}
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()

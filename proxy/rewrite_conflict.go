@@ -28,7 +28,7 @@ func (s *session) runRewritten(step rewriteStep) error {
 // returns.
 func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 	b := s.be
-	s.src = b
+	s.ex.src = b
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
 		return nil, true, s.backendFailed(b, err)
 	}
@@ -43,7 +43,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 		b.broken = true
 		return nil, true, s.backendFailed(b, errShortPacket)
 	case reply[0] == mysql.ERR_HEADER:
-		s.lastOK = false
+		s.ex.lastOK = false
 		return nil, true, s.writeReply(reply)
 	case reply[0] != mysql.OK_HEADER:
 		b.broken = true
@@ -51,7 +51,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 	}
 	reply = append([]byte(nil), s.tracked(reply, true)...)
 	st, _ := okStatus(reply)
-	s.status, b.status, s.lastOK = st, st, true
+	s.status, b.status, s.ex.lastOK = st, st, true
 	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
 	return reply, false, nil
 }
@@ -75,12 +75,12 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 	case isMySQLErr(err):
 		// The row could not be read back (a lock wait, a deadlock): the
 		// client gets that error, never a silent 0 rows.
-		s.lastOK = false
+		s.ex.lastOK = false
 		return s.writeErrAt(1, err)
 	case err != nil:
 		return s.backendFailed(b, err)
 	}
-	s.rwConflict = true
+	s.ex.rwConflict = true
 	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteConflicted).Inc()
 	s.srv.audit.Info("rewrite conflict: the guarded update changed no row",
 		zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
@@ -98,7 +98,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 // retry the transaction) when the value read has since changed, 4025
 // (23000, a constraint) when the write would take the column below min.
 func (s *session) loseRace(step rewriteStep) error {
-	s.lastOK = false
+	s.ex.lastOK = false
 	ended := "the statement changed nothing"
 	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		if err := s.be.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil {

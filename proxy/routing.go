@@ -121,7 +121,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		return false, nil
 	}
 	if err != nil {
-		if _, ok := err.(clientIOError); ok || s.midResponse {
+		if _, ok := err.(clientIOError); ok || s.ex.midResponse {
 			rc.broken = true
 			return true, err
 		}
@@ -156,7 +156,7 @@ func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check f
 			return err
 		}
 	}
-	s.src = rc
+	s.ex.src = rc
 	return s.relay(relayResults, binary)
 }
 

@@ -90,7 +90,7 @@ func mayWrite(an *parser.Analysis) bool {
 // makes it the mark of the session's user and of everyone, so that other
 // sessions' next reads wait for it. relay calls it once the primary has
 // answered and before the client's copy of the answer is flushed
-// (session.shareOnEnd): a pool that reads on another connection once this
+// (exchange.shareOnEnd): a pool that reads on another connection once this
 // one has its OK finds the mark in place. Under session each session
 // learns its last GTID lazily, before its own next replica read.
 func (s *session) shareWrites() {
@@ -98,7 +98,7 @@ func (s *session) shareWrites() {
 		return // the COMMIT shares what the transaction wrote
 	}
 	if err := s.learnLastGTID(); err == nil {
-		s.sharedGTID = true
+		s.ex.sharedGTID = true
 		if s.lastGTID != "" {
 			s.srv.marks.note(s.user, s.lastGTID)
 		}

@@ -50,7 +50,7 @@ func temporaryDDL(ddl string) bool {
 }
 
 // refreshSchemaAsync re-reads the schema after DDL in the background and,
-// unless relay told them before the client had its OK (session.ddlWord),
+// unless relay told them before the client had its OK (exchange.ddlWord),
 // tells the other instances sharing the lock service to at the same time
 // (announceSchemaChange); both are counted with the session's server so
 // that Shutdown waits for them (the session itself is counted while it
@@ -64,8 +64,8 @@ func (s *session) refreshSchemaAsync() {
 	prev, done := s.schemaRead, make(chan struct{})
 	s.schemaRead = done
 	s.srv.schemaReads.begin()
-	if !s.ddlAnnounced {
-		s.ddlAnnounced = true // once for all the DDL of a text
+	if !s.ex.ddlAnnounced {
+		s.ex.ddlAnnounced = true // once for all the DDL of a text
 		s.srv.wg.Add(1)
 		go func() {
 			defer s.srv.wg.Done()

@@ -15,9 +15,12 @@ import (
 )
 
 // session is one client connection. All its methods run on the connection's
-// own goroutine, so it needs no locks; other goroutines read only its
-// atomic fields (thread, current, idle, txnOpen) and the ones fixed at
-// login (id, user, conn), under Server.mu.
+// own goroutine, so it needs no locks. Other goroutines touch only:
+//   - its atomic fields: answered, thread, onReplicaNow, current, idle,
+//     txnOpen, idleEpoch, watched;
+//   - under Server.mu, the ones fixed before it is listed (id, host, conn,
+//     log) or at login (user): eviction, KILL and shutdown read them and
+//     close conn.
 type session struct {
 	srv  *Server
 	id   uint32
@@ -53,52 +56,19 @@ type session struct {
 	relayed bool
 	stage1  []byte
 
-	be     *backendConn // the pinned primary connection
-	src    *backendConn // the connection whose response is being relayed
+	be *backendConn // the pinned primary connection
+	// ex is the command being served: how its response is relayed and
+	// what its end does (exchange.go).
+	ex     exchange
 	stmts  map[uint32]*stmt
 	nextID uint32
 	// lastPrepared is the id of the statement the last prepare made, 0
 	// when it failed or that statement was closed: what MariaDB's direct
 	// execute (statement id 0xFFFFFFFF) names.
 	lastPrepared uint32
-	form         resultForm // how writeResult answers the current command
-	status       uint16     // server status after the last response the client saw
+	status       uint16 // server status after the last response the client saw
 
-	// Per-response relay state.
-	lastOK          bool   // the last response ended in OK/EOF, not ERR
-	midResponse     bool   // part of a response has been written to the client
-	eofAfterColumns uint16 // status of the EOF that followed column definitions
-	// processlist, while SHOW PROCESSLIST's answer is relayed, maps
-	// backend thread ids to session ids (processlist.go); inRows: rows
-	// are being relayed.
-	processlist map[uint64]uint32
-	inRows      bool
-	trackBuf    []byte // an OK or EOF without its session state (session.tracked)
-	stateBuf    []byte // the session state the client's tracking keeps (session.tracked)
-	okCopy      []byte // an OK kept while the client's tracking is read (session.tracked)
-	// moreFollows: the response being written is to a piece of a text
-	// lockproxy runs in pieces, and more pieces follow (querySplit).
-	moreFollows bool
-	moreBuf     []byte
-	splitPieces int    // depth of querySplit: the pieces of the text so far
 	errsWritten uint64 // ERR packets lockproxy wrote itself
-	// cmdSeq is the sequence id of the last packet of the command being
-	// served: 0 but for a command of 16 MiB or more, which comes in
-	// several packets. An answer's first packet follows it.
-	cmdSeq byte
-	// releaseEarly: the statement being relayed was sent as the client
-	// sent it, so the locks its end frees (afterCommand) are given back
-	// once the backend's last packet is read, before the client's copy is
-	// flushed: the next holder of a hot row does not wait on this client's
-	// socket.
-	releaseEarly bool
-	// noneRan: the response being relayed began with ERR, so no part of
-	// the command ran (a later statement of a text runs only after the
-	// earlier ones succeeded).
-	noneRan bool
-	// giveBack is what the statement being served may give back of the
-	// transaction's locks when it ends (afterCommand).
-	giveBack giveBack
 	// releasing, when not nil, is the release of the last transaction's
 	// locks, given back in the background (releaseBehind); awayBefore is
 	// the lock service's failure to answer such a release, which the next
@@ -121,18 +91,6 @@ type session struct {
 	// diagPrev is what diagReplica was before the command being served
 	// (beginCommand).
 	diagReplica, diagPrev bool
-	// raised: the response being relayed reported a warning.
-	raised bool
-	// ddlWord: the statement being relayed is DDL the other instances
-	// sharing the lock service must hear of; relay announces it once the
-	// backend answered OK, before the client's copy is flushed
-	// (ddlAnnounced then tells refreshSchemaAsync it was done).
-	ddlWord, ddlAnnounced bool
-	// shareOnEnd: the statement being relayed may write, and its GTID is
-	// to be shared before the client has its answer (shareWrites).
-	shareOnEnd bool
-	// sharedGTID: shareWrites learnt the GTID of the statement served.
-	sharedGTID bool
 
 	// Locks held for the current transaction or autocommit statement.
 	locks  *lockmgr.Set
@@ -146,24 +104,14 @@ type session struct {
 	watchEnd chan struct{}   // closed when the last notes given back are gone
 	hardCtx  context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
-	// Rewriting: what the session believes rows hold, the capture of the
-	// result being relayed, the guarded UPDATE being served (rw) and
-	// whether it lost its race, and whether its escaping forbids rewriting.
+	// Rewriting: what the session believes rows hold, and whether its
+	// escaping forbids rewriting (the command's capture and guarded
+	// UPDATE are in ex).
 	beliefs map[string]belief
 	// dyn is what the session's SQL-level PREPARE and SET @v made known.
 	dyn           dynState
-	cap           *capture
-	rw            rewriteStep
-	rwConflict    bool
 	lastAffected  uint64
 	unsafeCharset bool
-	// lastReport: what the server's report at the end of the command's
-	// last result named (sessiontrack.go), for confirmed.
-	lastReport reportBits
-	// trackText: the command's text names session_track; trackChanged:
-	// a report named a tracking variable. Either has the client's
-	// tracking read again (session.retrack).
-	trackText, trackChanged bool
 	// multiOption is the client's last COM_SET_OPTION that succeeded:
 	// 0 none, 1 multi-statements on, 2 off (session.multiStatements).
 	multiOption uint8
@@ -216,7 +164,7 @@ type session struct {
 // decides the code, SQLSTATE and message the client reads.
 func (s *session) writeErrAt(seq byte, e error) error {
 	s.errsWritten++
-	seq += s.cmdSeq
+	seq += s.ex.cmdSeq
 	if _, err := s.cw.writePacket(seq, errPayload(toSQLError(e))); err != nil {
 		return err
 	}

@@ -198,7 +198,7 @@ func foldedIs[T string | []byte](b T, word string) bool {
 // lockproxy needs: after a text that named the tracking variables or a
 // report of a change of them, once the command is answered.
 func (s *session) retrack() error {
-	s.trackChanged, s.trackText = false, false
+	s.ex.trackChanged, s.ex.trackText = false, false
 	if s.be == nil || !s.be.key.track || s.be.broken {
 		return nil
 	}
@@ -263,7 +263,7 @@ func readLenEncBytes(p []byte, pos int) ([]byte, int, error) {
 // session's) makes the session read its state again instead, which is
 // always safe.
 func (s *session) noteReport(state []byte) {
-	if s.src != s.be {
+	if s.ex.src != s.be {
 		s.modeMayHaveChanged()
 		return
 	}
@@ -293,24 +293,24 @@ func (s *session) noteReport(state []byte) {
 				s.db = string(name)
 				s.be.dbDirty = true
 			}
-			s.lastReport |= reportedSchema
+			s.ex.lastReport |= reportedSchema
 		case typ != trackSystemVariables:
 		case string(name) == "collation_connection":
 			collation = true
 		case string(name) == "session_track_system_variables":
 			s.be.clientTrack.setVars(string(value))
-			s.trackChanged = true
+			s.ex.trackChanged = true
 		case string(name) == "session_track_schema":
 			s.be.clientTrack.schema = isOn(value)
-			s.trackChanged = true
+			s.ex.trackChanged = true
 		case string(name) == "session_track_state_change":
 			s.be.clientTrack.stateChange = isOn(value)
-			s.trackChanged = true
+			s.ex.trackChanged = true
 		default:
-			s.lastReport |= s.sqlMode.take(string(name), string(value))
+			s.ex.lastReport |= s.sqlMode.take(string(name), string(value))
 		}
 	}
-	if collation && s.lastReport&reportedConnection == 0 {
+	if collation && s.ex.lastReport&reportedConnection == 0 {
 		s.modeMayHaveChanged()
 	}
 	s.unsafeCharset = s.sqlMode.unsafe
@@ -341,11 +341,11 @@ func (m *modeState) take(name, value string) reportBits {
 // own tracking asks for (clientTracking), else with no state; and with
 // SERVER_SESSION_STATE_CHANGED only when state remains.
 func (s *session) tracked(p []byte, ok bool) []byte {
-	if s.src == nil || !s.src.key.track {
+	if s.ex.src == nil || !s.ex.src.key.track {
 		return p
 	}
 	s.noteLent(p, ok)
-	s.lastReport = 0 // a result ended: what its report names, if anything
+	s.ex.lastReport = 0 // a result ended: what its report names, if anything
 	if !ok {
 		if len(p) < 5 {
 			return p
@@ -359,9 +359,9 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 			return p
 		}
-		s.trackBuf = append(s.trackBuf[:0], p...)
-		binary.LittleEndian.PutUint16(s.trackBuf[3:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
-		return s.trackBuf
+		s.ex.trackBuf = append(s.ex.trackBuf[:0], p...)
+		binary.LittleEndian.PutUint16(s.ex.trackBuf[3:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
+		return s.ex.trackBuf
 	}
 	at, info, state, good := okParts(p)
 	if !good {
@@ -378,28 +378,28 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	}
 	var keep []byte
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
-		if (s.trackText || s.trackChanged) && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 && s.src == s.be && s.src.r.buffered() == 0 {
+		if (s.ex.trackText || s.ex.trackChanged) && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 && s.ex.src == s.be && s.ex.src.r.buffered() == 0 {
 			// The text's last result: its settings are the client's
 			// now, read before the OK goes out so that it is filtered
 			// under them; the server has answered the whole command.
-			p = append(s.okCopy[:0], p...)
-			s.okCopy = p
+			p = append(s.ex.okCopy[:0], p...)
+			s.ex.okCopy = p
 			at, info, state, _ = okParts(p)
-			s.trackText = false
+			s.ex.trackText = false
 			s.modeMayHaveChanged()
-			if err := s.src.startTracking(false); err != nil {
-				s.trackChanged = true // retrack, at the command's end, reports it
+			if err := s.ex.src.startTracking(false); err != nil {
+				s.ex.trackChanged = true // retrack, at the command's end, reports it
 			}
 		}
 		var whole bool
-		if keep, whole = s.src.clientTrack.filter(s.stateBuf[:0], state); !whole {
+		if keep, whole = s.ex.src.clientTrack.filter(s.ex.stateBuf[:0], state); !whole {
 			return p
 		}
-		s.stateBuf = keep
+		s.ex.stateBuf = keep
 	}
 	// MariaDB writes the info string only when it or the state is not
 	// empty.
-	b := append(s.trackBuf[:0], p[:at+4]...)
+	b := append(s.ex.trackBuf[:0], p[:at+4]...)
 	if len(keep) == 0 {
 		binary.LittleEndian.PutUint16(b[at:], st&^mysql.SERVER_SESSION_STATE_CHANGED)
 	}
@@ -411,7 +411,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		b = appendLenEncInt(b, uint64(len(keep)))
 		b = append(b, keep...)
 	}
-	s.trackBuf = b
+	s.ex.trackBuf = b
 	return b
 }
 
@@ -423,17 +423,17 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 // sends for the whole text: one sequence, SERVER_MORE_RESULTS_EXISTS on
 // every result but the last, and an error ends the text.
 func (s *session) querySplit(q []byte, at int) error {
-	s.splitPieces++
+	s.ex.splitPieces++
 	defer func() {
-		if s.splitPieces--; s.splitPieces == 0 {
+		if s.ex.splitPieces--; s.ex.splitPieces == 0 {
 			s.cw.shift = 0 // the text is answered
 		}
 	}()
-	errs, more := s.errsWritten, s.moreFollows
-	s.moreFollows = true
+	errs, more := s.errsWritten, s.ex.moreFollows
+	s.ex.moreFollows = true
 	err := s.query(append([]byte{mysql.COM_QUERY}, q[:at]...))
-	s.moreFollows = more
-	if err != nil || !s.lastOK || s.errsWritten != errs {
+	s.ex.moreFollows = more
+	if err != nil || !s.ex.lastOK || s.errsWritten != errs {
 		return err
 	}
 	s.cw.shift = s.cw.next - 1 // the rest's answer starts at 1
@@ -451,7 +451,7 @@ const maxSplitPieces = 32
 // makes: the session's, saying more results follow while a piece of a
 // split text is answered.
 func (s *session) statusOut() uint16 {
-	if s.moreFollows {
+	if s.ex.moreFollows {
 		return s.status | mysql.SERVER_MORE_RESULTS_EXISTS
 	}
 	return s.status
@@ -461,7 +461,7 @@ func (s *session) statusOut() uint16 {
 // while more pieces of a split text follow: with SERVER_MORE_RESULTS_EXISTS
 // set (in the session's buffer, valid until the next call). Otherwise p.
 func (s *session) withMore(p []byte, ok bool) []byte {
-	if !s.moreFollows {
+	if !s.ex.moreFollows {
 		return p
 	}
 	at := 3
@@ -473,10 +473,10 @@ func (s *session) withMore(p []byte, ok bool) []byte {
 	if at+2 > len(p) {
 		return p
 	}
-	s.moreBuf = append(s.moreBuf[:0], p...)
-	st := binary.LittleEndian.Uint16(s.moreBuf[at:])
-	binary.LittleEndian.PutUint16(s.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
-	return s.moreBuf
+	s.ex.moreBuf = append(s.ex.moreBuf[:0], p...)
+	st := binary.LittleEndian.Uint16(s.ex.moreBuf[at:])
+	binary.LittleEndian.PutUint16(s.ex.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
+	return s.ex.moreBuf
 }
 
 // guardsMentioned reports whether text names a table a rule guards (or

@@ -185,7 +185,7 @@ func TestTrackedStripsState(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, clientTracks := range []bool{false, true} {
 				be := &backendConn{key: poolKey{track: true}, clientTrack: clientTracking{every: true, schema: true, stateChange: true}}
-				s := &session{src: be, be: be, db: "shop", sqlMode: start}
+				s := &session{ex: exchange{src: be}, be: be, db: "shop", sqlMode: start}
 				if clientTracks {
 					s.caps = mysql.CLIENT_SESSION_TRACK
 				}
@@ -205,7 +205,7 @@ func TestTrackedStripsState(t *testing.T) {
 		})
 	}
 	// An EOF that says the state changed but cannot carry it.
-	s := &session{src: &backendConn{key: poolKey{track: true}}}
+	s := &session{ex: exchange{src: &backendConn{key: poolKey{track: true}}}}
 	if got := s.tracked([]byte{0xfe, 0, 0, 0x02, 0x40}, false); !bytes.Equal(got, []byte{0xfe, 0, 0, 0x02, 0}) || !s.sqlMode.stale {
 		t.Errorf("EOF with SERVER_SESSION_STATE_CHANGED: got %x, stale %v", got, s.sqlMode.stale)
 	}

@@ -83,7 +83,7 @@ func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 // sets when a routine returns.
 func (s *session) noteModeChange(an *parser.Analysis, pl plan) {
 	stale := (pl.changesMode || usesDB(an)) && !s.srv.unforeseen.Load() && !s.confirmed(an)
-	s.lastReport = 0
+	s.ex.lastReport = 0
 	if stale {
 		s.modeMayHaveChanged()
 	}
@@ -94,7 +94,7 @@ func usesDB(an *parser.Analysis) bool {
 	return an != nil && slices.ContainsFunc(an.Stmts, func(f *parser.Facts) bool { return f.Kind == parser.KindUse })
 }
 
-// Bits of session.lastReport: what the report that ended the last result
+// Bits of exchange.lastReport: what the report that ended the last result
 // of a command named.
 const (
 	reportedMode reportBits = 1 << iota
@@ -117,7 +117,7 @@ type reportBits uint8
 // character set a SET of collation_connection changes: those, dynamic
 // SQL and anything else are read again.
 func (s *session) confirmed(an *parser.Analysis) bool {
-	if !s.lastOK || an == nil || an.Unparsed || len(an.Stmts) == 0 {
+	if !s.ex.lastOK || an == nil || an.Unparsed || len(an.Stmts) == 0 {
 		return false
 	}
 	last := an.Stmts[len(an.Stmts)-1]
@@ -148,5 +148,5 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 	default:
 		return false
 	}
-	return s.lastReport&need == need
+	return s.ex.lastReport&need == need
 }

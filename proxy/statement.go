@@ -96,8 +96,8 @@ func (s *session) servePlanned(r request, pl plan) error {
 		}
 		return s.refuseUnpaired(step)
 	}
-	s.cap = step.capture
-	defer func() { s.cap = nil }()
+	s.ex.cap = step.capture
+	defer func() { s.ex.cap = nil }()
 	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
 		return err
 	}
@@ -114,25 +114,25 @@ func (s *session) servePlanned(r request, pl plan) error {
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	s.shareOnEnd = mayWrite(r.an) && s.sharesWrites()
-	s.ddlWord = s.schemaDDL(r.an)
+	s.ex.shareOnEnd = mayWrite(r.an) && s.sharesWrites()
+	s.ex.ddlWord = s.schemaDDL(r.an)
 	sent, err := s.sendPrimary(r, pl, step, mark)
-	s.shareOnEnd, s.ddlWord = false, false
+	s.ex.shareOnEnd, s.ex.ddlWord = false, false
 	if !sent || err != nil {
 		if !sent {
 			s.notRun(mark)
 		}
 		return err
 	}
-	s.diagReplica = s.diagPrev && keepsReplicaDiagnostics(r.an, s.lastOK, s.raised)
+	s.diagReplica = s.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
 	s.finishRewrite(step)
 	s.track(r.an, pl)
-	s.dyn.apply(pl.dyn, s.lastOK)
+	s.dyn.apply(pl.dyn, s.ex.lastOK)
 	s.noteStatement(r.an)
-	if s.sharedGTID {
+	if s.ex.sharedGTID {
 		s.needGTID = false // learnt once the primary had answered
 	}
-	s.sharedGTID = false
+	s.ex.sharedGTID = false
 	s.afterCommand()
 	return nil
 }
@@ -177,7 +177,7 @@ func (s *session) replicaMay(r request) bool {
 // notRun gives back the locks a statement took after mark when lockproxy
 // answered it itself after taking them: none of it ran.
 func (s *session) notRun(mark int) {
-	s.giveBack = giveBack{}
+	s.ex.giveBack = giveBack{}
 	if s.locks != nil {
 		s.releaseSince(mark)
 	}

@@ -112,7 +112,7 @@ func (s *session) prepare(p []byte) error {
 		s.srv.metrics.memoryRefused.Inc()
 		return s.writeErrAt(1, outOfMemory("keeping a prepared statement", cost))
 	}
-	s.src = s.be
+	s.ex.src = s.be
 	if err := s.be.writeCommand(p); err != nil {
 		s.mem.give(cost)
 		return s.backendFailed(s.be, err)
@@ -121,7 +121,7 @@ func (s *session) prepare(p []byte) error {
 		return s.backendFailed(s.be, err)
 	}
 	if st := s.stmts[s.lastPrepared]; s.diagPrev && st != nil {
-		s.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.lastOK, s.raised)
+		s.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.ex.lastOK, s.ex.raised)
 	}
 	return nil
 }
@@ -144,10 +144,10 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		if err := s.cw.writePhysical(seq, p); err != nil {
 			return clientIOError{err}
 		}
-		s.lastOK = false
+		s.ex.lastOK = false
 		return s.flushClient()
 	}
-	s.raised = binary.LittleEndian.Uint16(p[10:]) > 0
+	s.ex.raised = binary.LittleEndian.Uint16(p[10:]) > 0
 	s.nextID++
 	st := &stmt{
 		id:         s.nextID,
@@ -161,8 +161,8 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	if err := s.cw.writePhysical(seq, p); err != nil {
 		return clientIOError{err}
 	}
-	s.midResponse = true
-	defer func() { s.midResponse = false }()
+	s.ex.midResponse = true
+	defer func() { s.ex.midResponse = false }()
 	if st.numParams > 0 {
 		if err := s.relayColumns(st.numParams); err != nil {
 			return err
@@ -177,7 +177,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	s.keepPlan(st)
 	s.stmts[st.id] = st
 	s.lastPrepared = st.id
-	s.lastOK = true
+	s.ex.lastOK = true
 	return s.flushClient()
 }
 
