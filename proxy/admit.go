@@ -195,11 +195,11 @@ func (s *session) forgetStmt(st *stmt) {
 // forgetStmts forgets every prepared statement of the session (the
 // backend dropped them).
 func (s *session) forgetStmts() {
-	for _, st := range s.stmts {
+	for _, st := range s.prep.stmts {
 		s.forgetStmt(st)
 	}
-	clear(s.stmts)
-	s.lastPrepared = 0
+	clear(s.prep.stmts)
+	s.prep.lastPrepared = 0
 }
 
 // keepLongData keeps a COM_STMT_SEND_LONG_DATA chunk for key derivation,

@@ -20,7 +20,7 @@ func (s *session) changeUser(p []byte) error {
 	if err != nil {
 		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}
-	previous, prevPassword, prevStage1, prevRelayed := s.user, s.password, s.stage1, s.relayed
+	previous, prevPassword, prevStage1, prevRelayed := s.user, s.client.password, s.client.stage1, s.client.relayed
 	s.setUser(user)
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
@@ -36,7 +36,7 @@ func (s *session) changeUser(p []byte) error {
 	}
 	if err := s.srv.userRoom(s, user); err != nil {
 		s.setUser(previous)
-		s.password, s.stage1, s.relayed = prevPassword, prevStage1, prevRelayed
+		s.client.password, s.client.stage1, s.client.relayed = prevPassword, prevStage1, prevRelayed
 		if werr := s.writeErrAt(seq, err); werr != nil {
 			return werr
 		}
@@ -47,16 +47,16 @@ func (s *session) changeUser(p []byte) error {
 	// connection's reset has done so, before the new user runs anything.
 	old := s.be
 	s.be = nil
-	s.watched.Store(nil)
+	s.pub.watched.Store(nil)
 	s.srv.pool.putSync(old)
 	s.releaseLocks()
 	s.forgetStmts()
-	clear(s.beliefs)
-	s.dyn.reset()
+	clear(s.rwr.beliefs)
+	s.rwr.dyn.reset()
 	s.dropReplica()
 	s.db = db
 	if collation != 0 {
-		s.collation = collation
+		s.client.collation = collation
 	}
 	ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
 	defer cancel()
@@ -83,8 +83,8 @@ func (s *session) failedChangeUser() error {
 	s.status = s.be.status
 	s.releaseLocks() // after the rollback
 	s.forgetStmts()
-	clear(s.beliefs)
-	s.dyn.reset()
+	clear(s.rwr.beliefs)
+	s.rwr.dyn.reset()
 	s.dropReplica()
 	s.modeMayHaveChanged()
 	return err

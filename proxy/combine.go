@@ -236,11 +236,11 @@ func (s *session) combineRefusal(r request, pl plan) string {
 		return "the session locked tables, made a temporary table or ran text lockproxy cannot see"
 	case s.inTxn():
 		return "in a transaction or autocommit off"
-	case s.locks != nil && s.locks.Len() > 0:
+	case s.txn.locks != nil && s.txn.locks.Len() > 0:
 		return "the session holds locks"
 	case s.ex.moreFollows || s.ex.splitPieces > 0:
 		return "multi-statement text"
-	case s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.unsafeCharset:
+	case s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.rwr.unsafeCharset:
 		return "session escaping"
 	case r.longSent:
 		return "long data"
@@ -298,7 +298,7 @@ func (s *session) noteCombineHazard(an *parser.Analysis) {
 // until it is answered from a batch or leads one.
 func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
 	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
-	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (s.locks == nil || s.locks.Len() == 0) {
+	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (s.txn.locks == nil || s.txn.locks.Len() == 0) {
 		m.owner = s.lockSet().Owner()
 	}
 	cb := &s.srv.combine
@@ -342,9 +342,9 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 // leader to take again.
 func (s *session) passCombined(cand combineCandidate, committed bool) {
 	var held *lockmgr.Set
-	if committed && s.locks != nil && s.locks.Len() > 0 {
+	if committed && s.txn.locks != nil && s.txn.locks.Len() > 0 {
 		s.awaitRelease()
-		held = s.locks.Detach()
+		held = s.txn.locks.Detach()
 	}
 	srv := s.srv
 	batch, parked := srv.combine.takeOrPark(cand.row, s.combineMax(cand.rule), held, srv.releaseRowLocks)
@@ -366,9 +366,9 @@ func (s *session) passCombined(cand combineCandidate, committed bool) {
 // adopt takes lease, the row's lease handed over to the session's owner,
 // into its lock set; false (the lease given back) if it cannot.
 func (s *session) adopt(lease *lockmgr.Lease) bool {
-	if err := s.locks.Adopt(lease); err != nil {
+	if err := s.txn.locks.Adopt(lease); err != nil {
 		s.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
-		ctx, cancel := releaseCtxFor(s.locks)
+		ctx, cancel := releaseCtxFor(s.txn.locks)
 		_ = lease.Release(ctx)
 		cancel()
 		return false
@@ -380,8 +380,8 @@ func (s *session) adopt(lease *lockmgr.Lease) bool {
 // batch; when it cannot be handed over (the hand-off bounds), it is
 // released and the batch takes the row's lock as usual.
 func (s *session) adoptRowLease(cand combineCandidate, parked *lockmgr.Set) bool {
-	if s.locks != nil && s.locks.Len() == 0 {
-		if lease, ok := parked.HandOver(cand.row, s.locks.Owner()); ok {
+	if s.txn.locks != nil && s.txn.locks.Len() == 0 {
+		if lease, ok := parked.HandOver(cand.row, s.txn.locks.Owner()); ok {
 			return s.adopt(lease)
 		}
 	}

@@ -32,7 +32,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	}
 	s.srv.metrics.combine.combined.WithLabelValues(cand.rule.Name).Inc()
 	s.forget(cand.row)
-	s.diagReplica = false
+	s.route.diagReplica = false
 	s.noteCombinedWrite(res.gtid)
 	rw := cand.rule.Rewrite
 	step := rewriteStep{rule: cand.rule.Name, mode: rw.Mode, column: rw.Column, key: cand.row, guard: parser.GuardMin,
@@ -58,7 +58,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
 	}
 	p, affected := s.combinedOK(res)
-	s.ex.lastOK, s.lastAffected = true, affected
+	s.ex.lastOK, s.rwr.lastAffected = true, affected
 	s.oweRowCount(affected)
 	s.afterCommand()
 	return s.writeReply(p)
@@ -125,10 +125,10 @@ func (s *session) noteCombinedWrite(gtid string) {
 		return
 	}
 	if gtid == "" { // the leader could not read it: rare, and safe
-		s.pinnedPrimary = true
+		s.route.pinnedPrimary = true
 		return
 	}
-	s.lastGTID, s.needGTID = gtid, false
+	s.route.lastGTID, s.route.needGTID = gtid, false
 	s.srv.marks.note(s.user, gtid)
 }
 

@@ -133,7 +133,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	if !ok {
 		return s.abandonBatch(fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
 	}
-	if s.locks != nil && s.locks.Len() > 0 && (s.locks.Err() != nil || !s.locks.Valid()) {
+	if s.txn.locks != nil && s.txn.locks.Len() > 0 && (s.txn.locks.Err() != nil || !s.txn.locks.Valid()) {
 		return s.abandonBatch(fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
 	}
 	run.thread = b.threadID

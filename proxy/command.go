@@ -21,12 +21,12 @@ func (s *session) commandLoop(drain context.Context) error {
 	limit := int(s.srv.config().Proxy.MaxAllowedPacket)
 	for {
 		inTxn := s.status&mysql.SERVER_STATUS_IN_TRANS != 0
-		s.txnOpen.Store(inTxn)
+		s.pub.txnOpen.Store(inTxn)
 		if inTxn && drain.Err() != nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
-		s.idle.Store(true)
-		s.idleEpoch.Add(1)
+		s.pub.idle.Store(true)
+		s.pub.idleEpoch.Add(1)
 		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Now().Add(it))
 		}
@@ -39,8 +39,8 @@ func (s *session) commandLoop(drain context.Context) error {
 			seq, p, err = s.cr.readLogical(limit)
 		}
 		s.ex.cmdSeq = seq
-		s.idleEpoch.Add(1)
-		s.idle.Store(false)
+		s.pub.idleEpoch.Add(1)
+		s.pub.idle.Store(false)
 		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
@@ -133,7 +133,7 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_REFRESH:
 		// FLUSH by command (mariadb-admin refresh, mariadb-dump
 		// --flush-logs): MariaDB checks RELOAD. Grants may change.
-		s.privKnown = false
+		s.priv.known = false
 		return s.forward(p, relaySingle, false)
 	case mysql.COM_SET_OPTION:
 		s.be.optionSet = true // never pooled again: see backendConn.optionSet
@@ -141,7 +141,7 @@ func (s *session) dispatch(p []byte) error {
 			return err
 		}
 		if s.ex.lastOK && len(p) >= 3 {
-			s.multiOption = 1 + p[1] // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF
+			s.client.multiOption = 1 + p[1] // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF
 		}
 		return nil
 	case mysql.COM_FIELD_LIST:
@@ -251,8 +251,8 @@ func (s *session) resetConnection(p []byte) error {
 	}
 	if s.ex.lastOK {
 		s.forgetStmts()
-		clear(s.beliefs)
-		s.dyn.reset()
+		clear(s.rwr.beliefs)
+		s.rwr.dyn.reset()
 		s.dropReplica()
 		s.modeMayHaveChanged()
 		if err := s.be.startTracking(true); err != nil {
@@ -333,7 +333,7 @@ func (s *session) namesTracking(p []byte) bool {
 	case p[0] == mysql.COM_QUERY:
 		return mentionsTracking(p[1:])
 	case p[0] == mysql.COM_STMT_EXECUTE && len(p) >= 5:
-		st := s.stmts[binary.LittleEndian.Uint32(p[1:])]
+		st := s.prep.stmts[binary.LittleEndian.Uint32(p[1:])]
 		return st != nil && mentionsTracking(st.query)
 	}
 	return false
@@ -343,7 +343,7 @@ func (s *session) namesTracking(p []byte) bool {
 // statements: it negotiated CLIENT_MULTI_STATEMENTS, or turned them on
 // since with COM_SET_OPTION (and not off).
 func (s *session) multiStatements() bool {
-	switch s.multiOption {
+	switch s.client.multiOption {
 	case 1:
 		return true
 	case 2:

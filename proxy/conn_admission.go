@@ -97,7 +97,7 @@ func (s *Server) accept(c net.Conn) {
 		conn:    c,
 		cr:      newPacketReader(sio, clientBufSize),
 		cw:      newPacketWriter(sio, clientBufSize),
-		stmts:   make(map[uint32]*stmt),
+		prep:    stmtTable{stmts: make(map[uint32]*stmt)},
 		hardCtx: s.hardCtx,
 		mem:     mem,
 	}
@@ -152,7 +152,7 @@ func (s *Server) sessionEnded(sess *session) {
 // ending an unrelated session whose backend thread has that number.
 const firstSessionID = 1 << 31
 
-// nextSessionIDLocked advances s.nextID to a free id in [firstSessionID,
+// nextSessionIDLocked advances s.prep.nextID to a free id in [firstSessionID,
 // 2^32), wrapping around (s.mu held).
 func (s *Server) nextSessionIDLocked() {
 	for {
@@ -264,7 +264,7 @@ func (s *Server) evictHandshakeLocked(why string) {
 
 // evictBefore reports whether a should be closed before b.
 func evictBefore(a, b *session, perHost map[string]int) bool {
-	if aa, ba := a.answered.Load(), b.answered.Load(); aa != ba {
+	if aa, ba := a.pub.answered.Load(), b.pub.answered.Load(); aa != ba {
 		return !aa
 	}
 	if perHost[a.host] != perHost[b.host] {

@@ -29,9 +29,9 @@ func keepsDiagnostics(cmd byte) bool {
 // command, unless it keeps them, then owns the session's diagnostics
 // wherever it runs (onReplica marks a replica's).
 func (s *session) beginCommand(cmd byte) {
-	s.diagPrev = s.diagReplica
+	s.route.diagPrev = s.route.diagReplica
 	if !keepsDiagnostics(cmd) {
-		s.diagReplica = false
+		s.route.diagReplica = false
 	}
 }
 
@@ -58,8 +58,8 @@ func diagnosticsOnly(an *parser.Analysis) bool {
 // there. Should that connection fail before answering, the warnings it
 // held are gone: the client is told so (1105), never shown the primary's.
 func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
-	rc := s.replica.conn
-	if !s.diagPrev || rc == nil || !diagnosticsOnly(r.an) {
+	rc := s.route.replica.conn
+	if !s.route.diagPrev || rc == nil || !diagnosticsOnly(r.an) {
 		return false, nil
 	}
 	p := r.p
@@ -75,7 +75,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 		}
 		return true, s.diagnosticsLost(err)
 	}
-	s.diagReplica = true
+	s.route.diagReplica = true
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(r.st)).Inc()
 	return true, nil
 }
@@ -83,7 +83,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 // diagnosticsLost drops the replica connection that failed while asked
 // for the previous statement's diagnostics and tells the client.
 func (s *session) diagnosticsLost(cause error) error {
-	s.replicaBroken(s.replica.conn.key.addr, cause)
+	s.replicaBroken(s.route.replica.conn.key.addr, cause)
 	return s.writeErrAt(1, errorf(errDiagnosticsLost,
 		"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", cause))
 }

@@ -6,8 +6,12 @@ package proxy
 // GTIDs shared, the client's session tracking read again). Only the
 // session's own goroutine touches it.
 type exchange struct {
-	src  *backendConn // the connection whose response is being relayed
-	form resultForm   // how writeResult answers the current command
+	// rowCharge is what a large row held for a capture takes of the
+	// session's memory budget until the command ends (passRow,
+	// shrinkBuffers).
+	rowCharge int64
+	src       *backendConn // the connection whose response is being relayed
+	form      resultForm   // how writeResult answers the current command
 	// Per-response relay state.
 	lastOK          bool   // the last response ended in OK/EOF, not ERR
 	midResponse     bool   // part of a response has been written to the client

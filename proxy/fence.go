@@ -27,10 +27,10 @@ type fenceStep struct {
 // lock's token and the row; token 0 when none applies.
 func (s *session) fenceFor(pl plan) fenceStep {
 	t := pl.fence
-	if t.rule == nil || len(t.keys) != 1 || s.locks == nil {
+	if t.rule == nil || len(t.keys) != 1 || s.txn.locks == nil {
 		return fenceStep{}
 	}
-	token := s.locks.Fence(t.keys[0].Name)
+	token := s.txn.locks.Fence(t.keys[0].Name)
 	if token == 0 {
 		return fenceStep{}
 	}
@@ -69,7 +69,7 @@ func (s *session) runFenced(fs fenceStep) error {
 		return err
 	}
 	b := s.be
-	if s.lastAffected == 0 {
+	if s.rwr.lastAffected == 0 {
 		v, err := b.queryValue(fs.check)
 		if err != nil && !isMySQLErr(err) {
 			return s.backendFailed(b, err)

@@ -105,7 +105,7 @@ func (s *session) fullAuth(seq byte, known bool, password string) (bool, byte, e
 		return false, seq, nil
 	}
 	for i := range plain {
-		plain[i] ^= s.salt[i%len(s.salt)]
+		plain[i] ^= s.client.salt[i%len(s.client.salt)]
 	}
 	return known && samePassword(bytes.TrimSuffix(plain, []byte{0}), password), seq, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,8 +76,8 @@ func (s *Server) watchBackends(ctx context.Context) {
 // client socket's Close. It reports false only when the session is idle
 // and its primary connection still open.
 func (s *session) closeIfPrimaryGone() bool {
-	e := s.idleEpoch.Load()
-	be := s.watched.Load()
+	e := s.pub.idleEpoch.Load()
+	be := s.pub.watched.Load()
 	if e%2 == 0 || be == nil {
 		return true
 	}
@@ -84,7 +85,7 @@ func (s *session) closeIfPrimaryGone() bool {
 	if state == peekNothing {
 		return false
 	}
-	if s.idleEpoch.Load() != e {
+	if s.pub.idleEpoch.Load() != e {
 		return true // the session sent a command meanwhile: that is its answer
 	}
 	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
@@ -131,4 +132,32 @@ func (s *session) primaryGone() bool {
 		return true
 	}
 	return false
+}
+
+// published is what a session shows other goroutines, each field atomic:
+// eviction (answered), KILL (thread, onReplicaNow), /debug/locks
+// (current), shutdown (idle, txnOpen) and the check for closed backends
+// (idleEpoch, watched).
+type published struct {
+	// answered is set once the client has sent a whole handshake
+	// response (see Server.evictHandshakeLocked).
+	answered atomic.Bool
+	// thread is the backend thread id of the pinned primary connection,
+	// for KILL from other sessions.
+	thread atomic.Uint32
+	// onReplicaNow is the replica connection a command of the session is
+	// running on now (nil: none), so KILL reaches that query.
+	onReplicaNow atomic.Pointer[replicaRun]
+	// current is the text of the statement being served (when analysed),
+	// for /debug/locks.
+	current atomic.Pointer[string]
+	// Published for the Server's shutdown: the session waits for a command
+	// (idle) and whether a transaction is open (txnOpen).
+	idle    atomic.Bool
+	txnOpen atomic.Bool
+	// idleEpoch is odd while the session waits for a command and grows
+	// by one at each change, and watched is its pinned primary
+	// connection: what the server's check for closed backends reads.
+	idleEpoch atomic.Uint64
+	watched   atomic.Pointer[backendConn]
 }

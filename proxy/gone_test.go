@@ -21,7 +21,7 @@ func backendThreadOf(t *testing.T, p *testProxy, id uint32) uint32 {
 	if sess == nil {
 		t.Fatalf("no session %d", id)
 	}
-	return sess.thread.Load()
+	return sess.pub.thread.Load()
 }
 
 // TestPrimaryGoneClosesClient: when MariaDB closes a session's backend connection, lockproxy closes the

@@ -21,7 +21,7 @@ const releaseTimeout = 3 * time.Second
 // lock service is waited for, not given up on while the lock lingers),
 // and at least releaseTimeout.
 func (s *session) releaseCtx() (context.Context, context.CancelFunc) {
-	return releaseCtxFor(s.locks)
+	return releaseCtxFor(s.txn.locks)
 }
 
 func releaseCtxFor(locks *lockmgr.Set) (context.Context, context.CancelFunc) {
@@ -112,28 +112,28 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 // lockSet returns the session's lock set, starting a new owner when it
 // holds nothing (a new transaction or autocommit statement).
 func (s *session) lockSet() *lockmgr.Set {
-	if s.locks == nil {
-		s.locks = lockmgr.NewSet(s.srv.locker, s.newOwner())
-	} else if s.locks.Len() == 0 {
-		s.locks.Begin(s.newOwner())
+	if s.txn.locks == nil {
+		s.txn.locks = lockmgr.NewSet(s.srv.locker, s.newOwner())
+	} else if s.txn.locks.Len() == 0 {
+		s.txn.locks.Begin(s.newOwner())
 	}
-	return s.locks
+	return s.txn.locks
 }
 
 func (s *session) newOwner() lockmgr.Owner {
-	s.txnSeq++
-	return lockmgr.Owner{Instance: s.srv.instance, Session: uint64(s.id), Txn: s.txnSeq, Start: time.Now()}
+	s.txn.txnSeq++
+	return lockmgr.Owner{Instance: s.srv.instance, Session: uint64(s.id), Txn: s.txn.txnSeq, Start: time.Now()}
 }
 
 // beforeCommand enforces the guard: it answers a rejection or a doomed
 // transaction itself (ran=false) or takes the locks the command needs.
 func (s *session) beforeCommand(g guard) (ok bool, err error) {
-	if s.locks != nil && s.locks.Len() > 0 && !g.rollsBack {
-		if lerr := s.locks.Err(); lerr != nil || !s.locks.Valid() {
+	if s.txn.locks != nil && s.txn.locks.Len() > 0 && !g.rollsBack {
+		if lerr := s.txn.locks.Err(); lerr != nil || !s.txn.locks.Valid() {
 			if lerr == nil {
 				lerr = fmt.Errorf("%w: lease expired", lockmgr.ErrLeaseLost)
 			}
-			held := s.locks.Keys()
+			held := s.txn.locks.Keys()
 			rule, key := g.rule, ""
 			if len(held) > 0 {
 				rule, key = held[0].Rule, held[0].Name
@@ -205,7 +205,7 @@ func (s *session) acquire(ctx context.Context, g guard) error {
 		}
 		return ctx.Err()
 	}
-	away, s.awayBefore = s.awayBefore, nil
+	away, s.txn.awayBefore = s.txn.awayBefore, nil
 	for {
 		err := s.lockSet().Acquire(ctx, g.keys)
 		switch {
@@ -296,10 +296,10 @@ func (s *session) audit(event string, g guard, fields ...zap.Field) {
 func (s *session) afterCommand() {
 	back := s.ex.giveBack
 	s.ex.giveBack = giveBack{}
-	if s.watch != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
+	if s.obs.watch != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
 		s.releaseWatch()
 	}
-	if s.locks == nil || s.locks.Len() == 0 {
+	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
 		return
 	}
 	switch {
@@ -337,17 +337,17 @@ func (s *session) armGiveBack(g guard, mark int) {
 
 // lockMark is the lock set's Mark, taken before a statement's locks.
 func (s *session) lockMark() int {
-	if s.locks == nil {
+	if s.txn.locks == nil {
 		return 0
 	}
-	return s.locks.Mark()
+	return s.txn.locks.Mark()
 }
 
 func (s *session) releaseSince(mark int) {
 	s.awaitRelease()
 	ctx, cancel := s.releaseCtx()
 	defer cancel()
-	if err := s.locks.ReleaseSince(ctx, mark); err != nil {
+	if err := s.txn.locks.ReleaseSince(ctx, mark); err != nil {
 		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 	}
 }
@@ -355,12 +355,12 @@ func (s *session) releaseSince(mark int) {
 func (s *session) releaseLocks() {
 	s.releaseWatch()
 	s.awaitRelease()
-	if s.locks == nil || s.locks.Len() == 0 {
+	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
 		return
 	}
 	ctx, cancel := s.releaseCtx()
 	defer cancel()
-	if err := s.locks.Release(ctx); err != nil {
+	if err := s.txn.locks.Release(ctx); err != nil {
 		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 	}
 }
@@ -373,13 +373,13 @@ func (s *session) releaseLocks() {
 // back, and a drain still releases every lock before the process exits.
 func (s *session) releaseBehind() {
 	s.awaitRelease()
-	if s.locks == nil || s.locks.Len() == 0 {
+	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
 		return
 	}
-	held := s.locks.Detach()
+	held := s.txn.locks.Detach()
 	ctx, cancel := releaseCtxFor(held)
 	r := &release{done: make(chan struct{})}
-	s.releasing = r
+	s.txn.releasing = r
 	log := s.log
 	s.srv.releasers.run(func() {
 		defer close(r.done)
@@ -402,9 +402,9 @@ type release struct {
 // end, and the session's next lock wait names that cause if it times out
 // (awayBefore).
 func (s *session) finished(r *release) {
-	s.releasing = nil
+	s.txn.releasing = nil
 	if errors.Is(r.err, lockmgr.ErrUnavailable) {
-		s.awayBefore = r.err
+		s.txn.awayBefore = r.err
 	}
 }
 
@@ -417,12 +417,12 @@ var errReleasePending = errors.New("the release of the session's previous locks 
 // release is done. A release the lock service does not answer is bounded
 // by its leases (releaseCtxFor), longer than a statement may wait.
 func (s *session) awaitReleaseWithin(ctx context.Context) bool {
-	if s.releasing == nil {
+	if s.txn.releasing == nil {
 		return true
 	}
 	select {
-	case <-s.releasing.done:
-		s.finished(s.releasing)
+	case <-s.txn.releasing.done:
+		s.finished(s.txn.releasing)
 		return true
 	case <-ctx.Done():
 		return false
@@ -431,8 +431,23 @@ func (s *session) awaitReleaseWithin(ctx context.Context) bool {
 
 // awaitRelease waits for the release releaseBehind started, if any.
 func (s *session) awaitRelease() {
-	if s.releasing != nil {
-		<-s.releasing.done
-		s.finished(s.releasing)
+	if s.txn.releasing != nil {
+		<-s.txn.releasing.done
+		s.finished(s.txn.releasing)
 	}
+}
+
+// txnLocks is what a session holds in the lock service for its current
+// transaction or autocommit statement, and the background release of
+// the last one's.
+type txnLocks struct {
+	// releasing, when not nil, is the release of the last transaction's
+	// locks, given back in the background (releaseBehind); awayBefore is
+	// the lock service's failure to answer such a release, which the next
+	// lock wait names if it times out.
+	releasing  *release
+	awayBefore error
+	// Locks held for the current transaction or autocommit statement.
+	locks  *lockmgr.Set
+	txnSeq uint64
 }

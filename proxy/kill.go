@@ -236,8 +236,8 @@ func (s *Server) backendThread(id uint64) (uint32, *replicaRun, bool) {
 	if sess == nil {
 		return 0, nil, false
 	}
-	t := sess.thread.Load()
-	return t, sess.onReplicaNow.Load(), t != 0
+	t := sess.pub.thread.Load()
+	return t, sess.pub.onReplicaNow.Load(), t != 0
 }
 
 // lentOut is session id when it is open but holds no primary connection
@@ -249,7 +249,7 @@ func (s *Server) lentOut(id uint64) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[uint32(id)]
-	if sess == nil || sess.thread.Load() != 0 || s.handshaking[uint32(id)] != nil {
+	if sess == nil || sess.pub.thread.Load() != 0 || s.handshaking[uint32(id)] != nil {
 		return nil
 	}
 	return sess

@@ -18,8 +18,8 @@ import (
 func (s *session) prepareLocal(q []byte) (bool, error) {
 	if isKill(q) {
 		if _, _, _, ok := readKill(q); ok {
-			st := &stmt{id: s.nextID + 1, query: string(q), local: true}
-			s.nextID++
+			st := &stmt{id: s.prep.nextID + 1, query: string(q), local: true}
+			s.prep.nextID++
 			return true, s.writePrepareOK(st, nil)
 		}
 		return false, nil
@@ -27,12 +27,12 @@ func (s *session) prepareLocal(q []byte) (bool, error) {
 	if !isShow(q) {
 		return false, nil
 	}
-	st := &stmt{id: s.nextID + 1, query: string(q), local: true}
+	st := &stmt{id: s.prep.nextID + 1, query: string(q), local: true}
 	s.ex.form = resultForm{prepare: st}
 	defer func() { s.ex.form = resultForm{} }()
 	done, err := s.showLockproxy(q)
-	if done && s.stmts[st.id] == st {
-		s.nextID++
+	if done && s.prep.stmts[st.id] == st {
+		s.prep.nextID++
 	}
 	return done, err
 }

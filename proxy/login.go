@@ -66,7 +66,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	if refused != nil {
 		return 0, s.loginFailed(seq, host, turn, known || relayed, len(auth) == 0, refused)
 	}
-	s.password, s.stage1, s.relayed = u.Password, stage1, relayed
+	s.client.password, s.client.stage1, s.client.relayed = u.Password, stage1, relayed
 	s.srv.logins.succeeded(s.user, host, turn)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
 		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
@@ -80,7 +80,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 // askAgain sends an AuthSwitchRequest for plugin with the session's
 // scramble and returns the client's answer and the next sequence id.
 func (s *session) askAgain(seq byte, plugin string) (byte, []byte, error) {
-	if _, err := s.cw.writePacket(seq, authSwitchRequest(plugin, s.salt)); err != nil {
+	if _, err := s.cw.writePacket(seq, authSwitchRequest(plugin, s.client.salt)); err != nil {
 		return 0, nil, err
 	}
 	if err := s.cw.flush(); err != nil {
@@ -99,7 +99,7 @@ func (s *session) askAgain(seq byte, plugin string) (byte, []byte, error) {
 // the scramble proved it (fast), the next sequence id, and why the login
 // is refused (nil: it is not); err is an I/O failure.
 func (s *session) verifyListed(seq byte, plugin string, auth []byte, password string, known bool) (fast bool, next byte, refused, err error) {
-	ok := known && checkAuth(plugin, s.salt, auth, password)
+	ok := known && checkAuth(plugin, s.client.salt, auth, password)
 	fast = ok
 	if !ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(auth) > 0 && !(len(auth) == 1 && auth[0] == 0) {
 		if ok, seq, err = s.fullAuth(seq, known, password); err != nil {
@@ -121,14 +121,14 @@ func (s *session) verifyListed(seq byte, plugin string, auth []byte, password st
 // clients) and checks once more: the account may be new, or its password
 // changed, since they were read.
 func (s *session) verifyRelayed(host string, auth []byte) ([]byte, error) {
-	stage1, err := s.srv.accounts.verify(s.user, host, s.salt, auth)
+	stage1, err := s.srv.accounts.verify(s.user, host, s.client.salt, auth)
 	if err == nil {
 		return stage1, nil
 	}
 	if !s.srv.rereadAccounts() {
 		return nil, err
 	}
-	return s.srv.accounts.verify(s.user, host, s.salt, auth)
+	return s.srv.accounts.verify(s.user, host, s.client.salt, auth)
 }
 
 // loginFailed counts and logs a refused login and answers it: the
@@ -164,4 +164,26 @@ func loginReason(err error) string {
 		return "account plugin not served"
 	}
 	return "refused"
+}
+
+// clientSettings is what the client negotiated at login (and COM_CHANGE_USER
+// or COM_SET_OPTION changed since): the scramble's salt, MariaDB's extended
+// capabilities, the collation, the connection attributes, the password and
+// how its backend connections log in, and the multi-statements option.
+type clientSettings struct {
+	salt []byte
+	// ext are the MariaDB extended capabilities the client negotiated
+	// (mariadbcaps.go), which its backend connections negotiate too.
+	ext       uint32
+	collation uint8
+	attrs     connAttrs // the client's connection attributes
+	password  string
+	// relayed: the user's account was read from the primary
+	// (users.from_backend), and stage1 = SHA1(password) is what its
+	// backend connections log in with (relaylogin.go); never logged.
+	relayed bool
+	stage1  []byte
+	// multiOption is the client's last COM_SET_OPTION that succeeded:
+	// 0 none, 1 multi-statements on, 2 off (session.multiStatements).
+	multiOption uint8
 }

@@ -110,13 +110,13 @@ func outOfMemory(what string, n int64) error {
 // the client's (charged to the budget) and the backends' (a large row or
 // result packet), so an idle session holds little whatever it last did.
 func (s *session) shrinkBuffers() {
-	s.mem.give(s.rowCharge)
-	s.rowCharge = 0
+	s.mem.give(s.ex.rowCharge)
+	s.ex.rowCharge = 0
 	s.cr.shrink()
 	if s.be != nil {
 		s.be.r.shrink()
 	}
-	if s.replica.conn != nil {
-		s.replica.conn.r.shrink()
+	if s.route.replica.conn != nil {
+		s.route.replica.conn.r.shrink()
 	}
 }

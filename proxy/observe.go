@@ -252,22 +252,22 @@ func (s *session) probeObserved(keys []lockmgr.Key) (holders map[string][]string
 	if !ok {
 		return nil, errNoObserver
 	}
-	if s.watchEnd != nil {
+	if s.obs.watchEnd != nil {
 		// The notes of the session's last transaction must be gone
 		// first, or they would stand in this one's way.
-		<-s.watchEnd
-		s.watchEnd = nil
+		<-s.obs.watchEnd
+		s.obs.watchEnd = nil
 	}
-	if s.watch == nil {
-		s.watchSeq++
-		s.watch = &watching{owner: s.watchOwner(), keys: map[string]lockmgr.Key{}}
+	if s.obs.watch == nil {
+		s.obs.watchSeq++
+		s.obs.watch = &watching{owner: s.watchOwner(), keys: map[string]lockmgr.Key{}}
 	}
 	ctx, cancel := context.WithTimeout(s.hardCtx, observeProbe)
-	inWay, err := ob.Observe(ctx, s.watch.owner, keys)
+	inWay, err := ob.Observe(ctx, s.obs.watch.owner, keys)
 	cancel()
 	for _, k := range keys {
-		_, noted := s.watch.keys[k.Name]
-		s.watch.keys[k.Name] = k // also on error: the note may have landed
+		_, noted := s.obs.watch.keys[k.Name]
+		s.obs.watch.keys[k.Name] = k // also on error: the note may have landed
 		if noted || err != nil {
 			continue
 		}
@@ -295,18 +295,18 @@ func addHolder(m map[string][]string, rule, holder string) map[string][]string {
 // watchOwner owns the session's notes: the instance's name with
 // "/observe" added, so they never pass for the session's own locks.
 func (s *session) watchOwner() lockmgr.Owner {
-	return lockmgr.Owner{Instance: s.srv.instance + "/observe", Session: uint64(s.id), Txn: s.watchSeq, Start: time.Now()}
+	return lockmgr.Owner{Instance: s.srv.instance + "/observe", Session: uint64(s.id), Txn: s.obs.watchSeq, Start: time.Now()}
 }
 
 // releaseWatch gives back the session's notes once its transaction has
 // ended, in the background: the client's answer does not wait for it,
 // the session's next check does (watchEnd).
 func (s *session) releaseWatch() {
-	w := s.watch
+	w := s.obs.watch
 	if w == nil {
 		return
 	}
-	s.watch = nil
+	s.obs.watch = nil
 	ob, ok := s.srv.locker.(lockmgr.Observer)
 	if !ok || len(w.keys) == 0 {
 		return
@@ -316,7 +316,7 @@ func (s *session) releaseWatch() {
 		keys = append(keys, k)
 	}
 	done, log := make(chan struct{}), s.log
-	s.watchEnd = done
+	s.obs.watchEnd = done
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -338,4 +338,16 @@ func (pl *planner) observeCurrentRead(f *parser.Facts, d rules.Decision, depth i
 		return
 	}
 	g.refuseObserved(d.Rule.Name, refuseNotCurrent, fmt.Sprintf("rule %s: a read of %s in a transaction, where its row locks need a current read, that lockproxy cannot give LOCK IN SHARE MODE", d.Rule.Name, d.Rule.Table))
+}
+
+// observeState is what a session noted in the lock service for the keys
+// that rules in observe mode would have locked.
+type observeState struct {
+	// watch is what the session noted in the lock service for the keys
+	// rules in observe mode would have locked in the current transaction
+	// (observe.go); nil until one does. watchSeq numbers such
+	// transactions.
+	watch    *watching
+	watchSeq uint64
+	watchEnd chan struct{} // closed when the last notes given back are gone
 }

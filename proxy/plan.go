@@ -97,10 +97,10 @@ func (s *session) planEnv() planEnv {
 		db:            s.db,
 		inTxn:         s.inTxn(),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
-		unsafeCharset: s.unsafeCharset,
+		unsafeCharset: s.rwr.unsafeCharset,
 		clientCharset: s.sqlMode.charset,
 		text:          rules.TextCharsets{Client: s.sqlMode.charset, Connection: s.sqlMode.connection},
-		dyn:           &s.dyn,
+		dyn:           &s.rwr.dyn,
 		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}
 }

@@ -128,7 +128,7 @@ func (s *session) dispatchLent(p []byte) error {
 		mysql.COM_REFRESH, mysql.COM_FIELD_LIST, mysql.COM_PROCESS_KILL, mysql.COM_RESET_CONNECTION,
 		mysql.COM_CHANGE_USER, mysql.COM_QUIT:
 	default: // the statement commands of a prepared statement: pinned by its prepare
-		if len(s.stmts) == 0 {
+		if len(s.prep.stmts) == 0 {
 			s.mux.pins |= pinUnknown
 		}
 	}
@@ -175,8 +175,8 @@ func (s *session) borrow() error {
 		}
 	}
 	s.be = be
-	s.watched.Store(be)
-	s.thread.Store(be.threadID)
+	s.pub.watched.Store(be)
+	s.pub.thread.Store(be.threadID)
 	return nil
 }
 
@@ -194,8 +194,8 @@ func (s *session) giveBackIfFree() {
 		return
 	}
 	s.be = nil
-	s.watched.Store(nil)
-	s.thread.Store(0)
+	s.pub.watched.Store(nil)
+	s.pub.thread.Store(0)
 	clean := !s.mux.changed && !be.dbDirty && !be.optionSet
 	s.mux.changed = false
 	if clean {

@@ -16,14 +16,21 @@ const processPrivilegeQuery = `SELECT COUNT(*) FROM information_schema.USER_PRIV
 // per user the session is logged in as. When the backend cannot say, the
 // answer is no.
 func (s *session) hasProcessPrivilege() bool {
-	if s.privKnown && s.privUser == s.user {
-		return s.privProcess
+	if s.priv.known && s.priv.user == s.user {
+		return s.priv.process
 	}
 	v, err := s.be.queryValue(processPrivilegeQuery)
 	if err != nil {
 		s.log.Warn("cannot learn whether the user has the PROCESS privilege; showing other users' statements as shapes", zap.Error(err))
 		return false
 	}
-	s.privUser, s.privKnown, s.privProcess = s.user, true, len(v) > 0 && string(v) != "0"
-	return s.privProcess
+	s.priv.user, s.priv.known, s.priv.process = s.user, true, len(v) > 0 && string(v) != "0"
+	return s.priv.process
+}
+
+// privCache is what the backend said of a user's PROCESS privilege, for
+// SHOW LOCKPROXY LOCKS (user: the user it was asked for).
+type privCache struct {
+	user           string
+	known, process bool
 }

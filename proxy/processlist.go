@@ -38,7 +38,7 @@ func (s *Server) sessionThreads() map[uint64]uint32 {
 	defer s.mu.Unlock()
 	m := make(map[uint64]uint32, len(s.sessions))
 	for id, ss := range s.sessions {
-		if t := ss.thread.Load(); t != 0 {
+		if t := ss.pub.thread.Load(); t != 0 {
 			m[uint64(t)] = id
 		}
 	}

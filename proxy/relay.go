@@ -118,7 +118,7 @@ func (s *session) passRow(kind passKind) ([]byte, error) {
 		return s.passAs(kind)
 	}
 	if n < maxPayload && s.ex.cap.wants() && s.mem.take(int64(n), shareAll) {
-		s.rowCharge += int64(n)
+		s.ex.rowCharge += int64(n)
 		return s.passAs(kind)
 	}
 	s.ex.midResponse = true
@@ -201,7 +201,7 @@ func (s *session) relayColumns(n int) error {
 			return nil
 		}
 		if s.ex.cap != nil && p != nil {
-			s.ex.cap.column(i, p, extendedMetadata(s.ext))
+			s.ex.cap.column(i, p, extendedMetadata(s.client.ext))
 		}
 	}
 	if n >= 0 && !deprecate {
@@ -239,7 +239,7 @@ func (s *session) relayResultSets() error {
 			s.ex.lastOK = true
 			s.ex.raised = s.ex.raised || resultWarnings(p, true) > 0
 			status = st
-			s.lastAffected, _, _, _ = readLenEncInt(p, 1)
+			s.rwr.lastAffected, _, _, _ = readLenEncInt(p, 1)
 		case mysql.LocalInFile_HEADER:
 			if err := s.sendLocalFile(); err != nil {
 				return err

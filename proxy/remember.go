@@ -160,22 +160,22 @@ type belief struct {
 // remember records what the session now believes about a row; session
 // says whether the belief outlives the current transaction.
 func (s *session) remember(key string, value []byte, session bool) {
-	if s.beliefs == nil {
-		s.beliefs = make(map[string]belief)
+	if s.rwr.beliefs == nil {
+		s.rwr.beliefs = make(map[string]belief)
 	}
-	if _, ok := s.beliefs[key]; !ok && len(s.beliefs) >= maxRemembered {
-		clear(s.beliefs)
+	if _, ok := s.rwr.beliefs[key]; !ok && len(s.rwr.beliefs) >= maxRemembered {
+		clear(s.rwr.beliefs)
 	}
-	s.beliefs[key] = belief{value: value, session: session}
+	s.rwr.beliefs[key] = belief{value: value, session: session}
 }
 
-func (s *session) forget(key string) { delete(s.beliefs, key) }
+func (s *session) forget(key string) { delete(s.rwr.beliefs, key) }
 
 // forgetTxnBeliefs forgets every value whose scope is the transaction.
 func (s *session) forgetTxnBeliefs() {
-	for k, b := range s.beliefs {
+	for k, b := range s.rwr.beliefs {
 		if !b.session {
-			delete(s.beliefs, k)
+			delete(s.rwr.beliefs, k)
 		}
 	}
 }
@@ -185,7 +185,7 @@ func (s *session) forgetTxnBeliefs() {
 // begins, commits or rolls back a transaction (or a text lockproxy cannot
 // parse, which might), starts with none of them.
 func (s *session) scopeBeliefs(an *parser.Analysis) {
-	if len(s.beliefs) == 0 {
+	if len(s.rwr.beliefs) == 0 {
 		return
 	}
 	if !s.inTxn() || endsTxn(an) {

@@ -42,7 +42,7 @@ func (s *session) replaySet(sets []*parser.Facts) {
 		return
 	}
 	if s.be == nil {
-		s.pinnedPrimary = true
+		s.route.pinnedPrimary = true
 		return
 	}
 	var q strings.Builder
@@ -72,10 +72,10 @@ func (s *session) replaySet(sets []*parser.Facts) {
 	}
 	if err != nil {
 		s.log.Debug("cannot replay a SET on replicas; the session reads from the primary", zap.Error(err))
-		s.pinnedPrimary = true
+		s.route.pinnedPrimary = true
 		return
 	}
-	s.sets = append(s.sets, set.String())
+	s.route.sets = append(s.route.sets, set.String())
 }
 
 // quoteIdent back-quotes an identifier.

@@ -55,7 +55,7 @@ func (s *session) writeResult(columns []string, rows [][]*string) error {
 func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
 	var err error
 	for _, c := range columns {
-		if seq, err = s.cw.writePacket(seq, columnDef(c, extendedMetadata(s.ext))); err != nil {
+		if seq, err = s.cw.writePacket(seq, columnDef(c, extendedMetadata(s.client.ext))); err != nil {
 			return seq, err
 		}
 	}
@@ -83,8 +83,8 @@ func (s *session) writePrepareOK(st *stmt, columns []string) error {
 	if _, err := s.writeColumns(seq, columns); err != nil {
 		return err
 	}
-	s.stmts[st.id] = st
-	s.lastPrepared = st.id
+	s.prep.stmts[st.id] = st
+	s.prep.lastPrepared = st.id
 	s.ex.lastOK = true
 	return s.cw.flush()
 }

@@ -97,7 +97,7 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	switch {
 	case f.Kind == parser.KindSelect && len(keys) == 1:
 		if pl.storedCode {
-			clear(s.beliefs) // a function in it may show other rows too
+			clear(s.rwr.beliefs) // a function in it may show other rows too
 		}
 		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}, true
 	case f.Kind != parser.KindUpdate:
@@ -158,7 +158,7 @@ func absoluteWrite(f *parser.Facts, column string) bool {
 // difference; its next absolute write is unpaired instead.
 func (s *session) forgetOthers(pl plan) {
 	if pl.rewriteRows {
-		clear(s.beliefs)
+		clear(s.rwr.beliefs)
 	}
 }
 
@@ -182,10 +182,10 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 		return skip(parser.ReasonSeveralRows)
 	}
 	step.key = keys[0].Name
-	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.unsafeCharset {
+	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.rwr.unsafeCharset {
 		return skip("session escaping")
 	}
-	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: s.beliefs[step.key].value, Key: r.Key}
+	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: s.rwr.beliefs[step.key].value, Key: r.Key}
 	if rw.Min != nil {
 		spec.Min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)
 		step.min = spec.Min
@@ -328,4 +328,19 @@ func (m *metrics) initRewriteMetrics(cfg *rules.Config) {
 			m.rewrites.WithLabelValues(r.Name, r.Rewrite.Mode, res)
 		}
 	}
+}
+
+// rewriterState is what the rewriter believes of a session: the values it
+// read of guarded rows, what its SQL-level PREPARE and SET @v made known,
+// the last statement's affected rows, and whether the connection's
+// character set forbids rewriting.
+type rewriterState struct {
+	// Rewriting: what the session believes rows hold, and whether its
+	// escaping forbids rewriting (the command's capture and guarded
+	// UPDATE are in ex).
+	beliefs map[string]belief
+	// dyn is what the session's SQL-level PREPARE and SET @v made known.
+	dyn           dynState
+	lastAffected  uint64
+	unsafeCharset bool
 }

@@ -52,7 +52,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 	reply = append([]byte(nil), s.tracked(reply, true)...)
 	st, _ := okStatus(reply)
 	s.status, b.status, s.ex.lastOK = st, st, true
-	s.lastAffected, _, _, _ = readLenEncInt(reply, 1)
+	s.rwr.lastAffected, _, _, _ = readLenEncInt(reply, 1)
 	return reply, false, nil
 }
 
@@ -62,7 +62,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 // the guard held) from a row that does not exist or already held the new
 // value; only a lost race is answered differently from reply.
 func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
-	if s.lastAffected != 0 || step.check == "" {
+	if s.rwr.lastAffected != 0 || step.check == "" {
 		return s.writeReply(reply)
 	}
 	b := s.be
@@ -70,7 +70,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 	s.status = b.status
 	switch {
 	case err == errNoRow || err == nil && string(v) == "1":
-		s.oweRowCount(s.lastAffected) // the check, not the UPDATE, ran last
+		s.oweRowCount(s.rwr.lastAffected) // the check, not the UPDATE, ran last
 		return s.writeReply(reply)
 	case isMySQLErr(err):
 		// The row could not be read back (a lock wait, a deadlock): the
@@ -87,7 +87,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 		zap.String("guard", step.guard), zap.Bool("zero_rows", step.zero),
 		zap.Uint32("session", s.id), zap.String("user", s.user))
 	if step.zero {
-		s.oweRowCount(s.lastAffected)
+		s.oweRowCount(s.rwr.lastAffected)
 		return s.writeReply(reply)
 	}
 	return s.loseRace(step)

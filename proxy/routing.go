@@ -21,7 +21,7 @@ type replicaState struct {
 	conn    *backendConn
 	run     *replicaRun // conn as KILL finds it while a command runs on it
 	db      string      // current database on conn
-	sets    int         // how many of session.sets conn has replayed
+	sets    int         // how many of routeState.sets conn has replayed
 	reached string      // the last GTID conn is known to have applied
 	stmts   map[uint32]uint32
 	typed   map[uint32]bool // statements conn has been given parameter types for
@@ -32,7 +32,7 @@ type replicaState struct {
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
 func (s *session) replicaEligible(p plan) bool {
-	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.pinnedPrimary || s.nextTxnPrimary {
+	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.route.pinnedPrimary || s.route.nextTxnPrimary {
 		return false
 	}
 	if s.be != nil && s.be.optionSet {
@@ -86,9 +86,9 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		return true, errPrimaryGone // the session is over; see gone.go
 	}
 	if !s.srv.config().Backends.RYW() {
-		s.needGTID, s.lastGTID = false, ""
+		s.route.needGTID, s.route.lastGTID = false, ""
 	}
-	if s.needGTID {
+	if s.route.needGTID {
 		if err := s.learnLastGTID(); err != nil {
 			return false, nil
 		}
@@ -128,7 +128,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		s.replicaBroken(addr, err)
 		return false, nil
 	}
-	s.diagReplica = true
+	s.route.diagReplica = true
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(st)).Inc()
 	return true, nil
 }
@@ -146,8 +146,8 @@ func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check f
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
 	}
-	s.onReplicaNow.Store(s.replica.run)
-	defer s.onReplicaNow.Store(nil)
+	s.pub.onReplicaNow.Store(s.route.replica.run)
+	defer s.pub.onReplicaNow.Store(nil)
 	if err := rc.writeCommand(p); err != nil {
 		return err
 	}
@@ -165,8 +165,8 @@ func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check f
 // mark of its user or of everyone), waiting up to gtidWait; false sends
 // the read to the primary.
 func (s *session) caughtUp(rc *backendConn, addr string) bool {
-	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.lastGTID)
-	if want == "" || s.replica.reached == want {
+	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.route.lastGTID)
+	if want == "" || s.route.replica.reached == want {
 		return true
 	}
 	q := router.WaitGTIDQuery(want, gtidWait)
@@ -181,7 +181,7 @@ func (s *session) caughtUp(rc *backendConn, addr string) bool {
 	if string(v) != "0" {
 		return false // not caught up within gtidWait
 	}
-	s.replica.reached = want
+	s.route.replica.reached = want
 	return true
 }
 
@@ -229,12 +229,12 @@ func (s *session) replicaBroken(addr string, err error) {
 			rt.MarkDown(addr, err)
 		}
 	}
-	if s.replica.conn != nil {
-		s.replica.conn.broken = true
-		s.srv.pool.put(s.replica.conn)
+	if s.route.replica.conn != nil {
+		s.route.replica.conn.broken = true
+		s.srv.pool.put(s.route.replica.conn)
 	}
-	s.replica = replicaState{}
-	s.diagReplica = false
+	s.route.replica = replicaState{}
+	s.route.diagReplica = false
 }
 
 func isMySQLErr(err error) bool {
@@ -245,11 +245,11 @@ func isMySQLErr(err error) bool {
 // replicaConn returns the session's connection to addr with the session's
 // database and SET statements applied.
 func (s *session) replicaConn(addr string) (*backendConn, error) {
-	if s.replica.conn != nil && s.replica.conn.key.addr != addr {
-		s.srv.pool.put(s.replica.conn)
-		s.replica = replicaState{}
+	if s.route.replica.conn != nil && s.route.replica.conn.key.addr != addr {
+		s.srv.pool.put(s.route.replica.conn)
+		s.route.replica = replicaState{}
 	}
-	if s.replica.conn == nil {
+	if s.route.replica.conn == nil {
 		key := s.backendKey()
 		key.addr, key.db, key.readOnly, key.track = addr, "", true, false
 		ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
@@ -259,18 +259,18 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 			return nil, err
 		}
 		b.dbDirty = true
-		s.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
+		s.route.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
 			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
 	}
-	rc := s.replica.conn
-	if s.replica.db != s.db && s.db != "" {
+	rc := s.route.replica.conn
+	if s.route.replica.db != s.db && s.db != "" {
 		if err := rc.simpleCommand(append([]byte{mysql.COM_INIT_DB}, s.db...)); err != nil {
 			return nil, err
 		}
-		s.replica.db = s.db
+		s.route.replica.db = s.db
 	}
-	for ; s.replica.sets < len(s.sets); s.replica.sets++ {
-		if _, err := rc.queryValue(s.sets[s.replica.sets]); err != nil && err != errNoRow {
+	for ; s.route.replica.sets < len(s.route.sets); s.route.replica.sets++ {
+		if _, err := rc.queryValue(s.route.sets[s.route.replica.sets]); err != nil && err != errNoRow {
 			return nil, err
 		}
 	}
@@ -281,22 +281,22 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 // returns the execute packet addressed to it, with parameter types bound
 // when the replica's statement has never been given them.
 func (s *session) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte, error) {
-	id, ok := s.replica.stmts[st.id]
+	id, ok := s.route.replica.stmts[st.id]
 	if !ok {
 		var err error
 		if id, err = rc.prepare(st.query); err != nil {
 			return nil, err
 		}
-		s.replica.stmts[st.id] = id
+		s.route.replica.stmts[st.id] = id
 	}
 	out := append([]byte(nil), p...)
 	binary.LittleEndian.PutUint32(out[1:], id)
-	if st.numParams > 0 && !s.replica.typed[st.id] {
+	if st.numParams > 0 && !s.route.replica.typed[st.id] {
 		var err error
 		if out, err = withParamTypes(out, st.numParams, st.paramTypes); err != nil {
 			return nil, err
 		}
-		s.replica.typed[st.id] = true
+		s.route.replica.typed[st.id] = true
 	}
 	return out, nil
 }
@@ -311,9 +311,9 @@ func (s *session) learnLastGTID() error {
 		}
 		return err
 	}
-	s.needGTID = false
+	s.route.needGTID = false
 	if g := string(v); g != "" {
-		s.lastGTID = g
+		s.route.lastGTID = g
 	}
 	return nil
 }
@@ -329,9 +329,9 @@ func (s *session) noteStatement(an *parser.Analysis) {
 		return
 	}
 	if an.Unparsed {
-		s.needGTID = true
+		s.route.needGTID = true
 		if s.mayCreateTemporary(an) {
-			s.pinnedPrimary = true
+			s.route.pinnedPrimary = true
 		}
 		return
 	}
@@ -342,41 +342,41 @@ func (s *session) noteStatement(an *parser.Analysis) {
 			// A stored function, procedure or trigger may have made a
 			// temporary table (MariaDB allows CREATE TEMPORARY TABLE in
 			// each), which only the primary's connection has.
-			s.pinnedPrimary = true
+			s.route.pinnedPrimary = true
 		}
 		switch f.Kind {
 		case parser.KindSelect, parser.KindShow, parser.KindExplain, parser.KindUse:
-			s.nextTxnPrimary = false
+			s.route.nextTxnPrimary = false
 		case parser.KindSet:
 			switch {
 			case f.Effects.SetTransaction && f.Effects.SetTransactionScope == "next":
 				// The next transaction's characteristics live on the
 				// primary's connection only: that transaction runs there.
-				s.nextTxnPrimary = true
+				s.route.nextTxnPrimary = true
 			case sessionTransaction(f):
 				computed = append(computed, f)
 			case !replayable(f):
 			case f.Effects.SetComputed:
 				computed = append(computed, f)
 			default:
-				s.sets = append(s.sets, f.Text)
+				s.route.sets = append(s.route.sets, f.Text)
 			}
 		case parser.KindDDL:
 			if strings.Contains(strings.ToLower(f.Text), "temporary") {
-				s.pinnedPrimary = true
+				s.route.pinnedPrimary = true
 			}
-			s.needGTID = true
+			s.route.needGTID = true
 		case parser.KindLockTables, parser.KindCall, parser.KindExecute:
 			// A procedure or a prepared statement may create a temporary
 			// table or change the session's variables where lockproxy
 			// cannot see it.
-			s.pinnedPrimary = true
-			s.needGTID = true
+			s.route.pinnedPrimary = true
+			s.route.needGTID = true
 		default:
-			s.needGTID = true
+			s.route.needGTID = true
 		}
 		if f.Kind != parser.KindSet && f.Kind != parser.KindSelect {
-			s.nextTxnPrimary = false
+			s.route.nextTxnPrimary = false
 		}
 	}
 	if len(computed) > 0 {
@@ -387,13 +387,13 @@ func (s *session) noteStatement(an *parser.Analysis) {
 // dropReplica gives the replica connection back (session end, reset,
 // change of user).
 func (s *session) dropReplica() {
-	if s.replica.conn != nil {
-		s.srv.pool.put(s.replica.conn)
+	if s.route.replica.conn != nil {
+		s.srv.pool.put(s.route.replica.conn)
 	}
-	s.replica = replicaState{}
-	s.diagReplica = false
-	s.sets = nil
-	s.lastGTID, s.needGTID, s.pinnedPrimary, s.nextTxnPrimary = "", false, false, false
+	s.route.replica = replicaState{}
+	s.route.diagReplica = false
+	s.route.sets = nil
+	s.route.lastGTID, s.route.needGTID, s.route.pinnedPrimary, s.route.nextTxnPrimary = "", false, false, false
 }
 
 // mayCreateTemporary reports whether a text the parser could not read may
@@ -406,4 +406,25 @@ func (s *session) mayCreateTemporary(an *parser.Analysis) bool {
 		return false
 	}
 	return parser.HasDynamicSQL(an.SQL) || s.srv.ruleSet().MayCreateTemporaryText(an.SQL, s.db)
+}
+
+// routeState is what routing keeps of a session: its replica connection
+// and the SETs to replay there, what read-your-writes needs, and what has
+// pinned the session's reads to the primary.
+type routeState struct {
+	// Routing: the replica connection, SETs to replay on it, and what
+	// read-your-writes needs.
+	replica       replicaState
+	sets          []string
+	lastGTID      string
+	needGTID      bool
+	pinnedPrimary bool
+	// nextTxnPrimary: SET TRANSACTION without a scope set the next
+	// transaction's characteristics, on the primary's connection.
+	nextTxnPrimary bool
+	// diagReplica: the session's diagnostics area (SHOW WARNINGS) is
+	// its replica connection's, which served the last statement;
+	// diagPrev is what diagReplica was before the command being served
+	// (beginCommand).
+	diagReplica, diagPrev bool
 }

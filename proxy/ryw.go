@@ -21,7 +21,7 @@ type writeMarks struct {
 
 // note records that user wrote gtid (a GTID or position the primary
 // reported). A GTID that does not parse is ignored: the writer's own
-// session still waits for it (session.lastGTID).
+// session still waits for it (routeState.lastGTID).
 func (w *writeMarks) note(user, gtid string) {
 	pos, err := router.ParseGTIDPos(gtid)
 	if err != nil || len(pos) == 0 {
@@ -99,8 +99,8 @@ func (s *session) shareWrites() {
 	}
 	if err := s.learnLastGTID(); err == nil {
 		s.ex.sharedGTID = true
-		if s.lastGTID != "" {
-			s.srv.marks.note(s.user, s.lastGTID)
+		if s.route.lastGTID != "" {
+			s.srv.marks.note(s.user, s.route.lastGTID)
 		}
 	}
 }

@@ -424,10 +424,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.mu.Lock()
 			for _, sess := range s.sessions {
 				_ = sess.conn.Close()
-				if b := sess.watched.Load(); b != nil {
+				if b := sess.pub.watched.Load(); b != nil {
 					_ = b.nc.Close()
 				}
-				if r := sess.onReplicaNow.Load(); r != nil {
+				if r := sess.pub.onReplicaNow.Load(); r != nil {
 					_ = r.nc.Close()
 				}
 			}
@@ -462,7 +462,7 @@ func (s *Server) closeIdleSessions() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sess := range s.sessions {
-		if sess.idle.Load() && !sess.txnOpen.Load() {
+		if sess.pub.idle.Load() && !sess.pub.txnOpen.Load() {
 			_ = sess.conn.SetReadDeadline(time.Now())
 		}
 	}

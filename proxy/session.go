@@ -6,18 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/lockproxy/lockproxy/lockmgr"
 	"go.uber.org/zap"
 )
 
 // session is one client connection. All its methods run on the connection's
 // own goroutine, so it needs no locks. Other goroutines touch only:
-//   - its atomic fields: answered, thread, onReplicaNow, current, idle,
-//     txnOpen, idleEpoch, watched;
+//   - pub, whose fields are atomic: answered, thread, onReplicaNow,
+//     current, idle, txnOpen, idleEpoch, watched;
 //   - under Server.mu, the ones fixed before it is listed (id, host, conn,
 //     log) or at login (user): eviction, KILL and shutdown read them and
 //     close conn.
@@ -31,90 +29,38 @@ type session struct {
 	tls  bool
 	// mem is the session's memory budget (see memory.go).
 	mem *sessionMem
-	// rowCharge is what a large row held for a capture takes of mem until
-	// the command ends (passRow, shrinkBuffers).
-	rowCharge int64
-	// host is the client's address without the port; answered is set once
-	// the client has sent a whole handshake response (see
-	// Server.evictHandshakeLocked).
-	host     string
-	answered atomic.Bool
+	// host is the client's address without the port.
+	host string
+	// pub is what other goroutines read of the session, all atomic (gone.go).
+	pub published
 
-	salt []byte
-	caps uint32 // capabilities the client negotiated
-	// ext are the MariaDB extended capabilities the client negotiated
-	// (mariadbcaps.go), which its backend connections negotiate too.
-	ext       uint32
-	collation uint8
-	user      string
-	attrs     connAttrs // the client's connection attributes
-	password  string
-	db        string
-	// relayed: the user's account was read from the primary
-	// (users.from_backend), and stage1 = SHA1(password) is what its
-	// backend connections log in with (relaylogin.go); never logged.
-	relayed bool
-	stage1  []byte
+	// client is what the client negotiated (login.go).
+	client clientSettings
+	caps   uint32 // capabilities the client negotiated
+	user   string
+	db     string
 
 	be *backendConn // the pinned primary connection
 	// ex is the command being served: how its response is relayed and
 	// what its end does (exchange.go).
-	ex     exchange
-	stmts  map[uint32]*stmt
-	nextID uint32
-	// lastPrepared is the id of the statement the last prepare made, 0
-	// when it failed or that statement was closed: what MariaDB's direct
-	// execute (statement id 0xFFFFFFFF) names.
-	lastPrepared uint32
-	status       uint16 // server status after the last response the client saw
+	ex exchange
+	// prep is the prepared statements (stmt.go).
+	prep   stmtTable
+	status uint16 // server status after the last response the client saw
 
 	errsWritten uint64 // ERR packets lockproxy wrote itself
-	// releasing, when not nil, is the release of the last transaction's
-	// locks, given back in the background (releaseBehind); awayBefore is
-	// the lock service's failure to answer such a release, which the next
-	// lock wait names if it times out.
-	releasing  *release
-	awayBefore error
+	// txn is the locks of the transaction or autocommit statement (guard.go).
+	txn txnLocks
 
-	// Routing: the replica connection, SETs to replay on it, and what
-	// read-your-writes needs.
-	replica       replicaState
-	sets          []string
-	lastGTID      string
-	needGTID      bool
-	pinnedPrimary bool
-	// nextTxnPrimary: SET TRANSACTION without a scope set the next
-	// transaction's characteristics, on the primary's connection.
-	nextTxnPrimary bool
-	// diagReplica: the session's diagnostics area (SHOW WARNINGS) is
-	// its replica connection's, which served the last statement;
-	// diagPrev is what diagReplica was before the command being served
-	// (beginCommand).
-	diagReplica, diagPrev bool
+	// route is replica choice and read-your-writes (routing.go).
+	route routeState
 
-	// Locks held for the current transaction or autocommit statement.
-	locks  *lockmgr.Set
-	txnSeq uint64
-	// watch is what the session noted in the lock service for the keys
-	// rules in observe mode would have locked in the current transaction
-	// (observe.go); nil until one does. watchSeq numbers such
-	// transactions.
-	watch    *watching
-	watchSeq uint64
-	watchEnd chan struct{}   // closed when the last notes given back are gone
-	hardCtx  context.Context // ends when the shutdown grace is over: lockproxy stops for good
+	// obs is observe mode's notes (observe.go).
+	obs     observeState
+	hardCtx context.Context // ends when the shutdown grace is over: lockproxy stops for good
 
-	// Rewriting: what the session believes rows hold, and whether its
-	// escaping forbids rewriting (the command's capture and guarded
-	// UPDATE are in ex).
-	beliefs map[string]belief
-	// dyn is what the session's SQL-level PREPARE and SET @v made known.
-	dyn           dynState
-	lastAffected  uint64
-	unsafeCharset bool
-	// multiOption is the client's last COM_SET_OPTION that succeeded:
-	// 0 none, 1 multi-statements on, 2 off (session.multiStatements).
-	multiOption uint8
+	// rwr is the rewriter's beliefs (rewrite.go).
+	rwr rewriterState
 
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState
@@ -124,31 +70,9 @@ type session struct {
 	// plan waits for it (see refreshSchemaAsync).
 	schemaRead chan struct{}
 
-	// thread is the backend thread id of the pinned primary connection,
-	// for KILL from other sessions.
-	thread atomic.Uint32
-	// onReplicaNow is the replica connection a command of the session is
-	// running on now (nil: none), so KILL reaches that query.
-	onReplicaNow atomic.Pointer[replicaRun]
+	// priv is the PROCESS privilege as the backend last said (privilege.go).
+	priv privCache
 
-	// What the backend said of the user's PROCESS privilege, for SHOW
-	// LOCKPROXY LOCKS (privUser: the user it was asked for).
-	privUser               string
-	privKnown, privProcess bool
-
-	// current is the text of the statement being served (when analysed),
-	// for /debug/locks.
-	current atomic.Pointer[string]
-
-	// Published for the Server's shutdown: the session waits for a command
-	// (idle) and whether a transaction is open (txnOpen).
-	idle    atomic.Bool
-	txnOpen atomic.Bool
-	// idleEpoch is odd while the session waits for a command and grows
-	// by one at each change, and watched is its pinned primary
-	// connection: what the server's check for closed backends reads.
-	idleEpoch atomic.Uint64
-	watched   atomic.Pointer[backendConn]
 	// resetOnClose: the primary connection went away, and the client's
 	// is reset when the session ends, as MariaDB resets it (see gone.go).
 	resetOnClose bool
@@ -216,7 +140,7 @@ func (s *session) cleanup() {
 			_ = s.conn.Close()
 		}
 	}()
-	s.watched.Store(nil)
+	s.pub.watched.Store(nil)
 	s.awaitRelease()
 	s.endMultiplex()
 	if s.be != nil {
@@ -227,11 +151,11 @@ func (s *session) cleanup() {
 		s.be = nil
 	}
 	s.releaseLocks()
-	if s.watchEnd != nil {
-		<-s.watchEnd // the notes are gone before the session is: bounded by releaseTimeout
+	if s.obs.watchEnd != nil {
+		<-s.obs.watchEnd // the notes are gone before the session is: bounded by releaseTimeout
 	}
 	s.dropReplica()
-	clear(s.stage1)
+	clear(s.client.stage1)
 	if s.resetOnClose {
 		resetClose(s.conn)
 	}
@@ -254,7 +178,7 @@ func (s *session) handshake(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.salt = salt
+	s.client.salt = salt
 	caps := uint32(serverCaps)
 	clientTLS := s.srv.loaded().clientTLS
 	if clientTLS != nil {
@@ -286,18 +210,18 @@ func (s *session) handshake(ctx context.Context) error {
 	} else if s.srv.requireTLS() {
 		return s.writeErrAt(seq+1, errorf(errAccessDenied, "connections must use TLS"))
 	}
-	s.answered.Store(true)
+	s.pub.answered.Store(true)
 	resp, err := parseHandshakeResponse(p)
 	if err != nil {
 		_ = s.writeErrAt(seq+1, errorf(errHandshake, "bad handshake"))
 		return err
 	}
-	s.caps, s.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	s.caps, s.client.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
 	if !upgraded {
 		clientExt = resp.ext
 	}
-	s.ext = clientExt & ext
-	s.attrs = resp.attrs
+	s.client.ext = clientExt & ext
+	s.client.attrs = resp.attrs
 	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
 	if err != nil {
 		return err
@@ -322,7 +246,7 @@ func (s *session) handshake(ctx context.Context) error {
 func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	be, err := s.srv.pool.get(ctx, s.backendKey())
 	if err != nil {
-		if se, ok := err.(*sqlError); ok && s.relayed && se.State == "28000" {
+		if se, ok := err.(*sqlError); ok && s.client.relayed && se.State == "28000" {
 			// MariaDB refused an account lockproxy let in: what lockproxy
 			// read of it is stale.
 			go s.srv.rereadAccounts()
@@ -333,9 +257,9 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	}
 	s.be = be
 	s.srv.noteBackendExtCaps(be.offeredExt) // the primary may have been away at start
-	s.watched.Store(be)
+	s.pub.watched.Store(be)
 	s.modeMayHaveChanged() // read before the first analysis on this connection
-	s.thread.Store(be.threadID)
+	s.pub.thread.Store(be.threadID)
 	s.status = be.status
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0)); err != nil {
 		return err
@@ -352,17 +276,17 @@ func (s *session) backendKey() poolKey {
 	k := poolKey{
 		addr:      cfg.Backends.Primary,
 		user:      s.user,
-		password:  s.password,
+		password:  s.client.password,
 		db:        s.db,
 		caps:      s.caps & mirroredCaps,
-		ext:       s.ext,
-		collation: s.collation,
+		ext:       s.client.ext,
+		collation: s.client.collation,
 		tls:       s.srv.loaded().backendTLS,
-		attrs:     s.attrs,
+		attrs:     s.client.attrs,
 		track:     true,
 	}
-	if s.relayed {
-		k.relay = relayedLogin{on: true, stage1: string(s.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+	if s.client.relayed {
+		k.relay = relayedLogin{on: true, stage1: string(s.client.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
 	}
 	return k
 }

@@ -53,13 +53,13 @@ func (s *session) parseOptions() parser.Options {
 		}
 		if err != nil {
 			s.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
-			s.unsafeCharset = true
+			s.rwr.unsafeCharset = true
 			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
 		}
 		cs := string(row[1])
 		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
 			exactNames: string(row[3]) == "0", connection: string(row[4])}
-		s.unsafeCharset = s.sqlMode.unsafe
+		s.rwr.unsafeCharset = s.sqlMode.unsafe
 		if db := string(row[2]); db != s.db {
 			s.db = db
 			s.be.dbDirty = true

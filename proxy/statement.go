@@ -65,7 +65,7 @@ func (s *session) serve(r request) error {
 	}
 	pl := s.servePlan(&r)
 	if r.an != nil {
-		s.current.Store(r.text())
+		s.pub.current.Store(r.text())
 	}
 	s.noteCombineHazard(r.an)
 	if cand, ok := s.combinable(r, pl); ok {
@@ -124,13 +124,13 @@ func (s *session) servePlanned(r request, pl plan) error {
 		}
 		return err
 	}
-	s.diagReplica = s.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
+	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
 	s.finishRewrite(step)
 	s.track(r.an, pl)
-	s.dyn.apply(pl.dyn, s.ex.lastOK)
+	s.rwr.dyn.apply(pl.dyn, s.ex.lastOK)
 	s.noteStatement(r.an)
 	if s.ex.sharedGTID {
-		s.needGTID = false // learnt once the primary had answered
+		s.route.needGTID = false // learnt once the primary had answered
 	}
 	s.ex.sharedGTID = false
 	s.afterCommand()
@@ -178,7 +178,7 @@ func (s *session) replicaMay(r request) bool {
 // answered it itself after taking them: none of it ran.
 func (s *session) notRun(mark int) {
 	s.ex.giveBack = giveBack{}
-	if s.locks != nil {
+	if s.txn.locks != nil {
 		s.releaseSince(mark)
 	}
 }

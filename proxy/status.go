@@ -63,7 +63,7 @@ func (s *Server) locks(shown func(owner *session) bool) []LockInfo {
 			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds(), Holder: e.Holder, Position: e.Position}
 		if sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
-			if q := sess.current.Load(); q != nil {
+			if q := sess.pub.current.Load(); q != nil {
 				li.Statement = shownStatement(*q, hide)
 			}
 		}

@@ -68,7 +68,7 @@ type stmt struct {
 func (st *stmt) bindTypes(s *session, types []byte) {
 	st.paramTypes = append(st.paramTypes[:0], types...)
 	st.primaryTyped, st.currentTyped = false, false
-	delete(s.replica.typed, st.id)
+	delete(s.route.replica.typed, st.id)
 }
 
 // maxLongKey bounds how much long data lockproxy keeps per parameter; a key
@@ -86,16 +86,16 @@ func (s *session) lookupStmt(p []byte) (*stmt, bool) {
 	}
 	id := binary.LittleEndian.Uint32(p[1:])
 	if id == lastStmtID {
-		id = s.lastPrepared
+		id = s.prep.lastPrepared
 	}
-	st, ok := s.stmts[id]
+	st, ok := s.prep.stmts[id]
 	return st, ok
 }
 
 // prepare forwards COM_STMT_PREPARE, gives the statement a proxy id, and
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
-	s.lastPrepared = 0 // until this prepare succeeds
+	s.prep.lastPrepared = 0 // until this prepare succeeds
 	p = s.ownConnectionID(p)
 	release, refused := s.admitStatement(p[1:])
 	defer release()
@@ -120,8 +120,8 @@ func (s *session) prepare(p []byte) error {
 	if err := s.relayPrepare(string(p[1:]), cost); err != nil {
 		return s.backendFailed(s.be, err)
 	}
-	if st := s.stmts[s.lastPrepared]; s.diagPrev && st != nil {
-		s.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.ex.lastOK, s.ex.raised)
+	if st := s.prep.stmts[s.prep.lastPrepared]; s.route.diagPrev && st != nil {
+		s.route.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.ex.lastOK, s.ex.raised)
 	}
 	return nil
 }
@@ -148,9 +148,9 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		return s.flushClient()
 	}
 	s.ex.raised = binary.LittleEndian.Uint16(p[10:]) > 0
-	s.nextID++
+	s.prep.nextID++
 	st := &stmt{
-		id:         s.nextID,
+		id:         s.prep.nextID,
 		backendID:  binary.LittleEndian.Uint32(p[1:]),
 		query:      query,
 		numColumns: int(binary.LittleEndian.Uint16(p[5:])),
@@ -175,8 +175,8 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	}
 	st.an = s.analyze([]byte(query))
 	s.keepPlan(st)
-	s.stmts[st.id] = st
-	s.lastPrepared = st.id
+	s.prep.stmts[st.id] = st
+	s.prep.lastPrepared = st.id
 	s.ex.lastOK = true
 	return s.flushClient()
 }
@@ -316,20 +316,20 @@ func (s *session) closeStmt(p []byte) error {
 	if !ok {
 		return nil
 	}
-	delete(s.stmts, st.id)
-	if s.lastPrepared == st.id {
-		s.lastPrepared = 0
+	delete(s.prep.stmts, st.id)
+	if s.prep.lastPrepared == st.id {
+		s.prep.lastPrepared = 0
 	}
 	s.forgetStmt(st)
 	if st.local {
 		return nil
 	}
 	s.closeCurrentRead(st)
-	if id, ok := s.replica.stmts[st.id]; ok {
+	if id, ok := s.route.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)
-		_ = s.replica.conn.writeCommand(q)
-		delete(s.replica.stmts, st.id)
+		_ = s.route.replica.conn.writeCommand(q)
+		delete(s.route.replica.stmts, st.id)
 	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	return s.forward(p, relayNone, false)
@@ -348,3 +348,14 @@ func (s *session) unknownStmt(p []byte, where string) error {
 // sets 0x08 (PARAMETER_COUNT_AVAILABLE, which MariaDB ignores) whenever a
 // statement has parameters.
 const cursorTypeBits = 0x07
+
+// stmtTable is the session's prepared statements by the ids the client
+// knows them by.
+type stmtTable struct {
+	stmts  map[uint32]*stmt
+	nextID uint32
+	// lastPrepared is the id of the statement the last prepare made, 0
+	// when it failed or that statement was closed: what MariaDB's direct
+	// execute (statement id 0xFFFFFFFF) names.
+	lastPrepared uint32
+}
