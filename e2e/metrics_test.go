@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"io"
 	"net/http"
 	"net/url"
@@ -91,7 +92,7 @@ func loseLease(t *testing.T, bed *testbed.Bed, in *instance, c *sql.Conn) {
 	if n, err := rdb.Exists(ctx, lock).Result(); err != nil || n != 1 {
 		t.Fatalf("lock %s: exists=%d, %v", lock, n, err)
 	}
-	if err := takeOverRedisLock(ctx, rdb, lock); err != nil {
+	if err := redislocktest.TakeOver(ctx, rdb, lock); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Del(context.Background(), lock).Err() })
@@ -440,19 +441,4 @@ func promQuery(prom, expr string) (int, error) {
 		return 0, fmt.Errorf("%s: %s", r.Status, r.Error)
 	}
 	return len(r.Data.Result), nil
-}
-
-// takeOverRedisLock gives the Redis lock key to another holder behind
-// lockproxy's back, whatever its form: the lock scripts' hash (its tok
-// field) or a fast-path holder's string (#tok ':' tok #own ':' own prio
-// ':' fence ':' channel), keeping its expiry.
-func takeOverRedisLock(ctx context.Context, rdb redis.UniversalClient, lock string) error {
-	typ, err := rdb.Type(ctx, lock).Result()
-	if err != nil {
-		return err
-	}
-	if typ == "string" {
-		return rdb.SetArgs(ctx, lock, "22:taken-over-by-the-test0:0:0:", redis.SetArgs{KeepTTL: true}).Err()
-	}
-	return rdb.HSet(ctx, lock, "tok", "taken-over-by-the-test").Err()
 }

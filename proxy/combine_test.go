@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"net"
 	"strings"
 	"sync"
@@ -469,10 +470,10 @@ func (cb *comboBed) takeOverLock(t *testing.T) {
 		switch typ, _ := cb.rdb.Type(ctx, k).Result(); typ {
 		case "hash":
 			if tok, _ := cb.rdb.HGet(ctx, k, "tok").Result(); tok != "" {
-				_ = takeOverRedisLock(ctx, cb.rdb, k)
+				_ = redislocktest.TakeOver(ctx, cb.rdb, k)
 			}
 		case "string":
-			_ = takeOverRedisLock(ctx, cb.rdb, k)
+			_ = redislocktest.TakeOver(ctx, cb.rdb, k)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"maps"
 	"sort"
 	"strings"
@@ -305,7 +306,7 @@ func TestLeaseLostMetric(t *testing.T) {
 	})
 	lock := redisLockKey(t, rdb, prefix)
 	// Another holder's token: the next renewal finds the lock not ours.
-	if err := takeOverRedisLock(ctx, rdb, lock); err != nil {
+	if err := redislocktest.TakeOver(ctx, rdb, lock); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "lockproxy_lock_lease_lost_total{rule=sku-stock} counts the loss", func() bool {
@@ -563,19 +564,4 @@ func TestRewriteMetrics(t *testing.T) {
 		"mode=cas,result=unpaired,rule=stock-cas":   1,
 	})
 	lint(t, p.reg)
-}
-
-// takeOverRedisLock gives the Redis lock key to another holder behind
-// lockproxy's back, whatever its form: the lock scripts' hash (its tok
-// field) or a fast-path holder's string (#tok ':' tok #own ':' own prio
-// ':' fence ':' channel), keeping its expiry.
-func takeOverRedisLock(ctx context.Context, rdb redis.UniversalClient, lock string) error {
-	typ, err := rdb.Type(ctx, lock).Result()
-	if err != nil {
-		return err
-	}
-	if typ == "string" {
-		return rdb.SetArgs(ctx, lock, "22:taken-over-by-the-test0:0:0:", redis.SetArgs{KeepTTL: true}).Err()
-	}
-	return rdb.HSet(ctx, lock, "tok", "taken-over-by-the-test").Err()
 }

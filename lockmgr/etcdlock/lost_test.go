@@ -31,7 +31,7 @@ func TestRevokedSession(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Errorf("release of a lost lease: %v", err)
 	}
-	again, err := ls[0].Acquire(ctx, owner("c"), []lockmgr.Key{k})
+	again, err := ls[0].Acquire(ctx, locktest.Owner("c"), []lockmgr.Key{k})
 	if err != nil {
 		t.Fatalf("Acquire after the session was lost: %v", err)
 	}
@@ -61,8 +61,4 @@ func revokeHolder(t *testing.T, cli *clientv3.Client, pfx, name string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatal("the waiter never queued")
-}
-
-func owner(name string) lockmgr.Owner {
-	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
 }

@@ -110,3 +110,9 @@ func WaitLost(t *testing.T, ctx context.Context, lease *lockmgr.Lease) {
 		t.Errorf("Release of a lost lease: %v", err)
 	}
 }
+
+// Owner is a fresh owner named name: one session's one transaction,
+// starting now.
+func Owner(name string) lockmgr.Owner {
+	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
+}

@@ -74,10 +74,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func owner(name string) lockmgr.Owner {
-	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
-}
-
 // TestUnavailable: with nothing listening, Acquire fails with
 // ErrUnavailable, not a wait timeout.
 func TestUnavailable(t *testing.T) {
@@ -107,7 +103,7 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "stolen", Rule: "sku"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{{Name: "stolen", Rule: "sku"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +134,7 @@ func TestLongKeysAndBadTables(t *testing.T) {
 		long[i] = byte('!' + i%90)
 	}
 	keys := []lockmgr.Key{{Name: string(long), Rule: "r"}, {Name: string(long[:4999]), Rule: "r"}}
-	lease, err := l.Acquire(ctx, owner("long"), keys)
+	lease, err := l.Acquire(ctx, locktest.Owner("long"), keys)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +158,7 @@ func TestReleaseRepeatedAfterDeadlock(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package mysqllock_test
 import (
 	"context"
 	"database/sql"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := []lockmgr.Key{{Name: "slow", Rule: "sku"}}
-	lease, err := l.Acquire(ctx, owner("first"), key)
+	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
 		defer cancel()
-		lease, err := l.Acquire(wctx, owner("second"), key)
+		lease, err := l.Acquire(wctx, locktest.Owner("second"), key)
 		got <- result{lease, err}
 	}()
 	// Hold the row until the acquire's statements have waited for it past

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"net"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestMinReplicasAck(t *testing.T) {
 		key := []lockmgr.Key{{Name: "acked", Rule: "sku"}}
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer wcancel()
-		lease, err := locker(2).Acquire(wctx, owner("a"), key)
+		lease, err := locker(2).Acquire(wctx, locktest.Owner("a"), key)
 		if err != nil {
 			t.Fatalf("Acquire with 2 replicas to acknowledge, of 2: %v", err)
 		}
@@ -67,7 +68,7 @@ func TestMinReplicasAck(t *testing.T) {
 		key := []lockmgr.Key{{Name: "unacked", Rule: "sku"}}
 		wctx, wcancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 		defer wcancel()
-		lease, err := locker(3).Acquire(wctx, owner("b"), key)
+		lease, err := locker(3).Acquire(wctx, locktest.Owner("b"), key)
 		if err == nil {
 			_ = lease.Release(ctx)
 			t.Fatal("Acquire asking 3 replicas of 2 to acknowledge was granted")
@@ -79,7 +80,7 @@ func TestMinReplicasAck(t *testing.T) {
 		// Given back, not left held until its lease ran out.
 		octx, ocancel := context.WithTimeout(ctx, testTTL/2)
 		defer ocancel()
-		other, err := locker(0).Acquire(octx, owner("c"), key)
+		other, err := locker(0).Acquire(octx, locktest.Owner("c"), key)
 		if err != nil {
 			t.Fatalf("the key after the unacknowledged grants: %v, want it free", err)
 		}

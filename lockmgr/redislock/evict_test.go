@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestEvictingRedisRefused(t *testing.T) {
 
 	for _, policy := range []string{"allkeys-lru", "volatile-ttl", "volatile-lru"} {
 		set("maxmemory", "104857600", "maxmemory-policy", policy)
-		_, err := l.Acquire(ctx, owner("a"), key)
+		_, err := l.Acquire(ctx, locktest.Owner("a"), key)
 		if !errors.Is(err, lockmgr.ErrUnavailable) || !strings.Contains(err.Error(), "maxmemory-policy "+policy) {
 			t.Fatalf("Acquire from a Redis with maxmemory-policy %s: %v, want ErrUnavailable naming the policy", policy, err)
 		}
@@ -55,7 +56,7 @@ func TestEvictingRedisRefused(t *testing.T) {
 		}
 	}
 	set("maxmemory-policy", "noeviction")
-	lease, err := l.Acquire(ctx, owner("a"), key)
+	lease, err := l.Acquire(ctx, locktest.Owner("a"), key)
 	if err != nil {
 		t.Fatalf("Acquire once the policy is noeviction: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestEvictingRedisRefused(t *testing.T) {
 	if err := l.Ready(ctx); err != nil {
 		t.Errorf("Ready without maxmemory: %v", err)
 	}
-	lease, err = l.Acquire(ctx, owner("b"), key)
+	lease, err = l.Acquire(ctx, locktest.Owner("b"), key)
 	if err != nil {
 		t.Fatalf("Acquire without maxmemory: %v", err)
 	}

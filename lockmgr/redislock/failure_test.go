@@ -17,10 +17,6 @@ import (
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 )
 
-func owner(name string) lockmgr.Owner {
-	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
-}
-
 // TestUnavailable: with nothing listening, Acquire fails with
 // ErrUnavailable (not a wait timeout, not a hang).
 func TestUnavailable(t *testing.T) {
@@ -51,7 +47,7 @@ func TestLeaseLostWhenTakenOver(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "stolen", Rule: "sku"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{{Name: "stolen", Rule: "sku"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +93,12 @@ func TestNothingLeftInRedis(t *testing.T) {
 	k := []lockmgr.Key{{Name: "left", Rule: "r"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := ls[0].Acquire(ctx, owner("a"), k)
+	a, err := ls[0].Acquire(ctx, locktest.Owner("a"), k)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = ls[1].Acquire(wctx, owner("b"), k)
+	_, err = ls[1].Acquire(wctx, locktest.Owner("b"), k)
 	wcancel()
 	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
 		t.Fatalf("contender: %v; want ErrWaitTimeout", err)
@@ -157,7 +153,7 @@ func TestMetrics(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	lease, err := l.Acquire(ctx, owner("m"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("m"), []lockmgr.Key{{Name: "k1", Rule: "sku"}, {Name: "k2", Rule: "sku"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +161,7 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("locks_held = %v; want 2", got)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err = l.Acquire(wctx, owner("m2"), []lockmgr.Key{{Name: "k1", Rule: "sku"}})
+	_, err = l.Acquire(wctx, locktest.Owner("m2"), []lockmgr.Key{{Name: "k1", Rule: "sku"}})
 	wcancel()
 	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
 		t.Fatalf("contender: %v", err)
@@ -199,7 +195,7 @@ func TestLostLockRestored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	k := []lockmgr.Key{{Name: "forgotten", Rule: "r"}}
-	lease, err := ls[0].Acquire(ctx, owner("a"), k)
+	lease, err := ls[0].Acquire(ctx, locktest.Owner("a"), k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,11 +211,11 @@ func TestLostLockRestored(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	if tok := rdb.HGet(ctx, pfx+":{forgotten}", "own").Val(); tok != owner("a").ID() {
+	if tok := rdb.HGet(ctx, pfx+":{forgotten}", "own").Val(); tok != locktest.Owner("a").ID() {
 		t.Errorf("restored lock belongs to %q", tok)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 3*testTTL)
-	_, err = ls[1].Acquire(wctx, owner("b"), k)
+	_, err = ls[1].Acquire(wctx, locktest.Owner("b"), k)
 	wcancel()
 	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
 		t.Errorf("contender: %v; want ErrWaitTimeout", err)

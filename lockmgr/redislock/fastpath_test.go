@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestFreeKeyWithWaiters(t *testing.T) {
 			}
 			k := []lockmgr.Key{{Name: "free", Rule: "r", NoHandoff: fenced}}
 			wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			lease, err := ls[0].Acquire(wctx, owner("newcomer"), k)
+			lease, err := ls[0].Acquire(wctx, locktest.Owner("newcomer"), k)
 			wcancel()
 			if !errors.Is(err, lockmgr.ErrWaitTimeout) {
 				if lease != nil {
@@ -67,7 +68,7 @@ func TestFreeKeyWithWaiters(t *testing.T) {
 			if err := rdb.Del(ctx, base+":q", base+":qx").Err(); err != nil {
 				t.Fatal(err)
 			}
-			lease, err = ls[0].Acquire(ctx, owner("newcomer"), k)
+			lease, err = ls[0].Acquire(ctx, locktest.Owner("newcomer"), k)
 			if err != nil {
 				t.Fatalf("newcomer once the queue is gone: %v", err)
 			}
@@ -135,8 +136,8 @@ func TestFastPathSwitch(t *testing.T) {
 	lock := pfx + ":{switch}"
 	typ := func() string { return rdb.Type(ctx, lock).Val() }
 
-	older := owner("older") // older than every owner made below
-	young := owner("young")
+	older := locktest.Owner("older") // older than every owner made below
+	young := locktest.Owner("young")
 	holder, err := ls[0].Acquire(ctx, young, []lockmgr.Key{k})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestFastPathSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nobody waits any more: the next grant is the fast path's again.
-	again, err := ls[2].Acquire(ctx, owner("again"), []lockmgr.Key{k})
+	again, err := ls[2].Acquire(ctx, locktest.Owner("again"), []lockmgr.Key{k})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestFastPathSwitch(t *testing.T) {
 	// key when the lease runs out.
 	waiter := make(chan *lockmgr.Lease, 1)
 	go func() {
-		l, err := ls[1].Acquire(ctx, owner("waiter"), []lockmgr.Key{k})
+		l, err := ls[1].Acquire(ctx, locktest.Owner("waiter"), []lockmgr.Key{k})
 		if err != nil {
 			t.Errorf("waiter behind a vanished holder: %v", err)
 		}

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -155,12 +156,12 @@ func TestReleaseGrants(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		b := newLocker(brdb, reg)
 
-		oa := owner("a")
+		oa := locktest.Owner("a")
 		first, err := a.Acquire(ctx, oa, []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lc, ec := acquireAsync(b, owner("b"), k) // younger than a: no wound
+		lc, ec := acquireAsync(b, locktest.Owner("b"), k) // younger than a: no wound
 		queued(k.Name, 1)
 		// Its first miss subscribes and asks once more at once; after
 		// the second is answered it sleeps for the wait slice.
@@ -182,8 +183,8 @@ func TestReleaseGrants(t *testing.T) {
 		if got := lease.Fence(k.Name); got != f || got <= first.Fence(k.Name) {
 			t.Errorf("fence %d, Redis says %d, the previous holder had %d; want Redis's, above the previous", got, f, first.Fence(k.Name))
 		}
-		if h["own"] != owner("b").ID() || !strings.HasPrefix(h["ch"], pfx+":locker:") {
-			t.Errorf("Redis names owner %q with wound channel %q; want %q and b's Locker channel", h["own"], h["ch"], owner("b").ID())
+		if h["own"] != locktest.Owner("b").ID() || !strings.HasPrefix(h["ch"], pfx+":locker:") {
+			t.Errorf("Redis names owner %q with wound channel %q; want %q and b's Locker channel", h["own"], h["ch"], locktest.Owner("b").ID())
 		}
 		// The short lease is renewed to the TTL, and the holder's view of
 		// its validity never outlasts Redis's. Redis has the new TTL a
@@ -205,12 +206,12 @@ func TestReleaseGrants(t *testing.T) {
 		// place ahead of younger waiters elsewhere even before it asks.
 		k := lockmgr.Key{Name: "successor", Rule: "g"}
 		a := newLocker(newClient(t, bed.RedisAddr), nil)
-		ob1, ob2 := owner("b1"), owner("b2") // b1 older than b2
+		ob1, ob2 := locktest.Owner("b1"), locktest.Owner("b2") // b1 older than b2
 		hold := &holdOwner{id: ob2.ID(), gate: make(chan struct{})}
 		brdb := newClient(t, bed.RedisAddr)
 		brdb.AddHook(hold)
 		b := newLocker(brdb, nil)
-		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		first, err := a.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,11 +256,11 @@ func TestReleaseGrants(t *testing.T) {
 		fail := &failFirstPipeline{}
 		brdb.AddHook(fail)
 		b := newLocker(brdb, nil)
-		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		first, err := a.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lc, ec := acquireAsync(b, owner("b"), k)
+		lc, ec := acquireAsync(b, locktest.Owner("b"), k)
 		queued(k.Name, 1)
 		waitFor(t, func() bool {
 			return check.HExists(ctx, name(k.Name, ":qg"), check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]).Val()
@@ -282,11 +283,11 @@ func TestReleaseGrants(t *testing.T) {
 		k := lockmgr.Key{Name: "stale", Rule: "g"}
 		a := newLocker(newClient(t, bed.RedisAddr), nil)
 		b := newLocker(newClient(t, bed.RedisAddr), nil)
-		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		first, err := a.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lc, ec := acquireAsync(b, owner("b"), k)
+		lc, ec := acquireAsync(b, locktest.Owner("b"), k)
 		queued(k.Name, 1)
 		tok := check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]
 		// An announcement for b's ticket with a fence above the counter
@@ -320,7 +321,7 @@ func TestReleaseGrants(t *testing.T) {
 		// release does not grant the key to it: it is woken to ask.
 		k := lockmgr.Key{Name: "unheard", Rule: "g"}
 		a := newLocker(newClient(t, bed.RedisAddr), nil)
-		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		first, err := a.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,14 +350,14 @@ func TestReleaseGrants(t *testing.T) {
 		deadRdb := redis.NewUniversalClient(redislock.ClientOptions([]string{bed.RedisAddr}, "", false))
 		dead := newLocker(deadRdb, nil)
 		c := newLocker(newClient(t, bed.RedisAddr), nil)
-		first, err := a.Acquire(ctx, owner("a"), []lockmgr.Key{k})
+		first, err := a.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{k})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, dec := acquireAsync(dead, owner("dead"), k) // older than c: first in line
+		_, dec := acquireAsync(dead, locktest.Owner("dead"), k) // older than c: first in line
 		queued(k.Name, 1)
 		deadTok := check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]
-		lc, ec := acquireAsync(c, owner("c"), k)
+		lc, ec := acquireAsync(c, locktest.Owner("c"), k)
 		queued(k.Name, 2)
 		// The instance dies: its client goes first, so nothing of its
 		// wait is cleaned up in Redis.

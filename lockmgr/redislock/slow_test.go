@@ -2,6 +2,7 @@ package redislock_test
 
 import (
 	"context"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,7 +85,7 @@ func TestSlowRedisKeepsLeases(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lease, err := l.Acquire(ctx, owner("slow"), []lockmgr.Key{{Name: "slow-row", Rule: "r"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("slow"), []lockmgr.Key{{Name: "slow-row", Rule: "r"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,10 +134,6 @@ func TestTooFewServers(t *testing.T) {
 	}
 }
 
-func owner(name string) lockmgr.Owner {
-	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
-}
-
 // TestServersKilled: with one of three servers killed during a hold the
 // lease survives on the majority and nobody else gets the key; with a
 // second one killed renewal fails, the lease is reported lost, and the key
@@ -151,7 +147,7 @@ func TestServersKilled(t *testing.T) {
 	key := []lockmgr.Key{{Name: "sku:1", Rule: "sku"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lease, err := a.Acquire(ctx, owner("a"), key)
+	lease, err := a.Acquire(ctx, locktest.Owner("a"), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +155,7 @@ func TestServersKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 2*testTTL)
-	_, err = b.Acquire(wctx, owner("b"), key)
+	_, err = b.Acquire(wctx, locktest.Owner("b"), key)
 	wcancel()
 	if !errors.Is(err, lockmgr.ErrWaitTimeout) {
 		t.Fatalf("Acquire of a key held on the surviving majority: %v; want ErrWaitTimeout", err)
@@ -183,7 +179,7 @@ func TestServersKilled(t *testing.T) {
 		t.Errorf("after losing the majority: Err %v, Valid %v; want ErrLeaseLost", lease.Err(), lease.Valid())
 	}
 	wctx, wcancel = context.WithTimeout(ctx, testTTL)
-	next, err := b.Acquire(wctx, owner("c"), key)
+	next, err := b.Acquire(wctx, locktest.Owner("c"), key)
 	wcancel()
 	if err == nil {
 		_ = next.Release(ctx)

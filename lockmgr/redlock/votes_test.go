@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestVotes(t *testing.T) {
 				occupy(t, ctx, cs[i], lock)
 			}
 			wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			lease, err := l.Acquire(wctx, owner("o"), []lockmgr.Key{{Name: "k", Rule: "r"}})
+			lease, err := l.Acquire(wctx, locktest.Owner("o"), []lockmgr.Key{{Name: "k", Rule: "r"}})
 			wcancel()
 			if tc.granted {
 				if err != nil {
@@ -93,7 +94,7 @@ func TestFenceRaisedOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	occupy(t, ctx, cs[2], lock) // the first grant must come from servers 0 and 1
-	first, err := l.Acquire(ctx, owner("a"), key)
+	first, err := l.Acquire(ctx, locktest.Owner("a"), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestFenceRaisedOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	occupy(t, ctx, cs[0], lock) // the next grant comes from servers 1 and 2
-	next, err := l.Acquire(ctx, owner("b"), key)
+	next, err := l.Acquire(ctx, locktest.Owner("b"), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestRenewalRestoresLostKey(t *testing.T) {
 	l := dial(t, as, pfx, testTTL)
 	defer l.Close()
 	lock := pfx + ":{k}"
-	lease, err := l.Acquire(ctx, owner("a"), []lockmgr.Key{{Name: "k", Rule: "r"}})
+	lease, err := l.Acquire(ctx, locktest.Owner("a"), []lockmgr.Key{{Name: "k", Rule: "r"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestSessionExpired(t *testing.T) {
 	var again *lockmgr.Lease
 	var err error
 	for again == nil {
-		again, err = holder.Acquire(ctx, owner("c"), []lockmgr.Key{k})
+		again, err = holder.Acquire(ctx, locktest.Owner("c"), []lockmgr.Key{k})
 		if err != nil && (!errors.Is(err, lockmgr.ErrUnavailable) && !errors.Is(err, lockmgr.ErrLeaseLost) || ctx.Err() != nil) {
 			t.Fatalf("Acquire after the session expired: %v", err)
 		}
@@ -54,10 +54,6 @@ func TestSessionExpired(t *testing.T) {
 	if err := a.Release(ctx); err != nil {
 		t.Errorf("release of a lost lease: %v", err)
 	}
-}
-
-func owner(name string) lockmgr.Owner {
-	return lockmgr.Owner{Instance: name, Session: 1, Txn: 1, Start: time.Now()}
 }
 
 // proxy forwards TCP connections to target until cut.
