@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net"
 	"os/exec"
 	"strings"
@@ -112,7 +113,7 @@ func TestFromBackendAccounts(t *testing.T) {
 		if cur != user+"@127.0.0.1" || !strings.HasPrefix(sess, user+"@") {
 			t.Errorf("CURRENT_USER() = %q, USER() = %q; want the account %s@127.0.0.1", cur, sess, user)
 		}
-		mustExec(t, app, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+		testbed.MustExec(t, app, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
 		// The account may use db only: lockproxy's own account may read
 		// mysql.global_priv, this one may not.
 		var n int
@@ -149,7 +150,7 @@ func TestFromBackendAccounts(t *testing.T) {
 	})
 
 	t.Run("changed password is honoured after a failed login", func(t *testing.T) {
-		mustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"-new'")
+		testbed.MustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"-new'")
 		if me := loginErr(t, userDSN(user, secret+"-new", p.addr, db)); me != nil {
 			t.Fatalf("the new password: %v", me)
 		}
@@ -157,7 +158,7 @@ func TestFromBackendAccounts(t *testing.T) {
 		if me == nil || me.Number != 1045 {
 			t.Fatalf("the old password: %v, want 1045", me)
 		}
-		mustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
+		testbed.MustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
 		if me := loginErr(t, userDSN(user, secret, p.addr, db)); me != nil {
 			t.Fatalf("the password set back: %v", me)
 		}
@@ -165,12 +166,12 @@ func TestFromBackendAccounts(t *testing.T) {
 
 	t.Run("dropped account stops working", func(t *testing.T) {
 		gone := "fbgone_" + user[4:]
-		mustExec(t, root, "CREATE USER '"+gone+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
+		testbed.MustExec(t, root, "CREATE USER '"+gone+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
 		t.Cleanup(func() { _, _ = root.Exec("DROP USER IF EXISTS '" + gone + "'@'127.0.0.1'") })
 		if me := loginErr(t, userDSN(gone, secret, p.addr, "")); me != nil {
 			t.Fatalf("new account: %v", me)
 		}
-		mustExec(t, root, "DROP USER '"+gone+"'@'127.0.0.1'")
+		testbed.MustExec(t, root, "DROP USER '"+gone+"'@'127.0.0.1'")
 		// Until lockproxy reads the accounts again, MariaDB itself refuses
 		// the login lockproxy relays: pooled connections log in again.
 		if me := loginErr(t, userDSN(gone, secret, p.addr, "")); !deniedByMariaDB(me) {
@@ -186,7 +187,7 @@ func TestFromBackendAccounts(t *testing.T) {
 
 	t.Run("hosts lockproxy cannot order fail closed", func(t *testing.T) {
 		name := "fbhost_" + user[4:]
-		mustExec(t, root, "CREATE USER '"+name+"'@'127.0.0.%' IDENTIFIED BY '"+secret+"'",
+		testbed.MustExec(t, root, "CREATE USER '"+name+"'@'127.0.0.%' IDENTIFIED BY '"+secret+"'",
 			"CREATE USER '"+name+"'@'127.%' IDENTIFIED BY '"+secret+"'")
 		t.Cleanup(func() {
 			_, _ = root.Exec("DROP USER IF EXISTS '" + name + "'@'127.0.0.%', '" + name + "'@'127.%'")
@@ -196,7 +197,7 @@ func TestFromBackendAccounts(t *testing.T) {
 		if me := loginErr(t, userDSN(name, secret, p.addr, "")); me != nil {
 			t.Fatalf("two rows with one password: %v", me)
 		}
-		mustExec(t, root, "ALTER USER '"+name+"'@'127.%' IDENTIFIED BY '"+secret+"-other'")
+		testbed.MustExec(t, root, "ALTER USER '"+name+"'@'127.%' IDENTIFIED BY '"+secret+"-other'")
 		if err := p.srv.Reload(p.srv.config()); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +213,7 @@ func TestFromBackendAccounts(t *testing.T) {
 			{"fbor_", "IDENTIFIED VIA mysql_native_password USING PASSWORD('" + secret + "') OR unix_socket"},
 		} {
 			name := c.name + user[4:]
-			mustExec(t, root, "CREATE USER '"+name+"'@'127.0.0.1' "+c.via)
+			testbed.MustExec(t, root, "CREATE USER '"+name+"'@'127.0.0.1' "+c.via)
 			t.Cleanup(func() { _, _ = root.Exec("DROP USER IF EXISTS '" + name + "'@'127.0.0.1'") })
 			me := loginErr(t, userDSN(name, secret, p.addr, ""))
 			if me == nil || me.Number != 1251 || !strings.HasPrefix(me.Message, "lockproxy: account '"+name+"'@'127.0.0.1' logs in with ") {
@@ -281,7 +282,7 @@ func TestFromBackendTLSReplica(t *testing.T) {
 	base, db := lockSchema(t)
 	user, secret := secretUser(t, base, db)
 	root := base.direct(t, "", "")
-	mustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' REQUIRE SSL")
+	testbed.MustExec(t, root, "ALTER USER '"+user+"'@'127.0.0.1' REQUIRE SSL")
 	p, _ := fromBackendProxy(t, func(c *rules.Config) {
 		c.Backends.Replicas = []string{bed.ReplicaAddr}
 		c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
@@ -471,7 +472,7 @@ func BenchmarkLogin(b *testing.B) {
 	base := startProxy(b, nil)
 	root := base.direct(b, "", "")
 	user, secret := "bench_fb", "bench-secret"
-	mustExec(b, root, "CREATE USER IF NOT EXISTS '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
+	testbed.MustExec(b, root, "CREATE USER IF NOT EXISTS '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'")
 	b.Cleanup(func() { _, _ = root.Exec("DROP USER IF EXISTS '" + user + "'@'127.0.0.1'") })
 	p := startProxy(b, func(c *rules.Config) { c.UsersFromBackend = true })
 	for _, c := range []struct{ name, user, password string }{

@@ -110,13 +110,13 @@ func (o *oracleBed) replicationRuns(t *testing.T, replica *sql.DB) {
 	// The replica's own transaction also wrote rows the primary writes
 	// later (the side table's): apply the primary's events idempotently
 	// until caught up.
-	mustExec(t, replica, "STOP SLAVE", "SET GLOBAL gtid_strict_mode = 0", "SET GLOBAL slave_exec_mode = 'IDEMPOTENT'", "START SLAVE")
+	testbed.MustExec(t, replica, "STOP SLAVE", "SET GLOBAL gtid_strict_mode = 0", "SET GLOBAL slave_exec_mode = 'IDEMPOTENT'", "START SLAVE")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
 	if err := o.p.bed.WaitReplicaCaughtUp(ctx2); err != nil {
 		t.Fatalf("replication does not recover: %v", err)
 	}
-	mustExec(t, replica, "SET GLOBAL gtid_strict_mode = 1", "SET GLOBAL slave_exec_mode = 'STRICT'")
+	testbed.MustExec(t, replica, "SET GLOBAL gtid_strict_mode = 1", "SET GLOBAL slave_exec_mode = 'STRICT'")
 }
 
 // replicaStatus is SHOW REPLICA STATUS, column to value.

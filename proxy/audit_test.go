@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func testNoPasswords(t *testing.T, plugin string) {
 	}
 	app := openDB(t, dsn(secret))
 	other := openDB(t, dsn(secret))
-	mustExec(t, app,
+	testbed.MustExec(t, app,
 		"UPDATE sku SET stock = 7 WHERE sku_id = 1",
 		"INSERT INTO hot (id, v) VALUES (2, 42) ON DUPLICATE KEY UPDATE v = 42")
 	if _, err := app.Exec("UPDATE sku SET stock = ? WHERE sku_id = ?", 6, 2); err != nil {
@@ -166,7 +167,7 @@ func secretUser(t *testing.T, base *testProxy, db string) (user, secret string) 
 	_, _ = rand.Read(rnd[:])
 	user, secret = "obs_"+hex.EncodeToString(rnd[:4]), "Pw-"+hex.EncodeToString(rnd[:])
 	root := base.direct(t, "", "")
-	mustExec(t, root, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
+	testbed.MustExec(t, root, "CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
 		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
 	t.Cleanup(func() { _, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'") })
 	return user, secret
@@ -257,7 +258,7 @@ func TestSensitiveColumnsHidden(t *testing.T) {
 	const pan = "4111111111111111"
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE card (pan VARCHAR(32) PRIMARY KEY, bal INT NOT NULL)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE card (pan VARCHAR(32) PRIMARY KEY, bal INT NOT NULL)",
 		"INSERT INTO card VALUES ('"+pan+"', 100)", "CREATE TABLE note (id INT PRIMARY KEY, v INT NOT NULL)",
 		"INSERT INTO note VALUES (1, 0)")
 	core, logs := observer.New(zapcore.DebugLevel)

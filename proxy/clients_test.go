@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net"
 	"os"
 	"os/exec"
@@ -202,7 +203,7 @@ func checkFragments(t *testing.T, got runOutput, stdout, stderr []string) {
 // freshNamedDB drops and creates a database on the primary.
 func freshNamedDB(t *testing.T, p *testProxy, name string) string {
 	t.Helper()
-	mustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
+	testbed.MustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
 	return name
 }
 
@@ -792,7 +793,7 @@ func TestRefreshCommand(t *testing.T) {
 	dump := requireTool(t, "mariadb-dump", "--version")
 	p := startProxy(t, nil)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
 	for _, target := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
 		host, port, _ := strings.Cut(target.addr, ":")
 		conn := []string{"-h" + host, "-P" + port, "-u" + p.bed.User, "-p" + p.bed.Password, "--protocol=TCP"}
@@ -820,7 +821,7 @@ func TestInteractiveTimeout(t *testing.T) {
 	if err := root.QueryRow("SELECT @@global.interactive_timeout").Scan(&was); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, root, "SET GLOBAL interactive_timeout = 1234")
+	testbed.MustExec(t, root, "SET GLOBAL interactive_timeout = 1234")
 	t.Cleanup(func() { _, _ = root.Exec(fmt.Sprintf("SET GLOBAL interactive_timeout = %d", was)) })
 	var global int
 	if err := root.QueryRow("SELECT @@global.wait_timeout").Scan(&global); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"net"
 	"strings"
@@ -64,11 +65,11 @@ func startComboBed(t *testing.T, locking bool, marker ...string) *comboBed {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku_stock (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, CONSTRAINT stock_nonneg CHECK (stock >= 0))")
 	// A stored function that reads ROW_COUNT() where the statement that
 	// calls it does not name it.
-	mustExec(t, base.direct(t, db, ""), "CREATE FUNCTION lp_rc() RETURNS BIGINT NOT DETERMINISTIC NO SQL RETURN ROW_COUNT()")
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE FUNCTION lp_rc() RETURNS BIGINT NOT DETERMINISTIC NO SQL RETURN ROW_COUNT()")
 	rdb, prefix := testRedis(t)
 	cb := &comboBed{db: db, rdb: rdb, prefix: prefix,
 		stmtText: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1",
@@ -192,7 +193,7 @@ func (cc *comboClient) rowCount(viaFunction bool) (string, error) {
 // no stock.
 func (cb *comboBed) oracleAnswers(t *testing.T, prepared bool, caps ...uint32) (bought, none []byte) {
 	t.Helper()
-	mustExec(t, cb.p[0].direct(t, cb.db, ""), "REPLACE INTO sku_stock VALUES (2, 1)")
+	testbed.MustExec(t, cb.p[0].direct(t, cb.db, ""), "REPLACE INTO sku_stock VALUES (2, 1)")
 	d := cb.dial(t, testbedFor(t).PrimaryAddr, prepared, caps...)
 	var err error
 	if bought, err = d.buy(cb, 2); err != nil {
@@ -230,7 +231,7 @@ func (s *saleTally) wrong(format string, args ...any) {
 func (cb *comboBed) runComboSale(t *testing.T, clients, stock int, prepared bool, caps ...uint32) *saleTally {
 	t.Helper()
 	bought, none := cb.oracleAnswers(t, prepared, caps...)
-	mustExec(t, cb.p[0].direct(t, cb.db, ""), fmt.Sprintf("REPLACE INTO sku_stock VALUES (1, %d)", stock))
+	testbed.MustExec(t, cb.p[0].direct(t, cb.db, ""), fmt.Sprintf("REPLACE INTO sku_stock VALUES (1, %d)", stock))
 	buyers := make([]*comboClient, clients)
 	for i := range buyers {
 		buyers[i] = cb.dial(t, cb.p[i%2].addr, prepared, caps...)
@@ -521,7 +522,7 @@ func TestCombineExplain(t *testing.T) {
 // TABLES; none of them is counted as combined.
 func TestCombineNotCombined(t *testing.T) {
 	cb := startComboBed(t, false)
-	mustExec(t, cb.p[0].direct(t, cb.db, ""), "ALTER TABLE sku_stock ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT ''",
+	testbed.MustExec(t, cb.p[0].direct(t, cb.db, ""), "ALTER TABLE sku_stock ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT ''",
 		"REPLACE INTO sku_stock (sku_id, stock) VALUES (1, 100)")
 	db := cb.p[0].db(t, cb.db, "")
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func connectionID(t *testing.T, c *client.Conn, q string) (uint64, string) {
 func TestConnectionID(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, owner BIGINT)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, owner BIGINT)")
 	waitReplica(t, p)
 	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestKillOtherUser(t *testing.T) {
 	base := startProxy(t, nil)
 	users := []rules.User{{User: "lp_kill_a", Password: "kill-a"}, {User: "lp_kill_b", Password: "kill-b"}}
 	for _, u := range users {
-		mustExec(t, base.direct(t, "", ""), fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s'", u.User, u.Password))
+		testbed.MustExec(t, base.direct(t, "", ""), fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%%' IDENTIFIED BY '%s'", u.User, u.Password))
 	}
 	p := startProxy(t, func(c *rules.Config) { c.Users = append(c.Users, users...) })
 	a, err := client.Connect(p.addr, users[0].User, users[0].Password, "")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func bankProxy(t *testing.T) (*testProxy, string) {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE bank_acct (id INT PRIMARY KEY, bal INT NOT NULL)",
 		"INSERT INTO bank_acct VALUES (0, 1000), (1, 1000), (2, 1000), (3, 1000)",
 		"CREATE TABLE plain (id INT PRIMARY KEY, v INT)",
@@ -84,7 +85,7 @@ func TestLockedReadIsCurrent(t *testing.T) {
 		for _, v := range variants {
 			name := v.name + map[bool]string{false: "/text", true: "/prepared"}[prepared]
 			t.Run(name, func(t *testing.T) {
-				mustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
+				testbed.MustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
 				b, c := conn(t, h), conn(t, h)
 				for _, q := range v.setup {
 					if _, err := b.ExecContext(ctx, q); err != nil {
@@ -234,7 +235,7 @@ func TestLockedReadIsCurrentReadOnly(t *testing.T) {
 		for _, v := range variants {
 			name := v.name + map[bool]string{false: "/text", true: "/prepared"}[prepared]
 			t.Run(name, func(t *testing.T) {
-				mustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
+				testbed.MustExec(t, direct, "UPDATE bank_acct SET bal = 1000")
 				b, c := conn(t, h), conn(t, h)
 				t.Cleanup(func() {
 					_, _ = b.ExecContext(ctx, "ROLLBACK")
@@ -317,12 +318,12 @@ func TestCurrentReadTextAgainstMariaDB(t *testing.T) {
 			t.Errorf("%s: not made current", q)
 			continue
 		}
-		mustExec(t, direct, "DROP TABLE IF EXISTS t, u",
+		testbed.MustExec(t, direct, "DROP TABLE IF EXISTS t, u",
 			"CREATE TABLE t (id INT PRIMARY KEY, bal INT)", "CREATE TABLE u (id INT PRIMARY KEY, v INT)",
 			"INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)", "INSERT INTO u VALUES (1, 100), (2, 200)")
 		b := conn(t, direct)
 		mustExecConn(t, b, "BEGIN", "SELECT COUNT(*) FROM t", "SELECT COUNT(*) FROM u")
-		mustExec(t, direct, "UPDATE t SET bal = bal + 1000", "UPDATE u SET v = v + 1000",
+		testbed.MustExec(t, direct, "UPDATE t SET bal = bal + 1000", "UPDATE u SET v = v + 1000",
 			"INSERT INTO t VALUES (4, 40)", "INSERT INTO u VALUES (3, 300)")
 		rows, err := b.QueryContext(ctx, q)
 		_, snapshot := scanAll(t, rows, err)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func answer(r *mysql.Result, err error) string {
 func TestDiagnosticsAfterReplicaRead(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
 		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')")
 	waitReplica(t, p)
 	type step struct {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"database/sql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func skuProxy(t *testing.T, rows string) (p *testProxy, db string, direct *sql.D
 	base := startProxy(t, nil)
 	db = freshDB(t, base)
 	direct = base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES "+rows)
 	return guardedProxy(t, db, nil), db, direct
@@ -154,7 +155,7 @@ func TestChangeUserReleasesLocks(t *testing.T) {
 func TestShortExecute(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)")
 	r := dialRaw(t, p.addr, p.bed.User, p.bed.Password, db, false)
 	id, _ := r.prepare("SELECT id FROM t")
 	for n := 0; n < 5; n++ { // 5 to 9 bytes: the header needs 10
@@ -253,7 +254,7 @@ func TestStoredCodeForgetsUserVariables(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10)",
 		"CREATE FUNCTION setk() RETURNS INT NO SQL BEGIN SET @k = 2; RETURN 1; END")

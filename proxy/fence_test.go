@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ func TestFencing(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)",
 		"INSERT INTO sku (sku_id, stock) VALUES (1, 10), (2, 10)")
 	p := guardedProxy(t, db, func(r *rules.Rule) { r.Fence = "fence" })
@@ -54,7 +55,7 @@ func TestFencing(t *testing.T) {
 	t.Run("a newer token in the row refuses the write and rolls back", func(t *testing.T) {
 		// Another holder, granted the lock after this session's lease, wrote
 		// the row with its larger token.
-		mustExec(t, direct, "UPDATE sku SET fence = 18446744073709551615 WHERE sku_id = 1")
+		testbed.MustExec(t, direct, "UPDATE sku SET fence = 18446744073709551615 WHERE sku_id = 1")
 		c, err := h.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -63,7 +63,7 @@ func startFuzzProxyOn(f *testing.F, withReplica bool) *fuzzProxy {
 		replicas = "  replicas: [" + bed.ReplicaAddr + "]\n  max_replica_lag: 10s\n"
 	}
 	direct := openDB(f, bed.DSN(bed.PrimaryAddr, "", ""))
-	mustExec(f, direct, "CREATE DATABASE IF NOT EXISTS "+fuzzDB,
+	testbed.MustExec(f, direct, "CREATE DATABASE IF NOT EXISTS "+fuzzDB,
 		"CREATE TABLE IF NOT EXISTS "+fuzzDB+".sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note VARCHAR(64))",
 		"INSERT IGNORE INTO "+fuzzDB+".sku VALUES (1, 1000000, 'a'), (2, 1000000, 'b')",
 		"CREATE TABLE IF NOT EXISTS "+fuzzDB+".item (id BIGINT PRIMARY KEY, name VARCHAR(64))",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"sort"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestRefusedStatementGivesBackLocks(t *testing.T) {
 	db := freshDB(t, base)
 	const plain, plainPw = "lp_nosku", "lp-nosku-pw"
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10), (3, 10)",
 		"CREATE TABLE plain (id INT PRIMARY KEY)",
 		"CREATE USER IF NOT EXISTS '"+plain+"'@'%' IDENTIFIED BY '"+plainPw+"'",
@@ -137,7 +138,7 @@ func TestRefusedStatementGivesBackLocks(t *testing.T) {
 func TestImplicitCommitReleasesLocks(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10)")
 	p := guardedProxy(t, db, nil)
 	ctx := context.Background()

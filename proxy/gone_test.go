@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestPrimaryGoneClosesClient(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	testbed.MustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
 	waitReplica(t, p)
 
 	for _, idle := range []time.Duration{0, 3 * goneCheckEvery} {
@@ -45,7 +46,7 @@ func TestPrimaryGoneClosesClient(t *testing.T) {
 			if _, err := c.Execute("SELECT id FROM t WHERE id = 1"); err != nil {
 				t.Fatal(err)
 			}
-			mustExec(t, direct, fmt.Sprintf("KILL CONNECTION %d", backendThreadOf(t, p, c.GetConnectionID())))
+			testbed.MustExec(t, direct, fmt.Sprintf("KILL CONNECTION %d", backendThreadOf(t, p, c.GetConnectionID())))
 			time.Sleep(idle)
 			// An autocommit read a replica could serve.
 			_, err = c.Execute("SELECT id FROM t WHERE id = 1")
@@ -61,7 +62,7 @@ func TestPrimaryGoneClosesClient(t *testing.T) {
 		h := p.db(t, db, "")
 		h.SetMaxOpenConns(1)
 		h.SetMaxIdleConns(1)
-		mustExec(t, h, "SET @@SESSION.wait_timeout = 1")
+		testbed.MustExec(t, h, "SET @@SESSION.wait_timeout = 1")
 		time.Sleep(2*time.Second + 2*goneCheckEvery)
 		var n int
 		if err := h.QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 1 {

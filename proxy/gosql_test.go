@@ -125,7 +125,7 @@ func (tr *transcript) rowSet(set int, rows *sql.Rows) {
 func sideDB(t *testing.T, p *testProxy, side, params string) *sql.DB {
 	t.Helper()
 	name := dbName(t, side)
-	mustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
+	testbed.MustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
 	if side == "direct" {
 		return p.direct(t, name, params)
 	}
@@ -440,7 +440,7 @@ func TestGoSQLErrorsPassThrough(t *testing.T) {
 		run    func(t *testing.T, db *sql.DB) error
 	}{
 		{"duplicate_key", 1062, "23000", func(t *testing.T, db *sql.DB) error {
-			mustExec(t, db, "CREATE TABLE d (id INT PRIMARY KEY)", "INSERT INTO d VALUES (1)")
+			testbed.MustExec(t, db, "CREATE TABLE d (id INT PRIMARY KEY)", "INSERT INTO d VALUES (1)")
 			_, err := db.Exec("INSERT INTO d VALUES (?)", 1)
 			return err
 		}},
@@ -527,7 +527,7 @@ func TestGoSQLLargeValues(t *testing.T) {
 	p := startProxy(t, nil)
 	// Raise the server's limit first; only connections opened afterwards
 	// see it, and this proxy's pool has none open yet.
-	mustExec(t, p.direct(t, "", ""), "SET GLOBAL max_allowed_packet = 64*1024*1024")
+	testbed.MustExec(t, p.direct(t, "", ""), "SET GLOBAL max_allowed_packet = 64*1024*1024")
 	type size struct {
 		name string
 		n    int
@@ -546,7 +546,7 @@ func TestGoSQLLargeValues(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			name := dbName(t, "big")
-			mustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`",
+			testbed.MustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`",
 				"CREATE TABLE `"+name+"`.big (id INT PRIMARY KEY, b LONGBLOB)")
 			direct, proxied := p.direct(t, name, ""), p.db(t, name, m.params)
 			for i, sz := range m.sizes {

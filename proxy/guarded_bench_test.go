@@ -28,7 +28,7 @@ func BenchmarkGuardedUpdate(b *testing.B) {
 	bed := testbed.Get(b)
 	base := startProxy(b, nil)
 	db := freshDB(b, base)
-	mustExec(b, base.direct(b, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 1000000000)")
+	testbed.MustExec(b, base.direct(b, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 1000000000)")
 	rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{bed.RedisAddr}, "", false))
 	b.Cleanup(func() { _ = rdb.Close() })
 	locker := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(b)})

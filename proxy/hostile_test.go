@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"io"
 	"net"
 	"os"
@@ -262,7 +263,7 @@ func limitsProxy(t *testing.T, edit func(*rules.ProxyConfig)) (*testProxy, strin
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note TEXT)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note TEXT)",
 		"INSERT INTO sku VALUES (1, 10, ''), (2, 10, '')")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "sku-stock", Table: db + ".sku", Key: []string{"sku_id"},
@@ -353,7 +354,7 @@ func TestStatementTooLongInPackets(t *testing.T) {
 // decides). A 16 MiB inline BLOB is stored through lockproxy with a rule.
 func TestStatementTooLongToParse(t *testing.T) {
 	p, db := limitsProxy(t, func(pc *rules.ProxyConfig) { pc.MaxStatementSize = 64 << 10 })
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE blobs (id INT PRIMARY KEY, b LONGBLOB)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE blobs (id INT PRIMARY KEY, b LONGBLOB)")
 	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
 	if err != nil {
 		t.Fatal(err)
@@ -752,7 +753,7 @@ func TestPrimaryGetsParamTypes(t *testing.T) {
 	p := startProxy(t, func(c *rules.Config) { c.Backends.Replicas = []string{bed.ReplicaAddr} })
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE item (id BIGINT PRIMARY KEY, name VARCHAR(64))", "INSERT INTO item VALUES (1, 'one'), (2, 'two')")
+	testbed.MustExec(t, direct, "CREATE TABLE item (id BIGINT PRIMARY KEY, name VARCHAR(64))", "INSERT INTO item VALUES (1, 'one'), (2, 'two')")
 	eventually(t, 30*time.Second, "the replica takes reads", func() bool {
 		if !replicaReady(p.srv) {
 			return false

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -28,7 +29,7 @@ func blobProxy(t *testing.T, replica bool) (*testProxy, string) {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE blobs (id BIGINT PRIMARY KEY, body LONGBLOB)")
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE blobs (id BIGINT PRIMARY KEY, body LONGBLOB)")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "blob-row", Table: db + ".blobs", Key: []string{"id"},
 			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
@@ -80,7 +81,7 @@ func TestInlineBlob16MiB(t *testing.T) {
 			}
 			// Another session holds row 42's lock: the INSERT must wait
 			// for it, which it does only if it was keyed on 42.
-			mustExec(t, through, "INSERT INTO blobs (id, body) VALUES (41, 'x')")
+			testbed.MustExec(t, through, "INSERT INTO blobs (id, body) VALUES (41, 'x')")
 			mustConn("BEGIN")
 			mustConn("SELECT id FROM blobs WHERE id = 41 FOR UPDATE")
 			_, err = through.Exec("INSERT INTO blobs (id, body) VALUES (?, ?) ON DUPLICATE KEY UPDATE body = VALUES(body)", 41, blob)
@@ -143,7 +144,7 @@ func TestDumpLongRowRestore(t *testing.T) {
 	if err := os.WriteFile(file, []byte(out.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, direct, "DELETE FROM blobs")
+	testbed.MustExec(t, direct, "DELETE FROM blobs")
 	host, port, _ = strings.Cut(p.addr, ":")
 	out = runClient(t, db, nil, file, cli, "-h"+host, "-P"+port, "-u"+p.bed.User, "-p"+p.bed.Password, "--protocol=TCP", db)
 	if out.code != 0 {
@@ -177,7 +178,7 @@ func TestStatementOverMaxAllowedPacket(t *testing.T) {
 	if err := root.QueryRow("SELECT @@global.max_allowed_packet").Scan(&was); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, root, "SET GLOBAL max_allowed_packet = 16777216")
+	testbed.MustExec(t, root, "SET GLOBAL max_allowed_packet = 16777216")
 	t.Cleanup(func() { _, _ = root.Exec(fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", was)) })
 	q := "INSERT INTO blobs (id, body) VALUES (43, '" + strings.Repeat("a", 17<<20) + "')"
 	// New connections (the proxy's to the backend included) read the
@@ -237,12 +238,12 @@ func TestPositionalInsertKeyed(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE pos (note VARCHAR(10) INVISIBLE DEFAULT 'n', body VARCHAR(10), id BIGINT AUTO_INCREMENT PRIMARY KEY)")
-	mustExec(t, direct, "CREATE TABLE src (body VARCHAR(10), id BIGINT)")
-	mustExec(t, direct, "INSERT INTO src VALUES ('s', 9)")
+	testbed.MustExec(t, direct, "CREATE TABLE pos (note VARCHAR(10) INVISIBLE DEFAULT 'n', body VARCHAR(10), id BIGINT AUTO_INCREMENT PRIMARY KEY)")
+	testbed.MustExec(t, direct, "CREATE TABLE src (body VARCHAR(10), id BIGINT)")
+	testbed.MustExec(t, direct, "INSERT INTO src VALUES ('s', 9)")
 	// Row 7 exists, so the holder's FOR UPDATE locks that record and no
 	// gap in InnoDB: the other INSERTs below meet only lockproxy's lock.
-	mustExec(t, direct, "INSERT INTO pos VALUES ('x', 7)")
+	testbed.MustExec(t, direct, "INSERT INTO pos VALUES ('x', 7)")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "pos-row", Table: db + ".pos", Key: []string{"id"},
 			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
@@ -274,13 +275,13 @@ func TestPositionalInsertKeyed(t *testing.T) {
 	wantLockError("INSERT INTO pos VALUES ('a', 7)", "7")
 	wantLockError("INSERT INTO pos VALUES ('a', 8), ('b', 7)", "7")
 	wantLockError("REPLACE INTO pos VALUES ('a', 7)", "7")
-	mustExec(t, through, "INSERT INTO pos VALUES ('a', 8)")
-	mustExec(t, through, "INSERT INTO pos VALUES ('c', NULL)")
+	testbed.MustExec(t, through, "INSERT INTO pos VALUES ('a', 8)")
+	testbed.MustExec(t, through, "INSERT INTO pos VALUES ('c', NULL)")
 	wantLockError("INSERT INTO pos SELECT body, id FROM src", "column")
 	if _, err := holder.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, through, "REPLACE INTO pos VALUES ('a', 7)")
+	testbed.MustExec(t, through, "REPLACE INTO pos VALUES ('a', 7)")
 	var n int
 	if err := direct.QueryRow("SELECT COUNT(*) FROM pos WHERE id IN (7, 8) AND note = 'n'").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("rows 7 and 8 with the invisible column's default: %d, %v", n, err)

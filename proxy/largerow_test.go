@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"io"
 	"runtime"
 	"strconv"
@@ -104,7 +105,7 @@ func TestLargeRowCaptured(t *testing.T) {
 			base := startProxy(t, nil)
 			db := freshDB(t, base)
 			direct := base.direct(t, db, "")
-			mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note LONGTEXT)",
+			testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note LONGTEXT)",
 				"INSERT INTO sku VALUES (1, 10, REPEAT('n', "+strconv.Itoa(noteSize)+"))")
 			rw := rules.Rewrite{Column: "stock", Mode: "delta", Scope: rules.ScopeSession}
 			p := startProxy(t, func(cfg *rules.Config) {
@@ -129,7 +130,7 @@ func TestLargeRowCaptured(t *testing.T) {
 			if stock != 10 || note != strings.Repeat("n", noteSize) {
 				t.Fatalf("read stock %d and a note of %d bytes; want 10 and %d bytes of n", stock, len(note), noteSize)
 			}
-			mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+			testbed.MustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
 			mustConnExec(t, conn, "UPDATE sku SET stock = 9 WHERE sku_id = 1")
 			var got int
 			if err := direct.QueryRow("SELECT stock FROM sku").Scan(&got); err != nil {

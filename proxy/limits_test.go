@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"math/big"
 	"net"
 	"os"
@@ -245,7 +246,7 @@ func TestLoginThrottleBounded(t *testing.T) {
 func TestUserMaxConnections(t *testing.T) {
 	base := startProxy(t, nil)
 	capped := rules.User{User: "lp_capped", Password: "capped-pw", MaxConnections: 2}
-	mustExec(t, base.direct(t, "", ""), "CREATE USER IF NOT EXISTS 'lp_capped'@'%' IDENTIFIED BY 'capped-pw'")
+	testbed.MustExec(t, base.direct(t, "", ""), "CREATE USER IF NOT EXISTS 'lp_capped'@'%' IDENTIFIED BY 'capped-pw'")
 	p := startProxy(t, func(c *rules.Config) { c.Users = append(c.Users, capped) })
 	login := func(u, pw string) (*client.Conn, error) { return client.Connect(p.addr, u, pw, "") }
 	a, err := login(capped.User, capped.Password)

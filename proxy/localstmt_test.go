@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func scanAll(t *testing.T, rows *sql.Rows, err error) (cols []string, out []stri
 func TestShowLockproxyPrepared(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (42, 1)")
 	p := guardedProxy(t, db, func(r *rules.Rule) { r.WaitTimeout = rules.Duration(10 * time.Second) })
 	h := p.db(t, db, "")

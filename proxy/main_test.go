@@ -119,16 +119,6 @@ func openDB(t testing.TB, dsn string) *sql.DB {
 	return db
 }
 
-// mustExec runs statements and fails the test on the first error.
-func mustExec(t testing.TB, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 // freshDB creates an empty database named for the test on the primary.
 func freshDB(t testing.TB, p *testProxy) string {
 	t.Helper()
@@ -137,6 +127,6 @@ func freshDB(t testing.TB, p *testProxy) string {
 		name = name[:60]
 	}
 	d := p.direct(t, "", "")
-	mustExec(t, d, "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
+	testbed.MustExec(t, d, "DROP DATABASE IF EXISTS `"+name+"`", "CREATE DATABASE `"+name+"`")
 	return name
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ func TestMariaDBExtendedCapabilities(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		db := freshNamedDB(t, plain, "extcaps_"+r.name)
-		mustExec(t, plain.direct(t, db, ""), extCapsTables...)
+		testbed.MustExec(t, plain.direct(t, db, ""), extCapsTables...)
 		host, port := splitAddr(t, r.addr)
 		env := []string{"LP_HOST=" + host, "LP_PORT=" + port, "LP_USER=" + r.user, "LP_PASSWORD=" + bed.Password, "LP_DB=" + db}
 		wg.Add(1)
@@ -215,7 +216,7 @@ func TestBulkExecuteTakesEveryRowsLock(t *testing.T) {
 	}, memlock.New(nil, nil))
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE bulk_t (id BIGINT PRIMARY KEY, qty BIGINT)",
+	testbed.MustExec(t, direct, "CREATE TABLE bulk_t (id BIGINT PRIMARY KEY, qty BIGINT)",
 		"INSERT INTO bulk_t VALUES (1, 0), (2, 0), (3, 0), (40, 0)",
 		"CREATE TABLE stock_t (id BIGINT PRIMARY KEY, qty BIGINT)", "INSERT INTO stock_t VALUES (1, 10)")
 
@@ -305,7 +306,7 @@ func FuzzGreetingExtCaps(f *testing.F) {
 func TestExtendedColumnDefinitions(t *testing.T) {
 	p := startProxy(t, nil)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), extCapsTables[:2]...)
+	testbed.MustExec(t, p.direct(t, db, ""), extCapsTables[:2]...)
 	for _, target := range []clientTarget{{"direct", p.bed.PrimaryAddr}, {"proxy", p.addr}} {
 		r := dialExt(t, target.addr, p.bed.User, p.bed.Password, db, mariadbExtendedMetadata)
 		r.send(append([]byte{mysql.COM_QUERY}, "SELECT j, u AS id, p, id AS n FROM ext_t"...)...)
@@ -347,7 +348,7 @@ func TestConnectorNodeWritesWait(t *testing.T) {
 	tool := requireTool(t, "node", "-e", "require('./testdata/clients/node_modules/mariadb/dist/promise.cjs')")
 	base := startProxy(t, nil)
 	db := freshNamedDB(t, base, "lockwaits")
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE acct (id INT PRIMARY KEY, bal INT NOT NULL)",
 		"INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0)")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "acct", Table: db + ".acct", Key: []string{"id"},

@@ -90,7 +90,7 @@ func lockSchema(t *testing.T) (*testProxy, string) {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"CREATE TABLE hot (id BIGINT PRIMARY KEY, v INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10)", "INSERT INTO hot VALUES (1, 0)")
@@ -208,7 +208,7 @@ func TestLockMetrics(t *testing.T) {
 	if heldWhileWaiting != 1 {
 		t.Errorf("lockproxy_locks_held = %v while one row is held, want 1", heldWhileWaiting)
 	}
-	mustExec(t, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 2")
+	testbed.MustExec(t, b, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 2")
 
 	// hot-row: a holds row 1, b gives up with 1205 after 200ms.
 	timeoutOnHeldRow(t, a, b, "UPDATE hot SET v = v + 1 WHERE id = 1")
@@ -451,7 +451,7 @@ func deleteRedisKeys(rdb *redis.Client, pattern string) {
 func TestQueryRouteMetrics(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
 	waitReplica(t, p)
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
@@ -472,8 +472,8 @@ func TestQueryRouteMetrics(t *testing.T) {
 		read("execute", "SELECT @@server_id FROM t WHERE id = ?", 1)
 	}
 	read("query", "SELECT @@server_id FROM t WHERE id = 1 FOR UPDATE")
-	mustExec(t, h, "UPDATE t SET v = v + 1 WHERE id = 1", "UPDATE t SET v = v + 1 WHERE id = 1") // text writes
-	if _, err := h.Exec("UPDATE t SET v = ? WHERE id = 1", 7); err != nil {                      // prepared write
+	testbed.MustExec(t, h, "UPDATE t SET v = v + 1 WHERE id = 1", "UPDATE t SET v = v + 1 WHERE id = 1") // text writes
+	if _, err := h.Exec("UPDATE t SET v = ? WHERE id = 1", 7); err != nil {                              // prepared write
 		t.Fatal(err)
 	}
 	want["kind=query,route=primary"] += 2
@@ -511,7 +511,7 @@ func TestRewriteMetrics(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10), (2, 10)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10), (2, 10)")
 	p := startProxy(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "stock-cas", Table: db + ".sku", Key: []string{"sku_id"}, Lock: []string{},
 			Rewrite: &rules.Rewrite{Column: "stock", Mode: "cas", Scope: rules.ScopeSession, OnConflict: rules.OnConflictZeroRows}}}
@@ -548,8 +548,8 @@ func TestRewriteMetrics(t *testing.T) {
 	if n := update("UPDATE sku SET stock = 9 WHERE sku_id = 1"); n != 1 {
 		t.Fatalf("applied rewrite changed %d rows", n)
 	}
-	read()                                                           // 9
-	mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") // a concurrent writer wins
+	read()                                                                   // 9
+	testbed.MustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") // a concurrent writer wins
 	if n := update("UPDATE sku SET stock = 8 WHERE sku_id = 1"); n != 0 {
 		t.Fatalf("conflicting rewrite changed %d rows", n)
 	}

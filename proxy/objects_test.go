@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 func TestViewsRoutinesTriggers(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 10)",
 		"CREATE TABLE orders (id INT PRIMARY KEY, sku_id BIGINT, n INT)",
@@ -134,8 +135,8 @@ func TestViewsRoutinesTriggers(t *testing.T) {
 	})
 	t.Run("a BEFORE trigger that sets the key", func(t *testing.T) {
 		direct := base.direct(t, db, "")
-		mustExec(t, direct, "CREATE TRIGGER trg_key BEFORE INSERT ON sku FOR EACH ROW SET NEW.sku_id = NEW.sku_id + 1000")
-		t.Cleanup(func() { mustExec(t, direct, "DROP TRIGGER trg_key") })
+		testbed.MustExec(t, direct, "CREATE TRIGGER trg_key BEFORE INSERT ON sku FOR EACH ROW SET NEW.sku_id = NEW.sku_id + 1000")
+		t.Cleanup(func() { testbed.MustExec(t, direct, "DROP TRIGGER trg_key") })
 		p2 := guardedProxy(t, db, nil)
 		// MariaDB would insert row 1003, which another session may hold.
 		_, err := p2.db(t, db, "").Exec("INSERT INTO sku VALUES (3, 1)")
@@ -146,7 +147,7 @@ func TestViewsRoutinesTriggers(t *testing.T) {
 		}
 	})
 	t.Run("a view made through lockproxy is learned", func(t *testing.T) {
-		mustExec(t, b, "CREATE VIEW v_new AS SELECT sku_id, stock FROM sku")
+		testbed.MustExec(t, b, "CREATE VIEW v_new AS SELECT sku_id, stock FROM sku")
 		holdRow(t)
 		deadline := time.Now().Add(10 * time.Second)
 		for {

@@ -189,9 +189,9 @@ func changeTriggers(table string, keys []string) []string {
 func (o *oracleBed) reseed(t testing.TB) {
 	t.Helper()
 	for _, tb := range oracleTables {
-		mustExec(t, o.direct, "DELETE FROM `"+o.db+"`."+tb.name, "INSERT INTO `"+o.db+"`."+tb.name+" VALUES "+tb.seed)
+		testbed.MustExec(t, o.direct, "DELETE FROM `"+o.db+"`."+tb.name, "INSERT INTO `"+o.db+"`."+tb.name+" VALUES "+tb.seed)
 	}
-	mustExec(t, o.direct, "DELETE FROM `"+o.db+"`.oracle_changes")
+	testbed.MustExec(t, o.direct, "DELETE FROM `"+o.db+"`.oracle_changes")
 }
 
 // changedKeys returns the lock names of the guarded rows the side table

@@ -170,7 +170,7 @@ func TestLockServiceOutageWaitedOut(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
 	relay := newCutRelay(t, testbed.Get(t).RedisAddr)
 	rdb := redis.NewClient(&redis.Options{Addr: relay.addr})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -252,7 +252,7 @@ func TestLockServiceOutageAnsweredByTheWait(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
 	const wait, margin = 2 * time.Second, 1500 * time.Millisecond
 	for _, tc := range []struct {
 		name    string
@@ -313,7 +313,7 @@ func TestLockServiceSlowerThanAFixedTimeout(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
 	relay := newCutRelay(t, testbed.Get(t).RedisAddr)
 	relay.lag.Store(int64(700 * time.Millisecond))
 	const wait = 5 * time.Second

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestTypedParamTakesItsRowLock(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"CREATE TABLE sku_int (sku_id INT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (0, 10), (1001, 10)",

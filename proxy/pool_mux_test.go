@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,10 +144,10 @@ func TestMultiplexPins(t *testing.T) {
 	// The statements run directly run in a twin database: neither side
 	// waits for the other's locks.
 	twin := db + "_twin"
-	mustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS "+twin, "CREATE DATABASE "+twin)
+	testbed.MustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS "+twin, "CREATE DATABASE "+twin)
 	t.Cleanup(func() { _, _ = p.direct(t, "", "").Exec("DROP DATABASE IF EXISTS " + twin) })
 	for _, name := range []string{db, twin} {
-		mustExec(t, p.direct(t, name, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+		testbed.MustExec(t, p.direct(t, name, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
 			"CREATE TABLE auto (id INT AUTO_INCREMENT PRIMARY KEY, v INT)", "CREATE TABLE other (id INT)")
 	}
 	ctx := context.Background()
@@ -268,7 +269,7 @@ func TestMultiplexManyClients(t *testing.T) {
 	p := startProxy(t, multiplexed(limit))
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO counter VALUES (1, 0)")
+	testbed.MustExec(t, direct, "CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)", "INSERT INTO counter VALUES (1, 0)")
 	through := p.db(t, db, "")
 	through.SetMaxOpenConns(clients)
 	through.SetMaxIdleConns(clients)
@@ -382,7 +383,7 @@ func TestMultiplexFlashSale(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"CREATE TABLE orders (buyer VARCHAR(64) PRIMARY KEY)", fmt.Sprintf("INSERT INTO sku VALUES (1, %d)", stock))
 	p := guardedProxyWith(t, db, func(r *rules.Rule) { r.WaitTimeout = rules.Duration(20 * time.Second) }, multiplexed(8))
 	through := p.db(t, db, "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestShowLocksPrivacy(t *testing.T) {
 	db := freshDB(t, base)
 	const plain, plainPw = "lp_noprocess", "lp-noprocess-pw"
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note VARCHAR(64))",
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, note VARCHAR(64))",
 		"INSERT INTO sku VALUES (1, 5, 'a'), (2, 5, 'b')",
 		"CREATE USER IF NOT EXISTS '"+plain+"'@'%' IDENTIFIED BY '"+plainPw+"'",
 		"GRANT ALL PRIVILEGES ON `"+db+"`.* TO '"+plain+"'@'%'")

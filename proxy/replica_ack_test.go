@@ -22,7 +22,7 @@ func TestMinReplicasAckUnmet(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 100)")
 	rdb := redis.NewUniversalClient(redislock.ClientOptions(g.Addrs, g.MasterName, false))
 	t.Cleanup(func() { _ = rdb.Close() })
 	locker := redislock.New(rdb, &redislock.Options{TTL: 3 * time.Second, Prefix: testbed.UniqueName(t), MinReplicasAck: 3})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func replicaWrites(t *testing.T, p *testProxy, db string) {
 func TestReplicaNoSideEffects(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""),
+	testbed.MustExec(t, p.direct(t, db, ""),
 		"CREATE TABLE log (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20))",
 		"CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1), (2), (3)",
 		"CREATE SEQUENCE sq",
@@ -95,7 +96,7 @@ func TestReplicaNoSideEffects(t *testing.T) {
 
 	// The function of a SET runs once, on the primary; the replica reads
 	// under the value it gave.
-	mustExec(t, h, "SET SESSION time_zone = ftz()")
+	testbed.MustExec(t, h, "SET SESSION time_zone = ftz()")
 	var sid int
 	var tz string
 	if err := h.QueryRow("SELECT @@server_id, @@time_zone").Scan(&sid, &tz); err != nil {
@@ -105,7 +106,7 @@ func TestReplicaNoSideEffects(t *testing.T) {
 		t.Errorf("after SET time_zone = ftz(): server %d answered time_zone %q, want the replica with +03:00", sid, tz)
 	}
 	// An empty string and a number read back as literals of their type.
-	mustExec(t, h, "SET SESSION sql_mode = CONCAT(''), SESSION div_precision_increment = 1 + 2")
+	testbed.MustExec(t, h, "SET SESSION sql_mode = CONCAT(''), SESSION div_precision_increment = 1 + 2")
 	var mode string
 	var prec int
 	if err := h.QueryRow("SELECT @@server_id, @@sql_mode, @@div_precision_increment").Scan(&sid, &mode, &prec); err != nil {
@@ -115,7 +116,7 @@ func TestReplicaNoSideEffects(t *testing.T) {
 		t.Errorf("after SET sql_mode = CONCAT(''), div_precision_increment = 1 + 2: server %d answered %q, %d; want the replica with '', 3", sid, mode, prec)
 	}
 	// Under ANSI_QUOTES "now"() calls the stored function now.
-	mustExec(t, h, "SET SESSION sql_mode = 'ANSI_QUOTES'")
+	testbed.MustExec(t, h, "SET SESSION sql_mode = 'ANSI_QUOTES'")
 	refusedBefore := counterValue(t, p, "lockproxy_replica_write_refused_total")
 	var six int
 	if err := h.QueryRow(`SELECT "now"(), @@server_id`).Scan(&six, &sid); err != nil {
@@ -152,11 +153,13 @@ func TestReplicaSetDefault(t *testing.T) {
 	if err := replica.QueryRow("SELECT @@GLOBAL.div_precision_increment").Scan(&replicaPrec); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", primaryPrec+3))
-	t.Cleanup(func() { mustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", replicaPrec)) })
+	testbed.MustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", primaryPrec+3))
+	t.Cleanup(func() {
+		testbed.MustExec(t, replica, fmt.Sprintf("SET GLOBAL div_precision_increment = %d", replicaPrec))
+	})
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
-	mustExec(t, h, "SET SESSION div_precision_increment = 1", "SET SESSION div_precision_increment = DEFAULT")
+	testbed.MustExec(t, h, "SET SESSION div_precision_increment = 1", "SET SESSION div_precision_increment = DEFAULT")
 	var sid, prec int
 	if err := h.QueryRow("SELECT @@server_id, @@div_precision_increment").Scan(&sid, &prec); err != nil {
 		t.Fatal(err)
@@ -176,7 +179,7 @@ func TestReplicaSessionReadOnly(t *testing.T) {
 	db := freshDB(t, p)
 	// A name no earlier run used: lockproxy read the schema at start.
 	vw := fmt.Sprintf("vw_%d", time.Now().UnixNano())
-	mustExec(t, p.direct(t, db, ""),
+	testbed.MustExec(t, p.direct(t, db, ""),
 		"CREATE TABLE log (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20))",
 		"CREATE FUNCTION fw() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO log (what) VALUES ('fw'); RETURN 1; END",
 		"CREATE VIEW "+vw+" AS SELECT fw() AS x")
@@ -198,7 +201,7 @@ func TestReplicaSessionReadOnly(t *testing.T) {
 
 	// A view made through lockproxy is read and known to call fw(): its
 	// reads go to the primary without the replica refusing anything.
-	mustExec(t, h, "CREATE VIEW vw2 AS SELECT fw() AS x")
+	testbed.MustExec(t, h, "CREATE VIEW vw2 AS SELECT fw() AS x")
 	before = counterValue(t, p, "lockproxy_replica_write_refused_total")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -222,7 +225,7 @@ func TestReplicaSessionReadOnly(t *testing.T) {
 func TestReplicaPinnedByHiddenTemporaryTables(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""),
+	testbed.MustExec(t, p.direct(t, db, ""),
 		"CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1), (2), (3)",
 		"CREATE PROCEDURE mktemp() CREATE TEMPORARY TABLE plain (id INT)")
 	waitReplica(t, p)
@@ -238,7 +241,7 @@ func TestReplicaPinnedByHiddenTemporaryTables(t *testing.T) {
 			if got := serverID(t, h, "SELECT @@server_id FROM plain LIMIT 1"); got != replicaID {
 				t.Fatalf("before: served by %d, want the replica", got)
 			}
-			mustExec(t, h, stmts...)
+			testbed.MustExec(t, h, stmts...)
 			var n, sid int
 			var cs string
 			if err := h.QueryRow("SELECT COUNT(*), @@server_id, @@character_set_client FROM plain").Scan(&n, &sid, &cs); err != nil {

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ func TestReplicaRoutingOracle(t *testing.T) {
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
 	// Made through lockproxy, so its schema read knows the views.
-	mustExec(t, h,
+	testbed.MustExec(t, h,
 		"CREATE TABLE log (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20))",
 		"CREATE TABLE plain (id INT PRIMARY KEY, v VARCHAR(10))",
 		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -21,7 +22,7 @@ func TestReplicaPinnedByAnyTemporaryTable(t *testing.T) {
 	// before the session's next statement.
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
-	mustExec(t, h,
+	testbed.MustExec(t, h,
 		"CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1), (2), (3)",
 		"CREATE TABLE fired (id INT)",
 		"CREATE TRIGGER mk_on_insert AFTER INSERT ON fired FOR EACH ROW CREATE TEMPORARY TABLE plain (id INT)",
@@ -127,7 +128,7 @@ func TestReplicaSessionIsolation(t *testing.T) {
 func TestReplicaAfterSetOption(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY)", "INSERT INTO plain VALUES (1)")
 	waitReplica(t, p)
 	answer := func(addr string) string {
 		c, err := client.Connect(addr, p.bed.User, p.bed.Password, db, func(c *client.Conn) error {

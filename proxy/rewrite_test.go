@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func newRewriteBed(t *testing.T, rw rules.Rewrite, stock string) rewriteBed {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, buyer VARCHAR(20))",
 		"INSERT INTO sku VALUES (1, "+stock+")")
 	if rw.Scope == "" {
@@ -109,7 +110,7 @@ func TestRewriteLostRace(t *testing.T) {
 		form := map[bool]string{false: "text", true: "prepared"}[prepared]
 		t.Run(form+"/cas value moved: 1213", func(t *testing.T) {
 			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "cas"}, "10")
-			_, err := buyInTxn(t, b, prepared, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+			_, err := buyInTxn(t, b, prepared, func() { testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
 			wantRaceError(t, err, 1213, "40001")
 			if n := b.count(t, "SELECT COUNT(*) FROM orders"); n != 0 {
 				t.Errorf("the order of the lost race committed (%d rows)", n)
@@ -124,7 +125,7 @@ func TestRewriteLostRace(t *testing.T) {
 		})
 		t.Run(form+"/delta below min: 4025", func(t *testing.T) {
 			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Min: &zero}, "1")
-			_, err := buyInTxn(t, b, prepared, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 0 WHERE sku_id = 1") }, minus1)
+			_, err := buyInTxn(t, b, prepared, func() { testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 0 WHERE sku_id = 1") }, minus1)
 			wantRaceError(t, err, 4025, "23000")
 			if n := b.count(t, "SELECT COUNT(*) FROM orders"); n != 0 {
 				t.Errorf("the order of the lost race committed (%d rows)", n)
@@ -136,7 +137,7 @@ func TestRewriteLostRace(t *testing.T) {
 	}
 	t.Run("delta moved but above min: applied", func(t *testing.T) {
 		b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Min: &zero}, "10")
-		n, err := buyInTxn(t, b, false, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+		n, err := buyInTxn(t, b, false, func() { testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
 		if err != nil || n != 1 {
 			t.Fatalf("got %d rows, %v", n, err)
 		}
@@ -146,7 +147,7 @@ func TestRewriteLostRace(t *testing.T) {
 	})
 	t.Run("zero_rows", func(t *testing.T) {
 		b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "cas", OnConflict: rules.OnConflictZeroRows}, "10")
-		n, err := buyInTxn(t, b, false, func() { mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
+		n, err := buyInTxn(t, b, false, func() { testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, minus1)
 		if err != nil || n != 0 {
 			t.Fatalf("got %d rows, %v; want 0 rows and no error", n, err)
 		}
@@ -193,7 +194,7 @@ func TestRewriteScope(t *testing.T) {
 		if commitBetween {
 			mustConnExec(t, conn, "COMMIT", "BEGIN")
 		}
-		mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+		testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
 		mustConnExec(t, conn, "UPDATE sku SET stock = 9 WHERE sku_id = 1")
 		if begin {
 			mustConnExec(t, conn, "COMMIT")
@@ -239,7 +240,7 @@ func TestRewriteScope(t *testing.T) {
 			t.Errorf("the refused write ran: stock %d", s)
 		}
 		// Relative writes and paired writes still run.
-		mustExec(t, b.via, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
+		testbed.MustExec(t, b.via, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1")
 		if n, err := buyInTxn(t, b, true, func() {}, func(n int) int { return n - 1 }); err != nil || n != 1 {
 			t.Fatalf("paired write: %d rows, %v", n, err)
 		}
@@ -259,7 +260,7 @@ func TestRewriteLostRaceFenced(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL, fence BIGINT UNSIGNED NOT NULL DEFAULT 0)",
 		"CREATE TABLE orders (id INT AUTO_INCREMENT PRIMARY KEY, buyer VARCHAR(20))",
 		"INSERT INTO sku (sku_id, stock) VALUES (1, 10)")
@@ -275,7 +276,7 @@ func TestRewriteLostRaceFenced(t *testing.T) {
 	b := rewriteBed{p: p, via: p.db(t, db, ""), direct: direct}
 	// The concurrent writer bypasses lockproxy, as an unguarded path
 	// would.
-	_, err := buyInTxn(t, b, false, func() { mustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, func(n int) int { return n - 1 })
+	_, err := buyInTxn(t, b, false, func() { testbed.MustExec(t, direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1") }, func(n int) int { return n - 1 })
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1213 || !strings.Contains(me.Message, "changed after it was read") {
 		t.Fatalf("got %v, want the rewrite's 1213", err)
@@ -313,7 +314,7 @@ func TestRewriteForgetsWhatOtherStatementsShow(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Scope: rules.ScopeSession}, "10")
 			if c.setup != "" {
-				mustExec(t, b.via, c.setup) // through lockproxy: it reads the schema again
+				testbed.MustExec(t, b.via, c.setup) // through lockproxy: it reads the schema again
 			}
 			conn, err := b.via.Conn(ctx)
 			if err != nil {
@@ -324,7 +325,7 @@ func TestRewriteForgetsWhatOtherStatementsShow(t *testing.T) {
 			if err := conn.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil || stock != 10 {
 				t.Fatalf("first read: %d, %v", stock, err)
 			}
-			mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+			testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
 			rows, err := conn.QueryContext(ctx, c.between)
 			if err == nil {
 				for rows.Next() {
@@ -384,8 +385,8 @@ func TestUnpairedRejectCoversEveryWrite(t *testing.T) {
 	for _, mode := range []string{rules.OnUnpairedReject, rules.OnUnpairedAllow} {
 		t.Run(mode, func(t *testing.T) {
 			b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", OnUnpaired: mode}, "10")
-			mustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)", "INSERT INTO orders VALUES (1, 'a')")
-			mustExec(t, b.via, "CREATE VIEW v AS SELECT sku_id, stock FROM sku", "CREATE VIEW v2 AS SELECT sku_id AS id, stock AS s FROM sku")
+			testbed.MustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)", "INSERT INTO orders VALUES (1, 'a')")
+			testbed.MustExec(t, b.via, "CREATE VIEW v AS SELECT sku_id, stock FROM sku", "CREATE VIEW v2 AS SELECT sku_id AS id, stock AS s FROM sku")
 			ctx := context.Background()
 			conn, err := b.via.Conn(ctx)
 			if err != nil {
@@ -400,7 +401,7 @@ func TestUnpairedRejectCoversEveryWrite(t *testing.T) {
 				t.Errorf("PREPARE unseen FROM @q: %v", err)
 			}
 			for _, q := range refused {
-				mustExec(t, b.direct, "UPDATE sku SET stock = 10")
+				testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 10")
 				_, err := conn.ExecContext(ctx, q)
 				changed := b.count(t, "SELECT COUNT(*) FROM sku WHERE stock <> 10")
 				if mode == rules.OnUnpairedAllow {
@@ -439,8 +440,8 @@ func TestUnpairedRejectCoversEveryWrite(t *testing.T) {
 func TestRewriteForgetsRowsAFunctionShows(t *testing.T) {
 	ctx := context.Background()
 	b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "delta", Scope: rules.ScopeSession}, "10")
-	mustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)")
-	mustExec(t, b.via, "CREATE FUNCTION f_stock(id BIGINT) RETURNS INT READS SQL DATA RETURN (SELECT stock FROM sku WHERE sku_id = id)")
+	testbed.MustExec(t, b.direct, "INSERT INTO sku VALUES (2, 10)")
+	testbed.MustExec(t, b.via, "CREATE FUNCTION f_stock(id BIGINT) RETURNS INT READS SQL DATA RETURN (SELECT stock FROM sku WHERE sku_id = id)")
 	conn, err := b.via.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +451,7 @@ func TestRewriteForgetsRowsAFunctionShows(t *testing.T) {
 	if err := conn.QueryRowContext(ctx, "SELECT stock FROM sku WHERE sku_id = 2").Scan(&two); err != nil || two != 10 {
 		t.Fatalf("first read of row 2: %d, %v", two, err)
 	}
-	mustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 2")
+	testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 2")
 	if err := conn.QueryRowContext(ctx, "SELECT stock, f_stock(2) FROM sku WHERE sku_id = 1").Scan(&one, &two); err != nil || two != 5 {
 		t.Fatalf("read of row 1 showing row 2: %d, %d, %v", one, two, err)
 	}

@@ -39,7 +39,7 @@ func TestRouting(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
+	testbed.MustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 1)")
 	waitReplica(t, p)
 
 	for _, mode := range []struct{ name, params string }{{"text", "interpolateParams=true"}, {"prepared", ""}} {
@@ -105,7 +105,7 @@ func TestRouting(t *testing.T) {
 func TestReadYourWrites(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE rw (id INT PRIMARY KEY, v VARCHAR(20))")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE rw (id INT PRIMARY KEY, v VARCHAR(20))")
 	waitReplica(t, p)
 	h := p.db(t, db, "interpolateParams=true")
 	h.SetMaxOpenConns(1)
@@ -133,11 +133,11 @@ func TestSessionStateOnReplica(t *testing.T) {
 	db := freshDB(t, p)
 	other := db + "_b"
 	d := p.direct(t, "", "")
-	mustExec(t, d, "DROP DATABASE IF EXISTS `"+other+"`", "CREATE DATABASE `"+other+"`")
+	testbed.MustExec(t, d, "DROP DATABASE IF EXISTS `"+other+"`", "CREATE DATABASE `"+other+"`")
 	waitReplica(t, p)
 	h := p.db(t, db, "")
 	h.SetMaxOpenConns(1)
-	mustExec(t, h, "USE `"+other+"`", "SET time_zone = '+05:30'", "SET sql_mode = 'ANSI_QUOTES'")
+	testbed.MustExec(t, h, "USE `"+other+"`", "SET time_zone = '+05:30'", "SET sql_mode = 'ANSI_QUOTES'")
 	var sid int
 	var dbName, tz, mode string
 	if err := h.QueryRow("SELECT @@server_id, DATABASE(), @@time_zone, @@sql_mode").Scan(&sid, &dbName, &tz, &mode); err != nil {
@@ -228,7 +228,7 @@ func waitReplica(t *testing.T, p *testProxy) {
 func TestExecuteWithoutCursorOnReplica(t *testing.T) {
 	p := routedProxy(t)
 	db := freshDB(t, p)
-	mustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
 	waitReplica(t, p)
 	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 func TestReloadUnderLoad(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 1000000), (2, 1000000)")
 	bed := testbedFor(t)

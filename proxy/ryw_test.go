@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestReadYourWritesAcrossConnections(t *testing.T) {
 				c.Backends.ReadYourWrites = scope
 			})
 			db := freshDB(t, p)
-			mustExec(t, p.direct(t, db, ""), "CREATE TABLE rw (id INT PRIMARY KEY, v VARCHAR(20))")
+			testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE rw (id INT PRIMARY KEY, v VARCHAR(20))")
 			waitReplica(t, p)
 			ctx := context.Background()
 			h := p.db(t, db, "interpolateParams=true")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"reflect"
 	"slices"
 	"strings"
@@ -65,7 +66,7 @@ func responsePackets(r *rawConn) [][]byte {
 func TestSessionStatePackets(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshNamedDB(t, base, dbName(t, "a"))
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)")
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "g", Table: db + ".g", Key: []string{"id"},
 			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
@@ -108,7 +109,7 @@ func TestSessionStatePackets(t *testing.T) {
 				// Each runs the whole list on a fresh table: directly,
 				// then through lockproxy.
 				run := func(addr string) [][][]byte {
-					mustExec(t, p.direct(t, db, ""), "DROP TABLE IF EXISTS t", "DELETE FROM g", "INSERT INTO g VALUES (1, 10), (2, 20)")
+					testbed.MustExec(t, p.direct(t, db, ""), "DROP TABLE IF EXISTS t", "DELETE FROM g", "INSERT INTO g VALUES (1, 10), (2, 20)")
 					r := dialRaw(t, addr, p.bed.User, p.bed.Password, db, deprecateEOF, caps...)
 					var out [][][]byte
 					for _, q := range texts {
@@ -218,7 +219,7 @@ func TestTrackedStripsState(t *testing.T) {
 func TestSplitBound(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshNamedDB(t, base, dbName(t, "a"))
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10)")
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10)")
 	p := startProxyWith(t, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "g", Table: db + ".g", Key: []string{"id"},
 			Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(2 * time.Second)}}
@@ -252,7 +253,7 @@ func TestReportsTurnedOffUnseen(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10)",
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1, 10)",
 		"CREATE FUNCTION lockproxy_quiet() RETURNS INT NO SQL BEGIN "+
 			"SET SESSION session_track_system_variables = ''; SET SESSION session_track_schema = OFF; RETURN 1; END",
 		"CREATE TABLE noisy (id INT)",
@@ -296,7 +297,7 @@ func TestClientTrackingPackets(t *testing.T) {
 	bed := testbedFor(t)
 	base := startProxy(t, nil)
 	db := freshNamedDB(t, base, dbName(t, "a"))
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10), (2, 20)")
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10), (2, 20)")
 	proxies := map[string]*testProxy{
 		"no rules": base,
 		"rule": startProxyWith(t, func(c *rules.Config) {
@@ -337,7 +338,7 @@ func TestClientTrackingPackets(t *testing.T) {
 						caps = append(caps, mysql.CLIENT_SESSION_TRACK)
 					}
 					run := func(addr string) [][][]byte {
-						mustExec(t, base.direct(t, db, ""), "UPDATE g SET v = id * 10")
+						testbed.MustExec(t, base.direct(t, db, ""), "UPDATE g SET v = id * 10")
 						r := dialRaw(t, addr, bed.User, bed.Password, db, deprecateEOF, caps...)
 						var out [][][]byte
 						for _, q := range texts {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (0, 10), (7, 10), (1001, 10)")
 	p := guardedProxy(t, db, nil)
@@ -101,7 +102,7 @@ func TestTextShapesOfStringKeys(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id VARCHAR(32) PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES ('A-0', 10), ('B-7', 10), ('C-1001', 10), ('D\\\\', 10)")
 	p := guardedProxy(t, db, nil)
@@ -195,7 +196,7 @@ func TestTextShapesOfRewrittenUpdates(t *testing.T) {
 	// Another writer between the read and the write: the delta keeps its
 	// decrement instead of writing the value read minus one over it.
 	if _, err := buyInTxn(t, b, false, func() {
-		mustExec(t, b.direct, "UPDATE sku SET stock = stock - 5 WHERE sku_id = 1")
+		testbed.MustExec(t, b.direct, "UPDATE sku SET stock = stock - 5 WHERE sku_id = 1")
 	}, func(s int) int { return s - 1 }); err != nil {
 		t.Fatal(err)
 	}

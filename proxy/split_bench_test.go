@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 func BenchmarkSplitText(b *testing.B) {
 	base := startProxy(b, nil)
 	db := freshDB(b, base)
-	mustExec(b, base.direct(b, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10)")
+	testbed.MustExec(b, base.direct(b, db, ""), "CREATE TABLE g (id INT PRIMARY KEY, v INT)", "INSERT INTO g VALUES (1, 10)")
 	p := startProxyWith(b, func(c *rules.Config) {
 		c.Rules = []rules.Rule{{Name: "g", Table: db + ".g", Key: []string{"id"},
 			Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func TestLocksAreVisible(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+	testbed.MustExec(t, base.direct(t, db, ""), "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (42, 1)")
 	p := guardedProxy(t, db, func(r *rules.Rule) { r.WaitTimeout = rules.Duration(10 * time.Second) })
 	holder, err := p.db(t, db, "").Conn(context.Background())

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"database/sql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func TestTemporalKeyLostUpdates(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, storedKeyTables...)
+	testbed.MustExec(t, direct, storedKeyTables...)
 	cases := []struct {
 		table, held string
 		writes      []string // values spelling the held row
@@ -145,7 +146,7 @@ func TestClippedKeyLostUpdates(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, storedKeyTables...)
+	testbed.MustExec(t, direct, storedKeyTables...)
 	long := strings.Repeat("x", 40)
 	// Each write adds 1 to v of the held row (v starts at 0; the REPLACE
 	// comes first on its row and sets 1).
@@ -194,7 +195,7 @@ func TestTriggerKeyLostUpdates(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, storedKeyTables...)
+	testbed.MustExec(t, direct, storedKeyTables...)
 	upsert := "INSERT INTO trg (k, v) VALUES (1000, 0) ON DUPLICATE KEY UPDATE v = v + 1"
 	t.Run("unlisted", func(t *testing.T) {
 		p := guardedProxy(t, db, func(r *rules.Rule) { r.Table, r.Key = db+".trg", []string{"k"} })

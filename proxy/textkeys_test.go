@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -30,9 +31,9 @@ func TestTextKeyLostUpdates(t *testing.T) {
 		"german":  "latin1 COLLATE latin1_german2_ci",
 	}
 	for name, coll := range tables {
-		mustExec(t, direct, "CREATE TABLE "+name+" (k VARCHAR(32) CHARACTER SET "+coll+" PRIMARY KEY, v INT NOT NULL)")
+		testbed.MustExec(t, direct, "CREATE TABLE "+name+" (k VARCHAR(32) CHARACTER SET "+coll+" PRIMARY KEY, v INT NOT NULL)")
 	}
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"INSERT INTO general VALUES ('i', 0), ('josé', 0), ('abc', 0), ('?', 0)",
 		"INSERT INTO uca VALUES ('1001', 0), ('a', 0), ('é', 0)",
 		"INSERT INTO ascs VALUES ('Kelvin', 0)",
@@ -135,7 +136,7 @@ func TestTextKeyLostUpdates(t *testing.T) {
 	})
 
 	t.Run("numbers beyond what lockproxy reads exactly", func(t *testing.T) {
-		mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (0, 1), (1001, 1), (1152921504606846976, 1)")
+		testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (0, 1), (1001, 1), (1152921504606846976, 1)")
 		p := guardedProxy(t, db, nil)
 		stock := func(id string) func() int {
 			return func() int {
@@ -221,7 +222,7 @@ func TestNumberKeyLostUpdates(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1000, 0), (1001, 0), (1002, 0)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)", "INSERT INTO sku VALUES (1000, 0), (1001, 0), (1002, 0)")
 	stock := func() int {
 		t.Helper()
 		var v int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -127,7 +128,7 @@ func TestObservedTopShapesOnProxy(t *testing.T) {
 
 	// Secrets a statement may carry: neither may reach a label.
 	const secretNum, secretStr = "987654321", "zq-s3cr3t-literal"
-	mustExec(t, a,
+	testbed.MustExec(t, a,
 		"UPDATE sku SET stock = stock WHERE stock = "+secretNum,
 		"UPDATE sku SET stock = stock WHERE stock = 5",
 		"UPDATE sku SET stock = stock WHERE stock = 6",
@@ -136,7 +137,7 @@ func TestObservedTopShapesOnProxy(t *testing.T) {
 	where := "v <> 0"
 	for i := 1; i <= shapeTop+2; i++ {
 		where += fmt.Sprintf(" AND v <> %d", i)
-		mustExec(t, a, "UPDATE hot SET v = v WHERE "+where)
+		testbed.MustExec(t, a, "UPDATE hot SET v = v WHERE "+where)
 	}
 	// A would_wait: b writes a row a's transaction has read.
 	tx, err := a.BeginTx(ctx, nil)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func TestUnkeyedReadInTxn(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10), (2, 20), (3, 30)")
 	for _, tc := range []struct {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ func TestUpsertThroughAnotherUniqueKey(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, code VARCHAR(8) NOT NULL UNIQUE, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (7, 'x', 10)")
 	p := guardedProxy(t, db, nil)
@@ -35,7 +36,7 @@ func TestUpsertThroughAnotherUniqueKey(t *testing.T) {
 		t.Fatalf("row 7: stock %d, %v; want 10, untouched", stock, err)
 	}
 
-	mustExec(t, direct, "CREATE TABLE sku2 (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)")
+	testbed.MustExec(t, direct, "CREATE TABLE sku2 (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)")
 	q := guardedProxy(t, db, func(r *rules.Rule) { r.Table = db + ".sku2" })
 	if _, err := q.db(t, db, "").Exec("REPLACE INTO sku2 (sku_id, stock) VALUES (5, 1)"); err != nil {
 		t.Fatalf("REPLACE keyed on the only unique key: %v", err)
@@ -50,7 +51,7 @@ func TestForeignKeyCascadeIntoGuardedTable(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE cat (id INT PRIMARY KEY)",
 		"CREATE TABLE shelf (id INT PRIMARY KEY)",
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, cat_id INT, shelf_id INT, stock INT NOT NULL,"+
@@ -87,7 +88,7 @@ func TestSchemaRefreshSeesNewViews(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10)")
 	p := startProxyWith(t, func(c *rules.Config) {
@@ -105,7 +106,7 @@ func TestSchemaRefreshSeesNewViews(t *testing.T) {
 	if err := holder.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, direct, "CREATE VIEW v AS SELECT sku_id AS k, stock AS s FROM sku")
+	testbed.MustExec(t, direct, "CREATE VIEW v AS SELECT sku_id AS k, stock AS s FROM sku")
 	// The holder's current read share-locks the row in InnoDB too: a
 	// write lockproxy let through unlocked waits there, briefly.
 	c := p.db(t, db, "innodb_lock_wait_timeout=1")
@@ -137,7 +138,7 @@ func TestUnreadSchemaKeysNothing(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (0, 10), (1001, 10)")
 	p := guardedProxyWith(t, db, nil, func(c *rules.Config) {
@@ -167,7 +168,7 @@ func TestSchemaRefreshFailureKeepsSchema(t *testing.T) {
 	db := freshDB(t, base)
 	const user, pw = "lp_schema_reader", "lp-schema-reader-pw"
 	direct := base.direct(t, db, "")
-	mustExec(t, direct,
+	testbed.MustExec(t, direct,
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1001, 10)",
 		"CREATE USER IF NOT EXISTS '"+user+"'@'%' IDENTIFIED BY '"+pw+"'",
@@ -181,7 +182,7 @@ func TestSchemaRefreshFailureKeepsSchema(t *testing.T) {
 	if _, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1001"); err != nil {
 		t.Fatalf("keyed UPDATE with the schema read: %v", err)
 	}
-	mustExec(t, direct, "ALTER USER '"+user+"'@'%' IDENTIFIED BY 'changed-"+pw+"'")
+	testbed.MustExec(t, direct, "ALTER USER '"+user+"'@'%' IDENTIFIED BY 'changed-"+pw+"'")
 	time.Sleep(time.Second) // several refreshes, each refused by the primary
 	if _, err := c.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1001"); err != nil {
 		t.Fatalf("keyed UPDATE after failed refreshes: %v", err)
@@ -200,7 +201,7 @@ func TestSchemaRefreshFailureKeepsSchema(t *testing.T) {
 func TestSchemaChangeAnnounced(t *testing.T) {
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
-	mustExec(t, base.direct(t, db, ""),
+	testbed.MustExec(t, base.direct(t, db, ""),
 		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
 		"INSERT INTO sku VALUES (1, 10)")
 	rdb, prefix := testRedis(t)
@@ -222,7 +223,7 @@ func TestSchemaChangeAnnounced(t *testing.T) {
 	if err := holder.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&stock); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, a.db(t, db, ""), "CREATE VIEW v AS SELECT sku_id AS k, stock AS s FROM sku")
+	testbed.MustExec(t, a.db(t, db, ""), "CREATE VIEW v AS SELECT sku_id AS k, stock AS s FROM sku")
 	// The holder's current read share-locks the row in InnoDB too: a
 	// write B lets through unlocked waits there, briefly.
 	c := b.db(t, db, "innodb_lock_wait_timeout=1")

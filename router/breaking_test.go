@@ -45,7 +45,7 @@ func TestReplicationStopped(t *testing.T) {
 			r, _ := startRouter(t, bedConfig(bed))
 			eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
 
-			mustExec(t, bed.Open(t, bed.ReplicaAddr, ""), tt.stop)
+			testbed.MustExec(t, bed.Open(t, bed.ReplicaAddr, ""), tt.stop)
 			eventually(t, "replica out after "+tt.stop, replicaOut(r, bed.ReplicaAddr, ErrReplicationStopped))
 			st := statusOf(r, bed.ReplicaAddr)
 			if st.Healthy || !st.Up || st.LagKnown {
@@ -85,7 +85,7 @@ func TestLagBeyondMax(t *testing.T) {
 	restoreReplication(t, bed)
 	dbName := bed.TempDatabase(t)
 	primary := bed.Open(t, bed.PrimaryAddr, dbName)
-	mustExec(t, primary, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0)")
+	testbed.MustExec(t, primary, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0)")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := bed.WaitReplicaCaughtUp(ctx); err != nil {
@@ -105,7 +105,7 @@ func TestLagBeyondMax(t *testing.T) {
 	if err := blocker.QueryRowContext(ctx, "SELECT v FROM t WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, primary, "UPDATE t SET v = v + 1 WHERE id = 1")
+	testbed.MustExec(t, primary, "UPDATE t SET v = v + 1 WHERE id = 1")
 
 	eventually(t, "replica out for lag", replicaOut(r, bed.ReplicaAddr, ErrLagging))
 	st := statusOf(r, bed.ReplicaAddr)

@@ -64,7 +64,7 @@ func TestReadYourWritesGTID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	mustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
+	testbed.MustExec(t, conn, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")
 	var gtid string
 	if err := conn.QueryRowContext(ctx, "SELECT @@SESSION.last_gtid").Scan(&gtid); err != nil || gtid == "" {
 		t.Fatalf("last_gtid = %q: %v", gtid, err)
@@ -215,10 +215,10 @@ func TestReplicaWithoutMonitorPrivilege(t *testing.T) {
 	bed := testbed.Get(t)
 	user := testbed.UniqueName(t)
 	primary := bed.Open(t, bed.PrimaryAddr, "")
-	mustExec(t, primary,
+	testbed.MustExec(t, primary,
 		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED BY 'pw-"+user+"'",
 		"GRANT SELECT ON *.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() { mustExec(t, primary, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
+	t.Cleanup(func() { testbed.MustExec(t, primary, "DROP USER IF EXISTS '"+user+"'@'127.0.0.1'") })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := bed.WaitReplicaCaughtUp(ctx); err != nil {

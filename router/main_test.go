@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"testing"
@@ -117,19 +116,4 @@ func replicaOut(r *Router, addr string, want error) func() (bool, string) {
 // gauge reads one series of a router metric.
 func gauge(v *prometheus.GaugeVec, labels ...string) float64 {
 	return testutil.ToFloat64(v.WithLabelValues(labels...))
-}
-
-// mustExec runs statements on db, failing t on the first error.
-func mustExec(t *testing.T, db interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		ctx, cancel := context.WithTimeout(context.Background(), within)
-		_, err := db.ExecContext(ctx, s)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
 }

@@ -88,9 +88,9 @@ func TestNormalizeAgreesWithMariaDB(t *testing.T) {
 	defer cancel()
 	var ruleList strings.Builder
 	for _, c := range normCases {
-		mustExec(t, db, "CREATE TABLE "+c.table+" ("+c.ddl+" PRIMARY KEY)")
+		testbed.MustExec(t, db, "CREATE TABLE "+c.table+" ("+c.ddl+" PRIMARY KEY)")
 		for _, r := range c.rows {
-			mustExec(t, db, "INSERT INTO "+c.table+" VALUES ("+r+")")
+			testbed.MustExec(t, db, "INSERT INTO "+c.table+" VALUES ("+r+")")
 		}
 		ruleList.WriteString("  - {name: " + c.table + ", table: " + dbName + "." + c.table + ", key: [k]}\n")
 	}
@@ -197,7 +197,7 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 	// Not strict: MariaDB then stores what it clips, rounds or cuts (with
 	// a warning) instead of refusing it, which is what keys must follow.
 	db.SetMaxOpenConns(1)
-	mustExec(t, db, "SET SESSION sql_mode = ''")
+	testbed.MustExec(t, db, "SET SESSION sql_mode = ''")
 	cases := []struct {
 		ddl       string
 		col       *Column
@@ -234,7 +234,7 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 	}
 	for i, c := range cases {
 		table := "ins" + string(rune('a'+i))
-		mustExec(t, db, "CREATE TABLE "+table+" ("+c.ddl+")")
+		testbed.MustExec(t, db, "CREATE TABLE "+table+" ("+c.ddl+")")
 		for _, s := range c.spellings {
 			ins := "INSERT INTO " + table + " (k) VALUES (" + s + ")"
 			a, err := parser.Analyze(ins, "")
@@ -246,8 +246,8 @@ func TestInsertKeysAgreeWithMariaDB(t *testing.T) {
 				t.Logf("%s: unkeyed (%v)", ins, err)
 				continue
 			}
-			mustExec(t, db, "DELETE FROM "+table)
-			mustExec(t, db, ins)
+			testbed.MustExec(t, db, "DELETE FROM "+table)
+			testbed.MustExec(t, db, ins)
 			var stored []byte
 			if err := db.QueryRow("SELECT k FROM " + table).Scan(&stored); err != nil {
 				t.Fatal(err)
@@ -266,7 +266,7 @@ func TestLoadSchemaProblems(t *testing.T) {
 	bed := testbed.Get(t)
 	dbName := bed.TempDatabase(t)
 	db := bed.Open(t, bed.PrimaryAddr, dbName)
-	mustExec(t, db, "CREATE TABLE stock (id INT AUTO_INCREMENT PRIMARY KEY, sku VARCHAR(8) COLLATE utf8mb4_general_ci, shelf INT, UNIQUE KEY (sku))")
+	testbed.MustExec(t, db, "CREATE TABLE stock (id INT AUTO_INCREMENT PRIMARY KEY, sku VARCHAR(8) COLLATE utf8mb4_general_ci, shelf INT, UNIQUE KEY (sku))")
 	// Validation would refuse two keys on one table: LoadSchema must
 	// report what it finds anyway, so the config is built by hand.
 	cfg := &Config{Rules: []Rule{
@@ -312,11 +312,4 @@ func storedValue(col *Column, b []byte) parser.Value {
 		return parser.Value{Kind: parser.ValueDecimal, Str: string(b), Text: string(b)}
 	}
 	return parser.Value{Kind: parser.ValueString, Str: string(b), Text: string(b)}
-}
-
-func mustExec(t *testing.T, db *sql.DB, q string) {
-	t.Helper()
-	if _, err := db.Exec(q); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
 }

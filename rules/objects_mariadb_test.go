@@ -24,7 +24,7 @@ func TestLoadSchemaObjects(t *testing.T) {
 		"CREATE FUNCTION f() RETURNS INT DETERMINISTIC RETURN 1",
 		"CREATE TRIGGER trg BEFORE DELETE ON orders FOR EACH ROW DELETE FROM sku WHERE sku_id = OLD.sku_id",
 	} {
-		mustExec(t, db, q)
+		testbed.MustExec(t, db, q)
 	}
 	cfg := &Config{Rules: []Rule{{Name: "sku", Table: dbName + ".sku", Key: []string{"sku_id"}, Lock: []string{LockWrite}, OnUnkeyed: OnUnkeyedReject}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -210,11 +210,11 @@ func TestTextKeysClientCharsets(t *testing.T) {
 	db := bed.Open(t, bed.PrimaryAddr, dbName)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	mustExec(t, db, "CREATE TABLE u (k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY)")
-	mustExec(t, db, "CREATE TABLE l (k VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_swedish_ci PRIMARY KEY)")
-	mustExec(t, db, "CREATE TABLE g (k VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_german2_ci PRIMARY KEY)")
-	mustExec(t, db, "CREATE TABLE a (k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_uca1400_ai_ci PRIMARY KEY)")
-	mustExec(t, db, "CREATE TABLE c (k CHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PRIMARY KEY)")
+	testbed.MustExec(t, db, "CREATE TABLE u (k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci PRIMARY KEY)")
+	testbed.MustExec(t, db, "CREATE TABLE l (k VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_swedish_ci PRIMARY KEY)")
+	testbed.MustExec(t, db, "CREATE TABLE g (k VARCHAR(16) CHARACTER SET latin1 COLLATE latin1_german2_ci PRIMARY KEY)")
+	testbed.MustExec(t, db, "CREATE TABLE a (k VARCHAR(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_uca1400_ai_ci PRIMARY KEY)")
+	testbed.MustExec(t, db, "CREATE TABLE c (k CHAR(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin PRIMARY KEY)")
 	cfg, err := load("cs.yaml", []byte("users: [{user: a}]\nbackends: {primary: 127.0.0.1:1}\nrules:\n"+
 		"  - {name: u, table: "+dbName+".u, key: [k]}\n  - {name: l, table: "+dbName+".l, key: [k]}\n"+
 		"  - {name: g, table: "+dbName+".g, key: [k]}\n  - {name: a, table: "+dbName+".a, key: [k]}\n"+

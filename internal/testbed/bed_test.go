@@ -48,8 +48,8 @@ func TestRowReachesReplica(t *testing.T) {
 	name := bed.TempDatabase(t)
 	primary := bed.Open(t, bed.PrimaryAddr, name)
 	replica := bed.Open(t, bed.ReplicaAddr, name)
-	mustExec(t, primary, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(32))")
-	mustExec(t, primary, "INSERT INTO t VALUES (1, 'ünïcode')")
+	testbed.MustExec(t, primary, "CREATE TABLE t (id BIGINT PRIMARY KEY, v VARCHAR(32))")
+	testbed.MustExec(t, primary, "INSERT INTO t VALUES (1, 'ünïcode')")
 	if err := bed.WaitReplicaCaughtUp(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +98,6 @@ func TestEnvironNamesTheServers(t *testing.T) {
 		if !strings.Contains(env, want+"\n") && !strings.HasSuffix(env, want) {
 			t.Errorf("Environ lacks %q", want)
 		}
-	}
-}
-
-func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
-	t.Helper()
-	if _, err := db.Exec(query, args...); err != nil {
-		t.Fatalf("%s: %v", query, err)
 	}
 }
 

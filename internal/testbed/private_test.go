@@ -21,7 +21,7 @@ func TestPrivateBedBreakAndMend(t *testing.T) {
 	ctx := t.Context()
 	name := bed.TempDatabase(t)
 	primary := bed.Open(t, bed.PrimaryAddr, name)
-	mustExec(t, primary, "CREATE TABLE t (id INT PRIMARY KEY)")
+	testbed.MustExec(t, primary, "CREATE TABLE t (id INT PRIMARY KEY)")
 	if err := bed.WaitReplicaCaughtUp(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestPrivateBedBreakAndMend(t *testing.T) {
 		if st["Slave_SQL_Running"] != "No" {
 			t.Fatalf("after STOP SLAVE, SQL thread = %q", st["Slave_SQL_Running"])
 		}
-		mustExec(t, primary, "INSERT INTO t VALUES (1)")
+		testbed.MustExec(t, primary, "INSERT INTO t VALUES (1)")
 		replica := bed.Open(t, bed.ReplicaAddr, name)
 		if n := count(t, replica, "SELECT COUNT(*) FROM t"); n != 0 {
 			t.Fatalf("stopped replica already has %d rows", n)
@@ -65,7 +65,7 @@ func TestPrivateBedBreakAndMend(t *testing.T) {
 		if err := ping(pingCtx, bed, bed.PrimaryAddr); err != nil {
 			t.Fatalf("primary died with the replica: %v", err)
 		}
-		mustExec(t, primary, "INSERT INTO t VALUES (2)")
+		testbed.MustExec(t, primary, "INSERT INTO t VALUES (2)")
 		if err := bed.RestartReplica(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -118,3 +118,20 @@ func (b *Bed) exec(ctx context.Context, addr, query string) error {
 	}
 	return nil
 }
+
+// Execer is what MustExec runs statements on: a pool, a connection or a
+// transaction.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// MustExec runs each statement on db in order and fails t at the first
+// error, naming the statement.
+func MustExec(t testing.TB, db Execer, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
