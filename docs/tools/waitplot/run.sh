@@ -78,7 +78,7 @@ done
 
 dsn() { echo "$LOCKPROXY_DB_USER:$LOCKPROXY_DB_PASSWORD@tcp($1)/$DB"; }
 # waitplot is a module of its own (docs/tools/waitplot/go.mod): run it from there.
-(cd docs/tools/waitplot && go run . -dsn "$(dsn "$LISTEN")" -primary "$(dsn "$LOCKPROXY_PRIMARY")" \
+(cd docs/tools/waitplot && GOWORK=off go run . -dsn "$(dsn "$LISTEN")" -primary "$(dsn "$LOCKPROXY_PRIMARY")" \
 	-admin "http://$ADMIN" -out "$ROOT/docs/img" -examples "$ROOT/docs/examples")
 
 # One wait of 1.5s with a known holder, from the mariadb client: the audit
