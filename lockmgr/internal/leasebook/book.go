@@ -149,10 +149,20 @@ func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lock
 
 // StartRelease marks h as being released (a renewal must no longer
 // restore its keys) and returns the keys granted so far with their fences.
+// The hand-off clock of each key's local head starts now, without waking
+// it (Forget does, once the service has the release): a head that polls
+// the service meanwhile and finds the key free still counts its wait as
+// ended by this release.
 func (b *Book) StartRelease(h *Held) ([]lockmgr.Key, []uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h.releasing = true
+	now := time.Now()
+	for _, k := range h.keys {
+		if g := b.gates[k.Name]; g != nil && len(g.queue) > 0 && g.queue[0].freed.IsZero() {
+			g.queue[0].freed = now
+		}
+	}
 	return h.keys, h.fences
 }
 

@@ -228,3 +228,28 @@ func TestKeyHandoffWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseStartsHandoffClock: a release's start starts the hand-off
+// clock of the key's local head without waking it (the service does not
+// have the release yet); forgetting the lease then wakes it, keeping the
+// earlier time.
+func TestReleaseStartsHandoffClock(t *testing.T) {
+	b := New(nil)
+	h := b.Begin("tok", owner("a", time.Now()))
+	b.Granted(h, lockmgr.Key{Name: "k"}, 1, time.Now().Add(time.Hour))
+	w := b.Join("k", owner("b", time.Now()), "")
+	before := time.Now()
+	b.StartRelease(h)
+	started := time.Now()
+	if woken(w) {
+		t.Fatal("the head was woken before the service had the release")
+	}
+	time.Sleep(20 * time.Millisecond) // the release's round trip
+	b.Forget(h)
+	if !woken(w) {
+		t.Fatal("the head was not woken once the lease was forgotten")
+	}
+	if freed := b.TakeFreed(w); freed.Before(before) || freed.After(started) {
+		t.Fatalf("hand-off clock %v, want the release's start (%v to %v)", freed, before, started)
+	}
+}
