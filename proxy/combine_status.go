@@ -62,8 +62,8 @@ func combineSummary(r *rules.Rule) string {
 	case !r.Combines():
 		return "off (the rule observes)"
 	}
-	return fmt.Sprintf("max_batch %d: autocommit UPDATE SET %s = %s ± n by the whole key, at most a floor on %s",
-		r.Combine.MaxBatch, r.Rewrite.Column, r.Rewrite.Column, r.Rewrite.Column)
+	return fmt.Sprintf("max_batch %d, hold_window %s: autocommit UPDATE SET %s = %s ± n by the whole key, at most a floor on %s",
+		r.Combine.MaxBatch, r.Combine.HoldWindow, r.Rewrite.Column, r.Rewrite.Column, r.Rewrite.Column)
 }
 
 // explainCombine is explain's word on combining an UPDATE planned as
