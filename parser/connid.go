@@ -14,10 +14,13 @@ import (
 // string literals, comments and quoted identifiers are left alone, and so
 // is the text of CREATE and ALTER statements, whose routine bodies, view
 // definitions and defaults must keep the call for whoever runs them later.
-// Safe for concurrent use.
-func ReplaceConnectionID(sql string, id uint32) (string, bool) {
+// The text is read as the session's server reads it (o: its sql_mode,
+// character set and version); under a sql_mode lockproxy cannot read with
+// certainty nothing is replaced, so no literal is ever changed. Safe for
+// concurrent use.
+func ReplaceConnectionID(sql string, id uint32, o ScanOptions) (string, bool) {
 	text := strconv.FormatUint(uint64(id), 10)
-	return replaceCalls(sql, "connection_id", func(call string, args bool) (string, bool) {
+	return replaceCalls(sql, "connection_id", o, func(call string, args bool) (string, bool) {
 		return text, !args
 	})
 }
@@ -34,8 +37,8 @@ func ReplaceConnectionID(sql string, id uint32) (string, bool) {
 // too narrow for lockproxy's ids. Column names, string literals, comments, quoted identifiers and
 // CREATE and ALTER are treated as ReplaceConnectionID treats them. Safe
 // for concurrent use.
-func ReplaceUsedLock(sql string, thread, id uint32) (string, bool) {
-	return replaceCalls(sql, "is_used_lock", func(call string, args bool) (string, bool) {
+func ReplaceUsedLock(sql string, thread, id uint32, o ScanOptions) (string, bool) {
+	return replaceCalls(sql, "is_used_lock", o, func(call string, args bool) (string, bool) {
 		if !args {
 			return "", false
 		}
@@ -46,14 +49,17 @@ func ReplaceUsedLock(sql string, thread, id uint32) (string, bool) {
 // replaceCalls returns sql with every call of the function name (lower
 // case) replaced by what with gives for the call's text (args: it has
 // arguments); with's false leaves the call as it is.
-func replaceCalls(sql, name string, with func(call string, args bool) (string, bool)) (string, bool) {
+func replaceCalls(sql, name string, o ScanOptions, with func(call string, args bool) (string, bool)) (string, bool) {
 	if !containsFold(sql, name) {
 		return sql, false // fast path
 	}
-	if k := LexKind(sql); k == KindDDL {
+	if o.Mode.uncertain() != "" {
 		return sql, false
 	}
-	toks := positions(sql)
+	if k := lexKind(sql, o.Mode); k == KindDDL {
+		return sql, false
+	}
+	toks := positions(sql, o)
 	var b strings.Builder
 	last := 0
 	selectList := map[int]bool{} // paren depth -> inside a select list there
@@ -132,10 +138,10 @@ type posToken struct {
 	start, end int
 }
 
-// positions lexes sql into tokens with their spans, string literals
-// included (an argument, or a column alias).
-func positions(sql string) []posToken {
-	l := lexer{s: sql, strings: true}
+// positions lexes sql, read under o, into tokens with their spans, string
+// literals included (an argument, or a column alias).
+func positions(sql string, o ScanOptions) []posToken {
+	l := lexer{s: sql, strings: true, mode: o.Mode, charset: o.Charset, version: o.ServerVersion}
 	var out []posToken
 	for {
 		t, ok := l.next()
@@ -176,4 +182,12 @@ func endsSelectItem(toks []posToken, i int) bool {
 		return t.text == "," || t.text == ";" || t.text == ")"
 	}
 	return !t.quoted && clauseAfterSelectList[strings.ToLower(t.text)]
+}
+
+// NamesConnectionCalls reports whether text may call CONNECTION_ID() or
+// IS_USED_LOCK() (the names appear anywhere, in any case): the cheap test
+// before ReplaceConnectionID and ReplaceUsedLock read it.
+func NamesConnectionCalls(text []byte) bool {
+	s := string(text)
+	return containsFold(s, "connection_id") || containsFold(s, "is_used_lock")
 }

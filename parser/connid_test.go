@@ -28,7 +28,7 @@ func TestReplaceConnectionID(t *testing.T) {
 		{"SELECT /*!100000 CONNECTION_ID() */", "SELECT /*!100000 42 AS `CONNECTION_ID()` */"},
 	}
 	for _, tt := range tests {
-		got, ok := ReplaceConnectionID(tt.in, 42)
+		got, ok := ReplaceConnectionID(tt.in, 42, ScanOptions{})
 		want := tt.want
 		if want == "" {
 			want = tt.in
@@ -39,11 +39,40 @@ func TestReplaceConnectionID(t *testing.T) {
 	}
 }
 
+// TestReplaceConnectionIDReadsAsTheServer: a call inside a string literal
+// as the session's server reads it is never replaced (that would change
+// the literal's value), and one outside is: under NO_BACKSLASH_ESCAPES
+// '\' is a whole string, in gbk 0xbf5c is one character; under a sql_mode
+// lockproxy cannot read with certainty nothing is replaced.
+func TestReplaceConnectionIDReadsAsTheServer(t *testing.T) {
+	for _, c := range []struct {
+		name, in, want string
+		o              ScanOptions
+	}{
+		{"NO_BACKSLASH_ESCAPES, call in a literal", `INSERT INTO t VALUES ('\', 'CONNECTION_ID()', '\')`, "", ScanOptions{Mode: ModeNoBackslashEscapes}},
+		{"NO_BACKSLASH_ESCAPES, call in code", `SELECT '\', CONNECTION_ID() AS c, '\'`, `SELECT '\', 42 AS c, '\'`, ScanOptions{Mode: ModeNoBackslashEscapes}},
+		{"gbk, call in a literal", "INSERT INTO t VALUES ('\xbf\x5c', 'CONNECTION_ID()', '\xbf\x5c')", "", ScanOptions{Charset: "gbk"}},
+		{"gbk, call in code", "SELECT '\xbf\x5c', CONNECTION_ID() AS c", "SELECT '\xbf\x5c', 42 AS c", ScanOptions{Charset: "gbk"}},
+		{"sql_mode ORACLE", "SELECT CONNECTION_ID() AS c", "", ScanOptions{Mode: ModeOracle}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := ReplaceConnectionID(c.in, 42, c.o)
+			want := c.want
+			if want == "" {
+				want = c.in
+			}
+			if got != want || ok != (c.want != "") {
+				t.Errorf("ReplaceConnectionID(%q) = %q, %v; want %q", c.in, got, ok, want)
+			}
+		})
+	}
+}
+
 func FuzzReplaceConnectionID(f *testing.F) {
 	f.Add("SELECT CONNECTION_ID(), 'x' FROM t")
 	f.Add("KILL `a`CONNECTION_ID()")
 	f.Fuzz(func(t *testing.T, sql string) {
-		got, ok := ReplaceConnectionID(sql, 7)
+		got, ok := ReplaceConnectionID(sql, 7, ScanOptions{})
 		if !ok && got != sql {
 			t.Fatalf("unchanged text altered: %q -> %q", sql, got)
 		}
@@ -65,7 +94,7 @@ func TestReplaceUsedLock(t *testing.T) {
 		{"CREATE VIEW v AS SELECT IS_USED_LOCK('a')", ""},
 	}
 	for _, tt := range tests {
-		got, ok := ReplaceUsedLock(tt.in, 7, 42)
+		got, ok := ReplaceUsedLock(tt.in, 7, 42, ScanOptions{})
 		want := tt.want
 		if want == "" {
 			want = tt.in
@@ -85,7 +114,7 @@ func FuzzReplaceUsedLock(f *testing.F) {
 	f.Add("SELECT IS_USED_LOCK('a'), 'x' FROM t")
 	f.Add("SELECT IS_USED_LOCK((()")
 	f.Fuzz(func(t *testing.T, sql string) {
-		got, ok := ReplaceUsedLock(sql, 7, 42)
+		got, ok := ReplaceUsedLock(sql, 7, 42, ScanOptions{})
 		if !ok && got != sql {
 			t.Fatalf("unchanged text altered: %q -> %q", sql, got)
 		}

@@ -15,14 +15,17 @@ import (
 // translate. The statements are the TiDB parser's; for a text it rejects
 // (MariaDB's KILL HARD | SOFT, ...) a lexical scan splits at each ";"
 // outside literals and comments, unless a statement starts with CREATE
-// (a routine's body holds ";" of its own): such a text is not cut.
-func KillCut(sql string) int {
+// (a routine's body holds ";" of its own): such a text is not cut. The
+// text is read under o, as the session's server reads it (its sql_mode,
+// character set and version: NO_BACKSLASH_ESCAPES and a gbk character
+// ending in 0x5c decide where a string ends).
+func KillCut(sql string, o ScanOptions) int {
 	if !containsFold(sql, "kill") {
 		return 0
 	}
 	var starts, ends []int // each statement's first byte and end (after its ";")
 	var kill []bool
-	if stmts, err := Parse(sql); err == nil {
+	if stmts, err := ParseMode(sql, o.Mode); err == nil && RewriteSafeCharset(o.Charset) {
 		end := 0
 		for _, st := range stmts {
 			text := st.Text()
@@ -37,7 +40,7 @@ func KillCut(sql string) int {
 			kill = append(kill, isKill)
 		}
 	} else {
-		l := lexer{s: sql}
+		l := lexer{s: sql, mode: o.Mode, charset: o.Charset, version: o.ServerVersion}
 		first := true
 		for {
 			t, ok := l.next()

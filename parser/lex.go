@@ -30,6 +30,11 @@ type lexer struct {
 	mode Mode
 	// strings: a string literal is a token (str), not skipped.
 	strings bool
+	// charset and version are the connection's character_set_client and
+	// the server's version (ScanOptions): "" and 0 read bytes alone and
+	// run every executable comment.
+	charset string
+	version int
 	sc      Scanner
 	started bool
 }
@@ -43,7 +48,7 @@ func (l *lexer) next() (token, bool) {
 		if l.ansiQuotes {
 			mode |= ModeANSIQuotes
 		}
-		l.sc, l.started = NewScanner(l.s, ScanOptions{Mode: mode}), true
+		l.sc, l.started = NewScanner(l.s, ScanOptions{Mode: mode, Charset: l.charset, ServerVersion: l.version}), true
 	}
 	for {
 		t, ok := l.scan()

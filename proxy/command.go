@@ -286,7 +286,7 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	if s.multiStatements() {
-		if at := parser.KillCut(string(p[1:])); at > 0 {
+		if at := parser.KillCut(string(p[1:]), s.scanOptions()); at > 0 {
 			// A KILL among other statements: each piece in turn, so
 			// that the KILL is translated as when sent alone.
 			release()
@@ -360,11 +360,19 @@ func (s *session) multiStatements() bool {
 // the lock's holder, answers that id too where the holder is the session's
 // primary connection (user locks run there), so that
 // `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
+//
+// The text is read as the server reads it (scanOptions): a call inside a
+// string literal is left alone, whatever sql_mode or character set makes
+// it one.
 func (s *session) ownConnectionID(p []byte) []byte {
-	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id)
+	if !parser.NamesConnectionCalls(p[1:]) {
+		return p
+	}
+	o := s.scanOptions()
+	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id, o)
 	if s.be != nil {
 		var used bool
-		if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id); used {
+		if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id, o); used {
 			ok = true
 		}
 	}

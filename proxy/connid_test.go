@@ -227,3 +227,45 @@ func processlistHas(t *testing.T, c *client.Conn, q string, id uint64, info stri
 	}
 	return false
 }
+
+// TestConnectionIDReadsAsTheServer: CONNECTION_ID() is replaced where
+// the session's server reads a call, never inside what it reads as a
+// string literal: under NO_BACKSLASH_ESCAPES '\' is a whole string, and
+// in gbk 0xbf5c is one character. A literal 'CONNECTION_ID()' between such
+// strings is stored as written, and a call beside one answers the
+// client's id, as directly.
+func TestConnectionIDReadsAsTheServer(t *testing.T) {
+	p := startProxy(t, nil)
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, a VARBINARY(16), b VARCHAR(32), c VARBINARY(16))")
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, step := range []struct {
+		set, lit string // the session's setting, a string literal's text
+	}{
+		{"SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')", `\`},
+		{"SET sql_mode = DEFAULT, NAMES gbk", "\xbf\x5c"},
+	} {
+		if _, err := c.Execute(step.set); err != nil {
+			t.Fatalf("%s: %v", step.set, err)
+		}
+		q := fmt.Sprintf("INSERT INTO t VALUES (%d, '%s', 'CONNECTION_ID()', '%s')", i, step.lit, step.lit)
+		if _, err := c.Execute(q); err != nil {
+			t.Fatalf("%q: %v", q, err)
+		}
+		r, err := c.Execute(fmt.Sprintf("SELECT b FROM t WHERE id = %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := r.GetString(0, 0); got != "CONNECTION_ID()" {
+			t.Errorf("after %s: the literal 'CONNECTION_ID()' was stored as %q", step.set, got)
+		}
+		got, _ := connectionID(t, c, fmt.Sprintf("SELECT CONNECTION_ID() AS c FROM t WHERE a = '%s' AND id = %d", step.lit, i))
+		if got != uint64(c.GetConnectionID()) {
+			t.Errorf("after %s: CONNECTION_ID() beside the literal answered %d, want the client's %d", step.set, got, c.GetConnectionID())
+		}
+	}
+}

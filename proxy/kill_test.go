@@ -278,6 +278,18 @@ func TestKillInMultiStatementText(t *testing.T) {
 		// An id that names no session ends the text.
 		note("unknown id", run("KILL 4000000000; SELECT 4")...)
 		note("killer after", run("SELECT 5")...)
+
+		// Under NO_BACKSLASH_ESCAPES '\' is a whole string, so the KILL
+		// after it is a statement of its own, translated as one.
+		victim3, err := client.Connect(addr, p.bed.User, p.bed.Password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim3.Close()
+		note("no backslash escapes", run("SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")...)
+		note("kill after '\\'", run(fmt.Sprintf(`SELECT '\'; KILL %d; SELECT '\'`, victim3.GetConnectionID()))...)
+		_, err = victim3.Execute("SELECT 1")
+		note("victim after kill after '\\'", fmt.Sprint(err != nil))
 		outcomes[i] = out
 	}
 	if !slices.Equal(outcomes[0], outcomes[1]) {

@@ -150,3 +150,12 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 	}
 	return s.ex.lastReport&need == need
 }
+
+// scanOptions is how the session's server reads its text, for the
+// lexical scans made before a statement is analysed (connection-id
+// replacement, KILL among other statements): its sql_mode, character set
+// and version.
+func (s *session) scanOptions() parser.ScanOptions {
+	o := s.parseOptions()
+	return parser.ScanOptions{Mode: o.Mode, Charset: s.sqlMode.charset, ServerVersion: o.ServerVersion}
+}
