@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock/redislocktest"
 	"github.com/redis/go-redis/v9"
 )
 

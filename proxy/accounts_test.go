@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"net"
 	"os/exec"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	gosql "github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"

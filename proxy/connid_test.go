@@ -3,12 +3,12 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 )
 

@@ -3,12 +3,12 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"

@@ -2,12 +2,12 @@ package proxy
 
 import (
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 

@@ -2,12 +2,12 @@ package proxy
 
 import (
 	"database/sql"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // skuProxy makes a fresh database with db.sku(sku_id, stock) holding

@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"math/big"
 	"net"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 
 	"github.com/lockproxy/lockproxy/rules"
 )

@@ -3,11 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 
 	"github.com/lockproxy/lockproxy/rules"
 )

@@ -4,13 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // routingPart is a piece of a generated read and whether a replica may

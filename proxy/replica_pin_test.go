@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // TestReplicaPinnedByAnyTemporaryTable: a temporary table made by a

@@ -3,9 +3,10 @@ package proxy
 import (
 	"context"
 	"database/sql"
-	"github.com/go-mysql-org/go-mysql/client"
 	"testing"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"

@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"context"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/router"
 	"github.com/lockproxy/lockproxy/rules"
 )

@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"context"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 )
 

@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"database/sql"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 )
 

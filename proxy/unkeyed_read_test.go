@@ -3,10 +3,10 @@ package proxy
 import (
 	"context"
 	"database/sql"
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )

@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"github.com/lockproxy/lockproxy/internal/testbed"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 	"github.com/lockproxy/lockproxy/rules"

@@ -3,12 +3,12 @@ package mysqllock_test
 import (
 	"context"
 	"database/sql"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"testing"
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/lockproxy/lockproxy/lockmgr/mysqllock"
 )
 

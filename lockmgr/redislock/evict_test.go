@@ -3,11 +3,11 @@ package redislock_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"

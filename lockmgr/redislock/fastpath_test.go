@@ -3,12 +3,12 @@ package redislock_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"

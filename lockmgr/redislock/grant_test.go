@@ -3,13 +3,13 @@ package redislock_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"

@@ -2,11 +2,11 @@ package redislock_test
 
 import (
 	"context"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap/zaptest"
 

@@ -3,10 +3,10 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/lockmgr/locktest"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
