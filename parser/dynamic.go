@@ -98,22 +98,27 @@ func firstExecute(stmts []ast.StmtNode) (*ast.ExecuteStmt, bool) {
 // HasDynamicSQL reports whether sql holds, outside string literals and
 // comments (executable comments included as text), a word that runs a
 // statement lockproxy cannot see by itself: EXECUTE, CALL or PREPARE. It
-// is the conservative test for text the parser rejected.
+// is the conservative test for text the parser rejected: the word counts
+// when any reading of the text has it outside a literal (everyReading),
+// whatever the session's sql_mode and character set.
 func HasDynamicSQL(sql string) bool {
-	l := lexer{s: sql}
-	for {
-		t, ok := l.next()
-		if !ok {
-			return false
-		}
-		if t.punct || t.quoted {
-			continue
-		}
-		switch strings.ToLower(t.text) {
-		case "execute", "call", "prepare":
-			return true
+	for _, o := range everyReading(sql) {
+		l := lexer{s: sql, mode: o.Mode, charset: o.Charset}
+		for {
+			t, ok := l.next()
+			if !ok {
+				break
+			}
+			if t.punct || t.quoted {
+				continue
+			}
+			switch strings.ToLower(t.text) {
+			case "execute", "call", "prepare":
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // hasComment reports whether text, read under sql_mode m, holds a comment

@@ -167,3 +167,39 @@ func hasPrimaryHint(sql string, m Mode) bool {
 		}
 	}
 }
+
+// multiByteCharsets are the client character sets in which a byte of a
+// multi-byte character may be a backslash or a back quote (ScanOptions).
+var multiByteCharsets = []string{"big5", "cp932", "gbk", "sjis", "gb18030"}
+
+// everyReading lists the ways a server may read text, for scans that must
+// hold whatever the session's state: the sql_modes that move where strings
+// and names end (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) and the character sets
+// whose multi-byte characters may end in a backslash. Only readings the
+// text's bytes can tell apart are listed: one for text without a
+// backslash, a double quote or a byte above 0x7f.
+func everyReading(text string) []ScanOptions {
+	modes := []Mode{0}
+	if strings.IndexByte(text, '\\') >= 0 {
+		modes = append(modes, ModeNoBackslashEscapes)
+	}
+	if strings.IndexByte(text, '"') >= 0 {
+		for _, m := range modes {
+			modes = append(modes, m|ModeANSIQuotes)
+		}
+	}
+	charsets := []string{""}
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			charsets = append(charsets, multiByteCharsets...)
+			break
+		}
+	}
+	out := make([]ScanOptions, 0, len(modes)*len(charsets))
+	for _, m := range modes {
+		for _, cs := range charsets {
+			out = append(out, ScanOptions{Mode: m, Charset: cs})
+		}
+	}
+	return out
+}

@@ -9,12 +9,22 @@ import "strings"
 // "stock", "shop.sku_stock", "sku_stock.stock"). It is a deliberately
 // coarse scan for text lockproxy cannot analyse, such as the body of a
 // stored routine or trigger: a table or routine name that appears anywhere
-// in it is found, along with many words of no interest. Safe for
-// concurrent use.
+// in it is found, along with many words of no interest. A word counts
+// when any reading of the text has it outside a literal (everyReading):
+// the sql_mode and character set the text was written under are not
+// known here. Safe for concurrent use.
 func LexNames(sql string) []string {
-	l := lexer{s: sql}
 	var out []string
 	seen := map[string]bool{}
+	for _, o := range everyReading(sql) {
+		out = lexNamesIn(sql, o, seen, out)
+	}
+	return out
+}
+
+// lexNamesIn adds to out the names of sql read under o not in seen.
+func lexNamesIn(sql string, o ScanOptions, seen map[string]bool, out []string) []string {
+	l := lexer{s: sql, mode: o.Mode, charset: o.Charset}
 	add := func(name string) {
 		if !seen[name] {
 			seen[name] = true

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,27 @@ func TestProcedureDDL(t *testing.T) {
 		if f := a.Stmts[0]; f.Kind != KindDDL || !f.ImplicitCommit {
 			t.Errorf("%s: kind %s implicit commit %v, want DDL that commits", sql, f.Kind, f.ImplicitCommit)
 		}
+	}
+}
+
+// TestLexNamesEveryReading: a name the server reads as code under some
+// sql_mode or character set is found, though another reading puts it in
+// a string: under NO_BACKSLASH_ESCAPES '\' is a whole string, under
+// ANSI_QUOTES "x" a name, in gbk 0xbf5c one character.
+func TestLexNamesEveryReading(t *testing.T) {
+	for _, text := range []string{
+		`SELECT '\'; UPDATE sku_stock SET stock = 0; #'`,
+		`SELECT "\"; UPDATE sku_stock SET stock = 0; #"`,
+		"SELECT '\xbf\x5c'; UPDATE sku_stock SET stock = 0; #'",
+	} {
+		if !slices.Contains(LexNames(text), "sku_stock") {
+			t.Errorf("LexNames(%q) = %q: sku_stock missing", text, LexNames(text))
+		}
+		if !HasDynamicSQL(strings.Replace(text, "UPDATE", "EXECUTE s; UPDATE", 1)) {
+			t.Errorf("HasDynamicSQL: the EXECUTE of %q not seen", text)
+		}
+	}
+	if HasDynamicSQL(`SELECT 'EXECUTE s', "CALL p()" /* PREPARE */`) {
+		t.Error("HasDynamicSQL: words inside literals and comments under every reading counted")
 	}
 }

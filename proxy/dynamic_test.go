@@ -275,3 +275,22 @@ func TestStoredCodeForgetsUserVariables(t *testing.T) {
 		t.Fatalf("row 2: stock %d, %v; want 10, untouched", stock, err)
 	}
 }
+
+// TestDynamicSQLHiddenByAnotherReading: a text the parser cannot read
+// (MariaDB's LIMIT ROWS EXAMINED) that runs a prepared guarded UPDATE is
+// refused however the session reads its strings: under
+// NO_BACKSLASH_ESCAPES the EXECUTE after '\' is code, though the default
+// reading puts it inside a string. It once ran without the row's lock.
+func TestDynamicSQLHiddenByAnotherReading(t *testing.T) {
+	p, db, direct := skuProxy(t, "(1, 10)")
+	c := p.db(t, db, "multiStatements=true")
+	c.SetMaxOpenConns(1)
+	testbed.MustExec(t, c, "PREPARE s FROM 'UPDATE sku SET stock = stock - 1 WHERE sku_id = 1'",
+		"SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+	_, err := c.Exec(`SELECT 1 LIMIT ROWS EXAMINED 10; SELECT '\'; EXECUTE s; #'`)
+	wantRefused(t, "EXECUTE after '\\' in an unparsable text", err)
+	var n int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = 1").Scan(&n); err != nil || n != 10 {
+		t.Fatalf("stock %d (%v), want 10: the hidden EXECUTE ran", n, err)
+	}
+}
