@@ -78,7 +78,7 @@ func ParseMode(sql string, m Mode) ([]ast.StmtNode, error) {
 func parseAnalyzable(sql string, m Mode) ([]ast.StmtNode, error) {
 	stmts, err := parse(sql, m)
 	if err != nil {
-		if alt, ok := withoutWork(sql); ok {
+		if alt, ok := withoutWork(sql, m); ok {
 			if retry, err2 := parse(alt, m); err2 == nil {
 				return retry, nil
 			}
@@ -189,8 +189,8 @@ func (a *Analysis) lexical(text, currentDB, parseError string) {
 // withoutWork drops the optional WORK of BEGIN WORK, COMMIT WORK and
 // ROLLBACK WORK [TO ...], which the TiDB grammar lacks; ok is false when
 // sql is not such a statement.
-func withoutWork(sql string) (string, bool) {
-	l := lexer{s: sql}
+func withoutWork(sql string, m Mode) (string, bool) {
+	l := lexer{s: sql, mode: m}
 	first, ok := l.next()
 	if !ok || first.punct || first.quoted {
 		return "", false

@@ -40,8 +40,8 @@ func diagnostics(stmt ast.StmtNode) bool {
 // is SHOW WARNINGS or SHOW ERRORS with a LIMIT (LIMIT n, LIMIT m, n or
 // LIMIT n OFFSET m, a number or a placeholder each): a statement that only
 // reads the diagnostics area.
-func ShowDiagnostics(text string) bool {
-	l := lexer{s: text, strings: true}
+func ShowDiagnostics(text string, m Mode) bool {
+	l := lexer{s: text, strings: true, mode: m}
 	want := []func(token) bool{word("show"), oneOf(word("warnings"), word("errors"))}
 	rest := [][]func(token) bool{
 		nil,

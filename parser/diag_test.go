@@ -29,7 +29,7 @@ func TestDiagnostics(t *testing.T) {
 		{"SHOW `WARNINGS`", false},
 		{"GET DIAGNOSTICS @n = NUMBER", false},
 	} {
-		got := ShowDiagnostics(c.sql)
+		got := ShowDiagnostics(c.sql, 0)
 		if an, err := Analyze(c.sql, "d"); err == nil && !an.Unparsed {
 			got = len(an.Stmts) > 0
 			for _, f := range an.Stmts {

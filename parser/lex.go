@@ -23,10 +23,7 @@ type lexer struct {
 	s    string
 	i    int
 	hint bool
-	// ansiQuotes: "x" is an identifier, as under sql_mode ANSI_QUOTES.
-	ansiQuotes bool
-	// mode: the sql_mode the text is read under (ANSI_QUOTES is also
-	// ansiQuotes).
+	// mode: the sql_mode the text is read under.
 	mode Mode
 	// strings: a string literal is a token (str), not skipped.
 	strings bool
@@ -44,11 +41,7 @@ const hintWord = "lockproxy:primary"
 // next returns the next token; ok is false at the end of the text.
 func (l *lexer) next() (token, bool) {
 	if !l.started {
-		mode := l.mode
-		if l.ansiQuotes {
-			mode |= ModeANSIQuotes
-		}
-		l.sc, l.started = NewScanner(l.s, ScanOptions{Mode: mode, Charset: l.charset, ServerVersion: l.version}), true
+		l.sc, l.started = NewScanner(l.s, ScanOptions{Mode: l.mode, Charset: l.charset, ServerVersion: l.version}), true
 	}
 	for {
 		t, ok := l.scan()

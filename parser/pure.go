@@ -118,8 +118,8 @@ func (an *analyzer) notePure(fc *ast.FuncCallExpr) {
 // stored function although the tree shows a built-in: a calledByText
 // word followed by "(" after blanks or a comment, or quoted (back quotes,
 // or double quotes under ANSI_QUOTES: "now"() calls a stored function).
-func spacedCall(text string, ansiQuotes bool) string {
-	l := lexer{s: text, ansiQuotes: ansiQuotes}
+func spacedCall(text string, m Mode) string {
+	l := lexer{s: text, mode: m}
 	for {
 		t, ok := l.next()
 		if !ok {

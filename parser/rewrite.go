@@ -245,7 +245,7 @@ func render(f *Facts, idx int, p rewritePlan, own []any, fence *fencing, reparse
 // the shared nodes); for a prepared one, whose placeholders substitute
 // replaces wherever they are (or with reparse), a fresh parse of f.Text.
 func private(f *Facts, own []any, reparse bool) (*ast.UpdateStmt, string, error) {
-	if hexForms(f.Text)&hexNumbers != 0 {
+	if hexForms(f.Text, f.Mode)&hexNumbers != 0 {
 		// The tree writes 0x10 back as x'10', which MariaDB reads as a
 		// string (0 in arithmetic), not 16.
 		return nil, ReasonHexNumber, nil

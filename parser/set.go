@@ -20,7 +20,7 @@ func (an *analyzer) set(s *ast.SetStmt) {
 	// The TiDB parser gives SET TRANSACTION READ ONLY/WRITE without scope
 	// the session variable tx_read_only; MySQL applies it to the next
 	// transaction only.
-	nextTxn := secondWordIs(an.f.Text, "transaction")
+	nextTxn := secondWordIs(an.f.Text, "transaction", an.f.Mode)
 	for _, v := range s.Variables {
 		name := strings.ToLower(v.Name)
 		if !an.setConstant(v.Value) {
@@ -92,8 +92,8 @@ func (an *analyzer) setConstant(e ast.ExprNode) bool {
 
 // secondWordIs reports whether the second word of text is w (ASCII case
 // folded), skipping comments.
-func secondWordIs(text, w string) bool {
-	l := lexer{s: text}
+func secondWordIs(text, w string, m Mode) bool {
+	l := lexer{s: text, mode: m}
 	if _, ok := l.next(); !ok {
 		return false
 	}

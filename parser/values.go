@@ -51,7 +51,7 @@ func (an *analyzer) constValue(e ast.ExprNode) (Value, bool) {
 // MiB of it).
 func (an *analyzer) hexLiteral(b []byte) (Value, bool) {
 	if an.hexForms == 0 {
-		an.hexForms = hexForms(an.f.Text) | hexLooked
+		an.hexForms = hexForms(an.f.Text, an.f.Mode) | hexLooked
 	}
 	switch an.hexForms &^ hexLooked {
 	case 0, hexNumbers:
@@ -71,9 +71,9 @@ const (
 
 // hexForms reports which hex literal forms text has (outside strings and
 // comments).
-func hexForms(text string) int {
+func hexForms(text string, m Mode) int {
 	forms := 0
-	l := lexer{s: text}
+	l := lexer{s: text, mode: m}
 	for {
 		t, ok := l.next()
 		if !ok {

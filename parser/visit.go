@@ -218,7 +218,7 @@ func (an *analyzer) finish() {
 		an.f.ImplicitCommit = true
 	}
 	if an.pureCalls && an.f.Impure == "" && an.f.Kind == KindSelect {
-		if n := spacedCall(an.f.Text, an.f.Mode&ModeANSIQuotes != 0); n != "" {
+		if n := spacedCall(an.f.Text, an.f.Mode); n != "" {
 			an.f.Impure = "calls " + n + " spelt so that MariaDB may call a stored function " + n
 		}
 	}

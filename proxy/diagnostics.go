@@ -39,7 +39,7 @@ func (s *session) beginCommand(cmd byte) {
 // diagnostics area (parser.Facts.Diagnostics).
 func diagnosticsOnly(an *parser.Analysis) bool {
 	if an != nil && an.Unparsed {
-		return parser.ShowDiagnostics(an.SQL)
+		return parser.ShowDiagnostics(an.SQL, an.Mode)
 	}
 	if an == nil || len(an.Stmts) == 0 {
 		return false

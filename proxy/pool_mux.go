@@ -268,7 +268,7 @@ func (s *session) pinFor(r request) error {
 	fresh := s.mux.fresh
 	s.mux.fresh = false
 	if an == nil || an.Unparsed || an.Uncertain != "" || len(an.Stmts) == 0 {
-		if an != nil && an.Unparsed && parser.ShowDiagnostics(an.SQL) {
+		if an != nil && an.Unparsed && parser.ShowDiagnostics(an.SQL, an.Mode) {
 			s.mux.readsDiagnostics = true
 			return nil
 		}

@@ -402,7 +402,7 @@ func (s *session) dropReplica() {
 // TEMPORARY SEQUENCE, dynamic SQL, stored code that may:
 // rules.RuleSet.MayCreateTemporaryText).
 func (s *session) mayCreateTemporary(an *parser.Analysis) bool {
-	if parser.ShowDiagnostics(an.SQL) {
+	if parser.ShowDiagnostics(an.SQL, an.Mode) {
 		return false
 	}
 	return parser.HasDynamicSQL(an.SQL) || s.srv.ruleSet().MayCreateTemporaryText(an.SQL, s.db)
