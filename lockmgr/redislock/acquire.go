@@ -175,14 +175,14 @@ func (l *Locker) granted(key, tok string, g leasebook.Grant) {
 	if l.book.GrantTo(key, tok, g) || !l.ownsToken(tok) || l.book.Claimed(key, tok) || l.closed() {
 		return
 	}
-	go func() {
-		ctx, cancel := l.freshCtx()
+	l.spawn(func() {
+		ctx, cancel := l.opCtx(l.ctx)
 		defer cancel()
-		if err := l.releaseKeys(ctx, tok, []lockmgr.Key{{Name: key}}, true); err != nil {
+		if err := l.releaseKeys(ctx, tok, []lockmgr.Key{{Name: key}}, true); err != nil && !l.closed() {
 			l.opt.Logger.Debug("giving back a grant nobody waits for failed; it expires with its short lease",
 				zap.String("key", key), zap.Error(err))
 		}
-	}()
+	})
 }
 
 // ownsToken reports whether tok is a token this Locker made.

@@ -109,6 +109,11 @@ type Locker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopper leasebook.Stopper
+	// tasks are short background calls (spawn) that stop waits for;
+	// tasksDone is set once it has begun to, after which none starts.
+	tasksMu   sync.Mutex
+	tasks     sync.WaitGroup
+	tasksDone bool
 
 	book *leasebook.Book // wait queues, wound-wait state, leases
 }
@@ -186,6 +191,10 @@ func (l *Locker) stop(release bool) {
 		l.cancel()
 		l.notify.close()
 		l.wg.Wait()
+		l.tasksMu.Lock()
+		l.tasksDone = true
+		l.tasksMu.Unlock()
+		l.tasks.Wait()
 		// Nothing renews any more: whatever is still held is lost.
 		for _, h := range l.book.All() {
 			l.book.Lose(h, lockmgr.ErrClosed)
@@ -194,6 +203,21 @@ func (l *Locker) stop(release bool) {
 }
 
 func (l *Locker) closed() bool { return l.ctx.Err() != nil }
+
+// spawn runs f on a goroutine of its own that Close waits for, unless the
+// Locker is stopping (then f does not run).
+func (l *Locker) spawn(f func()) {
+	l.tasksMu.Lock()
+	defer l.tasksMu.Unlock()
+	if l.tasksDone {
+		return
+	}
+	l.tasks.Add(1)
+	go func() {
+		defer l.tasks.Done()
+		f()
+	}()
+}
 
 // token is a fresh lease token: owner id, NUL, Locker id and a sequence.
 // The owner id comes first so the wait queue orders equal ages by owner.
