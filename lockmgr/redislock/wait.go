@@ -102,7 +102,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			if !handoff {
 				left -= time.Since(a.asked)
 			}
-			if left > 0 {
+			if left > 0 && !(a.queued && l.book.TakeNextChanged(a.w)) {
 				if leasebook.Older(h.Owner, l.book.Priority(h.Owner), holder, prio) {
 					l.book.MarkWounded(holder)
 				}

@@ -14,8 +14,8 @@ type gate struct {
 	queue []*Waiter
 }
 
-// Waiter is one Acquire waiting for one key. Its fields but freed and
-// proxied are fixed at Join.
+// Waiter is one Acquire waiting for one key. Its fields but freed,
+// proxied and nextChanged are fixed at Join.
 type Waiter struct {
 	owner lockmgr.Owner
 	// prio is the age the owner asks with (Book.Priority) at Join: its
@@ -30,6 +30,10 @@ type Waiter struct {
 	// proxied: the head queued this waiter's ticket at the service on its
 	// behalf (NextInLine); guarded by Book.mu.
 	proxied bool
+	// nextChanged: as head, another waiter came to stand right behind it
+	// since it last asked the service (NextInLine), which has not heard
+	// of that one yet (TakeNextChanged); guarded by Book.mu.
+	nextChanged bool
 	// single: the wait may end with a local hand-off (AcceptHandoffs);
 	// handed: the lease handed to it (HandOff). Guarded by Book.mu.
 	single bool
@@ -95,6 +99,15 @@ func (b *Book) Join(key string, o lockmgr.Owner, tok string) *Waiter {
 	}
 	i, _ := slices.BinarySearchFunc(g.queue, w, waiterOrder)
 	g.queue = slices.Insert(g.queue, i, w)
+	if i == 1 {
+		// The head's ticket at the service names the waiter behind it,
+		// whom a grant to the head queues in the same call: tell it of
+		// the new one, or a younger waiter of another instance may be
+		// granted between the head's turn and this one's first ask.
+		head := g.queue[0]
+		head.nextChanged = true
+		head.poke()
+	}
 	if st := b.owners[o]; st != nil {
 		st.waiting = w
 	}
@@ -161,9 +174,23 @@ func (b *Book) NextInLine(key string, head *Waiter) (o lockmgr.Owner, tok string
 	if g == nil || len(g.queue) < 2 || g.queue[0] != head {
 		return lockmgr.Owner{}, "", false
 	}
+	head.nextChanged = false
 	next := g.queue[1]
 	next.proxied = true
 	return next.owner, next.tok, true
+}
+
+// TakeNextChanged reports whether another waiter came to stand right
+// behind w since w last asked the service (NextInLine), clearing it: a
+// head whose ticket is queued there asks again now rather than at its
+// next wait slice, so that the service's record of its next waiter is
+// current.
+func (b *Book) TakeNextChanged(w *Waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := w.nextChanged
+	w.nextChanged = false
+	return changed
 }
 
 // Proxied reports whether a head may have queued w's ticket at the service
