@@ -202,7 +202,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 
 // killCloseWait bounds how long a KILL CONNECTION waits for the ended
 // session's primary connection to show its end (closeKilled).
-const killCloseWait = 50 * time.Millisecond
+const killCloseWait = 500 * time.Millisecond
 
 // closeKilled closes the client connection of session id, whose primary
 // connection a KILL CONNECTION has just ended, as soon as that
