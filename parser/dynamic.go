@@ -99,10 +99,10 @@ func firstExecute(stmts []ast.StmtNode) (*ast.ExecuteStmt, bool) {
 // comments (executable comments included as text), a word that runs a
 // statement lockproxy cannot see by itself: EXECUTE, CALL or PREPARE. It
 // is the conservative test for text the parser rejected: the word counts
-// when any reading of the text has it outside a literal (everyReading),
+// when any reading of the text has it outside a literal (EveryReading),
 // whatever the session's sql_mode and character set.
 func HasDynamicSQL(sql string) bool {
-	for _, o := range everyReading(sql) {
+	for _, o := range EveryReading(sql) {
 		l := lexer{s: sql, mode: o.Mode, charset: o.Charset}
 		for {
 			t, ok := l.next()

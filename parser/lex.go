@@ -165,13 +165,13 @@ func hasPrimaryHint(sql string, m Mode) bool {
 // multi-byte character may be a backslash or a back quote (ScanOptions).
 var multiByteCharsets = []string{"big5", "cp932", "gbk", "sjis", "gb18030"}
 
-// everyReading lists the ways a server may read text, for scans that must
+// EveryReading lists the ways a server may read text, for scans that must
 // hold whatever the session's state: the sql_modes that move where strings
 // and names end (NO_BACKSLASH_ESCAPES, ANSI_QUOTES) and the character sets
 // whose multi-byte characters may end in a backslash. Only readings the
 // text's bytes can tell apart are listed: one for text without a
 // backslash, a double quote or a byte above 0x7f.
-func everyReading(text string) []ScanOptions {
+func EveryReading(text string) []ScanOptions {
 	modes := []Mode{0}
 	if strings.IndexByte(text, '\\') >= 0 {
 		modes = append(modes, ModeNoBackslashEscapes)

@@ -10,13 +10,13 @@ import "strings"
 // coarse scan for text lockproxy cannot analyse, such as the body of a
 // stored routine or trigger: a table or routine name that appears anywhere
 // in it is found, along with many words of no interest. A word counts
-// when any reading of the text has it outside a literal (everyReading):
+// when any reading of the text has it outside a literal (EveryReading):
 // the sql_mode and character set the text was written under are not
 // known here. Safe for concurrent use.
 func LexNames(sql string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, o := range everyReading(sql) {
+	for _, o := range EveryReading(sql) {
 		out = lexNamesIn(sql, o, seen, out)
 	}
 	return out

@@ -286,7 +286,8 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	if s.multiStatements() {
-		if at := parser.KillCut(string(p[1:]), s.scanOptions()); at > 0 {
+		text := string(p[1:])
+		if at, _ := scanAs(s, text, func(o parser.ScanOptions) (int, bool) { return parser.KillCut(text, o), true }); at > 0 {
 			// A KILL among other statements: each piece in turn, so
 			// that the KILL is translated as when sent alone.
 			release()
@@ -361,25 +362,45 @@ func (s *session) multiStatements() bool {
 // primary connection (user locks run there), so that
 // `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
 //
-// The text is read as the server reads it (scanOptions): a call inside a
+// The text is read as the server reads it (readings): a call inside a
 // string literal is left alone, whatever sql_mode or character set makes
 // it one.
 func (s *session) ownConnectionID(p []byte) []byte {
 	if !parser.NamesConnectionCalls(p[1:]) {
 		return p
 	}
-	o := s.scanOptions()
-	q, ok := parser.ReplaceConnectionID(string(p[1:]), s.id, o)
-	if s.be != nil {
-		var used bool
-		if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id, o); used {
-			ok = true
+	text := string(p[1:])
+	q, ok := scanAs(s, text, func(o parser.ScanOptions) (string, bool) {
+		q, ok := parser.ReplaceConnectionID(text, s.id, o)
+		if s.be != nil {
+			var used bool
+			if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id, o); used {
+				ok = true
+			}
 		}
-	}
+		return q, ok
+	})
 	if !ok {
 		return p
 	}
 	return append([]byte{p[0]}, q...)
+}
+
+// scanAs runs f, a lexical scan made before the statement is analysed,
+// under the session's reading of text (readings); when lockproxy does not
+// know the session's state and the readings the text allows disagree,
+// under the state read from the server (parseOptions), which only such
+// texts pay for.
+func scanAs[T comparable](s *session, text string, f func(parser.ScanOptions) (T, bool)) (T, bool) {
+	rs := s.readings(text)
+	v, ok := f(rs[0])
+	for _, o := range rs[1:] {
+		if w, wok := f(o); w != v || wok != ok {
+			po := s.parseOptions()
+			return f(parser.ScanOptions{Mode: po.Mode, Charset: s.sqlMode.charset, ServerVersion: po.ServerVersion})
+		}
+	}
+	return v, ok
 }
 
 // track updates what the session knows after a statement succeeded.

@@ -151,11 +151,17 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 	return s.ex.lastReport&need == need
 }
 
-// scanOptions is how the session's server reads its text, for the
+// readings are the ways the session's server may read text, for the
 // lexical scans made before a statement is analysed (connection-id
-// replacement, KILL among other statements): its sql_mode, character set
-// and version.
-func (s *session) scanOptions() parser.ScanOptions {
-	o := s.parseOptions()
-	return parser.ScanOptions{Mode: o.Mode, Charset: s.sqlMode.charset, ServerVersion: o.ServerVersion}
+// replacement, KILL among other statements): the one its sql_mode,
+// character set and version give when lockproxy knows them, else every
+// reading the text's bytes allow (parser.EveryReading). It never asks the
+// server: a query of lockproxy's in the client's transaction shows in its
+// transaction state and resets ROW_COUNT(), so only a text whose readings
+// disagree pays for one (scanAs).
+func (s *session) readings(text string) []parser.ScanOptions {
+	if s.be == nil || s.sqlMode.stale {
+		return parser.EveryReading(text)
+	}
+	return []parser.ScanOptions{{Mode: s.sqlMode.mode, Charset: s.sqlMode.charset, ServerVersion: parser.ServerVersionOf(s.be.version)}}
 }
