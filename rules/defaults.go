@@ -35,7 +35,7 @@ const (
 	CombineMarkerNone         = "none"
 	// DefaultCombineHoldWindow is rules[].combine.hold_window when left
 	// out.
-	DefaultCombineHoldWindow = 10 * time.Millisecond
+	DefaultCombineHoldWindow = 5 * time.Millisecond
 	// DefaultLocalHandoffs and DefaultLocalHandoffWindow bound local lock
 	// hand-offs in a row (see RedisConfig.LocalHandoffs): a row with short
 	// holds stays on one instance for up to 64 transactions, one with
