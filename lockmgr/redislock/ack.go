@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,13 +42,18 @@ func (l *Locker) acquireAcked(ctx context.Context, owner lockmgr.Owner, keys []l
 			defer cancel()
 			_ = lease.Release(rctx)
 		})
+		if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && !time.Now().Before(d) {
+			// The answer's socket deadline (ctx's) fired before ctx's
+			// own timer was seen: the wait is over all the same.
+			<-ctx.Done()
+		}
 		if ctx.Err() != nil {
 			if nack == nil || errors.Is(aerr, errNotAcked) {
 				nack = fmt.Errorf("rule %q key %q: replica acknowledgement: %w", k.Rule, k.Name, aerr)
 			}
 			return nil, fmt.Errorf("%w (%w)", lockmgr.WaitError(ctx, k), nack)
 		}
-		if unavailable(aerr) && !errors.Is(aerr, errNotAcked) {
+		if unavailable(aerr) && !errors.Is(aerr, errNotAcked) && !lateAnswer(aerr) {
 			return nil, fmt.Errorf("%w: rule %q key %q: replica acknowledgement: %w", lockmgr.ErrUnavailable, k.Rule, k.Name, aerr)
 		}
 		nack = fmt.Errorf("rule %q key %q: %w", k.Rule, k.Name, aerr)
@@ -124,4 +130,13 @@ func (l *Locker) masterClient(ctx context.Context, key string) (*redis.Client, e
 		return c, nil
 	}
 	return nil, fmt.Errorf("redislock: min_replicas_ack needs a server, Sentinel or Cluster client, not %T", l.rdb)
+}
+
+// lateAnswer reports whether err is a read that timed out: WAIT's answer
+// came later than its own timeout allowed, as on a busy machine. A slow
+// server is not a down one: the grant counts as not acknowledged and is
+// asked for again while the wait lasts.
+func lateAnswer(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
