@@ -362,24 +362,35 @@ func (s *session) multiStatements() bool {
 // primary connection (user locks run there), so that
 // `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
 //
-// The text is read as the server reads it (readings): a call inside a
+// The text is read every way the server may read it: a call inside a
 // string literal is left alone, whatever sql_mode or character set makes
 // it one.
 func (s *session) ownConnectionID(p []byte) []byte {
 	if !parser.NamesConnectionCalls(p[1:]) {
 		return p
 	}
+	if s.be == nil || (!s.sqlMode.stale && s.sqlMode.mode&(parser.ModeOracle|parser.ModeMSSQL|parser.ModeUnknown) != 0) {
+		return p
+	}
+	// Every reading the text's bytes allow, not the session's state
+	// before the text: a SET NAMES or SET sql_mode inside it changes how
+	// the rest reads. A call is replaced only where all of them agree,
+	// so no string literal is ever changed.
 	text := string(p[1:])
-	q, ok := scanAs(s, text, func(o parser.ScanOptions) (string, bool) {
-		q, ok := parser.ReplaceConnectionID(text, s.id, o)
-		if s.be != nil {
-			var used bool
-			if q, used = parser.ReplaceUsedLock(q, s.be.threadID, s.id, o); used {
-				ok = true
-			}
+	var q string
+	var ok bool
+	for i, o := range parser.EveryReading(text) {
+		o.ServerVersion = parser.ServerVersionOf(s.be.version)
+		r, replaced := parser.ReplaceConnectionID(text, s.id, o)
+		if withLock, used := parser.ReplaceUsedLock(r, s.be.threadID, s.id, o); used {
+			r, replaced = withLock, true
 		}
-		return q, ok
-	})
+		if i == 0 {
+			q, ok = r, replaced
+		} else if r != q || replaced != ok {
+			return p
+		}
+	}
 	if !ok {
 		return p
 	}

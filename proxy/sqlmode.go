@@ -152,8 +152,8 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 }
 
 // readings are the ways the session's server may read text, for the
-// lexical scans made before a statement is analysed (connection-id
-// replacement, KILL among other statements): the one its sql_mode,
+// lexical scan made before a statement is analysed (a KILL among other
+// statements): the one its sql_mode,
 // character set and version give when lockproxy knows them, else every
 // reading the text's bytes allow (parser.EveryReading). It never asks the
 // server: a query of lockproxy's in the client's transaction shows in its
