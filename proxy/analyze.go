@@ -89,7 +89,7 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 		if mayChangeDB(q) {
 			s.be.dbDirty = true
 		}
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 		return nil
 	}
 	return s.analyzeText(string(q))

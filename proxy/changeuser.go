@@ -86,7 +86,7 @@ func (s *session) failedChangeUser() error {
 	clear(s.rwr.beliefs)
 	s.rwr.dyn.reset()
 	s.dropReplica()
-	s.modeMayHaveChanged()
+	s.sqlMode.stale = true
 	return err
 }
 

@@ -236,7 +236,7 @@ func (s *session) combineRefusal(r request, pl plan) string {
 		return "the session locked tables, made a temporary table or ran text lockproxy cannot see"
 	case s.inTxn():
 		return "in a transaction or autocommit off"
-	case s.txn.locks != nil && s.txn.locks.Len() > 0:
+	case s.txn.held():
 		return "the session holds locks"
 	case s.ex.moreFollows || s.ex.splitPieces > 0:
 		return "multi-statement text"
@@ -298,8 +298,8 @@ func (s *session) noteCombineHazard(an *parser.Analysis) {
 // until it is answered from a batch or leads one.
 func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
 	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
-	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (s.txn.locks == nil || s.txn.locks.Len() == 0) {
-		m.owner = s.lockSet().Owner()
+	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (!s.txn.held()) {
+		m.owner = s.txn.set().Owner()
 	}
 	cb := &s.srv.combine
 	batch := []*member{m}
@@ -342,8 +342,8 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 // leader to take again.
 func (s *session) passCombined(cand combineCandidate, committed bool) {
 	var held *lockmgr.Set
-	if committed && s.txn.locks != nil && s.txn.locks.Len() > 0 {
-		s.awaitRelease()
+	if committed && s.txn.held() {
+		s.txn.await()
 		held = s.txn.locks.Detach()
 	}
 	srv := s.srv

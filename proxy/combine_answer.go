@@ -31,7 +31,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 		s.srv.metrics.primaryQuery.Inc()
 	}
 	s.srv.metrics.combine.combined.WithLabelValues(cand.rule.Name).Inc()
-	s.forget(cand.row)
+	s.rwr.forget(cand.row)
 	s.route.diagReplica = false
 	s.noteCombinedWrite(res.gtid)
 	rw := cand.rule.Rewrite

@@ -98,7 +98,7 @@ type batchRun struct {
 func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (combineOutcome, error) {
 	if len(pl.guard.keys) > 0 && s.srv.locker != nil {
 		ctx, cancel := context.WithTimeout(s.hardCtx, pl.guard.waitTimeout)
-		err := s.acquire(ctx, pl.guard)
+		err := s.txn.acquire(ctx, pl.guard, s.srv.config().Locks.OnUnavailable == "passthrough")
 		cancel()
 		if err != nil {
 			return combineAlone, fmt.Errorf("%w: lock: %w", errBatchAbandoned, err)
@@ -133,7 +133,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	if !ok {
 		return s.abandonBatch(fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
 	}
-	if s.txn.locks != nil && s.txn.locks.Len() > 0 && (s.txn.locks.Err() != nil || !s.txn.locks.Valid()) {
+	if s.txn.held() && (s.txn.locks.Err() != nil || !s.txn.locks.Valid()) {
 		return s.abandonBatch(fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
 	}
 	run.thread = b.threadID

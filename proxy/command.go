@@ -122,7 +122,7 @@ func (s *session) dispatch(p []byte) error {
 			// The server's report named no database: it is read again
 			// before the next analysis.
 			s.db = string(p[1:])
-			s.modeMayHaveChanged()
+			s.sqlMode.stale = true
 		}
 		s.ex.lastReport = 0
 		return nil
@@ -254,7 +254,7 @@ func (s *session) resetConnection(p []byte) error {
 		clear(s.rwr.beliefs)
 		s.rwr.dyn.reset()
 		s.dropReplica()
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 		if err := s.be.startTracking(true); err != nil {
 			// Without tracking the session would depend on foreseeing
 			// every change of its state: end it rather than go on.
@@ -403,7 +403,7 @@ func (s *session) ownConnectionID(p []byte) []byte {
 // under the state read from the server (parseOptions), which only such
 // texts pay for.
 func scanAs[T comparable](s *session, text string, f func(parser.ScanOptions) (T, bool)) (T, bool) {
-	rs := s.readings(text)
+	rs := s.sqlMode.readings(text, s.be)
 	v, ok := f(rs[0])
 	for _, o := range rs[1:] {
 		if w, wok := f(o); w != v || wok != ok {

@@ -16,14 +16,10 @@ import (
 // releaseCtx); a lock whose release fails ends with its lease.
 const releaseTimeout = 3 * time.Second
 
-// releaseCtx bounds giving the session's locks back by their leases: a
-// release may take as long as a lock it gives back is still held (a slow
-// lock service is waited for, not given up on while the lock lingers),
-// and at least releaseTimeout.
-func (s *session) releaseCtx() (context.Context, context.CancelFunc) {
-	return releaseCtxFor(s.txn.locks)
-}
-
+// releaseCtxFor bounds giving locks back by their leases: a release may
+// take as long as a lock it gives back is still held (a slow lock service
+// is waited for, not given up on while the lock lingers), and at least
+// releaseTimeout.
 func releaseCtxFor(locks *lockmgr.Set) (context.Context, context.CancelFunc) {
 	deadline := time.Now().Add(releaseTimeout)
 	if v := locks.LastValidUntil(); v.After(deadline) {
@@ -109,26 +105,10 @@ func (g *guard) add(d rules.Decision, lc rules.LockConfig) {
 	}
 }
 
-// lockSet returns the session's lock set, starting a new owner when it
-// holds nothing (a new transaction or autocommit statement).
-func (s *session) lockSet() *lockmgr.Set {
-	if s.txn.locks == nil {
-		s.txn.locks = lockmgr.NewSet(s.srv.locker, s.newOwner())
-	} else if s.txn.locks.Len() == 0 {
-		s.txn.locks.Begin(s.newOwner())
-	}
-	return s.txn.locks
-}
-
-func (s *session) newOwner() lockmgr.Owner {
-	s.txn.txnSeq++
-	return lockmgr.Owner{Instance: s.srv.instance, Session: uint64(s.id), Txn: s.txn.txnSeq, Start: time.Now()}
-}
-
 // beforeCommand enforces the guard: it answers a rejection or a doomed
 // transaction itself (ran=false) or takes the locks the command needs.
 func (s *session) beforeCommand(g guard) (ok bool, err error) {
-	if s.txn.locks != nil && s.txn.locks.Len() > 0 && !g.rollsBack {
+	if s.txn.held() && !g.rollsBack {
 		if lerr := s.txn.locks.Err(); lerr != nil || !s.txn.locks.Valid() {
 			if lerr == nil {
 				lerr = fmt.Errorf("%w: lease expired", lockmgr.ErrLeaseLost)
@@ -161,7 +141,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	defer cancel()
 	var trace lockmgr.WaitTrace
 	begin := time.Now()
-	lerr := s.acquire(lockmgr.WithWaitTrace(ctx, &trace), g)
+	lerr := s.txn.acquire(lockmgr.WithWaitTrace(ctx, &trace), g, s.srv.config().Locks.OnUnavailable == "passthrough")
 	if waited := time.Since(begin); waited > s.srv.config().Locks.SlowWait.D() {
 		s.audit("slow lock wait", g, zap.Duration("waited", waited), zap.Strings("holders", trace.Holders()), zap.Error(lerr))
 	}
@@ -183,51 +163,6 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 		s.srv.metrics.rejects.WithLabelValues(g.rule, "unavailable").Inc()
 		s.audit("statement rejected: lock service unavailable", g, zap.Error(lerr))
 		return false, s.writeErrAt(1, fmt.Errorf("rule %s: lock service unavailable, statement not run (%w)", g.rule, lerr))
-	}
-}
-
-// acquire takes g's keys within ctx, the guard's wait. A lock service
-// that is down, failing over or too slow to answer is asked again, with
-// backoff, until the wait ends: an outage shorter than the wait costs
-// latency, not an error. A wait that ends after the service was
-// unavailable in it is answered as a lock wait that timed out (1205,
-// which applications retry), naming the cause (errServiceAway). Under
-// on_unavailable: passthrough the statement runs unlocked at once
-// instead.
-func (s *session) acquire(ctx context.Context, g guard) error {
-	backoff := 10 * time.Millisecond
-	var away error // the last unavailable answer in this wait
-	if !s.awaitReleaseWithin(ctx) {
-		// The wait ran out while the lock service had not answered the
-		// release of the session's last transaction.
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return serviceAway(g, errReleasePending)
-		}
-		return ctx.Err()
-	}
-	away, s.txn.awayBefore = s.txn.awayBefore, nil
-	for {
-		err := s.lockSet().Acquire(ctx, g.keys)
-		switch {
-		case err == nil:
-			return nil
-		case away != nil && errors.Is(err, lockmgr.ErrWaitTimeout):
-			return serviceAway(g, away)
-		case !errors.Is(err, lockmgr.ErrUnavailable) || s.srv.config().Locks.OnUnavailable == "passthrough":
-			return err
-		}
-		away = err
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return err // lockproxy stops for good
-			}
-			return serviceAway(g, away)
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
 	}
 }
 
@@ -297,26 +232,26 @@ func (s *session) afterCommand() {
 	back := s.ex.giveBack
 	s.ex.giveBack = giveBack{}
 	if s.obs.watch != nil && s.status&mysql.SERVER_STATUS_IN_TRANS == 0 {
-		s.releaseWatch()
+		s.obs.release()
 	}
-	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
+	if !s.txn.held() {
 		return
 	}
 	switch {
 	case s.status&mysql.SERVER_STATUS_IN_TRANS == 0:
-		s.releaseBehind()
+		s.txn.releaseBehind()
 	case !back.armed:
 	case back.ends && s.ex.lastOK:
 		// The transaction that held them ended and another began (a
 		// second BEGIN, COMMIT AND CHAIN, ...); the text itself needed
 		// no row locks.
-		s.releaseBehind()
+		s.txn.releaseBehind()
 	case s.ex.noneRan && !back.halfRuns:
 		// MariaDB refused the statement before any of it ran (a missing
 		// privilege, an unknown column, a duplicate key rolled back): as
 		// InnoDB keeps no row lock for it, the transaction keeps none of
 		// the locks this statement alone took.
-		s.releaseSince(back.mark)
+		s.txn.releaseSince(back.mark)
 	}
 }
 
@@ -335,33 +270,122 @@ func (s *session) armGiveBack(g guard, mark int) {
 	s.ex.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
 }
 
-// lockMark is the lock set's Mark, taken before a statement's locks.
-func (s *session) lockMark() int {
-	if s.txn.locks == nil {
+// txnLocks is what a session holds in the lock service for its current
+// transaction or autocommit statement, and the background release of
+// the last one's.
+type txnLocks struct {
+	// locker, owner and releasers are fixed when the session starts:
+	// the lock service, the owner fields of every transaction's locks
+	// (Instance, Session) and where background releases run.
+	locker    lockmgr.Locker
+	owner     lockmgr.Owner
+	releasers *releasers
+	log       *zap.Logger
+	// releasing, when not nil, is the release of the last transaction's
+	// locks, given back in the background (releaseBehind); awayBefore is
+	// the lock service's failure to answer such a release, which the next
+	// lock wait names if it times out.
+	releasing  *release
+	awayBefore error
+	// Locks held for the current transaction or autocommit statement.
+	locks  *lockmgr.Set
+	txnSeq uint64
+}
+
+// held reports whether the transaction holds any lock.
+func (t *txnLocks) held() bool { return t.locks != nil && t.locks.Len() > 0 }
+
+// set returns the lock set, starting a new owner when it holds nothing
+// (a new transaction or autocommit statement).
+func (t *txnLocks) set() *lockmgr.Set {
+	if t.locks == nil {
+		t.locks = lockmgr.NewSet(t.locker, t.newOwner())
+	} else if t.locks.Len() == 0 {
+		t.locks.Begin(t.newOwner())
+	}
+	return t.locks
+}
+
+func (t *txnLocks) newOwner() lockmgr.Owner {
+	t.txnSeq++
+	o := t.owner
+	o.Txn, o.Start = t.txnSeq, time.Now()
+	return o
+}
+
+// acquire takes g's keys within ctx, the guard's wait. A lock service
+// that is down, failing over or too slow to answer is asked again, with
+// backoff, until the wait ends: an outage shorter than the wait costs
+// latency, not an error. A wait that ends after the service was
+// unavailable in it is answered as a lock wait that timed out (1205,
+// which applications retry), naming the cause (errServiceAway). Under
+// on_unavailable: passthrough the statement runs unlocked at once
+// instead.
+func (t *txnLocks) acquire(ctx context.Context, g guard, passthrough bool) error {
+	backoff := 10 * time.Millisecond
+	var away error // the last unavailable answer in this wait
+	if !t.awaitWithin(ctx) {
+		// The wait ran out while the lock service had not answered the
+		// release of the session's last transaction.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return serviceAway(g, errReleasePending)
+		}
+		return ctx.Err()
+	}
+	away, t.awayBefore = t.awayBefore, nil
+	for {
+		err := t.set().Acquire(ctx, g.keys)
+		switch {
+		case err == nil:
+			return nil
+		case away != nil && errors.Is(err, lockmgr.ErrWaitTimeout):
+			return serviceAway(g, away)
+		case !errors.Is(err, lockmgr.ErrUnavailable) || passthrough:
+			return err
+		}
+		away = err
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return err // lockproxy stops for good
+			}
+			return serviceAway(g, away)
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// mark is the lock set's Mark, taken before a statement's locks.
+func (t *txnLocks) mark() int {
+	if t.locks == nil {
 		return 0
 	}
-	return s.txn.locks.Mark()
+	return t.locks.Mark()
 }
 
-func (s *session) releaseSince(mark int) {
-	s.awaitRelease()
-	ctx, cancel := s.releaseCtx()
+// releaseSince gives back the locks taken after mark.
+func (t *txnLocks) releaseSince(mark int) {
+	t.await()
+	ctx, cancel := releaseCtxFor(t.locks)
 	defer cancel()
-	if err := s.txn.locks.ReleaseSince(ctx, mark); err != nil {
-		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+	if err := t.locks.ReleaseSince(ctx, mark); err != nil {
+		t.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 	}
 }
 
-func (s *session) releaseLocks() {
-	s.releaseWatch()
-	s.awaitRelease()
-	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
+// release gives back every lock and waits for the lock service's answer.
+func (t *txnLocks) release() {
+	t.await()
+	if !t.held() {
 		return
 	}
-	ctx, cancel := s.releaseCtx()
+	ctx, cancel := releaseCtxFor(t.locks)
 	defer cancel()
-	if err := s.txn.locks.Release(ctx); err != nil {
-		s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+	if err := t.locks.Release(ctx); err != nil {
+		t.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 	}
 }
 
@@ -369,19 +393,19 @@ func (s *session) releaseLocks() {
 // the background: the client's answer goes out without waiting for the
 // lock service, and the release does not wait for the client's socket
 // either. The session's next lock acquire, release or end waits for it
-// (awaitRelease), so the session never asks for a key it is still giving
-// back, and a drain still releases every lock before the process exits.
-func (s *session) releaseBehind() {
-	s.awaitRelease()
-	if s.txn.locks == nil || s.txn.locks.Len() == 0 {
+// (await), so the session never asks for a key it is still giving back,
+// and a drain still releases every lock before the process exits.
+func (t *txnLocks) releaseBehind() {
+	t.await()
+	if !t.held() {
 		return
 	}
-	held := s.txn.locks.Detach()
+	held := t.locks.Detach()
 	ctx, cancel := releaseCtxFor(held)
 	r := &release{done: make(chan struct{})}
-	s.txn.releasing = r
-	log := s.log
-	s.srv.releasers.run(func() {
+	t.releasing = r
+	log := t.log
+	t.releasers.run(func() {
 		defer close(r.done)
 		defer cancel()
 		if r.err = held.Release(ctx); r.err != nil {
@@ -397,14 +421,13 @@ type release struct {
 	err  error
 }
 
-// finished takes the session's background release as done: a release the
-// lock service could not answer leaves its keys held until their leases
-// end, and the session's next lock wait names that cause if it times out
-// (awayBefore).
-func (s *session) finished(r *release) {
-	s.txn.releasing = nil
+// finished takes the background release as done: a release the lock
+// service could not answer leaves its keys held until their leases end,
+// and the next lock wait names that cause if it times out (awayBefore).
+func (t *txnLocks) finished(r *release) {
+	t.releasing = nil
 	if errors.Is(r.err, lockmgr.ErrUnavailable) {
-		s.txn.awayBefore = r.err
+		t.awayBefore = r.err
 	}
 }
 
@@ -412,42 +435,33 @@ func (s *session) finished(r *release) {
 // the release of the session's last transaction was still unanswered.
 var errReleasePending = errors.New("the release of the session's previous locks was not answered")
 
-// awaitReleaseWithin is awaitRelease for a statement's lock wait: it waits
-// no longer than ctx, the statement's wait, and reports whether the
-// release is done. A release the lock service does not answer is bounded
-// by its leases (releaseCtxFor), longer than a statement may wait.
-func (s *session) awaitReleaseWithin(ctx context.Context) bool {
-	if s.txn.releasing == nil {
+// awaitWithin is await for a statement's lock wait: it waits no longer
+// than ctx, the statement's wait, and reports whether the release is
+// done. A release the lock service does not answer is bounded by its
+// leases (releaseCtxFor), longer than a statement may wait.
+func (t *txnLocks) awaitWithin(ctx context.Context) bool {
+	if t.releasing == nil {
 		return true
 	}
 	select {
-	case <-s.txn.releasing.done:
-		s.finished(s.txn.releasing)
+	case <-t.releasing.done:
+		t.finished(t.releasing)
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// awaitRelease waits for the release releaseBehind started, if any.
-func (s *session) awaitRelease() {
-	if s.txn.releasing != nil {
-		<-s.txn.releasing.done
-		s.finished(s.txn.releasing)
+// await waits for the release releaseBehind started, if any.
+func (t *txnLocks) await() {
+	if t.releasing != nil {
+		<-t.releasing.done
+		t.finished(t.releasing)
 	}
 }
 
-// txnLocks is what a session holds in the lock service for its current
-// transaction or autocommit statement, and the background release of
-// the last one's.
-type txnLocks struct {
-	// releasing, when not nil, is the release of the last transaction's
-	// locks, given back in the background (releaseBehind); awayBefore is
-	// the lock service's failure to answer such a release, which the next
-	// lock wait names if it times out.
-	releasing  *release
-	awayBefore error
-	// Locks held for the current transaction or autocommit statement.
-	locks  *lockmgr.Set
-	txnSeq uint64
+// releaseLocks ends observe mode's watch and gives back every lock.
+func (s *session) releaseLocks() {
+	s.obs.release()
+	s.txn.release()
 }

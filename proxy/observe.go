@@ -176,38 +176,39 @@ func (s *session) observe(g guard, an *parser.Analysis) {
 		shape = parser.Redact(truncate(an.SQL, 4096))
 	}
 	for _, r := range seen.refused {
-		s.noteObserved(r.rule, wouldRefuse, r.reason, shape, nil, zap.String("error", "lockproxy: "+r.msg))
+		s.srv.noteObserved(s.id, s.user, r.rule, wouldRefuse, r.reason, shape, nil, zap.String("error", "lockproxy: "+r.msg))
 	}
 	for _, rule := range seen.rewrites {
-		s.noteObserved(rule, wouldRewrite, "", shape, nil)
+		s.srv.noteObserved(s.id, s.user, rule, wouldRewrite, "", shape, nil)
 	}
 	if len(seen.keys) == 0 {
 		return
 	}
-	holders, probed := s.probeObserved(seen.keys)
+	holders, probed := s.obs.probe(s.hardCtx, seen.keys)
 	for _, rule := range ruleNames(seen.keys) {
 		keys := ruleKeys(seen.keys, rule)
-		s.noteObserved(rule, wouldLock, "", shape, keys)
+		s.srv.noteObserved(s.id, s.user, rule, wouldLock, "", shape, keys)
 		if h := holders[rule]; len(h) > 0 {
-			s.noteObserved(rule, wouldWait, "", shape, keys, zap.Strings("holders", h))
+			s.srv.noteObserved(s.id, s.user, rule, wouldWait, "", shape, keys, zap.Strings("holders", h))
 		} else if probed != nil {
 			s.srv.audit.Debug("observe: no answer to the check for another holder", zap.String("rule", rule), zap.Error(probed))
 		}
 	}
 }
 
-// noteObserved counts one observed outcome and writes its audit line.
-func (s *session) noteObserved(rule, outcome, reason, shape string, keys []string, fields ...zap.Field) {
-	s.srv.metrics.observed.WithLabelValues(rule, outcome, reason).Inc()
+// noteObserved counts one observed outcome of session id's statement
+// and writes its audit line.
+func (s *Server) noteObserved(id uint32, user, rule, outcome, reason, shape string, keys []string, fields ...zap.Field) {
+	s.metrics.observed.WithLabelValues(rule, outcome, reason).Inc()
 	if slices.Contains(shapeOutcomes, outcome) {
-		s.srv.metrics.shapes.add(rule, outcome, reason, shape)
+		s.metrics.shapes.add(rule, outcome, reason, shape)
 	}
 	fields = append(fields, zap.String("rule", rule), zap.String("outcome", outcome), zap.String("statement", shape),
-		zap.Strings("keys", keys), zap.Uint32("session", s.id), zap.String("user", s.user))
+		zap.Strings("keys", keys), zap.Uint32("session", id), zap.String("user", user))
 	if reason != "" {
 		fields = append(fields, zap.String("reason", reason))
 	}
-	s.srv.audit.Info("observe: "+outcome, fields...)
+	s.audit.Info("observe: "+outcome, fields...)
 }
 
 func ruleNames(keys []lockmgr.Key) []string {
@@ -239,35 +240,37 @@ type watching struct {
 	keys  map[string]lockmgr.Key
 }
 
-// probeObserved asks the lock service, in one round trip and without
+// probe asks the lock service, in one round trip and without
 // waiting behind anyone, who is in the way of the keys (see
 // lockmgr.Observer): the owner holding a key's lock, on any instance, or
 // observing sessions that noted it first. It returns, per rule, the
 // others it found for the keys the transaction had not noted yet; a key
 // noted before would already be held, so it waits for no one (its note is
 // only kept fresh). The notes are given back when the transaction ends
-// (releaseWatch), as the locks would be, or end with their ttl.
-func (s *session) probeObserved(keys []lockmgr.Key) (holders map[string][]string, err error) {
-	ob, ok := s.srv.locker.(lockmgr.Observer)
-	if !ok {
+// (release), as the locks would be, or end with their ttl. ctx ends when
+// lockproxy stops for good.
+func (o *observeState) probe(ctx context.Context, keys []lockmgr.Key) (holders map[string][]string, err error) {
+	if o.observer == nil {
 		return nil, errNoObserver
 	}
-	if s.obs.watchEnd != nil {
+	if o.watchEnd != nil {
 		// The notes of the session's last transaction must be gone
 		// first, or they would stand in this one's way.
-		<-s.obs.watchEnd
-		s.obs.watchEnd = nil
+		<-o.watchEnd
+		o.watchEnd = nil
 	}
-	if s.obs.watch == nil {
-		s.obs.watchSeq++
-		s.obs.watch = &watching{owner: s.watchOwner(), keys: map[string]lockmgr.Key{}}
+	if o.watch == nil {
+		o.watchSeq++
+		owner := o.owner
+		owner.Txn, owner.Start = o.watchSeq, time.Now()
+		o.watch = &watching{owner: owner, keys: map[string]lockmgr.Key{}}
 	}
-	ctx, cancel := context.WithTimeout(s.hardCtx, observeProbe)
-	inWay, err := ob.Observe(ctx, s.obs.watch.owner, keys)
+	ctx, cancel := context.WithTimeout(ctx, observeProbe)
+	inWay, err := o.observer.Observe(ctx, o.watch.owner, keys)
 	cancel()
 	for _, k := range keys {
-		_, noted := s.obs.watch.keys[k.Name]
-		s.obs.watch.keys[k.Name] = k // also on error: the note may have landed
+		_, noted := o.watch.keys[k.Name]
+		o.watch.keys[k.Name] = k // also on error: the note may have landed
 		if noted || err != nil {
 			continue
 		}
@@ -292,31 +295,25 @@ func addHolder(m map[string][]string, rule, holder string) map[string][]string {
 	return m
 }
 
-// watchOwner owns the session's notes: the instance's name with
-// "/observe" added, so they never pass for the session's own locks.
-func (s *session) watchOwner() lockmgr.Owner {
-	return lockmgr.Owner{Instance: s.srv.instance + "/observe", Session: uint64(s.id), Txn: s.obs.watchSeq, Start: time.Now()}
-}
-
-// releaseWatch gives back the session's notes once its transaction has
+// release gives back the session's notes once its transaction has
 // ended, in the background: the client's answer does not wait for it,
 // the session's next check does (watchEnd).
-func (s *session) releaseWatch() {
-	w := s.obs.watch
+func (o *observeState) release() {
+	w := o.watch
 	if w == nil {
 		return
 	}
-	s.obs.watch = nil
-	ob, ok := s.srv.locker.(lockmgr.Observer)
-	if !ok || len(w.keys) == 0 {
+	o.watch = nil
+	ob := o.observer
+	if ob == nil || len(w.keys) == 0 {
 		return
 	}
 	keys := make([]lockmgr.Key, 0, len(w.keys))
 	for _, k := range w.keys {
 		keys = append(keys, k)
 	}
-	done, log := make(chan struct{}), s.log
-	s.obs.watchEnd = done
+	done, log := make(chan struct{}), o.log
+	o.watchEnd = done
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -343,6 +340,13 @@ func (pl *planner) observeCurrentRead(f *parser.Facts, d rules.Decision, depth i
 // observeState is what a session noted in the lock service for the keys
 // that rules in observe mode would have locked.
 type observeState struct {
+	// observer is the lock service's check, nil when it has none
+	// (errNoObserver); owner is whom the notes belong to: the
+	// instance's name with "/observe" added, so they never pass for the
+	// session's own locks. Both are fixed when the session starts.
+	observer lockmgr.Observer
+	owner    lockmgr.Owner
+	log      *zap.Logger
 	// watch is what the session noted in the lock service for the keys
 	// rules in observe mode would have locked in the current transaction
 	// (observe.go); nil until one does. watchSeq numbers such

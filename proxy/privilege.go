@@ -11,21 +11,21 @@ const processPrivilegeQuery = `SELECT COUNT(*) FROM information_schema.USER_PRIV
 	`LEFT(CURRENT_USER(), LENGTH(CURRENT_USER()) - LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), ` +
 	`'''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')`
 
-// hasProcessPrivilege asks the backend, over the session's own
-// connection, whether the session's user has the PROCESS privilege, once
-// per user the session is logged in as. When the backend cannot say, the
+// hasProcess asks the backend, over the session's connection be, whether
+// the session's user has the PROCESS privilege, once per user the
+// session is logged in as. When the backend cannot say, the
 // answer is no.
-func (s *session) hasProcessPrivilege() bool {
-	if s.priv.known && s.priv.user == s.user {
-		return s.priv.process
+func (c *privCache) hasProcess(user string, be *backendConn, log *zap.Logger) bool {
+	if c.known && c.user == user {
+		return c.process
 	}
-	v, err := s.be.queryValue(processPrivilegeQuery)
+	v, err := be.queryValue(processPrivilegeQuery)
 	if err != nil {
-		s.log.Warn("cannot learn whether the user has the PROCESS privilege; showing other users' statements as shapes", zap.Error(err))
+		log.Warn("cannot learn whether the user has the PROCESS privilege; showing other users' statements as shapes", zap.Error(err))
 		return false
 	}
-	s.priv.user, s.priv.known, s.priv.process = s.user, true, len(v) > 0 && string(v) != "0"
-	return s.priv.process
+	c.user, c.known, c.process = user, true, len(v) > 0 && string(v) != "0"
+	return c.process
 }
 
 // privCache is what the backend said of a user's PROCESS privilege, for

@@ -159,37 +159,37 @@ type belief struct {
 
 // remember records what the session now believes about a row; session
 // says whether the belief outlives the current transaction.
-func (s *session) remember(key string, value []byte, session bool) {
-	if s.rwr.beliefs == nil {
-		s.rwr.beliefs = make(map[string]belief)
+func (r *rewriterState) remember(key string, value []byte, session bool) {
+	if r.beliefs == nil {
+		r.beliefs = make(map[string]belief)
 	}
-	if _, ok := s.rwr.beliefs[key]; !ok && len(s.rwr.beliefs) >= maxRemembered {
-		clear(s.rwr.beliefs)
+	if _, ok := r.beliefs[key]; !ok && len(r.beliefs) >= maxRemembered {
+		clear(r.beliefs)
 	}
-	s.rwr.beliefs[key] = belief{value: value, session: session}
+	r.beliefs[key] = belief{value: value, session: session}
 }
 
-func (s *session) forget(key string) { delete(s.rwr.beliefs, key) }
+func (r *rewriterState) forget(key string) { delete(r.beliefs, key) }
 
 // forgetTxnBeliefs forgets every value whose scope is the transaction.
-func (s *session) forgetTxnBeliefs() {
-	for k, b := range s.rwr.beliefs {
+func (r *rewriterState) forgetTxnBeliefs() {
+	for k, b := range r.beliefs {
 		if !b.session {
-			delete(s.rwr.beliefs, k)
+			delete(r.beliefs, k)
 		}
 	}
 }
 
 // scopeBeliefs forgets the values of a transaction that has ended, before
-// a command runs: every command outside a transaction, and one that
-// begins, commits or rolls back a transaction (or a text lockproxy cannot
-// parse, which might), starts with none of them.
-func (s *session) scopeBeliefs(an *parser.Analysis) {
-	if len(s.rwr.beliefs) == 0 {
+// a command runs: every command outside a transaction (inTxn false), and
+// one that begins, commits or rolls back a transaction (or a text
+// lockproxy cannot parse, which might), starts with none of them.
+func (r *rewriterState) scopeBeliefs(an *parser.Analysis, inTxn bool) {
+	if len(r.beliefs) == 0 {
 		return
 	}
-	if !s.inTxn() || endsTxn(an) {
-		s.forgetTxnBeliefs()
+	if !inTxn || endsTxn(an) {
+		r.forgetTxnBeliefs()
 	}
 }
 

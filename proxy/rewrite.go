@@ -73,7 +73,7 @@ func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
 	if an == nil || !s.srv.hasRewrites() {
 		return rewriteStep{}
 	}
-	s.scopeBeliefs(an)
+	s.rwr.scopeBeliefs(an, s.inTxn())
 	if step, ok := s.rewriteStepFor(pl, params, binary); ok {
 		return step
 	}
@@ -242,7 +242,7 @@ func (s *session) rewriteUnpaired(step *rewriteStep, f *parser.Facts, reject boo
 // refuses; the statement is not run, an open transaction stays open.
 func (s *session) refuseUnpaired(step rewriteStep) error {
 	s.ex.lastOK = false
-	s.forget(step.key)
+	s.rwr.forget(step.key)
 	s.ex.rw = rewriteStep{}
 	s.afterCommand()
 	return s.writeErrAt(1, step.reject)
@@ -264,12 +264,12 @@ func (s *session) finishRewrite(step rewriteStep) {
 		// remembered before no longer is what it believes, and a rewrite
 		// from it would write the wrong difference.
 		if v, ok := step.capture.belief(); ok {
-			s.remember(step.capture.key, v, session)
+			s.rwr.remember(step.capture.key, v, session)
 		} else {
-			s.forget(step.capture.key)
+			s.rwr.forget(step.capture.key)
 		}
 	case step.key != "":
-		s.forget(step.key)
+		s.rwr.forget(step.key)
 		if step.sql == "" || !s.ex.lastOK || s.ex.rwConflict {
 			return
 		}

@@ -109,7 +109,7 @@ func (s *session) loseRace(step rewriteStep) error {
 		ended = "transaction rolled back"
 	}
 	s.releaseLocks()
-	s.forgetTxnBeliefs()
+	s.rwr.forgetTxnBeliefs()
 	return s.writeErrAt(1, raceError(step, ended))
 }
 

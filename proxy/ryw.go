@@ -59,11 +59,11 @@ func (w *writeMarks) want(scope rules.ReadYourWrites, user, own string) string {
 	return pos.Merge(mark).String()
 }
 
-// sharesWrites reports whether the session's writes must be known to
+// sharesWrites reports whether sessions' writes must be known to
 // other sessions' reads: read_your_writes user or global.
-func (s *session) sharesWrites() bool {
-	scope := s.srv.config().Backends.ReadYourWrites
-	return (scope == rules.RYWUser || scope == rules.RYWGlobal) && s.srv.loaded().router != nil
+func (s *Server) sharesWrites() bool {
+	scope := s.config().Backends.ReadYourWrites
+	return (scope == rules.RYWUser || scope == rules.RYWGlobal) && s.loaded().router != nil
 }
 
 // mayWrite reports whether an may have written (or committed) anything:

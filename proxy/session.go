@@ -141,7 +141,7 @@ func (s *session) cleanup() {
 		}
 	}()
 	s.pub.watched.Store(nil)
-	s.awaitRelease()
+	s.txn.await()
 	s.endMultiplex()
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
@@ -258,7 +258,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	s.be = be
 	s.srv.noteBackendExtCaps(be.offeredExt) // the primary may have been away at start
 	s.pub.watched.Store(be)
-	s.modeMayHaveChanged() // read before the first analysis on this connection
+	s.sqlMode.stale = true // read before the first analysis on this connection
 	s.pub.thread.Store(be.threadID)
 	s.status = be.status
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0)); err != nil {

@@ -202,7 +202,7 @@ func (s *session) retrack() error {
 	if s.be == nil || !s.be.key.track || s.be.broken {
 		return nil
 	}
-	s.modeMayHaveChanged()
+	s.sqlMode.stale = true
 	if err := s.be.startTracking(false); err != nil {
 		return s.backendFailed(s.be, fmt.Errorf("proxy: turning on session state tracking again: %w", err))
 	}
@@ -264,7 +264,7 @@ func readLenEncBytes(p []byte, pos int) ([]byte, int, error) {
 // always safe.
 func (s *session) noteReport(state []byte) {
 	if s.ex.src != s.be {
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 		return
 	}
 	collation := false
@@ -272,7 +272,7 @@ func (s *session) noteReport(state []byte) {
 		typ := state[pos]
 		data, next, err := readLenEncBytes(state, pos+1)
 		if err != nil {
-			s.modeMayHaveChanged()
+			s.sqlMode.stale = true
 			return
 		}
 		pos = next
@@ -283,7 +283,7 @@ func (s *session) noteReport(state []byte) {
 				value, _, err = readLenEncBytes(data, at)
 			}
 			if err != nil {
-				s.modeMayHaveChanged()
+				s.sqlMode.stale = true
 				return
 			}
 		}
@@ -311,7 +311,7 @@ func (s *session) noteReport(state []byte) {
 		}
 	}
 	if collation && s.ex.lastReport&reportedConnection == 0 {
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 	}
 	s.rwr.unsafeCharset = s.sqlMode.unsafe
 }
@@ -355,7 +355,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 			return p
 		}
 		// Reported with no state: read the state again to be sure.
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 		if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 			return p
 		}
@@ -372,7 +372,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		return p
 	}
 	if state == nil {
-		s.modeMayHaveChanged() // a change with no state: read it to be sure
+		s.sqlMode.stale = true // a change with no state: read it to be sure
 	} else {
 		s.noteReport(state)
 	}
@@ -386,7 +386,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 			s.ex.okCopy = p
 			at, info, state, _ = okParts(p)
 			s.ex.trackText = false
-			s.modeMayHaveChanged()
+			s.sqlMode.stale = true
 			if err := s.ex.src.startTracking(false); err != nil {
 				s.ex.trackChanged = true // retrack, at the command's end, reports it
 			}

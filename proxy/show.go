@@ -20,17 +20,32 @@ func (s *session) showLockproxy(q []byte) (bool, error) {
 	if len(words) == 3 {
 		what = strings.ToLower(words[2])
 	}
+	var t resultTable
 	switch what {
 	case "locks":
-		return true, s.showLocks()
+		t = s.srv.showLocks(s.user, s.priv.hasProcess(s.user, s.be, s.log))
 	case "status":
-		return true, s.showStatus()
+		t = s.srv.showStatus()
 	case "rules":
-		return true, s.showRules()
+		t = s.srv.showRules()
 	case "observed":
-		return true, s.showObserved()
+		// The shapes are every user's statements, without literals: as
+		// SHOW PROCESSLIST's other sessions, only for the PROCESS privilege.
+		if !s.priv.hasProcess(s.user, s.be, s.log) {
+			return true, s.writeErrAt(1, errorf(errNeedProcess, "Access denied; you need (at least one of) the PROCESS privilege(s) for SHOW LOCKPROXY OBSERVED"))
+		}
+		t = s.srv.showObserved()
+	default:
+		return true, s.writeErrAt(1, errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS, RULES or OBSERVED"))
 	}
-	return true, s.writeErrAt(1, errorf(errSyntax, "SHOW LOCKPROXY takes LOCKS, STATUS, RULES or OBSERVED"))
+	return true, s.writeResult(t.columns, t.rows)
+}
+
+// resultTable is a result set lockproxy answers itself: the column names and
+// the rows, a nil cell being NULL.
+type resultTable struct {
+	columns []string
+	rows    [][]*string
 }
 
 func str(s string) *string { return &s }
@@ -39,11 +54,9 @@ func str(s string) *string { return &s }
 // shows other users' locks only to a user with the PROCESS privilege;
 // others see their own user's locks alone (a lock key names a row, and
 // its statement what another user is doing).
-func (s *session) showLocks() error {
-	seeAll := s.hasProcessPrivilege()
-	user := s.user
+func (s *Server) showLocks(user string, seeAll bool) resultTable {
 	var rows [][]*string
-	for _, l := range s.srv.locks(func(owner *session) bool { return seeAll || owner != nil && owner.user == user }) {
+	for _, l := range s.locks(func(owner *session) bool { return seeAll || owner != nil && owner.user == user }) {
 		var holder, position *string // NULL for held locks and when unknown
 		if l.Holder != "" {
 			holder = str(l.Holder)
@@ -54,12 +67,13 @@ func (s *session) showLocks() error {
 		rows = append(rows, []*string{str(l.Key), str(l.Rule), str(l.State), str(fmt.Sprint(l.Session)),
 			str(l.User), str(l.Client), str(fmt.Sprintf("%.3f", l.AgeSec)), str(l.Statement), str(l.Owner), holder, position})
 	}
-	return s.writeResult([]string{"key", "rule", "state", "session", "user", "client", "age_seconds", "statement", "owner", "holder", "position"}, rows)
+	return resultTable{[]string{"key", "rule", "state", "session", "user", "client", "age_seconds", "statement", "owner", "holder", "position"}, rows}
 }
 
-func (s *session) showStatus() error {
-	cfg := s.srv.config()
-	locks := s.srv.Locks()
+// showStatus answers SHOW LOCKPROXY STATUS.
+func (s *Server) showStatus() resultTable {
+	cfg := s.config()
+	locks := s.Locks()
 	held, waiting := 0, 0
 	for _, l := range locks {
 		if l.State == "held" {
@@ -68,16 +82,16 @@ func (s *session) showStatus() error {
 			waiting++
 		}
 	}
-	s.srv.mu.Lock()
-	sessions := len(s.srv.sessions)
-	s.srv.mu.Unlock()
+	s.mu.Lock()
+	sessions := len(s.sessions)
+	s.mu.Unlock()
 	backend := cfg.Locks.Backend
-	if s.srv.locker == nil {
+	if s.locker == nil {
 		backend = "none"
 	}
 	rows := [][]*string{
-		{str("instance"), str(s.srv.instance)},
-		{str("uptime_seconds"), str(fmt.Sprintf("%.0f", time.Since(s.srv.started).Seconds()))},
+		{str("instance"), str(s.instance)},
+		{str("uptime_seconds"), str(fmt.Sprintf("%.0f", time.Since(s.started).Seconds()))},
 		{str("client_connections"), str(fmt.Sprint(sessions))},
 		{str("lock_backend"), str(backend)},
 		{str("locks_held"), str(fmt.Sprint(held))},
@@ -85,7 +99,7 @@ func (s *session) showStatus() error {
 		{str("rules"), str(fmt.Sprint(len(cfg.Rules)))},
 		{str("primary"), str(cfg.Backends.Primary)},
 	}
-	for _, b := range s.srv.Backends() {
+	for _, b := range s.Backends() {
 		if b.Role != router.RoleReplica {
 			continue
 		}
@@ -99,34 +113,31 @@ func (s *session) showStatus() error {
 		}
 		rows = append(rows, []*string{str("replica " + b.Addr), str(state + ", lag " + lag)})
 	}
-	return s.writeResult([]string{"name", "value"}, rows)
+	return resultTable{[]string{"name", "value"}, rows}
 }
 
-func (s *session) showRules() error {
+// showRules answers SHOW LOCKPROXY RULES.
+func (s *Server) showRules() resultTable {
 	var rows [][]*string
-	for _, r := range s.srv.config().Rules {
+	for _, r := range s.config().Rules {
 		rw := ""
 		if r.Rewrite != nil {
 			rw = r.Rewrite.Mode + " " + r.Rewrite.Column
 		}
 		rows = append(rows, []*string{str(r.Name), str(r.Table), str(strings.Join(r.Key, ",")),
-			str(strings.Join(r.Lock, ",")), str(r.Route), str(r.EffectiveWaitTimeout(s.srv.config().Locks).String()),
+			str(strings.Join(r.Lock, ",")), str(r.Route), str(r.EffectiveWaitTimeout(s.config().Locks).String()),
 			str(r.OnUnkeyed), str(rw), str(combineSummary(&r))})
 	}
-	return s.writeResult([]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite", "combine"}, rows)
+	return resultTable{[]string{"name", "table", "key", "lock", "route", "wait_timeout", "on_unkeyed", "rewrite", "combine"}, rows}
 }
 
 // showObserved answers SHOW LOCKPROXY OBSERVED: the statement shapes the
 // rules in observe mode would have refused or made wait most
-// (ObservedShapes). They are every user's statements, without literals:
-// as SHOW PROCESSLIST's other sessions, only for the PROCESS privilege.
-func (s *session) showObserved() error {
-	if !s.hasProcessPrivilege() {
-		return s.writeErrAt(1, errorf(errNeedProcess, "Access denied; you need (at least one of) the PROCESS privilege(s) for SHOW LOCKPROXY OBSERVED"))
-	}
+// (ObservedShapes).
+func (s *Server) showObserved() resultTable {
 	var rows [][]*string
-	for _, o := range s.srv.ObservedShapes() {
+	for _, o := range s.ObservedShapes() {
 		rows = append(rows, []*string{str(o.Rule), str(o.Outcome), str(o.Reason), str(fmt.Sprint(o.Count)), str(fmt.Sprint(o.Over)), str(o.Shape)})
 	}
-	return s.writeResult([]string{"rule", "outcome", "reason", "count", "over_count", "shape"}, rows)
+	return resultTable{[]string{"rule", "outcome", "reason", "count", "over_count", "shape"}, rows}
 }

@@ -26,7 +26,10 @@ type modeState struct {
 	// exactNames: the server's lower_case_table_names is 0, so table
 	// names and aliases compare case-sensitively.
 	exactNames bool
-	stale      bool // read them again before the next analysis
+	// stale: read them again before the next analysis: a new primary
+	// connection was pinned, the connection was reset, or a command that
+	// set or may have set them succeeded.
+	stale bool
 }
 
 // sessionStateQuery reads what parsing depends on from the session's
@@ -68,11 +71,6 @@ func (s *session) parseOptions() parser.Options {
 	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
 }
 
-// modeMayHaveChanged marks the session's sql_mode for reading again: a new
-// primary connection was pinned, the connection was reset, or a command
-// that set or may have set sql_mode succeeded.
-func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
-
 // noteModeChange marks the session's state stale after a command whose
 // plan says it may have changed it (plan.changesMode: SET sql_mode, also
 // run by EXECUTE; EXECUTE of a statement lockproxy did not see; text it
@@ -82,10 +80,10 @@ func (s *session) modeMayHaveChanged() { s.sqlMode.stale = true }
 // not among them: MariaDB restores the caller's sql_mode and character
 // sets when a routine returns.
 func (s *session) noteModeChange(an *parser.Analysis, pl plan) {
-	stale := (pl.changesMode || usesDB(an)) && !s.srv.unforeseen.Load() && !s.confirmed(an)
+	stale := (pl.changesMode || usesDB(an)) && !s.srv.unforeseen.Load() && !s.ex.confirmed(an)
 	s.ex.lastReport = 0
 	if stale {
-		s.modeMayHaveChanged()
+		s.sqlMode.stale = true
 	}
 }
 
@@ -116,8 +114,8 @@ type reportBits uint8
 // spelling (a SET @@sql_mode = ... goes unreported), nor the connection
 // character set a SET of collation_connection changes: those, dynamic
 // SQL and anything else are read again.
-func (s *session) confirmed(an *parser.Analysis) bool {
-	if !s.ex.lastOK || an == nil || an.Unparsed || len(an.Stmts) == 0 {
+func (x *exchange) confirmed(an *parser.Analysis) bool {
+	if !x.lastOK || an == nil || an.Unparsed || len(an.Stmts) == 0 {
 		return false
 	}
 	last := an.Stmts[len(an.Stmts)-1]
@@ -148,10 +146,11 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 	default:
 		return false
 	}
-	return s.ex.lastReport&need == need
+	return x.lastReport&need == need
 }
 
-// readings are the ways the session's server may read text, for the
+// readings are the ways the session's server (on be, its primary
+// connection) may read text, for the
 // lexical scan made before a statement is analysed (a KILL among other
 // statements): the one its sql_mode,
 // character set and version give when lockproxy knows them, else every
@@ -159,9 +158,9 @@ func (s *session) confirmed(an *parser.Analysis) bool {
 // server: a query of lockproxy's in the client's transaction shows in its
 // transaction state and resets ROW_COUNT(), so only a text whose readings
 // disagree pays for one (scanAs).
-func (s *session) readings(text string) []parser.ScanOptions {
-	if s.be == nil || s.sqlMode.stale {
+func (m modeState) readings(text string, be *backendConn) []parser.ScanOptions {
+	if be == nil || m.stale {
 		return parser.EveryReading(text)
 	}
-	return []parser.ScanOptions{{Mode: s.sqlMode.mode, Charset: s.sqlMode.charset, ServerVersion: parser.ServerVersionOf(s.be.version)}}
+	return []parser.ScanOptions{{Mode: m.mode, Charset: m.charset, ServerVersion: parser.ServerVersionOf(be.version)}}
 }

@@ -77,7 +77,7 @@ func (s *session) serve(r request) error {
 // servePlanned is serve once r is planned: r runs as itself, not in a
 // combined batch.
 func (s *session) servePlanned(r request, pl plan) error {
-	mark := s.lockMark()
+	mark := s.txn.mark()
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		if err == nil {
@@ -114,7 +114,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	s.ex.shareOnEnd = mayWrite(r.an) && s.sharesWrites()
+	s.ex.shareOnEnd = mayWrite(r.an) && s.srv.sharesWrites()
 	s.ex.ddlWord = s.schemaDDL(r.an)
 	sent, err := s.sendPrimary(r, pl, step, mark)
 	s.ex.shareOnEnd, s.ex.ddlWord = false, false
@@ -179,7 +179,7 @@ func (s *session) replicaMay(r request) bool {
 func (s *session) notRun(mark int) {
 	s.ex.giveBack = giveBack{}
 	if s.txn.locks != nil {
-		s.releaseSince(mark)
+		s.txn.releaseSince(mark)
 	}
 }
 
