@@ -153,13 +153,13 @@ func nesting(text string, limit int, o parser.ScanOptions) (over bool, literal i
 // budgets. One the budgets cannot hold (a plan may weigh a hundred times
 // its text) is not kept: the statement is analysed again at each execute
 // (see pinPlan), which costs time instead of memory.
-func (s *session) keepPlan(st *stmt) {
-	st.db = s.db
+func (st *stmt) keepPlan(m *sessionMem, db string) {
+	st.db = db
 	if st.an == nil {
 		return
 	}
 	w := parser.Weight(st.an)
-	if !s.mem.take(w, sharePlans) {
+	if !m.take(w, sharePlans) {
 		st.an, st.unpinned = nil, true
 		return
 	}
@@ -186,9 +186,9 @@ func unpinPlan(st *stmt) {
 	}
 }
 
-// forgetStmt gives back what a statement held of the memory budgets.
-func (s *session) forgetStmt(st *stmt) {
-	s.mem.give(st.planCost + st.longCost + st.textCost)
+// uncharge gives back what a statement held of the memory budgets.
+func (st *stmt) uncharge(m *sessionMem) {
+	m.give(st.planCost + st.longCost + st.textCost)
 	st.planCost, st.longCost, st.textCost = 0, 0, 0
 }
 
@@ -196,7 +196,7 @@ func (s *session) forgetStmt(st *stmt) {
 // backend dropped them).
 func (s *session) forgetStmts() {
 	for _, st := range s.prep.stmts {
-		s.forgetStmt(st)
+		st.uncharge(s.mem)
 	}
 	clear(s.prep.stmts)
 	s.prep.lastPrepared = 0
@@ -206,7 +206,7 @@ func (s *session) forgetStmts() {
 // for a parameter the statement has, up to maxLongKey bytes per parameter
 // and within the memory budgets. A chunk that does not fit dooms the next
 // execute (see admitExecute): its keys could not be derived.
-func (s *session) keepLongData(st *stmt, p []byte) {
+func (st *stmt) keepLongData(m *sessionMem, p []byte) {
 	if st.an == nil && !st.unpinned || len(p) < 7 {
 		return
 	}
@@ -227,12 +227,12 @@ func (s *session) keepLongData(st *stmt, p []byte) {
 		}
 		st.longCut[param] = true
 		kept := int64(len(st.long[param]))
-		s.mem.give(kept)
+		m.give(kept)
 		st.longCost -= kept
 		delete(st.long, param)
 		return
 	}
-	if !s.mem.take(int64(len(chunk)), shareAll) {
+	if !m.take(int64(len(chunk)), shareAll) {
 		st.longLost = true
 		return
 	}
@@ -268,8 +268,8 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 }
 
 // resetLongData forgets the long data of st (COM_STMT_RESET).
-func (s *session) resetLongData(st *stmt) {
-	s.mem.give(st.longCost)
+func (st *stmt) resetLongData(m *sessionMem) {
+	m.give(st.longCost)
 	st.long, st.longCut, st.longSent, st.longLost, st.longCost = nil, nil, false, false, 0
 }
 
@@ -279,7 +279,7 @@ func (s *session) resetLongData(st *stmt) {
 // when the statement's earlier executes went to a replica, the primary
 // was never given any, and MariaDB 10.11 then crashes converting the
 // parameters. Such a packet gets the remembered types bound.
-func (s *session) bindOnPrimary(st *stmt, p []byte) ([]byte, error) {
+func (st *stmt) bindOnPrimary(p []byte) ([]byte, error) {
 	if st.numParams == 0 {
 		return p, nil
 	}

@@ -33,7 +33,7 @@ const (
 // where lockproxy cannot key every row or the rule would have a single
 // execute rewritten, fenced or run as a current read (bulkPlan).
 func (s *session) bulkExecute(p []byte) error {
-	st, ok := s.lookupStmt(p)
+	st, ok := s.prep.lookup(p)
 	if !ok {
 		return s.unknownStmt(p, "mysqld_stmt_bulk_execute")
 	}
@@ -195,7 +195,7 @@ func bulkRow(rows []byte, pos, n int, types []byte) ([]any, int, error) {
 // bulkOnPrimary addresses a bulk execute to the primary's copy of st,
 // binding the parameter types in force when it sends none and that copy
 // was never given them.
-func (s *session) bulkOnPrimary(st *stmt, p []byte) []byte {
+func (st *stmt) bulkOnPrimary(p []byte) []byte {
 	flags := binary.LittleEndian.Uint16(p[5:])
 	switch {
 	case flags&bulkSendTypes != 0 || st.numParams == 0:

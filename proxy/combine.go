@@ -268,26 +268,26 @@ func planCombineRefusal(pl plan) string {
 	return ""
 }
 
-// noteCombineHazard turns combining off for the session after a statement
+// noteHazard turns combining off for the session after a statement
 // that may make its UPDATEs differ from the same text on another
 // connection: LOCK TABLES (the leader would wait on the member's table
 // locks), a temporary table that may shadow the rule's table, stored code
 // or text lockproxy cannot see (which may make one).
-func (s *session) noteCombineHazard(an *parser.Analysis) {
-	if s.comb.off || an == nil || !s.srv.ruleSet().Combines() {
+// rs is the rules in force and db the session's database.
+func (c *combineState) noteHazard(an *parser.Analysis, rs *rules.RuleSet, db string) {
+	if c.off || an == nil || !rs.Combines() {
 		return
 	}
 	if an.Unparsed {
-		s.comb.off = true
+		c.off = true
 		return
 	}
-	rs := s.srv.ruleSet()
 	for _, f := range an.Stmts {
 		switch {
 		case f.Kind == parser.KindLockTables, f.Kind == parser.KindCall, f.Kind == parser.KindExecute,
 			f.Kind == parser.KindDDL && strings.Contains(strings.ToLower(f.Text), "temporary"),
-			rs.MayCreateTemporary(f, s.db):
-			s.comb.off = true
+			rs.MayCreateTemporary(f, db):
+			c.off = true
 			return
 		}
 	}
@@ -315,7 +315,7 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 		}
 		batch = t.lead
 		if t.lease != nil {
-			handed = s.adopt(t.lease)
+			handed = s.txn.adopt(t.lease)
 		}
 	}
 	passed := false
@@ -347,7 +347,7 @@ func (s *session) passCombined(cand combineCandidate, committed bool) {
 		held = s.txn.locks.Detach()
 	}
 	srv := s.srv
-	batch, parked := srv.combine.takeOrPark(cand.row, s.combineMax(cand.rule), held, srv.releaseRowLocks)
+	batch, parked := srv.combine.takeOrPark(cand.row, srv.combineMax(cand.rule), held, srv.releaseRowLocks)
 	if parked {
 		return
 	}
@@ -365,10 +365,10 @@ func (s *session) passCombined(cand combineCandidate, committed bool) {
 
 // adopt takes lease, the row's lease handed over to the session's owner,
 // into its lock set; false (the lease given back) if it cannot.
-func (s *session) adopt(lease *lockmgr.Lease) bool {
-	if err := s.txn.locks.Adopt(lease); err != nil {
-		s.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
-		ctx, cancel := releaseCtxFor(s.txn.locks)
+func (t *txnLocks) adopt(lease *lockmgr.Lease) bool {
+	if err := t.locks.Adopt(lease); err != nil {
+		t.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
+		ctx, cancel := releaseCtxFor(t.locks)
 		_ = lease.Release(ctx)
 		cancel()
 		return false
@@ -382,7 +382,7 @@ func (s *session) adopt(lease *lockmgr.Lease) bool {
 func (s *session) adoptRowLease(cand combineCandidate, parked *lockmgr.Set) bool {
 	if s.txn.locks != nil && s.txn.locks.Len() == 0 {
 		if lease, ok := parked.HandOver(cand.row, s.txn.locks.Owner()); ok {
-			return s.adopt(lease)
+			return s.txn.adopt(lease)
 		}
 	}
 	s.srv.releaseRowLocks(parked)
@@ -402,8 +402,8 @@ func (srv *Server) releaseRowLocks(held *lockmgr.Set) {
 }
 
 // combineMax is the rule's max_batch as the rules in force say.
-func (s *session) combineMax(rule *rules.Rule) int {
-	if cur := s.srv.ruleSet().Rule(rule.Name); cur != nil && cur.Combine != nil {
+func (s *Server) combineMax(rule *rules.Rule) int {
+	if cur := s.ruleSet().Rule(rule.Name); cur != nil && cur.Combine != nil {
 		return cur.Combine.MaxBatch
 	}
 	if rule.Combine != nil {

@@ -59,7 +59,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	}
 	p, affected := s.combinedOK(res)
 	s.ex.lastOK, s.rwr.lastAffected = true, affected
-	s.oweRowCount(affected)
+	s.be.oweRowCount(affected)
 	s.afterCommand()
 	return s.writeReply(p)
 }
@@ -71,15 +71,15 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 // in the same flight (backendConn.pre), so whatever reads them — the
 // statement itself, a stored function, a view, a trigger — sees what it
 // would have seen, without a round trip of its own.
-func (s *session) oweRowCount(n uint64) {
-	if s.be == nil {
+func (b *backendConn) oweRowCount(n uint64) {
+	if b == nil {
 		return
 	}
 	q := settleZero
 	if n == 1 {
 		q = settleOne
 	}
-	s.be.pre = append([]byte{mysql.COM_QUERY}, q...)
+	b.pre = append([]byte{mysql.COM_QUERY}, q...)
 }
 
 // combinedOK is the OK MariaDB answers a single-row UPDATE that matched

@@ -115,7 +115,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	}
 	row, marked, err := beginCombined(b, cand.c.Select, mark)
 	if err != nil {
-		return s.abandonBatch(err)
+		return abandonBatch(s.be, err)
 	}
 	if marked != nil {
 		s.markerRefused(mk, marked)
@@ -125,32 +125,32 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 		s.srv.combine.markUnfit(s.srv.ruleSet(), cand.rule.Name)
 		s.log.Info("combining is off for this rule: its column cannot be combined exactly",
 			zap.String("rule", cand.rule.Name), zap.String("reason", why))
-		return s.abandonBatch(fmt.Errorf("%w: %s", errBatchAbandoned, why))
+		return abandonBatch(s.be, fmt.Errorf("%w: %s", errBatchAbandoned, why))
 	}
-	bt.members = s.srv.combine.more(cand.row, bt.members, s.combineMax(cand.rule))
+	bt.members = s.srv.combine.more(cand.row, bt.members, s.srv.combineMax(cand.rule))
 	bt.results = make([]combineResult, len(bt.members))
 	run, ok := decideBatch(cand, bt.members, row, bt.results)
 	if !ok {
-		return s.abandonBatch(fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
+		return abandonBatch(s.be, fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
 	}
 	if s.txn.held() && (s.txn.locks.Err() != nil || !s.txn.locks.Valid()) {
-		return s.abandonBatch(fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
+		return abandonBatch(s.be, fmt.Errorf("%w: lease lost before COMMIT", errBatchAbandoned))
 	}
 	run.thread = b.threadID
 	bt.run = run
 	update := ""
 	if net := run.after - run.before; net != 0 {
 		if update, err = cand.c.Update(net); err != nil {
-			return s.abandonBatch(err)
+			return abandonBatch(s.be, err)
 		}
 	}
 	if err := s.srv.combine.atStage("before commit", b); err != nil {
-		return s.abandonBatch(err)
+		return abandonBatch(s.be, err)
 	}
 	if out, err := s.commitBatch(b, update); out != combineDone {
 		return out, err
 	}
-	gtid := s.batchGTID(b)
+	gtid := s.srv.batchGTID(b)
 	for i := range bt.results {
 		bt.results[i].outcome, bt.results[i].index, bt.results[i].gtid = combineDone, row.index, gtid
 	}
@@ -230,7 +230,7 @@ func (s *session) commitBatch(b *backendConn, update string) (combineOutcome, er
 	case committed != nil && !isMySQLErr(committed):
 		return combineUnknown, committed
 	case committed != nil:
-		return s.abandonBatch(committed)
+		return abandonBatch(s.be, committed)
 	case updated != nil:
 		return combineAlone, updated
 	}
@@ -258,8 +258,8 @@ func readOK(b *backendConn) error {
 
 // batchGTID is the batch's GTID when read-your-writes needs it ("" when
 // not, or when it cannot be read: members then read from the primary).
-func (s *session) batchGTID(b *backendConn) string {
-	if s.srv.loaded().router == nil || !s.srv.config().Backends.RYW() {
+func (s *Server) batchGTID(b *backendConn) string {
+	if s.loaded().router == nil || !s.config().Backends.RYW() {
 		return ""
 	}
 	v, err := b.queryValue("SELECT @@last_gtid")
@@ -271,8 +271,7 @@ func (s *session) batchGTID(b *backendConn) string {
 
 // abandonBatch rolls back a batch whose COMMIT was not sent: its
 // members run alone.
-func (s *session) abandonBatch(cause error) (combineOutcome, error) {
-	b := s.be
+func abandonBatch(b *backendConn, cause error) (combineOutcome, error) {
 	if !b.broken {
 		_ = b.nc.SetDeadline(time.Now().Add(rollbackTimeout))
 		if err := b.simpleCommand(append([]byte{mysql.COM_QUERY}, "ROLLBACK"...)); err != nil && !isMySQLErr(err) {

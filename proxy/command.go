@@ -65,8 +65,8 @@ func (s *session) commandLoop(drain context.Context) error {
 			// Draining: outside a transaction the session ends here.
 			return s.writeErrAt(1, errorf(errShutdown, "server shutdown in progress"))
 		}
-		s.beginCommand(p[0])
-		s.ex.trackText = s.namesTracking(p)
+		s.route.beginCommand(p[0])
+		s.ex.trackText = s.prep.namesTracking(p)
 		err = s.dispatchLent(p)
 		s.shrinkBuffers()
 		if err != nil {
@@ -159,8 +159,8 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_FETCH:
 		return s.stmtCommand(p, relayFetch)
 	case mysql.COM_STMT_RESET:
-		if st, ok := s.lookupStmt(p); ok {
-			s.resetLongData(st)
+		if st, ok := s.prep.lookup(p); ok {
+			st.resetLongData(s.mem)
 			st.execID = 0 // no cursor to fetch from until the next execute
 		}
 		return s.stmtCommand(p, relaySingle)
@@ -196,7 +196,7 @@ func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) er
 	s.ex.src = b
 	if err := b.writeCommand(p); err != nil {
 		if kind != relayNone {
-			s.relayRefusal(b)
+			s.cw.relayRefusal(b)
 		}
 		return err
 	}
@@ -211,7 +211,7 @@ func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) er
 // MariaDB answers a statement over its max_allowed_packet with 1153 and
 // closes, and the client reads that answer, as directly, before its
 // connection closes (see backendFailed).
-func (s *session) relayRefusal(b *backendConn) {
+func (w *packetWriter) relayRefusal(b *backendConn) {
 	if err := b.nc.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
 		return
 	}
@@ -219,8 +219,8 @@ func (s *session) relayRefusal(b *backendConn) {
 	if err != nil || len(p) == 0 || p[0] != mysql.ERR_HEADER {
 		return
 	}
-	if s.cw.writePhysical(seq, p) == nil {
-		_ = s.cw.flush()
+	if w.writePhysical(seq, p) == nil {
+		_ = w.flush()
 	}
 }
 
@@ -317,7 +317,7 @@ func (s *session) query(p []byte) error {
 // is cut to be served piece by piece (see querySplit); 0 for a text served
 // whole.
 func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
-	if an == nil || an.SplitAt == 0 || s.ex.splitPieces >= maxSplitPieces || !s.guardsMentioned(an.SQL) {
+	if an == nil || an.SplitAt == 0 || s.ex.splitPieces >= maxSplitPieces || !s.srv.guardsMentioned(an.SQL) {
 		return 0
 	}
 	if params != nil {
@@ -329,12 +329,12 @@ func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
 // namesTracking reports whether a command's text names session_track: a
 // COM_QUERY's, or the prepared statement's a COM_STMT_EXECUTE runs (the
 // last prepared for MariaDB's direct execute is not looked up).
-func (s *session) namesTracking(p []byte) bool {
+func (t *stmtTable) namesTracking(p []byte) bool {
 	switch {
 	case p[0] == mysql.COM_QUERY:
 		return mentionsTracking(p[1:])
 	case p[0] == mysql.COM_STMT_EXECUTE && len(p) >= 5:
-		st := s.prep.stmts[binary.LittleEndian.Uint32(p[1:])]
+		st := t.stmts[binary.LittleEndian.Uint32(p[1:])]
 		return st != nil && mentionsTracking(st.query)
 	}
 	return false

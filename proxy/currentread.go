@@ -89,11 +89,11 @@ func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error
 
 // closeCurrentRead closes st's current-read twin on the primary, if it
 // has one (COM_STMT_CLOSE has no answer).
-func (s *session) closeCurrentRead(st *stmt) {
+func (st *stmt) closeCurrentRead(b *backendConn) {
 	if st.currentID == 0 {
 		return
 	}
-	_ = s.be.writeCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_CLOSE}, st.currentID))
+	_ = b.writeCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_CLOSE}, st.currentID))
 	st.currentID = 0
 }
 

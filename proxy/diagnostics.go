@@ -28,10 +28,10 @@ func keepsDiagnostics(cmd byte) bool {
 // area the client may read is the replica connection's (diagPrev); the
 // command, unless it keeps them, then owns the session's diagnostics
 // wherever it runs (onReplica marks a replica's).
-func (s *session) beginCommand(cmd byte) {
-	s.route.diagPrev = s.route.diagReplica
+func (r *routeState) beginCommand(cmd byte) {
+	r.diagPrev = r.diagReplica
 	if !keepsDiagnostics(cmd) {
-		s.route.diagReplica = false
+		r.diagReplica = false
 	}
 }
 
@@ -64,7 +64,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 	}
 	p := r.p
 	if r.st != nil {
-		if p, err = s.replicaExecute(rc, p, r.st); err != nil {
+		if p, err = s.route.replicaExecute(rc, p, r.st); err != nil {
 			return true, s.diagnosticsLost(err)
 		}
 	}

@@ -25,12 +25,12 @@ type fenceStep struct {
 // fenceFor is the fence a single-row UPDATE of a table whose rule names a
 // fence column gets when the session holds that row's lock: the column, the
 // lock's token and the row; token 0 when none applies.
-func (s *session) fenceFor(pl plan) fenceStep {
+func (tl *txnLocks) fenceFor(pl plan) fenceStep {
 	t := pl.fence
-	if t.rule == nil || len(t.keys) != 1 || s.txn.locks == nil {
+	if t.rule == nil || len(t.keys) != 1 || tl.locks == nil {
 		return fenceStep{}
 	}
-	token := s.txn.locks.Fence(t.keys[0].Name)
+	token := tl.locks.Fence(t.keys[0].Name)
 	if token == 0 {
 		return fenceStep{}
 	}
@@ -44,7 +44,7 @@ func (s *session) planFence(pl plan, params []any, step rewriteStep) (fenceStep,
 	if step.sql != "" {
 		return step.fenced, step.fenced.update != ""
 	}
-	fs := s.fenceFor(pl)
+	fs := s.txn.fenceFor(pl)
 	if fs.token == 0 || len(pl.an.Stmts) != 1 {
 		return fenceStep{}, false
 	}
@@ -89,7 +89,7 @@ func (s *session) runFenced(fs fenceStep) error {
 // writeReply answers the current command with one packet from a backend.
 func (s *session) writeReply(p []byte) error {
 	if len(p) > 0 && p[0] == mysql.OK_HEADER {
-		p = s.withMore(p, true)
+		p = s.ex.withMore(p, true)
 	}
 	if _, err := s.cw.writePacket(1, p); err != nil {
 		return err

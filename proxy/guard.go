@@ -266,8 +266,8 @@ type giveBack struct {
 
 // armGiveBack prepares afterCommand for the statement of guard g, whose
 // locks were taken after mark.
-func (s *session) armGiveBack(g guard, mark int) {
-	s.ex.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
+func (x *exchange) armGiveBack(g guard, mark int) {
+	x.giveBack = giveBack{armed: true, mark: mark, ends: g.ends && len(g.keys) == 0, halfRuns: g.halfRuns}
 }
 
 // txnLocks is what a session holds in the lock service for its current

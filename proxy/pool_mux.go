@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Multiplexing (backends.pool.multiplex). A session that multiplexes
@@ -184,7 +185,7 @@ func (s *session) borrow() error {
 // session to it.
 func (s *session) giveBackIfFree() {
 	be := s.be
-	if be == nil || be.broken || s.statusPins()|s.mux.pins != 0 || len(be.pre) > 0 {
+	if be == nil || be.broken || statusPins(s.status)|s.mux.pins != 0 || len(be.pre) > 0 {
 		return
 	}
 	if s.db == "" && be.key.db != "" {
@@ -206,12 +207,12 @@ func (s *session) giveBackIfFree() {
 }
 
 // statusPins are the reasons the server's last status gives.
-func (s *session) statusPins() pinReason {
+func statusPins(status uint16) pinReason {
 	var r pinReason
-	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {
+	if status&mysql.SERVER_STATUS_IN_TRANS != 0 {
 		r |= pinTransaction
 	}
-	if s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 {
+	if status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 {
 		r |= pinAutocommitOff
 	}
 	return r
@@ -220,29 +221,35 @@ func (s *session) statusPins() pinReason {
 // showPins brings lockproxy_sessions_pinned up to date with the
 // session's reasons.
 func (s *session) showPins() {
-	now := s.mux.pins
+	var status pinReason
 	if s.mux.on && s.be != nil {
-		now |= s.statusPins()
+		status = statusPins(s.status)
 	}
-	if now == s.mux.shown {
+	s.mux.show(s.srv.pool.bounds.m.pinned, status)
+}
+
+// show brings the gauge g (lockproxy_sessions_pinned) up to date with
+// the reasons: the session's and those of the server's status.
+func (m *muxState) show(g *prometheus.GaugeVec, status pinReason) {
+	now := m.pins | status
+	if now == m.shown {
 		return
 	}
-	g := s.srv.pool.bounds.m.pinned
 	for _, r := range pinReasons {
 		switch {
-		case now&r.bit != 0 && s.mux.shown&r.bit == 0:
+		case now&r.bit != 0 && m.shown&r.bit == 0:
 			g.WithLabelValues(r.name).Inc()
-		case now&r.bit == 0 && s.mux.shown&r.bit != 0:
+		case now&r.bit == 0 && m.shown&r.bit != 0:
 			g.WithLabelValues(r.name).Dec()
 		}
 	}
-	s.mux.shown = now
+	m.shown = now
 }
 
-// endMultiplex takes the ending session out of lockproxy_sessions_pinned.
-func (s *session) endMultiplex() {
-	s.mux.pins, s.mux.on = 0, false
-	s.showPins()
+// end takes the ending session out of lockproxy_sessions_pinned (g).
+func (m *muxState) end(g *prometheus.GaugeVec) {
+	m.pins, m.on = 0, false
+	m.show(g, 0)
 }
 
 // pinFor pins the session for what statement r will leave on its
@@ -265,18 +272,24 @@ func (s *session) pinFor(r request) error {
 			an = nil
 		}
 	}
-	fresh := s.mux.fresh
-	s.mux.fresh = false
+	return s.mux.pinFor(an)
+}
+
+// pinFor pins for what the command analysed as an (nil: not analysed)
+// leaves on its connection; see session.pinFor.
+func (m *muxState) pinFor(an *parser.Analysis) error {
+	fresh := m.fresh
+	m.fresh = false
 	if an == nil || an.Unparsed || an.Uncertain != "" || len(an.Stmts) == 0 {
 		if an != nil && an.Unparsed && parser.ShowDiagnostics(an.SQL, an.Mode) {
-			s.mux.readsDiagnostics = true
+			m.readsDiagnostics = true
 			return nil
 		}
-		s.mux.cmdPins |= pinUnknown
+		m.cmdPins |= pinUnknown
 		if an != nil {
-			s.mux.cmdPins = lexicalPins(an.SQL)
+			m.cmdPins = lexicalPins(an.SQL)
 		}
-		s.mux.pins |= s.mux.cmdPins
+		m.pins |= m.cmdPins
 		return nil
 	}
 	first := an.Stmts[0]
@@ -284,14 +297,14 @@ func (s *session) pinFor(r request) error {
 		return errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text",
 			map[bool]string{true: "FOUND_ROWS()", false: "ROW_COUNT()"}[first.Effects.FoundRows])
 	}
-	s.mux.readsDiagnostics = diagnosticsOnly(an)
+	m.readsDiagnostics = diagnosticsOnly(an)
 	for _, f := range an.Stmts {
-		s.mux.cmdPins |= factPins(f)
+		m.cmdPins |= factPins(f)
 		if f.Kind == parser.KindUnlockTables {
-			s.mux.unlocks = true
+			m.unlocks = true
 		}
 	}
-	s.mux.pins |= s.mux.cmdPins
+	m.pins |= m.cmdPins
 	return nil
 }
 
@@ -361,49 +374,49 @@ func onlyAutocommit(vars []string) bool {
 // noteLent reads, in an OK or EOF of the lent connection's response,
 // what pins the session or makes the connection need a reset: an insert
 // id, warnings, and the session state the server reports changed.
-func (s *session) noteLent(p []byte, ok bool) {
-	if !s.mux.on || s.ex.src != s.be || len(p) < 5 {
+func (m *muxState) noteLent(p []byte, ok bool) {
+	if !m.on || len(p) < 5 {
 		return
 	}
 	if resultWarnings(p, ok) > 0 {
-		s.mux.warned = true
+		m.warned = true
 	}
 	if !ok {
 		if binary.LittleEndian.Uint16(p[3:])&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
-			s.mux.changed = true
-			s.pinUnexplained() // a change with no report of what
+			m.changed = true
+			m.pinUnexplained() // a change with no report of what
 		}
 		return
 	}
 	if _, at, _, err := readLenEncInt(p, 1); err == nil {
 		if id, _, _, err := readLenEncInt(p, at); err == nil && id != 0 {
-			s.mux.pins |= pinLastInsertID
+			m.pins |= pinLastInsertID
 		}
 	}
 	at, _, state, good := okParts(p)
 	if !good {
-		s.mux.changed = true
-		s.mux.pins |= pinUnknown
+		m.changed = true
+		m.pins |= pinUnknown
 		return
 	}
 	if binary.LittleEndian.Uint16(p[at:])&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
 		return
 	}
-	s.mux.changed = true
+	m.changed = true
 	switch r := reportPins(state); r {
 	case pinUnknown:
-		s.pinUnexplained()
+		m.pinUnexplained()
 	default:
-		s.mux.pins |= r
+		m.pins |= r
 	}
 }
 
 // pinUnexplained pins the session for a change of its state the server
 // reported without naming it, unless the command's own statements name a
 // reason that lasts (a user variable, a temporary table ...).
-func (s *session) pinUnexplained() {
-	if s.mux.cmdPins&^(pinLockTables|pinDiagnostics) == 0 {
-		s.mux.pins |= pinUnknown
+func (m *muxState) pinUnexplained() {
+	if m.cmdPins&^(pinLockTables|pinDiagnostics) == 0 {
+		m.pins |= pinUnknown
 	}
 }
 

@@ -71,7 +71,7 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 			p = s.tracked(p, ok)
 			// The relay reads the backend's own status from p; the
 			// client's copy says more results follow.
-			out = s.withMore(p, ok)
+			out = s.ex.withMore(p, ok)
 		}
 	}
 	if s.ex.inRows && s.ex.processlist != nil && !big {

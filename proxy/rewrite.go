@@ -77,7 +77,7 @@ func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
 	if step, ok := s.rewriteStepFor(pl, params, binary); ok {
 		return step
 	}
-	s.forgetOthers(pl)
+	s.rwr.forgetOthers(pl)
 	return rewriteStep{}
 }
 
@@ -103,9 +103,9 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 	case f.Kind != parser.KindUpdate:
 		return rewriteStep{}, false
 	}
-	s.ex.rw = s.planUpdate(f, r, keys, params, s.fenceFor(pl))
+	s.ex.rw = s.planUpdate(f, r, keys, params, s.txn.fenceFor(pl))
 	if s.ex.rw.key == "" { // several rows: none of them is paired
-		s.forgetOthers(pl)
+		s.rwr.forgetOthers(pl)
 	}
 	return s.ex.rw, true
 }
@@ -156,9 +156,9 @@ func absoluteWrite(f *parser.Facts, column string) bool {
 // cannot read. The application may now believe other values than the
 // ones remembered, and a rewrite from those would write the wrong
 // difference; its next absolute write is unpaired instead.
-func (s *session) forgetOthers(pl plan) {
+func (r *rewriterState) forgetOthers(pl plan) {
 	if pl.rewriteRows {
-		clear(s.rwr.beliefs)
+		clear(r.beliefs)
 	}
 }
 

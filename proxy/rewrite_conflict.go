@@ -70,7 +70,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 	s.status = b.status
 	switch {
 	case err == errNoRow || err == nil && string(v) == "1":
-		s.oweRowCount(s.rwr.lastAffected) // the check, not the UPDATE, ran last
+		s.be.oweRowCount(s.rwr.lastAffected) // the check, not the UPDATE, ran last
 		return s.writeReply(reply)
 	case isMySQLErr(err):
 		// The row could not be read back (a lock wait, a deadlock): the
@@ -87,7 +87,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 		zap.String("guard", step.guard), zap.Bool("zero_rows", step.zero),
 		zap.Uint32("session", s.id), zap.String("user", s.user))
 	if step.zero {
-		s.oweRowCount(s.rwr.lastAffected)
+		s.be.oweRowCount(s.rwr.lastAffected)
 		return s.writeReply(reply)
 	}
 	return s.loseRace(step)

@@ -107,7 +107,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		return false, nil
 	}
 	if st != nil {
-		if p, err = s.replicaExecute(rc, p, st); err != nil {
+		if p, err = s.route.replicaExecute(rc, p, st); err != nil {
 			s.replicaBroken(addr, err)
 			return false, nil
 		}
@@ -280,23 +280,23 @@ func (s *session) replicaConn(addr string) (*backendConn, error) {
 // replicaExecute prepares st on the replica connection if needed and
 // returns the execute packet addressed to it, with parameter types bound
 // when the replica's statement has never been given them.
-func (s *session) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte, error) {
-	id, ok := s.route.replica.stmts[st.id]
+func (r *routeState) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte, error) {
+	id, ok := r.replica.stmts[st.id]
 	if !ok {
 		var err error
 		if id, err = rc.prepare(st.query); err != nil {
 			return nil, err
 		}
-		s.route.replica.stmts[st.id] = id
+		r.replica.stmts[st.id] = id
 	}
 	out := append([]byte(nil), p...)
 	binary.LittleEndian.PutUint32(out[1:], id)
-	if st.numParams > 0 && !s.route.replica.typed[st.id] {
+	if st.numParams > 0 && !r.replica.typed[st.id] {
 		var err error
 		if out, err = withParamTypes(out, st.numParams, st.paramTypes); err != nil {
 			return nil, err
 		}
-		s.route.replica.typed[st.id] = true
+		r.replica.typed[st.id] = true
 	}
 	return out, nil
 }

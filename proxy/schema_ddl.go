@@ -12,8 +12,8 @@ import (
 // schemaDDL reports whether an holds DDL after which the schema is read
 // again (see track and refreshSchemaAfter), which the other instances
 // sharing the lock service are then told of.
-func (s *session) schemaDDL(an *parser.Analysis) bool {
-	if an == nil || !readsSchema(s.srv.config()) {
+func (s *Server) schemaDDL(an *parser.Analysis) bool {
+	if an == nil || !readsSchema(s.config()) {
 		return false
 	}
 	for _, f := range an.Stmts {

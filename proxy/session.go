@@ -142,7 +142,7 @@ func (s *session) cleanup() {
 	}()
 	s.pub.watched.Store(nil)
 	s.txn.await()
-	s.endMultiplex()
+	s.mux.end(s.srv.pool.bounds.m.pinned)
 	if s.be != nil {
 		// The pool's reset rolls back any open transaction before the
 		// locks go: release only after the backend has forgotten it.

@@ -344,7 +344,9 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	if s.ex.src == nil || !s.ex.src.key.track {
 		return p
 	}
-	s.noteLent(p, ok)
+	if s.ex.src == s.be {
+		s.mux.noteLent(p, ok)
+	}
 	s.ex.lastReport = 0 // a result ended: what its report names, if anything
 	if !ok {
 		if len(p) < 5 {
@@ -460,8 +462,8 @@ func (s *session) statusOut() uint16 {
 // withMore returns the OK (ok) or EOF packet p as the client must get it
 // while more pieces of a split text follow: with SERVER_MORE_RESULTS_EXISTS
 // set (in the session's buffer, valid until the next call). Otherwise p.
-func (s *session) withMore(p []byte, ok bool) []byte {
-	if !s.ex.moreFollows {
+func (x *exchange) withMore(p []byte, ok bool) []byte {
+	if !x.moreFollows {
 		return p
 	}
 	at := 3
@@ -473,15 +475,15 @@ func (s *session) withMore(p []byte, ok bool) []byte {
 	if at+2 > len(p) {
 		return p
 	}
-	s.ex.moreBuf = append(s.ex.moreBuf[:0], p...)
-	st := binary.LittleEndian.Uint16(s.ex.moreBuf[at:])
-	binary.LittleEndian.PutUint16(s.ex.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
-	return s.ex.moreBuf
+	x.moreBuf = append(x.moreBuf[:0], p...)
+	st := binary.LittleEndian.Uint16(x.moreBuf[at:])
+	binary.LittleEndian.PutUint16(x.moreBuf[at:], st|mysql.SERVER_MORE_RESULTS_EXISTS)
+	return x.moreBuf
 }
 
 // guardsMentioned reports whether text names a table a rule guards (or
 // rewrites), so that reading it with certainty matters.
-func (s *session) guardsMentioned(text string) bool {
-	rs := s.srv.ruleSet()
+func (s *Server) guardsMentioned(text string) bool {
+	rs := s.ruleSet()
 	return rs.Mentions(text) != nil || rs.MentionsRejectingUnpaired(text) != nil
 }

@@ -67,7 +67,7 @@ func (s *session) serve(r request) error {
 	if r.an != nil {
 		s.pub.current.Store(r.text())
 	}
-	s.noteCombineHazard(r.an)
+	s.comb.noteHazard(r.an, s.srv.ruleSet(), s.db)
 	if cand, ok := s.combinable(r, pl); ok {
 		return s.serveCombined(r, pl, cand)
 	}
@@ -101,7 +101,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
 		return err
 	}
-	if s.replicaMay(r) && s.replicaEligible(pl) {
+	if r.replicaMay() && s.replicaEligible(pl) {
 		if served, err := s.onReplica(r.p, r.st); served || err != nil {
 			if err == nil {
 				s.finishRewrite(step)
@@ -115,7 +115,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 		s.srv.metrics.primaryQuery.Inc()
 	}
 	s.ex.shareOnEnd = mayWrite(r.an) && s.srv.sharesWrites()
-	s.ex.ddlWord = s.schemaDDL(r.an)
+	s.ex.ddlWord = s.srv.schemaDDL(r.an)
 	sent, err := s.sendPrimary(r, pl, step, mark)
 	s.ex.shareOnEnd, s.ex.ddlWord = false, false
 	if !sent || err != nil {
@@ -163,14 +163,14 @@ func (s *session) serveRewrite(r request, pl plan) rewriteStep {
 	if !r.longSent {
 		return s.planRewrite(pl, r.stepParams(), r.execute())
 	}
-	s.forgetOthers(pl)
+	s.rwr.forgetOthers(pl)
 	return s.longDataStep(pl)
 }
 
 // replicaMay reports whether r's form lets a replica serve it: an execute
 // with long data has its values on the primary only, and one that opens a
 // cursor reads its rows later, from the connection that ran it.
-func (s *session) replicaMay(r request) bool {
+func (r request) replicaMay() bool {
 	return !r.execute() || !r.bulk && !r.longSent && r.p[5]&cursorTypeBits == 0
 }
 
@@ -187,7 +187,7 @@ func (s *session) notRun(mark int) {
 // long data the primary holds for an execute (see dropLongData).
 func (s *session) unsent(r request) error {
 	if r.longSent {
-		return s.dropLongData(r.st)
+		return s.be.dropLongData(r.st)
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 		// guarded text form stands in for a prepared execution too.
 		return true, s.runRewritten(step)
 	}
-	s.armGiveBack(pl.guard, mark)
+	s.ex.armGiveBack(pl.guard, mark)
 	switch {
 	case len(pl.currentRead) > 0 && !r.execute():
 		text, ok := currentReadText(pl, r.sql, r.params != nil)
@@ -223,11 +223,11 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 	case !r.execute():
 		return true, s.forwardReleasing(r.p, false)
 	case r.bulk:
-		p := s.bulkOnPrimary(r.st, r.p)
+		p := r.st.bulkOnPrimary(r.p)
 		r.st.execID = r.st.backendID
 		return true, s.forwardReleasing(p, true)
 	}
-	p, refused := s.bindOnPrimary(r.st, r.p)
+	p, refused := r.st.bindOnPrimary(r.p)
 	if refused != nil {
 		return false, s.writeErrAt(1, refused)
 	}

@@ -80,15 +80,15 @@ const maxLongKey = 64 << 10
 // execute together, before it knows the id).
 const lastStmtID = 0xFFFFFFFF
 
-func (s *session) lookupStmt(p []byte) (*stmt, bool) {
+func (t *stmtTable) lookup(p []byte) (*stmt, bool) {
 	if len(p) < 5 {
 		return nil, false
 	}
 	id := binary.LittleEndian.Uint32(p[1:])
 	if id == lastStmtID {
-		id = s.prep.lastPrepared
+		id = t.lastPrepared
 	}
-	st, ok := s.prep.stmts[id]
+	st, ok := t.stmts[id]
 	return st, ok
 }
 
@@ -145,7 +145,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 			return clientIOError{err}
 		}
 		s.ex.lastOK = false
-		return s.flushClient()
+		return s.cw.flushClient()
 	}
 	s.ex.raised = binary.LittleEndian.Uint16(p[10:]) > 0
 	s.prep.nextID++
@@ -174,15 +174,15 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		}
 	}
 	st.an = s.analyze([]byte(query))
-	s.keepPlan(st)
+	st.keepPlan(s.mem, s.db)
 	s.prep.stmts[st.id] = st
 	s.prep.lastPrepared = st.id
 	s.ex.lastOK = true
-	return s.flushClient()
+	return s.cw.flushClient()
 }
 
-func (s *session) flushClient() error {
-	if err := s.cw.flush(); err != nil {
+func (w *packetWriter) flushClient() error {
+	if err := w.flush(); err != nil {
 		return clientIOError{err}
 	}
 	return nil
@@ -192,7 +192,7 @@ func (s *session) flushClient() error {
 // when the client binds them, decode the values (and long data) the locks
 // are keyed from, and serve it.
 func (s *session) execute(p []byte) error {
-	st, ok := s.lookupStmt(p)
+	st, ok := s.prep.lookup(p)
 	if !ok {
 		return s.unknownStmt(p, "mysqld_stmt_execute")
 	}
@@ -240,7 +240,7 @@ func (s *session) execute(p []byte) error {
 // long data the backend holds for it (see dropLongData).
 func (s *session) notExecuted(st *stmt, longSent bool, e error) error {
 	if longSent {
-		if err := s.dropLongData(st); err != nil {
+		if err := s.be.dropLongData(st); err != nil {
 			return err
 		}
 	}
@@ -251,10 +251,10 @@ func (s *session) notExecuted(st *stmt, longSent bool, e error) error {
 // sent: the server keeps long data until an execute, and would otherwise
 // bind it to the next one, whose keys lockproxy derives from that
 // execute's own packet.
-func (s *session) dropLongData(st *stmt) error {
-	err := s.be.simpleCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID))
+func (b *backendConn) dropLongData(st *stmt) error {
+	err := b.simpleCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID))
 	if err != nil && !isMySQLErr(err) {
-		s.be.broken = true
+		b.broken = true
 		return err // the session ends: its statement state is not known
 	}
 	return nil
@@ -263,9 +263,9 @@ func (s *session) dropLongData(st *stmt) error {
 // longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
 // (see keepLongData) and forwards it.
 func (s *session) longData(p []byte) error {
-	if st, ok := s.lookupStmt(p); ok {
+	if st, ok := s.prep.lookup(p); ok {
 		st.longSent = true
-		s.keepLongData(st, p)
+		st.keepLongData(s.mem, p)
 	}
 	return s.stmtCommand(p, relayNone)
 }
@@ -289,7 +289,7 @@ func executeParamTypes(p []byte, numParams int) ([]byte, bool) {
 
 // stmtCommand forwards a statement command that names a statement id.
 func (s *session) stmtCommand(p []byte, kind relayKind) error {
-	st, ok := s.lookupStmt(p)
+	st, ok := s.prep.lookup(p)
 	if ok && st.local {
 		if kind == relayNone {
 			return nil
@@ -312,7 +312,7 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 
 // closeStmt forwards COM_STMT_CLOSE (which has no response) and forgets it.
 func (s *session) closeStmt(p []byte) error {
-	st, ok := s.lookupStmt(p)
+	st, ok := s.prep.lookup(p)
 	if !ok {
 		return nil
 	}
@@ -320,11 +320,11 @@ func (s *session) closeStmt(p []byte) error {
 	if s.prep.lastPrepared == st.id {
 		s.prep.lastPrepared = 0
 	}
-	s.forgetStmt(st)
+	st.uncharge(s.mem)
 	if st.local {
 		return nil
 	}
-	s.closeCurrentRead(st)
+	st.closeCurrentRead(s.be)
 	if id, ok := s.route.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)
