@@ -192,14 +192,14 @@ func (st *stmt) uncharge(m *sessionMem) {
 	st.planCost, st.longCost, st.textCost = 0, 0, 0
 }
 
-// forgetStmts forgets every prepared statement of the session (the
+// forgetAll forgets every prepared statement of the session (the
 // backend dropped them).
-func (s *session) forgetStmts() {
-	for _, st := range s.prep.stmts {
-		st.uncharge(s.mem)
+func (t *stmtTable) forgetAll(m *sessionMem) {
+	for _, st := range t.stmts {
+		st.uncharge(m)
 	}
-	clear(s.prep.stmts)
-	s.prep.lastPrepared = 0
+	clear(t.stmts)
+	t.lastPrepared = 0
 }
 
 // keepLongData keeps a COM_STMT_SEND_LONG_DATA chunk for key derivation,

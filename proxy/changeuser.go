@@ -50,10 +50,10 @@ func (s *session) changeUser(p []byte) error {
 	s.pub.watched.Store(nil)
 	s.srv.pool.putSync(old)
 	s.releaseLocks()
-	s.forgetStmts()
+	s.prep.forgetAll(s.mem)
 	clear(s.rwr.beliefs)
 	s.rwr.dyn.reset()
-	s.dropReplica()
+	s.route.dropReplica(s.srv.pool)
 	s.db = db
 	if collation != 0 {
 		s.client.collation = collation
@@ -82,10 +82,10 @@ func (s *session) failedChangeUser() error {
 	}
 	s.status = s.be.status
 	s.releaseLocks() // after the rollback
-	s.forgetStmts()
+	s.prep.forgetAll(s.mem)
 	clear(s.rwr.beliefs)
 	s.rwr.dyn.reset()
-	s.dropReplica()
+	s.route.dropReplica(s.srv.pool)
 	s.sqlMode.stale = true
 	return err
 }

@@ -306,7 +306,7 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 	lead, parked := cb.join(cand.row, m)
 	handed := false
 	if parked != nil {
-		handed = s.adoptRowLease(cand, parked)
+		handed = s.txn.adoptRowLease(cand.row, parked, s.srv.releaseRowLocks)
 	}
 	if !lead {
 		t := <-m.turn
@@ -322,7 +322,7 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 	pass := func(committed bool) {
 		if !passed {
 			passed = true
-			s.passCombined(cand, committed)
+			s.srv.passCombined(cand, s.txn.detachCommitted(committed))
 		}
 	}
 	defer pass(false)
@@ -333,21 +333,16 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 	return s.leadBatch(r, pl, cand, batch, pass)
 }
 
-// passCombined ends the session's batch of cand's row and starts the next
-// one, if statements wait. After a batch that committed (committed) the
+// passCombined ends a session's batch of cand's row and starts the next
+// one, if statements wait. After a batch that committed, held is the
+// session's locks (txnLocks.detachCommitted; nil otherwise), and the
 // row's lock is given up: handed over to the next batch's leader when the
 // lock backend can and its bounds on local hand-offs allow (the row's
 // lease then stays with this instance from batch to batch, never held by
 // two batches: this one has committed), else released for the next
 // leader to take again.
-func (s *session) passCombined(cand combineCandidate, committed bool) {
-	var held *lockmgr.Set
-	if committed && s.txn.held() {
-		s.txn.await()
-		held = s.txn.locks.Detach()
-	}
-	srv := s.srv
-	batch, parked := srv.combine.takeOrPark(cand.row, srv.combineMax(cand.rule), held, srv.releaseRowLocks)
+func (s *Server) passCombined(cand combineCandidate, held *lockmgr.Set) {
+	batch, parked := s.combine.takeOrPark(cand.row, s.combineMax(cand.rule), held, s.releaseRowLocks)
 	if parked {
 		return
 	}
@@ -356,11 +351,22 @@ func (s *session) passCombined(cand combineCandidate, committed bool) {
 		lease, _ = held.HandOver(cand.row, batch[0].owner)
 	}
 	if held != nil && held.Len() > 0 {
-		srv.releaseRowLocks(held)
+		s.releaseRowLocks(held)
 	}
 	if len(batch) > 0 {
 		batch[0].turn <- combineTurn{lead: batch, lease: lease}
 	}
+}
+
+// detachCommitted takes the locks out of the set after a combined batch
+// that committed (committed), to be handed on or released with the row;
+// nil when there are none or the batch did not commit.
+func (t *txnLocks) detachCommitted(committed bool) *lockmgr.Set {
+	if !committed || !t.held() {
+		return nil
+	}
+	t.await()
+	return t.locks.Detach()
 }
 
 // adopt takes lease, the row's lease handed over to the session's owner,
@@ -379,24 +385,24 @@ func (t *txnLocks) adopt(lease *lockmgr.Lease) bool {
 // adoptRowLease takes the row's parked lease over for the session's
 // batch; when it cannot be handed over (the hand-off bounds), it is
 // released and the batch takes the row's lock as usual.
-func (s *session) adoptRowLease(cand combineCandidate, parked *lockmgr.Set) bool {
-	if s.txn.locks != nil && s.txn.locks.Len() == 0 {
-		if lease, ok := parked.HandOver(cand.row, s.txn.locks.Owner()); ok {
-			return s.txn.adopt(lease)
+func (t *txnLocks) adoptRowLease(row string, parked *lockmgr.Set, release func(*lockmgr.Set)) bool {
+	if t.locks != nil && t.locks.Len() == 0 {
+		if lease, ok := parked.HandOver(row, t.locks.Owner()); ok {
+			return t.adopt(lease)
 		}
 	}
-	s.srv.releaseRowLocks(parked)
+	release(parked)
 	return false
 }
 
 // releaseRowLocks releases held, a batch's locks no session holds any
 // more, in the background (as releaseBehind).
-func (srv *Server) releaseRowLocks(held *lockmgr.Set) {
-	srv.releasers.run(func() {
+func (s *Server) releaseRowLocks(held *lockmgr.Set) {
+	s.releasers.run(func() {
 		ctx, cancel := releaseCtxFor(held)
 		defer cancel()
 		if err := held.Release(ctx); err != nil {
-			srv.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+			s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 		}
 	})
 }

@@ -57,7 +57,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	} else {
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
 	}
-	p, affected := s.combinedOK(res)
+	p, affected := combinedOK(res, s.caps, s.status)
 	s.ex.lastOK, s.rwr.lastAffected = true, affected
 	s.be.oweRowCount(affected)
 	s.afterCommand()
@@ -86,7 +86,7 @@ func (b *backendConn) oweRowCount(n uint64) {
 // (or not) and changed (or not) the row: affected rows 1 or 0 (matched
 // rows under CLIENT_FOUND_ROWS), no insert id, the session's status, no
 // warnings, and the info string.
-func (s *session) combinedOK(res combineResult) ([]byte, uint64) {
+func combinedOK(res combineResult, caps uint32, status uint16) ([]byte, uint64) {
 	var matched, changed uint64
 	if res.matched {
 		matched = 1
@@ -95,14 +95,14 @@ func (s *session) combinedOK(res combineResult) ([]byte, uint64) {
 		changed = 1
 	}
 	affected := changed
-	if s.caps&mysql.CLIENT_FOUND_ROWS != 0 {
+	if caps&mysql.CLIENT_FOUND_ROWS != 0 {
 		affected = matched
 	}
 	const perStatement = mysql.SERVER_STATUS_NO_GOOD_INDEX_USED | mysql.SERVER_STATUS_NO_INDEX_USED |
 		mysql.SERVER_STATUS_LAST_ROW_SEND | mysql.SERVER_STATUS_CURSOR_EXISTS | mysql.SERVER_MORE_RESULTS_EXISTS |
 		mysql.SERVER_STATUS_DB_DROPPED | mysql.SERVER_STATUS_METADATA_CHANGED | mysql.SERVER_PS_OUT_PARAMS |
 		mysql.SERVER_SESSION_STATE_CHANGED | mysql.SERVER_QUERY_WAS_SLOW
-	status := s.status&^perStatement | res.index
+	status = status&^perStatement | res.index
 	info := fmt.Sprintf("Rows matched: %d  Changed: %d  Warnings: 0", matched, changed)
 	b := make([]byte, 0, 64)
 	b = append(b, mysql.OK_HEADER)
@@ -152,7 +152,7 @@ const (
 // takes its next batch only after this.
 func (s *session) learnBatchOutcome(cand combineCandidate, bt *combineBatch, cause error) {
 	run := bt.run
-	outcome := s.readBatchOutcome(cand, run, bt.marker)
+	outcome := s.srv.readBatchOutcome(s.backendKey(), cand, run, bt.marker)
 	ids := make([]uint32, len(bt.members))
 	for i, m := range bt.members {
 		ids[i] = m.s.id
@@ -171,17 +171,17 @@ const (
 	batchUnknown    = "unknown"
 )
 
-func (s *session) readBatchOutcome(cand combineCandidate, run batchRun, mk *batchMarker) string {
+func (s *Server) readBatchOutcome(key poolKey, cand combineCandidate, run batchRun, mk *batchMarker) string {
 	if run.after == run.before {
 		return batchNoChange
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	be, err := s.srv.pool.get(ctx, s.backendKey())
+	be, err := s.pool.get(ctx, key)
 	if err != nil {
 		return batchUnknown
 	}
-	defer s.srv.pool.put(be)
+	defer s.pool.put(be)
 	_ = be.nc.SetDeadline(time.Now().Add(30 * time.Second))
 	defer func() { _ = be.nc.SetDeadline(time.Time{}) }()
 	gone := fmt.Sprintf("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %d", run.thread)

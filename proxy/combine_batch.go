@@ -118,7 +118,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 		return abandonBatch(s.be, err)
 	}
 	if marked != nil {
-		s.markerRefused(mk, marked)
+		s.srv.markerRefused(s.log, mk, marked)
 		bt.marker = nil
 	}
 	if why := row.unfit(); why != "" {
@@ -147,7 +147,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	if err := s.srv.combine.atStage("before commit", b); err != nil {
 		return abandonBatch(s.be, err)
 	}
-	if out, err := s.commitBatch(b, update); out != combineDone {
+	if out, err := s.srv.combine.commitBatch(b, update); out != combineDone {
 		return out, err
 	}
 	gtid := s.srv.batchGTID(b)
@@ -195,7 +195,7 @@ func beginCombined(b *backendConn, q, mark string) (row combinedRow, marked, err
 // commitBatch sends the net UPDATE (none when update is "") and COMMIT
 // together and reads their answers. An UPDATE that failed or changed no
 // row left nothing of the batch for COMMIT to commit: combineAlone.
-func (s *session) commitBatch(b *backendConn, update string) (combineOutcome, error) {
+func (c *combiner) commitBatch(b *backendConn, update string) (combineOutcome, error) {
 	if update != "" {
 		if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, update...)); err != nil {
 			return combineAlone, err // no COMMIT sent: the server rolls the batch back
@@ -204,7 +204,7 @@ func (s *session) commitBatch(b *backendConn, update string) (combineOutcome, er
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, "COMMIT"...)); err != nil {
 		return combineUnknown, err
 	}
-	if err := s.srv.combine.atStage("commit sent", b); err != nil {
+	if err := c.atStage("commit sent", b); err != nil {
 		b.broken = true
 		return combineUnknown, err
 	}
@@ -230,7 +230,7 @@ func (s *session) commitBatch(b *backendConn, update string) (combineOutcome, er
 	case committed != nil && !isMySQLErr(committed):
 		return combineUnknown, committed
 	case committed != nil:
-		return abandonBatch(s.be, committed)
+		return abandonBatch(b, committed)
 	case updated != nil:
 		return combineAlone, updated
 	}

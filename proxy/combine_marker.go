@@ -159,9 +159,9 @@ func (m *batchMarker) read() string {
 // markerRefused records that the batch's marker could not be written (err, a
 // MariaDB error): the table's batches of this user write none under the
 // rules in force, and their unknown outcomes are learnt from the row.
-func (s *session) markerRefused(m *batchMarker, err error) {
-	s.srv.combine.marks.note(m.use, s.srv.ruleSet(), false)
-	s.log.Warn("combined batches of this user write no marker: the marker table cannot be written; an unknown commit outcome is learnt from the row instead",
+func (s *Server) markerRefused(log *zap.Logger, m *batchMarker, err error) {
+	s.combine.marks.note(m.use, s.ruleSet(), false)
+	log.Warn("combined batches of this user write no marker: the marker table cannot be written; an unknown commit outcome is learnt from the row instead",
 		zap.String("table", m.use.table), zap.String("user", m.use.user), zap.Error(err))
 }
 

@@ -250,10 +250,10 @@ func (s *session) resetConnection(p []byte) error {
 		return err
 	}
 	if s.ex.lastOK {
-		s.forgetStmts()
+		s.prep.forgetAll(s.mem)
 		clear(s.rwr.beliefs)
 		s.rwr.dyn.reset()
-		s.dropReplica()
+		s.route.dropReplica(s.srv.pool)
 		s.sqlMode.stale = true
 		if err := s.be.startTracking(true); err != nil {
 			// Without tracking the session would depend on foreseeing
@@ -296,8 +296,8 @@ func (s *session) query(p []byte) error {
 		}
 	}
 	if isKill(p[1:]) {
-		if done, err := s.killStatement(p[1:]); done {
-			return err
+		if hard, query, id, ok := readKill(p[1:]); ok {
+			return s.kill(hard, query, id)
 		}
 	}
 	if isShowProcesslist(p[1:]) {
@@ -426,11 +426,16 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	for _, f := range an.Stmts {
 		switch f.Kind {
 		case parser.KindDDL:
-			s.refreshSchemaAfter(f.Text)
+			if s.srv.refreshesAfter(f.Text) {
+				s.refreshSchemaAsync()
+			}
 		}
 	}
 	if an.Unparsed && an.LexKind == parser.KindDDL {
-		s.refreshSchemaAfter(an.SQL) // CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+		// CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
+		if s.srv.refreshesAfter(an.SQL) {
+			s.refreshSchemaAsync()
+		}
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true

@@ -68,7 +68,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 			return true, s.diagnosticsLost(err)
 		}
 	}
-	if err := s.relayReplica(rc, p, r.st != nil); err != nil {
+	if err := s.relayReplicaIf(rc, p, r.st != nil, nil); err != nil {
 		if _, ok := err.(clientIOError); ok || s.ex.midResponse {
 			rc.broken = true
 			return true, err

@@ -54,20 +54,10 @@ func skipComments(q []byte) []byte {
 	}
 }
 
-// killStatement serves KILL [HARD | SOFT] [QUERY | CONNECTION] id when q
-// is one; it reports false for anything else (an expression id, KILL
-// USER, KILL QUERY ID, other text), which then runs as sent. A client's id
-// that reaches MariaDB so names no thread there (see firstSessionID).
-func (s *session) killStatement(q []byte) (bool, error) {
-	hard, query, id, ok := readKill(q)
-	if !ok {
-		return false, nil
-	}
-	return true, s.kill(hard, query, id)
-}
-
 // readKill reads a KILL lockproxy translates: KILL [HARD | SOFT] [QUERY |
-// CONNECTION] <number>.
+// CONNECTION] <number>. Anything else (an expression id, KILL USER, KILL
+// QUERY ID, other text) runs as sent: a client's id that reaches MariaDB
+// so names no thread there (see firstSessionID).
 func readKill(q []byte) (hard, query bool, id uint64, ok bool) {
 	if hard, query, id, ok = parseKillWords(skipComments(q)); ok {
 		return hard, query, id, true

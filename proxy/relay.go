@@ -182,7 +182,9 @@ func (s *session) relaySinglePacket() error {
 	}
 	s.ex.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
 	if s.ex.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
-		s.setStatus(okStatus(p))
+		if st, ok := okStatus(p); ok {
+			s.status = st
+		}
 	}
 	return nil
 }
@@ -327,11 +329,5 @@ func (s *session) sendLocalFile() error {
 		if len(p) == 0 {
 			return s.ex.src.w.flush()
 		}
-	}
-}
-
-func (s *session) setStatus(st uint16, ok bool) {
-	if ok {
-		s.status = st
 	}
 }

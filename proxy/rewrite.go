@@ -169,7 +169,7 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 	// skip runs the UPDATE as sent, or refuses it when on_unpaired: reject
 	// and it sets the column to a value not computed from the row's own.
 	skip := func(reason string) rewriteStep {
-		s.rewriteSkipped(step, reason)
+		s.srv.rewriteSkipped(s.log, step, reason)
 		if rw.OnUnpaired == rules.OnUnpairedReject && absoluteWrite(f, rw.Column) {
 			s.unrewritableRefused(step.rule, step.key, reason, f)
 			step.reject = errorf(errRejected,
@@ -202,7 +202,7 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 		s.log.Warn("rewrite failed", zap.String("rule", r.Name), zap.Error(err))
 		return skip("error")
 	case reason == parser.ReasonNothingRemembered:
-		s.rewriteUnpaired(&step, f, rw.OnUnpaired == rules.OnUnpairedReject)
+		s.srv.rewriteUnpaired(s.id, s.user, s.inTxn(), &step, f, rw.OnUnpaired == rules.OnUnpairedReject)
 	case !ok:
 		return skip(reason)
 	default:
@@ -215,27 +215,27 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 	return step
 }
 
-func (s *session) rewriteSkipped(step rewriteStep, reason string) {
-	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteSkipped).Inc()
-	s.log.Debug("rewrite skipped", zap.String("rule", step.rule), zap.String("reason", reason))
+func (s *Server) rewriteSkipped(log *zap.Logger, step rewriteStep, reason string) {
+	s.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteSkipped).Inc()
+	log.Debug("rewrite skipped", zap.String("rule", step.rule), zap.String("reason", reason))
 }
 
 // rewriteUnpaired counts and audits an absolute write of the guarded
 // column with no value read in scope (the statement's shape only, never
 // its values) and, when reject, makes the error that refuses it.
-func (s *session) rewriteUnpaired(step *rewriteStep, f *parser.Facts, reject bool) {
-	s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteUnpaired).Inc()
+func (s *Server) rewriteUnpaired(id uint32, user string, inTxn bool, step *rewriteStep, f *parser.Facts, reject bool) {
+	s.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteUnpaired).Inc()
 	event := "unpaired write: no read of the guarded column in scope; the statement runs as sent"
 	if reject {
 		event = "unpaired write refused (on_unpaired: reject)"
-		s.srv.metrics.rejects.WithLabelValues(step.rule, "unpaired").Inc()
+		s.metrics.rejects.WithLabelValues(step.rule, "unpaired").Inc()
 		step.reject = errorf(errRejected,
 			"rule %q key %q: UPDATE sets %s without a read of it in the same transaction; read and write the row in one transaction (rewrite.on_unpaired: reject)",
 			step.rule, step.key, step.column)
 	}
-	s.srv.audit.Info(event, zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
-		zap.String("statement", parser.Redact(f.Text)), zap.Bool("in_transaction", s.inTxn()),
-		zap.Uint32("session", s.id), zap.String("user", s.user))
+	s.audit.Info(event, zap.String("rule", step.rule), zap.String("key", step.key), zap.String("mode", step.mode),
+		zap.String("statement", parser.Redact(f.Text)), zap.Bool("in_transaction", inTxn),
+		zap.Uint32("session", id), zap.String("user", user))
 }
 
 // refuseUnpaired answers an unpaired write that on_unpaired: reject

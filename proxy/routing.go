@@ -89,7 +89,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		s.route.needGTID, s.route.lastGTID = false, ""
 	}
 	if s.route.needGTID {
-		if err := s.learnLastGTID(); err != nil {
+		if err := s.route.learnLastGTID(s.be); err != nil {
 			return false, nil
 		}
 	}
@@ -114,7 +114,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	}
 	refused := false
 	err = s.relayReplicaIf(rc, p, st != nil, func() (bool, error) {
-		refused, err = s.writeRefused(rc, p)
+		refused, err = s.srv.writeRefused(s.log, rc, p)
 		return !refused, err
 	})
 	if refused {
@@ -133,15 +133,10 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	return true, nil
 }
 
-// relayReplica sends a command to the session's replica connection rc and
-// relays its answer to the client; KILL finds the command meanwhile
+// relayReplicaIf sends a command to the session's replica connection rc
+// and relays its answer to the client, when check is nil or, having read
+// the answer's first packet, says so; KILL finds the command meanwhile
 // (onReplicaNow). A failure to write to the client is a clientIOError.
-func (s *session) relayReplica(rc *backendConn, p []byte, binary bool) error {
-	return s.relayReplicaIf(rc, p, binary, nil)
-}
-
-// relayReplicaIf is relayReplica where, when check is not nil, the answer
-// is relayed only if check, which may read its first packet, says so.
 func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check func() (bool, error)) error {
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
@@ -191,7 +186,7 @@ func (s *session) caughtUp(rc *backendConn, addr string) bool {
 // which is a routing bug. Such an answer is consumed, counted and logged,
 // and the caller runs the command on the primary: the statement failed on
 // the replica as a whole and the client has seen nothing of it.
-func (s *session) writeRefused(rc *backendConn, p []byte) (bool, error) {
+func (s *Server) writeRefused(log *zap.Logger, rc *backendConn, p []byte) (bool, error) {
 	h, err := rc.r.r.Peek(7)
 	if err != nil {
 		return false, err
@@ -202,12 +197,12 @@ func (s *session) writeRefused(rc *backendConn, p []byte) (bool, error) {
 	if _, err := rc.read(); err != nil {
 		return false, err
 	}
-	s.srv.metrics.replicaWriteRefused.Inc()
+	s.metrics.replicaWriteRefused.Inc()
 	q := ""
 	if p[0] == mysql.COM_QUERY {
 		q = parser.Redact(string(p[1:]))
 	}
-	s.log.Error("a replica refused a write from a read lockproxy routed to it; running it on the primary (a routing bug: please report it)",
+	log.Error("a replica refused a write from a read lockproxy routed to it; running it on the primary (a routing bug: please report it)",
 		zap.String("replica", rc.key.addr), zap.String("statement", q))
 	return true, nil
 }
@@ -303,17 +298,17 @@ func (r *routeState) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte
 
 // learnLastGTID asks the primary for the GTID of the session's last write,
 // which a replica must have applied before it may serve the session.
-func (s *session) learnLastGTID() error {
-	v, err := s.be.queryValue("SELECT @@last_gtid")
+func (r *routeState) learnLastGTID(be *backendConn) error {
+	v, err := be.queryValue("SELECT @@last_gtid")
 	if err != nil {
 		if err != errNoRow && !isMySQLErr(err) {
-			s.be.broken = true
+			be.broken = true
 		}
 		return err
 	}
-	s.route.needGTID = false
+	r.needGTID = false
 	if g := string(v); g != "" {
-		s.route.lastGTID = g
+		r.lastGTID = g
 	}
 	return nil
 }
@@ -330,7 +325,7 @@ func (s *session) noteStatement(an *parser.Analysis) {
 	}
 	if an.Unparsed {
 		s.route.needGTID = true
-		if s.mayCreateTemporary(an) {
+		if s.srv.mayCreateTemporary(an, s.db) {
 			s.route.pinnedPrimary = true
 		}
 		return
@@ -386,14 +381,14 @@ func (s *session) noteStatement(an *parser.Analysis) {
 
 // dropReplica gives the replica connection back (session end, reset,
 // change of user).
-func (s *session) dropReplica() {
-	if s.route.replica.conn != nil {
-		s.srv.pool.put(s.route.replica.conn)
+func (r *routeState) dropReplica(pool *pool) {
+	if r.replica.conn != nil {
+		pool.put(r.replica.conn)
 	}
-	s.route.replica = replicaState{}
-	s.route.diagReplica = false
-	s.route.sets = nil
-	s.route.lastGTID, s.route.needGTID, s.route.pinnedPrimary, s.route.nextTxnPrimary = "", false, false, false
+	r.replica = replicaState{}
+	r.diagReplica = false
+	r.sets = nil
+	r.lastGTID, r.needGTID, r.pinnedPrimary, r.nextTxnPrimary = "", false, false, false
 }
 
 // mayCreateTemporary reports whether a text the parser could not read may
@@ -401,11 +396,11 @@ func (s *session) dropReplica() {
 // parser does not know, CREATE OR REPLACE TEMPORARY TABLE, CREATE
 // TEMPORARY SEQUENCE, dynamic SQL, stored code that may:
 // rules.RuleSet.MayCreateTemporaryText).
-func (s *session) mayCreateTemporary(an *parser.Analysis) bool {
+func (s *Server) mayCreateTemporary(an *parser.Analysis, db string) bool {
 	if parser.ShowDiagnostics(an.SQL, an.Mode) {
 		return false
 	}
-	return parser.HasDynamicSQL(an.SQL) || s.srv.ruleSet().MayCreateTemporaryText(an.SQL, s.db)
+	return parser.HasDynamicSQL(an.SQL) || s.ruleSet().MayCreateTemporaryText(an.SQL, db)
 }
 
 // routeState is what routing keeps of a session: its replica connection

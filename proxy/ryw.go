@@ -97,7 +97,7 @@ func (s *session) shareWrites() {
 	if s.inTxn() {
 		return // the COMMIT shares what the transaction wrote
 	}
-	if err := s.learnLastGTID(); err == nil {
+	if err := s.route.learnLastGTID(s.be); err == nil {
 		s.ex.sharedGTID = true
 		if s.route.lastGTID != "" {
 			s.srv.marks.note(s.user, s.route.lastGTID)

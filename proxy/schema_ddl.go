@@ -10,7 +10,7 @@ import (
 )
 
 // schemaDDL reports whether an holds DDL after which the schema is read
-// again (see track and refreshSchemaAfter), which the other instances
+// again (see track and refreshesAfter), which the other instances
 // sharing the lock service are then told of.
 func (s *Server) schemaDDL(an *parser.Analysis) bool {
 	if an == nil || !readsSchema(s.config()) {
@@ -24,14 +24,11 @@ func (s *Server) schemaDDL(an *parser.Analysis) bool {
 	return an.Unparsed && an.LexKind == parser.KindDDL && !temporaryDDL(an.SQL)
 }
 
-// refreshSchemaAfter re-reads the schema after the DDL ddl succeeded (see
-// refreshSchemaAsync). Temporary tables are not in the schema lockproxy
-// reads, and without rules or replicas nothing reads it.
-func (s *session) refreshSchemaAfter(ddl string) {
-	if !readsSchema(s.srv.config()) || temporaryDDL(ddl) {
-		return
-	}
-	s.refreshSchemaAsync()
+// refreshesAfter reports whether the schema is read again after the DDL
+// ddl succeeded (refreshSchemaAsync). Temporary tables are not in the
+// schema lockproxy reads, and without rules or replicas nothing reads it.
+func (s *Server) refreshesAfter(ddl string) bool {
+	return readsSchema(s.config()) && !temporaryDDL(ddl)
 }
 
 // temporaryDDL reports whether ddl creates or drops a temporary table or

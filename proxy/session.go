@@ -154,7 +154,7 @@ func (s *session) cleanup() {
 	if s.obs.watchEnd != nil {
 		<-s.obs.watchEnd // the notes are gone before the session is: bounded by releaseTimeout
 	}
-	s.dropReplica()
+	s.route.dropReplica(s.srv.pool)
 	clear(s.client.stage1)
 	if s.resetOnClose {
 		resetClose(s.conn)
