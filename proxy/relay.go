@@ -25,16 +25,44 @@ func (e clientIOError) Unwrap() error { return e.error }
 
 var errQuit = errors.New("proxy: client quit")
 
+// responseRelay passes one backend response (x.src's) to the client: what
+// it learns of the command goes into x, the exchange; the server status
+// each result ends with into status and an OK's affected rows into
+// affected (the session's); each OK or EOF that may carry session state
+// goes through track.
+type responseRelay struct {
+	x        *exchange
+	cw       *packetWriter
+	cr       *packetReader // the client's LOCAL INFILE content
+	mem      *sessionMem   // charged for large rows a capture holds
+	caps     uint32        // the client's capabilities
+	ext      uint32        // its MariaDB extended capabilities
+	track    tracker
+	status   *uint16
+	affected *uint64
+}
+
+// tracker gives an OK or EOF as the client must get it (session.tracked).
+type tracker interface {
+	tracked(p []byte, ok bool) []byte
+}
+
+// responseRelay is the relay of the command being served.
+func (s *session) responseRelay() responseRelay {
+	return responseRelay{x: &s.ex, cw: s.cw, cr: s.cr, mem: s.mem, caps: s.caps, ext: s.client.ext,
+		track: s, status: &s.status, affected: &s.rwr.lastAffected}
+}
+
 // next reads the next physical packet from the backend, first flushing what
 // the client has pending when the read might block, so rows stream as they
 // arrive and a slow client holds back the backend instead of filling memory.
-func (s *session) next() (byte, []byte, error) {
-	if s.ex.src.r.buffered() == 0 {
-		if err := s.cw.flush(); err != nil {
+func (r *responseRelay) next() (byte, []byte, error) {
+	if r.x.src.r.buffered() == 0 {
+		if err := r.cw.flush(); err != nil {
 			return 0, nil, clientIOError{err}
 		}
 	}
-	return s.ex.src.r.readPhysical()
+	return r.x.src.r.readPhysical()
 }
 
 // passKind says which packets pass may find session state in.
@@ -48,16 +76,16 @@ const (
 )
 
 // passAs is pass for a packet of kind: an OK or EOF that may carry session
-// state goes through session.tracked on its way to the client.
-func (s *session) passAs(kind passKind) ([]byte, error) {
-	seq, p, err := s.next()
+// state goes through track on its way to the client.
+func (r *responseRelay) passAs(kind passKind) ([]byte, error) {
+	seq, p, err := r.next()
 	if err != nil {
 		return nil, err
 	}
-	s.ex.midResponse = true
+	r.x.midResponse = true
 	big := len(p) == maxPayload
 	out := p
-	if !big && kind != passPlain && (s.ex.src.key.track || s.ex.moreFollows) {
+	if !big && kind != passPlain && (r.x.src.key.track || r.x.moreFollows) {
 		ok, end := false, false
 		switch {
 		case kind == passFirst && len(p) > 0 && p[0] == mysql.OK_HEADER:
@@ -68,26 +96,26 @@ func (s *session) passAs(kind passKind) ([]byte, error) {
 			ok, end = true, true
 		}
 		if end {
-			p = s.tracked(p, ok)
+			p = r.track.tracked(p, ok)
 			// The relay reads the backend's own status from p; the
 			// client's copy says more results follow.
-			out = s.ex.withMore(p, ok)
+			out = r.x.withMore(p, ok)
 		}
 	}
-	if s.ex.inRows && s.ex.processlist != nil && !big {
-		out = ownRowID(out, s.ex.processlist)
+	if r.x.inRows && r.x.processlist != nil && !big {
+		out = ownRowID(out, r.x.processlist)
 	}
-	if err := s.cw.writePhysical(seq, out); err != nil {
+	if err := r.cw.writePhysical(seq, out); err != nil {
 		return nil, clientIOError{err}
 	}
 	if !big {
 		return p, nil
 	}
 	for len(p) == maxPayload {
-		if seq, p, err = s.next(); err != nil {
+		if seq, p, err = r.next(); err != nil {
 			return nil, err
 		}
-		if err := s.cw.writePhysical(seq, p); err != nil {
+		if err := r.cw.writePhysical(seq, p); err != nil {
 			return nil, clientIOError{err}
 		}
 	}
@@ -104,31 +132,31 @@ const streamAbove = freePacketBuf
 // whole only for a capture that needs it, charged to the session's memory
 // budget until the command ends (shrinkBuffers); otherwise it is streamed
 // and passRow returns nil, as pass does for a row over 16 MiB.
-func (s *session) passRow(kind passKind) ([]byte, error) {
-	if s.ex.src.r.buffered() < 4 {
-		if err := s.cw.flush(); err != nil {
+func (r *responseRelay) passRow(kind passKind) ([]byte, error) {
+	if r.x.src.r.buffered() < 4 {
+		if err := r.cw.flush(); err != nil {
 			return nil, clientIOError{err}
 		}
 	}
-	n, err := s.ex.src.r.peekLen()
+	n, err := r.x.src.r.peekLen()
 	if err != nil {
 		return nil, err
 	}
 	if n <= streamAbove {
-		return s.passAs(kind)
+		return r.passAs(kind)
 	}
-	if n < maxPayload && s.ex.cap.wants() && s.mem.take(int64(n), shareAll) {
-		s.ex.rowCharge += int64(n)
-		return s.passAs(kind)
+	if n < maxPayload && r.x.cap.wants() && r.mem.take(int64(n), shareAll) {
+		r.x.rowCharge += int64(n)
+		return r.passAs(kind)
 	}
-	s.ex.midResponse = true
+	r.x.midResponse = true
 	for {
-		n, err := s.ex.src.r.copyPhysical(s.cw)
+		n, err := r.x.src.r.copyPhysical(r.cw)
 		if err != nil || n < maxPayload {
 			return nil, err
 		}
-		if s.ex.src.r.buffered() < 4 {
-			if err := s.cw.flush(); err != nil {
+		if r.x.src.r.buffered() < 4 {
+			if err := r.cw.flush(); err != nil {
 				return nil, clientIOError{err}
 			}
 		}
@@ -140,22 +168,8 @@ func (s *session) passRow(kind passKind) ([]byte, error) {
 func (s *session) relay(kind relayKind, binary bool) error {
 	s.ex.midResponse, s.ex.noneRan, s.ex.raised = false, false, false
 	defer func() { s.ex.midResponse = false }()
-	var err error
-	switch kind {
-	case relaySingle:
-		err = s.relaySinglePacket()
-	case relayFieldList:
-		err = s.relayColumns(-1)
-	case relayFetch:
-		var st uint16
-		var ok bool
-		if st, ok, err = s.relayRows(s.caps&mysql.CLIENT_DEPRECATE_EOF != 0); err == nil && ok {
-			s.status = st
-		}
-	default:
-		err = s.relayResultSets()
-	}
-	if err != nil {
+	r := s.responseRelay()
+	if err := r.run(kind); err != nil {
 		return err
 	}
 	if s.ex.releaseEarly {
@@ -175,56 +189,73 @@ func (s *session) relay(kind relayKind, binary bool) error {
 	return nil
 }
 
-func (s *session) relaySinglePacket() error {
-	p, err := s.passAs(passFirst)
+// run passes the response of a command of kind.
+func (r *responseRelay) run(kind relayKind) error {
+	switch kind {
+	case relaySingle:
+		return r.singlePacket()
+	case relayFieldList:
+		return r.columns(-1)
+	case relayFetch:
+		st, ok, err := r.rows(r.caps&mysql.CLIENT_DEPRECATE_EOF != 0)
+		if err == nil && ok {
+			*r.status = st
+		}
+		return err
+	}
+	return r.resultSets()
+}
+
+func (r *responseRelay) singlePacket() error {
+	p, err := r.passAs(passFirst)
 	if err != nil {
 		return err
 	}
-	s.ex.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
-	if s.ex.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
+	r.x.lastOK = len(p) > 0 && p[0] != mysql.ERR_HEADER
+	if r.x.lastOK && len(p) > 0 && p[0] == mysql.OK_HEADER {
 		if st, ok := okStatus(p); ok {
-			s.status = st
+			*r.status = st
 		}
 	}
 	return nil
 }
 
-// relayColumns passes n column definitions (n < 0: up to EOF) and, unless
+// columns passes n column definitions (n < 0: up to EOF) and, unless
 // CLIENT_DEPRECATE_EOF, the EOF after them. It returns that EOF's status.
-func (s *session) relayColumns(n int) error {
-	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+func (r *responseRelay) columns(n int) error {
+	deprecate := r.caps&mysql.CLIENT_DEPRECATE_EOF != 0
 	for i := 0; n < 0 || i < n; i++ {
-		p, err := s.passAs(passEnd)
+		p, err := r.passAs(passEnd)
 		if err != nil {
 			return err
 		}
 		if n < 0 && p != nil && (p[0] == mysql.ERR_HEADER || isEOF(p, false)) {
-			s.ex.lastOK = p[0] != mysql.ERR_HEADER
+			r.x.lastOK = p[0] != mysql.ERR_HEADER
 			return nil
 		}
-		if s.ex.cap != nil && p != nil {
-			s.ex.cap.column(i, p, extendedMetadata(s.client.ext))
+		if r.x.cap != nil && p != nil {
+			r.x.cap.column(i, p, extendedMetadata(r.ext))
 		}
 	}
 	if n >= 0 && !deprecate {
-		p, err := s.passAs(passEnd)
+		p, err := r.passAs(passEnd)
 		if err != nil {
 			return err
 		}
 		if p == nil || !isEOF(p, false) {
 			return errors.New("proxy: backend sent no EOF after column definitions")
 		}
-		s.ex.eofAfterColumns = resultStatus(p, false)
+		r.x.eofAfterColumns = resultStatus(p, false)
 	}
 	return nil
 }
 
-// relayResultSets passes OK/ERR/LOCAL INFILE/result sets until the backend
+// resultSets passes OK/ERR/LOCAL INFILE/result sets until the backend
 // says no more results exist.
-func (s *session) relayResultSets() error {
-	deprecate := s.caps&mysql.CLIENT_DEPRECATE_EOF != 0
+func (r *responseRelay) resultSets() error {
+	deprecate := r.caps&mysql.CLIENT_DEPRECATE_EOF != 0
 	for first := true; ; first = false {
-		p, err := s.passAs(passFirst)
+		p, err := r.passAs(passFirst)
 		if err != nil {
 			return err
 		}
@@ -234,16 +265,16 @@ func (s *session) relayResultSets() error {
 		var status uint16
 		switch p[0] {
 		case mysql.ERR_HEADER:
-			s.ex.lastOK, s.ex.noneRan = false, first
+			r.x.lastOK, r.x.noneRan = false, first
 			return nil
 		case mysql.OK_HEADER:
 			st, _ := okStatus(p)
-			s.ex.lastOK = true
-			s.ex.raised = s.ex.raised || resultWarnings(p, true) > 0
+			r.x.lastOK = true
+			r.x.raised = r.x.raised || resultWarnings(p, true) > 0
 			status = st
-			s.rwr.lastAffected, _, _, _ = readLenEncInt(p, 1)
+			*r.affected, _, _, _ = readLenEncInt(p, 1)
 		case mysql.LocalInFile_HEADER:
-			if err := s.sendLocalFile(); err != nil {
+			if err := r.sendLocalFile(); err != nil {
 				return err
 			}
 			continue
@@ -252,82 +283,82 @@ func (s *session) relayResultSets() error {
 			if err != nil {
 				return err
 			}
-			s.ex.eofAfterColumns = 0
-			if err := s.relayColumns(int(n)); err != nil {
+			r.x.eofAfterColumns = 0
+			if err := r.columns(int(n)); err != nil {
 				return err
 			}
-			if s.ex.eofAfterColumns&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
-				s.ex.lastOK = true
-				status = s.ex.eofAfterColumns
+			if r.x.eofAfterColumns&mysql.SERVER_STATUS_CURSOR_EXISTS != 0 {
+				r.x.lastOK = true
+				status = r.x.eofAfterColumns
 				break
 			}
-			st, ok, err := s.relayRows(deprecate)
+			st, ok, err := r.rows(deprecate)
 			if err != nil || !ok {
 				return err
 			}
 			status = st
 		}
-		s.status = status
+		*r.status = status
 		if status&mysql.SERVER_MORE_RESULTS_EXISTS == 0 {
 			return nil
 		}
-		if s.ex.cap != nil {
-			s.ex.cap.bad = true
+		if r.x.cap != nil {
+			r.x.cap.bad = true
 		}
 	}
 }
 
-// relayRows passes rows up to the terminating EOF/OK (ok=true, its status)
+// rows passes rows up to the terminating EOF/OK (ok=true, its status)
 // or an ERR (ok=false).
-func (s *session) relayRows(deprecate bool) (uint16, bool, error) {
+func (r *responseRelay) rows(deprecate bool) (uint16, bool, error) {
 	kind := passEnd
 	if deprecate {
 		kind = passEndOK
 	}
-	s.ex.inRows = true
-	defer func() { s.ex.inRows = false }()
+	r.x.inRows = true
+	defer func() { r.x.inRows = false }()
 	for {
-		p, err := s.passRow(kind)
+		p, err := r.passRow(kind)
 		if err != nil {
 			return 0, false, err
 		}
 		if p == nil {
-			if s.ex.cap != nil {
-				s.ex.cap.bad = true
+			if r.x.cap != nil {
+				r.x.cap.bad = true
 			}
 			continue // a large row
 		}
 		if p[0] == mysql.ERR_HEADER {
-			s.ex.lastOK = false
+			r.x.lastOK = false
 			return 0, false, nil
 		}
 		if isEOF(p, deprecate) {
-			s.ex.lastOK = true
-			s.ex.raised = s.ex.raised || resultWarnings(p, deprecate) > 0
+			r.x.lastOK = true
+			r.x.raised = r.x.raised || resultWarnings(p, deprecate) > 0
 			return resultStatus(p, deprecate), true, nil
 		}
-		if s.ex.cap != nil {
-			s.ex.cap.row(p)
+		if r.x.cap != nil {
+			r.x.cap.row(p)
 		}
 	}
 }
 
 // sendLocalFile relays LOAD DATA LOCAL INFILE content from the client to
 // the backend, up to the client's empty packet.
-func (s *session) sendLocalFile() error {
-	if err := s.cw.flush(); err != nil {
+func (r *responseRelay) sendLocalFile() error {
+	if err := r.cw.flush(); err != nil {
 		return clientIOError{err}
 	}
 	for {
-		seq, p, err := s.cr.readPhysical()
+		seq, p, err := r.cr.readPhysical()
 		if err != nil {
 			return clientIOError{err}
 		}
-		if err := s.ex.src.w.writePhysical(seq, p); err != nil {
+		if err := r.x.src.w.writePhysical(seq, p); err != nil {
 			return err
 		}
 		if len(p) == 0 {
-			return s.ex.src.w.flush()
+			return r.x.src.w.flush()
 		}
 	}
 }

@@ -134,7 +134,8 @@ const stmtOverhead = 512
 // keeping cost was taken from the budgets: an accepted statement holds it
 // until closed, a refused one gives it back.
 func (s *session) relayPrepare(query string, cost int64) error {
-	seq, p, err := s.next()
+	r := s.responseRelay()
+	seq, p, err := r.next()
 	if err != nil {
 		s.mem.give(cost)
 		return err
@@ -164,12 +165,12 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	s.ex.midResponse = true
 	defer func() { s.ex.midResponse = false }()
 	if st.numParams > 0 {
-		if err := s.relayColumns(st.numParams); err != nil {
+		if err := r.columns(st.numParams); err != nil {
 			return err
 		}
 	}
 	if st.numColumns > 0 {
-		if err := s.relayColumns(st.numColumns); err != nil {
+		if err := r.columns(st.numColumns); err != nil {
 			return err
 		}
 	}
