@@ -168,7 +168,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 		if !query {
 			s.srv.closeKilled(id)
 		}
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
 			return err
 		}
 		return s.cw.flush()
@@ -260,7 +260,7 @@ func (s *session) killIdle(victim *session, query bool, id uint64) error {
 		_ = victim.conn.Close()
 	}
 	s.ex.lastOK = true
-	if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
+	if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
 		return err
 	}
 	return s.cw.flush()

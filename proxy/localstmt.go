@@ -20,7 +20,8 @@ func (s *session) prepareLocal(q []byte) (bool, error) {
 		if _, _, _, ok := readKill(q); ok {
 			st := &stmt{id: s.prep.nextID + 1, query: string(q), local: true}
 			s.prep.nextID++
-			return true, s.writePrepareOK(st, nil)
+			w := localResult{cw: s.cw, caps: s.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
+			return true, s.keepLocal(w, st, nil)
 		}
 		return false, nil
 	}
@@ -56,7 +57,7 @@ func (s *session) executeLocal(st *stmt) error {
 // statement lockproxy answers itself.
 func (s *session) localStmtCommand(p []byte) error {
 	if p[0] == mysql.COM_STMT_RESET {
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.statusOut(), 0)); err != nil {
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
 			return err
 		}
 		return s.cw.flush()

@@ -19,74 +19,96 @@ type resultForm struct {
 // makes itself (all columns VARCHAR, NULL for nil), in the form s.ex.form
 // says.
 func (s *session) writeResult(columns []string, rows [][]*string) error {
-	if s.ex.form.prepare != nil {
-		return s.writePrepareOK(s.ex.form.prepare, columns)
+	w := localResult{cw: s.cw, caps: s.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
+	if st := s.ex.form.prepare; st != nil {
+		return s.keepLocal(w, st, columns)
 	}
-	seq := byte(1)
-	var err error
-	if seq, err = s.cw.writePacket(seq, appendLenEncInt(nil, uint64(len(columns)))); err != nil {
+	return w.resultSet(columns, rows, s.ex.form.binary)
+}
+
+// keepLocal answers COM_STMT_PREPARE of st, a statement lockproxy answers
+// itself (no parameters), with w and keeps it for COM_STMT_EXECUTE.
+func (s *session) keepLocal(w localResult, st *stmt, columns []string) error {
+	if err := w.prepareOK(st, columns); err != nil {
 		return err
 	}
-	if seq, err = s.writeColumns(seq, columns); err != nil {
+	s.prep.add(st)
+	s.ex.lastOK = true
+	return s.cw.flush()
+}
+
+// localResult writes what lockproxy answers itself to the client's
+// writer cw, for a client of capabilities caps and ext, ending with the
+// server status status.
+type localResult struct {
+	cw        *packetWriter
+	caps, ext uint32
+	status    uint16
+}
+
+// resultSet writes a result set, in the binary protocol when binary, and
+// flushes.
+func (w localResult) resultSet(columns []string, rows [][]*string, binary bool) error {
+	seq := byte(1)
+	var err error
+	if seq, err = w.cw.writePacket(seq, appendLenEncInt(nil, uint64(len(columns)))); err != nil {
+		return err
+	}
+	if seq, err = w.columns(seq, columns); err != nil {
 		return err
 	}
 	for _, r := range rows {
 		b := textRow(r)
-		if s.ex.form.binary {
+		if binary {
 			b = binaryRow(r)
 		}
-		if seq, err = s.cw.writePacket(seq, b); err != nil {
+		if seq, err = w.cw.writePacket(seq, b); err != nil {
 			return err
 		}
 	}
-	end := eofPayload(s.statusOut(), 0)
-	if s.caps&mysql.CLIENT_DEPRECATE_EOF != 0 {
-		end = okPayload(0, 0, s.statusOut(), 0)
+	end := eofPayload(w.status, 0)
+	if w.caps&mysql.CLIENT_DEPRECATE_EOF != 0 {
+		end = okPayload(0, 0, w.status, 0)
 		end[0] = mysql.EOF_HEADER
 	}
-	if _, err = s.cw.writePacket(seq, end); err != nil {
+	if _, err = w.cw.writePacket(seq, end); err != nil {
 		return err
 	}
-	return s.cw.flush()
+	return w.cw.flush()
 }
 
-// writeColumns writes column definitions and, unless CLIENT_DEPRECATE_EOF
-// or there are none, the EOF after them.
-func (s *session) writeColumns(seq byte, columns []string) (byte, error) {
+// columns writes column definitions and, unless CLIENT_DEPRECATE_EOF or
+// there are none, the EOF after them.
+func (w localResult) columns(seq byte, columns []string) (byte, error) {
 	var err error
 	for _, c := range columns {
-		if seq, err = s.cw.writePacket(seq, columnDef(c, extendedMetadata(s.client.ext))); err != nil {
+		if seq, err = w.cw.writePacket(seq, columnDef(c, extendedMetadata(w.ext))); err != nil {
 			return seq, err
 		}
 	}
-	if len(columns) > 0 && s.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
-		if seq, err = s.cw.writePacket(seq, eofPayload(s.statusOut(), 0)); err != nil {
+	if len(columns) > 0 && w.caps&mysql.CLIENT_DEPRECATE_EOF == 0 {
+		if seq, err = w.cw.writePacket(seq, eofPayload(w.status, 0)); err != nil {
 			return seq, err
 		}
 	}
 	return seq, nil
 }
 
-// writePrepareOK answers COM_STMT_PREPARE of a statement lockproxy
-// answers itself (no parameters) and keeps it for COM_STMT_EXECUTE.
-func (s *session) writePrepareOK(st *stmt, columns []string) error {
+// prepareOK writes the answer to COM_STMT_PREPARE of st, a statement
+// lockproxy answers itself (no parameters), unflushed.
+func (w localResult) prepareOK(st *stmt, columns []string) error {
 	st.numColumns = len(columns)
 	b := []byte{mysql.OK_HEADER}
 	b = binary.LittleEndian.AppendUint32(b, st.id)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(columns)))
 	b = binary.LittleEndian.AppendUint16(b, 0) // parameters
 	b = append(b, 0, 0, 0)                     // filler, warnings
-	seq, err := s.cw.writePacket(1, b)
+	seq, err := w.cw.writePacket(1, b)
 	if err != nil {
 		return err
 	}
-	if _, err := s.writeColumns(seq, columns); err != nil {
-		return err
-	}
-	s.prep.stmts[st.id] = st
-	s.prep.lastPrepared = st.id
-	s.ex.lastOK = true
-	return s.cw.flush()
+	_, err = w.columns(seq, columns)
+	return err
 }
 
 func textRow(r []*string) []byte {

@@ -452,11 +452,11 @@ const maxSplitPieces = 32
 // statusOut is the status lockproxy writes in the OK and EOF packets it
 // makes: the session's, saying more results follow while a piece of a
 // split text is answered.
-func (s *session) statusOut() uint16 {
-	if s.ex.moreFollows {
-		return s.status | mysql.SERVER_MORE_RESULTS_EXISTS
+func (x *exchange) statusOut(status uint16) uint16 {
+	if x.moreFollows {
+		return status | mysql.SERVER_MORE_RESULTS_EXISTS
 	}
-	return s.status
+	return status
 }
 
 // withMore returns the OK (ok) or EOF packet p as the client must get it

@@ -176,8 +176,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 	}
 	st.an = s.analyze([]byte(query))
 	st.keepPlan(s.mem, s.db)
-	s.prep.stmts[st.id] = st
-	s.prep.lastPrepared = st.id
+	s.prep.add(st)
 	s.ex.lastOK = true
 	return s.cw.flushClient()
 }
@@ -359,4 +358,10 @@ type stmtTable struct {
 	// when it failed or that statement was closed: what MariaDB's direct
 	// execute (statement id 0xFFFFFFFF) names.
 	lastPrepared uint32
+}
+
+// add keeps st, the statement the last prepare made.
+func (t *stmtTable) add(st *stmt) {
+	t.stmts[st.id] = st
+	t.lastPrepared = st.id
 }
