@@ -28,7 +28,7 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 	sql = parser.PlainBlanks(string(q), s.sqlMode.charset, opts.Mode)
 	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, opts)
 	if err != nil {
-		return s.unparsed(sql, err), nil, sql
+		return unparsed(s.log, sql, s.db, err), nil, sql
 	}
 	if params != nil {
 		if rs, ok := s.srv.textShapes.Peek(an); ok && rs == s.srv.ruleSet() {
@@ -45,7 +45,7 @@ func (s *session) analyzeText(sql string) *parser.Analysis {
 	sql = parser.PlainBlanks(sql, s.sqlMode.charset, opts.Mode)
 	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
 	if err != nil {
-		return s.unparsed(sql, err)
+		return unparsed(s.log, sql, s.db, err)
 	}
 	return an
 }
@@ -77,9 +77,9 @@ func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
 }
 
 // unparsed is the analysis of a text the analyser failed on.
-func (s *session) unparsed(sql string, err error) *parser.Analysis {
-	s.log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
-	return &parser.Analysis{SQL: sql, DB: s.db, Unparsed: true, ParseError: err.Error()}
+func unparsed(log *zap.Logger, sql, db string, err error) *parser.Analysis {
+	log.Warn("analysis failed; treating the statement as unparsed", zap.Error(err))
+	return &parser.Analysis{SQL: sql, DB: db, Unparsed: true, ParseError: err.Error()}
 }
 
 // analyze returns the facts of a query text, from the cache; nil when no

@@ -21,21 +21,21 @@ func (s *session) changeUser(p []byte) error {
 		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}
 	previous, prevPassword, prevStage1, prevRelayed := s.user, s.client.password, s.client.stage1, s.client.relayed
-	s.setUser(user)
+	s.srv.setUser(s, user)
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
 	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
 	_ = s.conn.SetReadDeadline(time.Time{})
 	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) {
-		s.setUser(previous)
+		s.srv.setUser(s, previous)
 		return s.failedChangeUser()
 	}
 	if err != nil {
 		return err
 	}
 	if err := s.srv.userRoom(s, user); err != nil {
-		s.setUser(previous)
+		s.srv.setUser(s, previous)
 		s.client.password, s.client.stage1, s.client.relayed = prevPassword, prevStage1, prevRelayed
 		if werr := s.writeErrAt(seq, err); werr != nil {
 			return werr
@@ -129,8 +129,8 @@ func parseChangeUser(p []byte, caps uint32) (user string, auth []byte, db, plugi
 // setUser changes the session's user. The session's own goroutine reads it
 // freely; others (SHOW LOCKPROXY LOCKS, /debug/locks) read it under the
 // server's mu, so it is written under it.
-func (s *session) setUser(user string) {
-	s.srv.mu.Lock()
-	s.user = user
-	s.srv.mu.Unlock()
+func (s *Server) setUser(sess *session, user string) {
+	s.mu.Lock()
+	sess.user = user
+	s.mu.Unlock()
 }

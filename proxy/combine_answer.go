@@ -33,7 +33,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	s.srv.metrics.combine.combined.WithLabelValues(cand.rule.Name).Inc()
 	s.rwr.forget(cand.row)
 	s.route.diagReplica = false
-	s.noteCombinedWrite(res.gtid)
+	s.route.noteCombinedWrite(s.srv, s.user, res.gtid)
 	rw := cand.rule.Rewrite
 	step := rewriteStep{rule: cand.rule.Name, mode: rw.Mode, column: rw.Column, key: cand.row, guard: parser.GuardMin,
 		zero: rw.OnConflict == rules.OnConflictZeroRows}
@@ -120,16 +120,16 @@ func combinedOK(res combineResult, caps uint32, status uint16) ([]byte, uint64) 
 // the batch's GTID, learnt on the leader's connection (the member's own
 // ran nothing). Without it the session reads from the primary until its
 // next write of its own.
-func (s *session) noteCombinedWrite(gtid string) {
-	if s.srv.loaded().router == nil || !s.srv.config().Backends.RYW() {
+func (r *routeState) noteCombinedWrite(srv *Server, user, gtid string) {
+	if srv.loaded().router == nil || !srv.config().Backends.RYW() {
 		return
 	}
 	if gtid == "" { // the leader could not read it: rare, and safe
-		s.route.pinnedPrimary = true
+		r.pinnedPrimary = true
 		return
 	}
-	s.route.lastGTID, s.route.needGTID = gtid, false
-	s.srv.marks.note(s.user, gtid)
+	r.lastGTID, r.needGTID = gtid, false
+	srv.marks.note(user, gtid)
 }
 
 // Statements that leave a session's ROW_COUNT() at 0 or 1 with an empty
@@ -150,15 +150,15 @@ const (
 // holds the row's lock, so the value tells exactly; with an optimistic
 // rule a write from another instance may hide it ("unknown"). The row
 // takes its next batch only after this.
-func (s *session) learnBatchOutcome(cand combineCandidate, bt *combineBatch, cause error) {
+func (s *Server) learnBatchOutcome(key poolKey, cand combineCandidate, bt *combineBatch, cause error) {
 	run := bt.run
-	outcome := s.srv.readBatchOutcome(s.backendKey(), cand, run, bt.marker)
+	outcome := s.readBatchOutcome(key, cand, run, bt.marker)
 	ids := make([]uint32, len(bt.members))
 	for i, m := range bt.members {
 		ids[i] = m.s.id
 	}
-	s.srv.metrics.combine.unknown.WithLabelValues(cand.rule.Name, outcome).Inc()
-	s.srv.audit.Warn("combined batch: the connection died after COMMIT was sent; its members' connections were closed",
+	s.metrics.combine.unknown.WithLabelValues(cand.rule.Name, outcome).Inc()
+	s.audit.Warn("combined batch: the connection died after COMMIT was sent; its members' connections were closed",
 		zap.String("rule", cand.rule.Name), zap.String("key", cand.row), zap.String("outcome", outcome),
 		zap.Int64("before", run.before), zap.Int64("after", run.after), zap.Uint32s("sessions", ids), zap.Error(cause))
 }

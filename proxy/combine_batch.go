@@ -59,7 +59,7 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 		return s.answerCombined(r, pl, cand, bt.results[0])
 	case combineUnknown:
 		tell(combineUnknown)
-		s.learnBatchOutcome(cand, bt, err)
+		s.srv.learnBatchOutcome(s.backendKey(), cand, bt, err)
 		return s.backendFailed(s.be, err)
 	}
 	tell(combineAlone)
@@ -107,7 +107,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	b := s.be
 	s.ex.src = b
 	defer func() { s.status = b.status }()
-	mk := s.batchMarker(cand, b)
+	mk := s.srv.batchMarker(s.log, s.user, cand, b)
 	bt.marker = mk
 	mark := ""
 	if mk != nil {

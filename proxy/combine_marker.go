@@ -114,14 +114,14 @@ func (m *markers) note(u markerUse, rs *rules.RuleSet, ready bool) {
 // session's user under the rules in force (then the row is read again
 // instead). The first batch of a table and user makes the table, if it
 // is missing, on b before the batch's transaction begins.
-func (s *session) batchMarker(cand combineCandidate, b *backendConn) *batchMarker {
+func (s *Server) batchMarker(log *zap.Logger, user string, cand combineCandidate, b *backendConn) *batchMarker {
 	db, tbl, ok := cand.rule.Combine.Marker()
 	if !ok {
 		return nil
 	}
-	rs := s.srv.ruleSet()
-	u := markerUse{table: db + "." + tbl, user: s.user}
-	ms := &s.srv.combine.marks
+	rs := s.ruleSet()
+	u := markerUse{table: db + "." + tbl, user: user}
+	ms := &s.combine.marks
 	ready, unfit := ms.state(u, rs)
 	if unfit {
 		return nil
@@ -133,14 +133,14 @@ func (s *session) batchMarker(cand combineCandidate, b *backendConn) *batchMarke
 					return nil // the batch finds the connection broken
 				}
 				// Made by someone else, maybe: the batch's INSERT tells.
-				s.log.Debug("combine marker table not created", zap.String("table", u.table), zap.Error(err))
+				log.Debug("combine marker table not created", zap.String("table", u.table), zap.Error(err))
 				break
 			}
 		}
 		ms.note(u, rs, true)
 	}
 	slot, batch := ms.take()
-	return &batchMarker{use: u, db: db, tbl: tbl, instance: s.srv.instance, slot: slot, batch: batch}
+	return &batchMarker{use: u, db: db, tbl: tbl, instance: s.instance, slot: slot, batch: batch}
 }
 
 // write is the statement that writes the marker in the batch's

@@ -285,7 +285,7 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
-	if s.multiStatements() {
+	if s.client.multiStatements(s.caps) {
 		text := string(p[1:])
 		if at, _ := scanAs(s, text, func(o parser.ScanOptions) (int, bool) { return parser.KillCut(text, o), true }); at > 0 {
 			// A KILL among other statements: each piece in turn, so
@@ -343,14 +343,14 @@ func (t *stmtTable) namesTracking(p []byte) bool {
 // multiStatements reports whether the client's texts may hold several
 // statements: it negotiated CLIENT_MULTI_STATEMENTS, or turned them on
 // since with COM_SET_OPTION (and not off).
-func (s *session) multiStatements() bool {
-	switch s.client.multiOption {
+func (c *clientSettings) multiStatements(caps uint32) bool {
+	switch c.multiOption {
 	case 1:
 		return true
 	case 2:
 		return false
 	}
-	return s.caps&mysql.CLIENT_MULTI_STATEMENTS != 0
+	return caps&mysql.CLIENT_MULTI_STATEMENTS != 0
 }
 
 // ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
@@ -419,7 +419,7 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	defer func() { s.ex.ddlAnnounced = false }()
 	// Even a text that failed may have run a SET or a USE before its
 	// error: the server says what its state is now.
-	s.noteModeChange(an, pl)
+	s.sqlMode.noteChange(&s.ex, an, pl, s.srv.unforeseen.Load())
 	if an == nil || !s.ex.lastOK {
 		return
 	}

@@ -129,7 +129,7 @@ func (c *compressConn) writePacket(chunk []byte) error {
 // protocol, after the login's OK has been flushed.
 func (s *session) startCompression() {
 	cc := newCompressConn(s.conn)
-	s.setConn(cc)
+	s.srv.setConn(s, cc)
 	s.cr = newPacketReader(cc, clientBufSize)
 	s.cr.mem = s.mem
 	s.cw = newPacketWriter(cc, clientBufSize)

@@ -83,7 +83,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 // diagnosticsLost drops the replica connection that failed while asked
 // for the previous statement's diagnostics and tells the client.
 func (s *session) diagnosticsLost(cause error) error {
-	s.replicaBroken(s.route.replica.conn.key.addr, cause)
+	s.route.replicaBroken(s.srv, s.log, s.route.replica.conn.key.addr, cause)
 	return s.writeErrAt(1, errorf(errDiagnosticsLost,
 		"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", cause))
 }

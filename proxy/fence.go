@@ -40,11 +40,11 @@ func (tl *txnLocks) fenceFor(pl plan) fenceStep {
 // planFence fences the command's UPDATE: the rewrite step's own fenced
 // form when the UPDATE was rewritten (one pass builds both), else the
 // statement as sent.
-func (s *session) planFence(pl plan, params []any, step rewriteStep) (fenceStep, bool) {
+func (t *txnLocks) planFence(pl plan, params []any, step rewriteStep) (fenceStep, bool) {
 	if step.sql != "" {
 		return step.fenced, step.fenced.update != ""
 	}
-	fs := s.txn.fenceFor(pl)
+	fs := t.fenceFor(pl)
 	if fs.token == 0 || len(pl.an.Stmts) != 1 {
 		return fenceStep{}, false
 	}
@@ -53,7 +53,7 @@ func (s *session) planFence(pl plan, params []any, step rewriteStep) (fenceStep,
 	}
 	update, check, ok, reason, err := parser.FenceUpdate(pl.an.Stmts[0], fs.column, fs.token, params)
 	if err != nil || !ok {
-		s.log.Debug("update not fenced", zap.String("rule", fs.rule), zap.String("reason", reason), zap.Error(err))
+		t.log.Debug("update not fenced", zap.String("rule", fs.rule), zap.String("reason", reason), zap.Error(err))
 		return fenceStep{}, false
 	}
 	fs.update, fs.check = update, check

@@ -209,7 +209,7 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 	if err := tc.Handshake(); err != nil {
 		return err
 	}
-	s.setConn(tc)
+	s.srv.setConn(s, tc)
 	s.cr = newPacketReader(tc, clientBufSize)
 	s.cr.mem = s.mem
 	s.cw = newPacketWriter(tc, clientBufSize)
@@ -220,10 +220,10 @@ func (s *session) upgradeTLS(cfg *tls.Config) error {
 // setConn replaces the client connection with a layer over it (TLS,
 // compression). The server reads sessions' connections under its mutex
 // (shutdown, idle sessions), so the change is made under it too.
-func (s *session) setConn(c net.Conn) {
-	s.srv.mu.Lock()
-	defer s.srv.mu.Unlock()
-	s.conn = c
+func (s *Server) setConn(sess *session, c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.conn = c
 }
 
 // prefixConn is a net.Conn whose reads first return bytes already taken

@@ -146,7 +146,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 		rc, err := s.replicaConn(run.addr)
 		switch {
 		case err != nil:
-			s.replicaBroken(run.addr, err)
+			s.route.replicaBroken(s.srv, s.log, run.addr, err)
 			if query {
 				return s.writeErrAt(1, errorf(errReplicaUnreachable,
 					"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
@@ -155,7 +155,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 			be, thread = rc, run.thread
 		default:
 			if err := rc.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf("%s%d", verb, run.thread)...)); err != nil && !isMySQLErr(err) {
-				s.replicaBroken(run.addr, err)
+				s.route.replicaBroken(s.srv, s.log, run.addr, err)
 			}
 		}
 	}
@@ -182,7 +182,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 		}
 		return s.writeErrAt(1, se)
 	case be != s.be:
-		s.replicaBroken(run.addr, err)
+		s.route.replicaBroken(s.srv, s.log, run.addr, err)
 		return s.writeErrAt(1, errorf(errReplicaUnreachable,
 			"cannot reach replica %s to stop the query of connection %d: %v", run.addr, id, err))
 	default:

@@ -124,7 +124,7 @@ func (s *session) longDataStep(pl plan) rewriteStep {
 	if f.Kind != parser.KindUpdate || !absoluteWrite(f, r.Rewrite.Column) {
 		return rewriteStep{}
 	}
-	s.unrewritableRefused(r.Name, "", "long data", f)
+	s.srv.unrewritableRefused(s.id, s.user, r.Name, "", "long data", f)
 	return rewriteStep{rule: r.Name, reject: errorf(errRejected,
 		"rule %q: UPDATE sets %s with parameters sent as long data, which lockproxy does not rewrite (rewrite.on_unpaired: reject)",
 		r.Name, r.Rewrite.Column)}
@@ -133,11 +133,11 @@ func (s *session) longDataStep(pl plan) rewriteStep {
 // unrewritableRefused counts and audits an UPDATE that on_unpaired: reject
 // refuses because no rewrite makes it conditional (the statement's shape
 // only, never its values).
-func (s *session) unrewritableRefused(rule, key, reason string, f *parser.Facts) {
-	s.srv.metrics.rejects.WithLabelValues(rule, "unpaired").Inc()
-	s.srv.audit.Info("unrewritable write refused (on_unpaired: reject)",
+func (s *Server) unrewritableRefused(id uint32, user, rule, key, reason string, f *parser.Facts) {
+	s.metrics.rejects.WithLabelValues(rule, "unpaired").Inc()
+	s.audit.Info("unrewritable write refused (on_unpaired: reject)",
 		zap.String("rule", rule), zap.String("key", key), zap.String("reason", reason),
-		zap.String("statement", parser.Redact(f.Text)), zap.Uint32("session", s.id), zap.String("user", s.user))
+		zap.String("statement", parser.Redact(f.Text)), zap.Uint32("session", id), zap.String("user", user))
 }
 
 // absoluteWrite reports whether an UPDATE sets column to anything but
@@ -171,7 +171,7 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 	skip := func(reason string) rewriteStep {
 		s.srv.rewriteSkipped(s.log, step, reason)
 		if rw.OnUnpaired == rules.OnUnpairedReject && absoluteWrite(f, rw.Column) {
-			s.unrewritableRefused(step.rule, step.key, reason, f)
+			s.srv.unrewritableRefused(s.id, s.user, step.rule, step.key, reason, f)
 			step.reject = errorf(errRejected,
 				"rule %q: UPDATE sets %s to a value lockproxy does not make conditional (%s); read the row and write it with a single-row UPDATE to a literal or placeholder in one transaction, or write %s = %s - ? (rewrite.on_unpaired: reject)",
 				step.rule, step.column, reason, step.column, step.column)

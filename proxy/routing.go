@@ -100,7 +100,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	defer release()
 	rc, err := s.replicaConn(addr)
 	if err != nil {
-		s.replicaBroken(addr, err)
+		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
 	}
 	if !s.caughtUp(rc, addr) {
@@ -108,7 +108,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	}
 	if st != nil {
 		if p, err = s.route.replicaExecute(rc, p, st); err != nil {
-			s.replicaBroken(addr, err)
+			s.route.replicaBroken(s.srv, s.log, addr, err)
 			return false, nil
 		}
 	}
@@ -125,7 +125,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 			rc.broken = true
 			return true, err
 		}
-		s.replicaBroken(addr, err)
+		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
 	}
 	s.route.diagReplica = true
@@ -170,7 +170,7 @@ func (s *session) caughtUp(rc *backendConn, addr string) bool {
 	}
 	v, err := rc.queryValue(q)
 	if err != nil {
-		s.replicaBroken(addr, err)
+		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false
 	}
 	if string(v) != "0" {
@@ -216,20 +216,20 @@ func kindLabel(st *stmt) string {
 
 // replicaBroken drops the session's replica connection and tells the
 // router, so the next reads go elsewhere until its health check passes.
-func (s *session) replicaBroken(addr string, err error) {
-	s.log.Debug("replica unusable; reading from the primary", zap.String("replica", addr), zap.Error(err))
-	s.srv.metrics.backendErrors.WithLabelValues("replica").Inc()
+func (r *routeState) replicaBroken(srv *Server, log *zap.Logger, addr string, err error) {
+	log.Debug("replica unusable; reading from the primary", zap.String("replica", addr), zap.Error(err))
+	srv.metrics.backendErrors.WithLabelValues("replica").Inc()
 	if !isMySQLErr(err) {
-		if rt := s.srv.loaded().router; rt != nil {
+		if rt := srv.loaded().router; rt != nil {
 			rt.MarkDown(addr, err)
 		}
 	}
-	if s.route.replica.conn != nil {
-		s.route.replica.conn.broken = true
-		s.srv.pool.put(s.route.replica.conn)
+	if r.replica.conn != nil {
+		r.replica.conn.broken = true
+		srv.pool.put(r.replica.conn)
 	}
-	s.route.replica = replicaState{}
-	s.route.diagReplica = false
+	r.replica = replicaState{}
+	r.diagReplica = false
 }
 
 func isMySQLErr(err error) bool {

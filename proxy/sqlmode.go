@@ -79,11 +79,11 @@ func (s *session) parseOptions() parser.Options {
 // known statement that does not set it leaves the mode as it was. CALL is
 // not among them: MariaDB restores the caller's sql_mode and character
 // sets when a routine returns.
-func (s *session) noteModeChange(an *parser.Analysis, pl plan) {
-	stale := (pl.changesMode || usesDB(an)) && !s.srv.unforeseen.Load() && !s.ex.confirmed(an)
-	s.ex.lastReport = 0
+func (m *modeState) noteChange(x *exchange, an *parser.Analysis, pl plan, unforeseen bool) {
+	stale := (pl.changesMode || usesDB(an)) && !unforeseen && !x.confirmed(an)
+	x.lastReport = 0
 	if stale {
-		s.sqlMode.stale = true
+		m.stale = true
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	ok, err := s.beforeCommand(pl.guard)
 	if !ok {
 		if err == nil {
-			err = s.unsent(r)
+			err = r.unsent(s.be)
 		}
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	step := s.serveRewrite(r, pl)
 	if step.reject != nil {
 		s.notRun(mark)
-		if err := s.unsent(r); err != nil {
+		if err := r.unsent(s.be); err != nil {
 			return err
 		}
 		return s.refuseUnpaired(step)
@@ -185,9 +185,9 @@ func (s *session) notRun(mark int) {
 
 // unsent is what a statement lockproxy does not send leaves to undo: the
 // long data the primary holds for an execute (see dropLongData).
-func (s *session) unsent(r request) error {
+func (r request) unsent(be *backendConn) error {
 	if r.longSent {
-		return s.be.dropLongData(r.st)
+		return be.dropLongData(r.st)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func (s *session) unsent(r request) error {
 // afterCommand); a fenced or rewritten statement runs lockproxy's own
 // statements too, and keeps them until the transaction ends.
 func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (sent bool, err error) {
-	fs, fenced := s.planFence(pl, r.stepParams(), step)
+	fs, fenced := s.txn.planFence(pl, r.stepParams(), step)
 	switch {
 	case fenced:
 		return true, s.runFenced(fs)
