@@ -66,34 +66,34 @@ func (k *authKey) get() (*rsa.PrivateKey, []byte, error) {
 // whether the client proved password (never when known is false) and
 // returns the sequence id of the next packet. Errors are I/O failures or a
 // key that could not be made; a wrong or malformed answer is not an error.
-func (s *session) fullAuth(seq byte, known bool, password string) (bool, byte, error) {
-	if _, err := s.cw.writePacket(seq, []byte{authMoreData, sha2PerformFullAuth}); err != nil {
+func (l *login) fullAuth(seq byte, known bool, password string) (bool, byte, error) {
+	if _, err := l.cw.writePacket(seq, []byte{authMoreData, sha2PerformFullAuth}); err != nil {
 		return false, 0, err
 	}
-	if err := s.cw.flush(); err != nil {
+	if err := l.cw.flush(); err != nil {
 		return false, 0, err
 	}
-	seq, p, err := s.cr.readLogical(4096)
+	seq, p, err := l.cr.readLogical(4096)
 	if err != nil {
 		return false, 0, err
 	}
 	seq++
-	if s.tls {
+	if l.tls {
 		// Over TLS the password comes in clear, NUL-terminated.
 		return known && samePassword(bytes.TrimSuffix(p, []byte{0}), password), seq, nil
 	}
-	key, pub, err := s.srv.authKey.get()
+	key, pub, err := l.srv.authKey.get()
 	if err != nil {
 		return false, 0, err
 	}
 	if len(p) == 1 && p[0] == sha2RequestPublicKey {
-		if _, err := s.cw.writePacket(seq, append([]byte{authMoreData}, pub...)); err != nil {
+		if _, err := l.cw.writePacket(seq, append([]byte{authMoreData}, pub...)); err != nil {
 			return false, 0, err
 		}
-		if err := s.cw.flush(); err != nil {
+		if err := l.cw.flush(); err != nil {
 			return false, 0, err
 		}
-		if seq, p, err = s.cr.readLogical(4096); err != nil {
+		if seq, p, err = l.cr.readLogical(4096); err != nil {
 			return false, 0, err
 		}
 		seq++
@@ -105,7 +105,7 @@ func (s *session) fullAuth(seq byte, known bool, password string) (bool, byte, e
 		return false, seq, nil
 	}
 	for i := range plain {
-		plain[i] ^= s.client.salt[i%len(s.client.salt)]
+		plain[i] ^= l.salt[i%len(l.salt)]
 	}
 	return known && samePassword(bytes.TrimSuffix(plain, []byte{0}), password), seq, nil
 }

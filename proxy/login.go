@@ -18,21 +18,52 @@ import (
 // for mysql_native_password, the only answer lockproxy can check against
 // the hash the primary stores and log in to the backend with.
 func (s *session) authenticate(seq byte, plugin string, auth []byte, want string) (byte, error) {
+	l := login{srv: s.srv, cr: s.cr, cw: s.cw, tls: s.tls, salt: s.client.salt, user: s.user, refuse: s.writeErrAt}
+	l.host, _, _ = net.SplitHostPort(s.conn.RemoteAddr().String())
+	seq, err := l.run(seq, plugin, auth, want)
+	if err != nil {
+		return 0, err
+	}
+	s.client.password, s.client.stage1, s.client.relayed = l.password, l.stage1, l.relayed
+	return seq, nil
+}
+
+// login checks one client's answer: at login and COM_CHANGE_USER.
+type login struct {
+	srv  *Server
+	cr   *packetReader
+	cw   *packetWriter
+	tls  bool   // the client's connection is TLS
+	salt []byte // the scramble's
+	user string
+	host string // the client's address without the port
+	// refuse answers an error packet with the sequence id given.
+	refuse func(seq byte, e error) error
+	// What the login proved: the listed user's password, or the
+	// stage1 of an account read from the primary (relayed).
+	password string
+	stage1   []byte
+	relayed  bool
+}
+
+// run checks the client's answer to the greeting, auth in plugin, when
+// lockproxy announced want.
+func (l *login) run(seq byte, plugin string, auth []byte, want string) (byte, error) {
 	named := plugin != "" // a client without CLIENT_PLUGIN_AUTH cannot be switched
 	if !named {
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
-	host, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
-	turn, admitted := s.srv.logins.admit(s.user, host)
+	host := l.host
+	turn, admitted := l.srv.logins.admit(l.user, host)
 	if !admitted {
-		s.srv.metrics.loginsThrottled.Inc()
-		s.srv.audit.Debug("login refused: too many recent failed logins", zap.String("user", s.user), zap.String("client", host))
+		l.srv.metrics.loginsThrottled.Inc()
+		l.srv.audit.Debug("login refused: too many recent failed logins", zap.String("user", l.user), zap.String("client", host))
 		e := errorf(errHostBlocked, "Host '%s' is blocked because of many failed logins; try again later", host)
-		_ = s.writeErrAt(seq, e)
+		_ = l.refuse(seq, e)
 		return 0, e
 	}
-	defer s.srv.logins.release(turn)
-	u, known, relayed := s.srv.lookupUser(s.user)
+	defer l.srv.logins.release(turn)
+	u, known, relayed := l.srv.lookupUser(l.user)
 	announced := want
 	if relayed {
 		want = mysql.AUTH_NATIVE_PASSWORD
@@ -47,7 +78,7 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 			want = plugin
 		}
 		var err error
-		if seq, auth, err = s.askAgain(seq, want); err != nil {
+		if seq, auth, err = l.askAgain(seq, want); err != nil {
 			return 0, err
 		}
 		plugin = want
@@ -56,20 +87,20 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 	var refused error
 	fast := false
 	if relayed {
-		stage1, refused = s.verifyRelayed(host, auth)
+		stage1, refused = l.verifyRelayed(host, auth)
 	} else {
 		var err error
-		if fast, seq, refused, err = s.verifyListed(seq, plugin, auth, u.Password, known); err != nil {
+		if fast, seq, refused, err = l.verifyListed(seq, plugin, auth, u.Password, known); err != nil {
 			return 0, err
 		}
 	}
 	if refused != nil {
-		return 0, s.loginFailed(seq, host, turn, known || relayed, len(auth) == 0, refused)
+		return 0, l.failed(seq, host, turn, known || relayed, len(auth) == 0, refused)
 	}
-	s.client.password, s.client.stage1, s.client.relayed = u.Password, stage1, relayed
-	s.srv.logins.succeeded(s.user, host, turn)
+	l.password, l.stage1, l.relayed = u.Password, stage1, relayed
+	l.srv.logins.succeeded(l.user, host, turn)
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
-		if _, err := s.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
+		if _, err := l.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err
 		}
 		seq++
@@ -79,14 +110,14 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 
 // askAgain sends an AuthSwitchRequest for plugin with the session's
 // scramble and returns the client's answer and the next sequence id.
-func (s *session) askAgain(seq byte, plugin string) (byte, []byte, error) {
-	if _, err := s.cw.writePacket(seq, authSwitchRequest(plugin, s.client.salt)); err != nil {
+func (l *login) askAgain(seq byte, plugin string) (byte, []byte, error) {
+	if _, err := l.cw.writePacket(seq, authSwitchRequest(plugin, l.salt)); err != nil {
 		return 0, nil, err
 	}
-	if err := s.cw.flush(); err != nil {
+	if err := l.cw.flush(); err != nil {
 		return 0, nil, err
 	}
-	seq, p, err := s.cr.readLogical(4096)
+	seq, p, err := l.cr.readLogical(4096)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -98,11 +129,11 @@ func (s *session) askAgain(seq byte, plugin string) (byte, []byte, error) {
 // authentication when its scramble does not prove it. It returns whether
 // the scramble proved it (fast), the next sequence id, and why the login
 // is refused (nil: it is not); err is an I/O failure.
-func (s *session) verifyListed(seq byte, plugin string, auth []byte, password string, known bool) (fast bool, next byte, refused, err error) {
-	ok := known && checkAuth(plugin, s.client.salt, auth, password)
+func (l *login) verifyListed(seq byte, plugin string, auth []byte, password string, known bool) (fast bool, next byte, refused, err error) {
+	ok := known && checkAuth(plugin, l.salt, auth, password)
 	fast = ok
 	if !ok && plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && len(auth) > 0 && !(len(auth) == 1 && auth[0] == 0) {
-		if ok, seq, err = s.fullAuth(seq, known, password); err != nil {
+		if ok, seq, err = l.fullAuth(seq, known, password); err != nil {
 			return false, 0, nil, err
 		}
 	}
@@ -120,34 +151,34 @@ func (s *session) verifyListed(seq byte, plugin string, auth []byte, password st
 // the accounts again (at most once per accountsRereadGap over all
 // clients) and checks once more: the account may be new, or its password
 // changed, since they were read.
-func (s *session) verifyRelayed(host string, auth []byte) ([]byte, error) {
-	stage1, err := s.srv.accounts.verify(s.user, host, s.client.salt, auth)
+func (l *login) verifyRelayed(host string, auth []byte) ([]byte, error) {
+	stage1, err := l.srv.accounts.verify(l.user, host, l.salt, auth)
 	if err == nil {
 		return stage1, nil
 	}
-	if !s.srv.rereadAccounts() {
+	if !l.srv.rereadAccounts() {
 		return nil, err
 	}
-	return s.srv.accounts.verify(s.user, host, s.client.salt, auth)
+	return l.srv.accounts.verify(l.user, host, l.salt, auth)
 }
 
-// loginFailed counts and logs a refused login and answers it: the
+// failed counts and logs a refused login and answers it: the
 // reason's own words (an account lockproxy cannot serve), or MariaDB's
 // access denied.
-func (s *session) loginFailed(seq byte, host string, turn loginTurn, known, noPassword bool, reason error) error {
-	s.srv.metrics.authFailures.Inc()
-	s.srv.logins.failed(s.user, host, turn)
+func (l *login) failed(seq byte, host string, turn loginTurn, known, noPassword bool, reason error) error {
+	l.srv.metrics.authFailures.Inc()
+	l.srv.logins.failed(l.user, host, turn)
 	usingPw := "YES"
 	if noPassword {
 		usingPw = "NO"
 	}
-	s.srv.audit.Info("login failed", zap.String("user", s.user), zap.String("client", host),
+	l.srv.audit.Info("login failed", zap.String("user", l.user), zap.String("client", host),
 		zap.Bool("known_user", known), zap.String("using_password", usingPw), zap.String("reason", loginReason(reason)))
 	e := reason
 	if errors.Is(reason, errNoAccount) || errors.Is(reason, errWrongPassword) {
-		e = errorf(errAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", s.user, host, usingPw)
+		e = errorf(errAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", l.user, host, usingPw)
 	}
-	_ = s.writeErrAt(seq, e)
+	_ = l.refuse(seq, e)
 	return e
 }
 
@@ -184,6 +215,6 @@ type clientSettings struct {
 	relayed bool
 	stage1  []byte
 	// multiOption is the client's last COM_SET_OPTION that succeeded:
-	// 0 none, 1 multi-statements on, 2 off (session.multiStatements).
+	// 0 none, 1 multi-statements on, 2 off (multiStatements).
 	multiOption uint8
 }
