@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
@@ -67,47 +66,47 @@ type rewriteStep struct {
 // calls, a multi-row UPDATE, a DELETE, text lockproxy cannot parse), at
 // COM_RESET_CONNECTION, COM_CHANGE_USER and disconnect, and when more
 // than 1024 rows are remembered.
-func (s *session) planRewrite(pl plan, params []any, binary bool) rewriteStep {
+func (r *rewriterState) planRewrite(env rewriteEnv, x *exchange, pl plan, params []any, binary bool) rewriteStep {
 	an := pl.an
-	s.ex.rw, s.ex.rwConflict = rewriteStep{}, false
-	if an == nil || !s.srv.hasRewrites() {
+	x.rw, x.rwConflict = rewriteStep{}, false
+	if an == nil || !env.srv.hasRewrites() {
 		return rewriteStep{}
 	}
-	s.rwr.scopeBeliefs(an, s.inTxn())
-	if step, ok := s.rewriteStepFor(pl, params, binary); ok {
+	r.scopeBeliefs(an, env.inTxn)
+	if step, ok := r.stepFor(env, x, pl, params, binary); ok {
 		return step
 	}
-	s.rwr.forgetOthers(pl)
+	r.forgetOthers(pl)
 	return rewriteStep{}
 }
 
-// rewriteStepFor is planRewrite's step for a command that is one keyed
+// stepFor is planRewrite's step for a command that is one keyed
 // SELECT or one UPDATE of a rewrite rule's table; ok is false for every
 // other command.
-func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteStep, bool) {
+func (r *rewriterState) stepFor(env rewriteEnv, x *exchange, pl plan, params []any, binary bool) (rewriteStep, bool) {
 	an := pl.an
 	if an.Unparsed || len(an.Stmts) != 1 {
 		return rewriteStep{}, false
 	}
 	f := an.Stmts[0]
-	r, keys := pl.rewrite.rule, pl.rewrite.keys
-	if r == nil {
+	rule, keys := pl.rewrite.rule, pl.rewrite.keys
+	if rule == nil {
 		return rewriteStep{}, false
 	}
 	switch {
 	case f.Kind == parser.KindSelect && len(keys) == 1:
 		if pl.storedCode {
-			clear(s.rwr.beliefs) // a function in it may show other rows too
+			clear(r.beliefs) // a function in it may show other rows too
 		}
-		return rewriteStep{capture: newCapture(keys[0].Name, r.Rewrite.Column, binary), scope: r.Rewrite.Scope}, true
+		return rewriteStep{capture: newCapture(keys[0].Name, rule.Rewrite.Column, binary), scope: rule.Rewrite.Scope}, true
 	case f.Kind != parser.KindUpdate:
 		return rewriteStep{}, false
 	}
-	s.ex.rw = s.planUpdate(f, r, keys, params, s.txn.fenceFor(pl))
-	if s.ex.rw.key == "" { // several rows: none of them is paired
-		s.rwr.forgetOthers(pl)
+	x.rw = r.planUpdate(env, f, rule, keys, params, env.txn.fenceFor(pl))
+	if x.rw.key == "" { // several rows: none of them is paired
+		r.forgetOthers(pl)
 	}
-	return s.ex.rw, true
+	return x.rw, true
 }
 
 // longDataStep is the rewrite step of an execute whose parameters went
@@ -115,7 +114,7 @@ func (s *session) rewriteStepFor(pl plan, params []any, binary bool) (rewriteSte
 // not hold every value), so under rewrite.on_unpaired: reject an absolute
 // write of the guarded column in it is refused, as the rewrite step
 // refuses a form it cannot express.
-func (s *session) longDataStep(pl plan) rewriteStep {
+func longDataStep(env rewriteEnv, pl plan) rewriteStep {
 	r := pl.rewrite.rule
 	if pl.an == nil || r == nil || r.Rewrite.OnUnpaired != rules.OnUnpairedReject || len(pl.an.Stmts) != 1 {
 		return rewriteStep{}
@@ -124,7 +123,7 @@ func (s *session) longDataStep(pl plan) rewriteStep {
 	if f.Kind != parser.KindUpdate || !absoluteWrite(f, r.Rewrite.Column) {
 		return rewriteStep{}
 	}
-	s.srv.unrewritableRefused(s.id, s.user, r.Name, "", "long data", f)
+	env.srv.unrewritableRefused(env.id, env.user, r.Name, "", "long data", f)
 	return rewriteStep{rule: r.Name, reject: errorf(errRejected,
 		"rule %q: UPDATE sets %s with parameters sent as long data, which lockproxy does not rewrite (rewrite.on_unpaired: reject)",
 		r.Name, r.Rewrite.Column)}
@@ -162,16 +161,29 @@ func (r *rewriterState) forgetOthers(pl plan) {
 	}
 }
 
+// rewriteEnv is what the rewriter reads of the session for one command:
+// the session (id, user) and its state, the transaction's locks (for a
+// fence token), and where it counts and logs.
+type rewriteEnv struct {
+	srv         *Server
+	log         *zap.Logger
+	txn         *txnLocks
+	id          uint32
+	user        string
+	inTxn       bool // in a transaction or autocommit off
+	noBackslash bool // NO_BACKSLASH_ESCAPES
+}
+
 // planUpdate is planRewrite for an UPDATE of a rewrite rule's table.
-func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any, fence fenceStep) rewriteStep {
+func (rs *rewriterState) planUpdate(env rewriteEnv, f *parser.Facts, r *rules.Rule, keys []rules.Key, params []any, fence fenceStep) rewriteStep {
 	rw := r.Rewrite
 	step := rewriteStep{rule: r.Name, mode: rw.Mode, column: rw.Column, zero: rw.OnConflict == rules.OnConflictZeroRows}
 	// skip runs the UPDATE as sent, or refuses it when on_unpaired: reject
 	// and it sets the column to a value not computed from the row's own.
 	skip := func(reason string) rewriteStep {
-		s.srv.rewriteSkipped(s.log, step, reason)
+		env.srv.rewriteSkipped(env.log, step, reason)
 		if rw.OnUnpaired == rules.OnUnpairedReject && absoluteWrite(f, rw.Column) {
-			s.srv.unrewritableRefused(s.id, s.user, step.rule, step.key, reason, f)
+			env.srv.unrewritableRefused(env.id, env.user, step.rule, step.key, reason, f)
 			step.reject = errorf(errRejected,
 				"rule %q: UPDATE sets %s to a value lockproxy does not make conditional (%s); read the row and write it with a single-row UPDATE to a literal or placeholder in one transaction, or write %s = %s - ? (rewrite.on_unpaired: reject)",
 				step.rule, step.column, reason, step.column, step.column)
@@ -182,10 +194,10 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 		return skip(parser.ReasonSeveralRows)
 	}
 	step.key = keys[0].Name
-	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.rwr.unsafeCharset {
+	if env.noBackslash || rs.unsafeCharset {
 		return skip("session escaping")
 	}
-	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: s.rwr.beliefs[step.key].value, Key: r.Key}
+	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: rs.beliefs[step.key].value, Key: r.Key}
 	if rw.Min != nil {
 		spec.Min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)
 		step.min = spec.Min
@@ -199,10 +211,10 @@ func (s *session) planUpdate(f *parser.Facts, r *rules.Rule, keys []rules.Key, p
 	g, ok, reason, err := parser.RewriteGuarded(f, spec, params)
 	switch {
 	case err != nil:
-		s.log.Warn("rewrite failed", zap.String("rule", r.Name), zap.Error(err))
+		env.log.Warn("rewrite failed", zap.String("rule", r.Name), zap.Error(err))
 		return skip("error")
 	case reason == parser.ReasonNothingRemembered:
-		s.srv.rewriteUnpaired(s.id, s.user, s.inTxn(), &step, f, rw.OnUnpaired == rules.OnUnpairedReject)
+		env.srv.rewriteUnpaired(env.id, env.user, env.inTxn, &step, f, rw.OnUnpaired == rules.OnUnpairedReject)
 	case !ok:
 		return skip(reason)
 	default:
@@ -248,14 +260,15 @@ func (s *session) refuseUnpaired(step rewriteStep) error {
 	return s.writeErrAt(1, step.reject)
 }
 
-// finishRewrite updates the session's beliefs and the metrics once the
-// command's response has been relayed.
-func (s *session) finishRewrite(step rewriteStep) {
-	s.ex.rw = rewriteStep{}
+// finishRewrite updates the session's beliefs and the metrics m once the
+// command's response (x) has been relayed; inTxn: the session is in a
+// transaction.
+func (r *rewriterState) finishRewrite(x *exchange, step rewriteStep, inTxn bool, m *metrics) {
+	x.rw = rewriteStep{}
 	switch {
 	case step.capture != nil:
 		session := step.scope == rules.ScopeSession
-		if !s.ex.lastOK || !session && !s.inTxn() {
+		if !x.lastOK || !session && !inTxn {
 			return
 		}
 		// A read the capture could not use (the column twice, NULL, an
@@ -264,16 +277,16 @@ func (s *session) finishRewrite(step rewriteStep) {
 		// remembered before no longer is what it believes, and a rewrite
 		// from it would write the wrong difference.
 		if v, ok := step.capture.belief(); ok {
-			s.rwr.remember(step.capture.key, v, session)
+			r.remember(step.capture.key, v, session)
 		} else {
-			s.rwr.forget(step.capture.key)
+			r.forget(step.capture.key)
 		}
 	case step.key != "":
-		s.rwr.forget(step.key)
-		if step.sql == "" || !s.ex.lastOK || s.ex.rwConflict {
+		r.forget(step.key)
+		if step.sql == "" || !x.lastOK || x.rwConflict {
 			return
 		}
-		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
+		m.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
 	}
 }
 

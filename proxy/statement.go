@@ -104,7 +104,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	if r.replicaMay() && s.replicaEligible(pl) {
 		if served, err := s.onReplica(r.p, r.st); served || err != nil {
 			if err == nil {
-				s.finishRewrite(step)
+				s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
 			}
 			return err
 		}
@@ -125,7 +125,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 		return err
 	}
 	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
-	s.finishRewrite(step)
+	s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
 	s.track(r.an, pl)
 	s.rwr.dyn.apply(pl.dyn, s.ex.lastOK)
 	s.noteStatement(r.an)
@@ -160,11 +160,13 @@ func (s *session) servePlan(r *request) plan {
 // rewritten (its values are on the primary, not in the packet), so nothing
 // it touches stays paired.
 func (s *session) serveRewrite(r request, pl plan) rewriteStep {
+	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: s.inTxn(),
+		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0}
 	if !r.longSent {
-		return s.planRewrite(pl, r.stepParams(), r.execute())
+		return s.rwr.planRewrite(env, &s.ex, pl, r.stepParams(), r.execute())
 	}
 	s.rwr.forgetOthers(pl)
-	return s.longDataStep(pl)
+	return longDataStep(env, pl)
 }
 
 // replicaMay reports whether r's form lets a replica serve it: an execute
