@@ -18,7 +18,7 @@ import (
 // there. User variables are not replayed: a read that uses one runs on
 // the primary. When a value cannot be read back or written as a literal,
 // the session's reads stay on the primary.
-func (s *session) replaySet(sets []*parser.Facts) {
+func (r *routeState) replaySet(be *backendConn, log *zap.Logger, sets []*parser.Facts) {
 	var names []string
 	seen := map[string]bool{}
 	for _, f := range sets {
@@ -41,8 +41,8 @@ func (s *session) replaySet(sets []*parser.Facts) {
 	if len(names) == 0 {
 		return
 	}
-	if s.be == nil {
-		s.route.pinnedPrimary = true
+	if be == nil {
+		r.pinnedPrimary = true
 		return
 	}
 	var q strings.Builder
@@ -53,7 +53,7 @@ func (s *session) replaySet(sets []*parser.Facts) {
 		}
 		q.WriteString("@@SESSION." + quoteIdent(n))
 	}
-	row, cols, err := s.be.queryRowTyped(q.String(), true)
+	row, cols, err := be.queryRowTyped(q.String(), true)
 	if err == nil && (len(row) != len(names) || len(cols) != len(names)) {
 		err = errNoRow
 	}
@@ -71,11 +71,11 @@ func (s *session) replaySet(sets []*parser.Facts) {
 		set.WriteString("@@SESSION." + quoteIdent(names[i]) + " = " + lit)
 	}
 	if err != nil {
-		s.log.Debug("cannot replay a SET on replicas; the session reads from the primary", zap.Error(err))
-		s.route.pinnedPrimary = true
+		log.Debug("cannot replay a SET on replicas; the session reads from the primary", zap.Error(err))
+		r.pinnedPrimary = true
 		return
 	}
-	s.route.sets = append(s.route.sets, set.String())
+	r.sets = append(r.sets, set.String())
 }
 
 // quoteIdent back-quotes an identifier.

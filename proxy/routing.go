@@ -31,11 +31,11 @@ type replicaState struct {
 // replica: autocommit plain SELECTs with no locking clause,
 // no session effects, no hint, no rule forcing the primary, no lock keys,
 // outside any transaction, in a session with no temporary tables.
-func (s *session) replicaEligible(p plan) bool {
-	if s.srv.loaded().router == nil || p.an == nil || s.inTxn() || s.route.pinnedPrimary || s.route.nextTxnPrimary {
+func (r *routeState) replicaEligible(srv *Server, be *backendConn, inTxn bool, p plan) bool {
+	if srv.loaded().router == nil || p.an == nil || inTxn || r.pinnedPrimary || r.nextTxnPrimary {
 		return false
 	}
-	if s.be != nil && s.be.optionSet {
+	if be != nil && be.optionSet {
 		return false // COM_SET_OPTION changed what the primary's connection accepts, not the replica's
 	}
 	return p.primaryWhy == ""
@@ -98,12 +98,13 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		return false, nil
 	}
 	defer release()
-	rc, err := s.replicaConn(addr)
+	env := s.routeEnv()
+	rc, err := s.route.replicaConn(env, s.backendKey(), addr)
 	if err != nil {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
 	}
-	if !s.caughtUp(rc, addr) {
+	if !s.route.caughtUp(env, rc, addr) {
 		return false, nil
 	}
 	if st != nil {
@@ -159,9 +160,9 @@ func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check f
 // session's reads must see (read_your_writes: its own last write, or the
 // mark of its user or of everyone), waiting up to gtidWait; false sends
 // the read to the primary.
-func (s *session) caughtUp(rc *backendConn, addr string) bool {
-	want := s.srv.marks.want(s.srv.config().Backends.ReadYourWrites, s.user, s.route.lastGTID)
-	if want == "" || s.route.replica.reached == want {
+func (r *routeState) caughtUp(env routeEnv, rc *backendConn, addr string) bool {
+	want := env.srv.marks.want(env.srv.config().Backends.ReadYourWrites, env.user, r.lastGTID)
+	if want == "" || r.replica.reached == want {
 		return true
 	}
 	q := router.WaitGTIDQuery(want, gtidWait)
@@ -170,13 +171,13 @@ func (s *session) caughtUp(rc *backendConn, addr string) bool {
 	}
 	v, err := rc.queryValue(q)
 	if err != nil {
-		s.route.replicaBroken(s.srv, s.log, addr, err)
+		r.replicaBroken(env.srv, env.log, addr, err)
 		return false
 	}
 	if string(v) != "0" {
 		return false // not caught up within gtidWait
 	}
-	s.route.replica.reached = want
+	r.replica.reached = want
 	return true
 }
 
@@ -237,35 +238,50 @@ func isMySQLErr(err error) bool {
 	return ok
 }
 
-// replicaConn returns the session's connection to addr with the session's
+// routeEnv is what routing reads of the session: the server, the log,
+// the user (read-your-writes marks), the database and the context that
+// ends when lockproxy stops for good.
+type routeEnv struct {
+	srv      *Server
+	log      *zap.Logger
+	user, db string
+	ctx      context.Context
+}
+
+// routeEnv is the session's routeEnv.
+func (s *session) routeEnv() routeEnv {
+	return routeEnv{srv: s.srv, log: s.log, user: s.user, db: s.db, ctx: s.hardCtx}
+}
+
+// replicaConn returns the session's connection to addr, logging in as
+// the session's primary connections do (key) with the session's
 // database and SET statements applied.
-func (s *session) replicaConn(addr string) (*backendConn, error) {
-	if s.route.replica.conn != nil && s.route.replica.conn.key.addr != addr {
-		s.srv.pool.put(s.route.replica.conn)
-		s.route.replica = replicaState{}
+func (r *routeState) replicaConn(env routeEnv, key poolKey, addr string) (*backendConn, error) {
+	if r.replica.conn != nil && r.replica.conn.key.addr != addr {
+		env.srv.pool.put(r.replica.conn)
+		r.replica = replicaState{}
 	}
-	if s.route.replica.conn == nil {
-		key := s.backendKey()
+	if r.replica.conn == nil {
 		key.addr, key.db, key.readOnly, key.track = addr, "", true, false
-		ctx, cancel := context.WithTimeout(s.hardCtx, dialTimeout)
-		b, err := s.srv.pool.get(ctx, key)
+		ctx, cancel := context.WithTimeout(env.ctx, dialTimeout)
+		b, err := env.srv.pool.get(ctx, key)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
 		b.dbDirty = true
-		s.route.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
+		r.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
 			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
 	}
-	rc := s.route.replica.conn
-	if s.route.replica.db != s.db && s.db != "" {
-		if err := rc.simpleCommand(append([]byte{mysql.COM_INIT_DB}, s.db...)); err != nil {
+	rc := r.replica.conn
+	if r.replica.db != env.db && env.db != "" {
+		if err := rc.simpleCommand(append([]byte{mysql.COM_INIT_DB}, env.db...)); err != nil {
 			return nil, err
 		}
-		s.route.replica.db = s.db
+		r.replica.db = env.db
 	}
-	for ; s.route.replica.sets < len(s.route.sets); s.route.replica.sets++ {
-		if _, err := rc.queryValue(s.route.sets[s.route.replica.sets]); err != nil && err != errNoRow {
+	for ; r.replica.sets < len(r.sets); r.replica.sets++ {
+		if _, err := rc.queryValue(r.sets[r.replica.sets]); err != nil && err != errNoRow {
 			return nil, err
 		}
 	}
@@ -319,63 +335,63 @@ func (r *routeState) learnLastGTID(be *backendConn) error {
 // primary computed: replaySet), temporary tables and what may create one
 // unseen (CALL, EXECUTE, dynamic SQL the parser rejected) pin the session
 // to the primary.
-func (s *session) noteStatement(an *parser.Analysis) {
-	if s.srv.loaded().router == nil || an == nil {
+func (r *routeState) noteStatement(env routeEnv, be *backendConn, an *parser.Analysis) {
+	if env.srv.loaded().router == nil || an == nil {
 		return
 	}
 	if an.Unparsed {
-		s.route.needGTID = true
-		if s.srv.mayCreateTemporary(an, s.db) {
-			s.route.pinnedPrimary = true
+		r.needGTID = true
+		if env.srv.mayCreateTemporary(an, env.db) {
+			r.pinnedPrimary = true
 		}
 		return
 	}
 	var computed []*parser.Facts
-	rs := s.srv.ruleSet()
+	rs := env.srv.ruleSet()
 	for _, f := range an.Stmts {
-		if rs.MayCreateTemporary(f, s.db) {
+		if rs.MayCreateTemporary(f, env.db) {
 			// A stored function, procedure or trigger may have made a
 			// temporary table (MariaDB allows CREATE TEMPORARY TABLE in
 			// each), which only the primary's connection has.
-			s.route.pinnedPrimary = true
+			r.pinnedPrimary = true
 		}
 		switch f.Kind {
 		case parser.KindSelect, parser.KindShow, parser.KindExplain, parser.KindUse:
-			s.route.nextTxnPrimary = false
+			r.nextTxnPrimary = false
 		case parser.KindSet:
 			switch {
 			case f.Effects.SetTransaction && f.Effects.SetTransactionScope == "next":
 				// The next transaction's characteristics live on the
 				// primary's connection only: that transaction runs there.
-				s.route.nextTxnPrimary = true
+				r.nextTxnPrimary = true
 			case sessionTransaction(f):
 				computed = append(computed, f)
 			case !replayable(f):
 			case f.Effects.SetComputed:
 				computed = append(computed, f)
 			default:
-				s.route.sets = append(s.route.sets, f.Text)
+				r.sets = append(r.sets, f.Text)
 			}
 		case parser.KindDDL:
 			if strings.Contains(strings.ToLower(f.Text), "temporary") {
-				s.route.pinnedPrimary = true
+				r.pinnedPrimary = true
 			}
-			s.route.needGTID = true
+			r.needGTID = true
 		case parser.KindLockTables, parser.KindCall, parser.KindExecute:
 			// A procedure or a prepared statement may create a temporary
 			// table or change the session's variables where lockproxy
 			// cannot see it.
-			s.route.pinnedPrimary = true
-			s.route.needGTID = true
+			r.pinnedPrimary = true
+			r.needGTID = true
 		default:
-			s.route.needGTID = true
+			r.needGTID = true
 		}
 		if f.Kind != parser.KindSet && f.Kind != parser.KindSelect {
-			s.route.nextTxnPrimary = false
+			r.nextTxnPrimary = false
 		}
 	}
 	if len(computed) > 0 {
-		s.replaySet(computed)
+		r.replaySet(be, env.log, computed)
 	}
 }
 

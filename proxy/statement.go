@@ -101,7 +101,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
 		return err
 	}
-	if r.replicaMay() && s.replicaEligible(pl) {
+	if r.replicaMay() && s.route.replicaEligible(s.srv, s.be, s.inTxn(), pl) {
 		if served, err := s.onReplica(r.p, r.st); served || err != nil {
 			if err == nil {
 				s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
@@ -128,7 +128,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
 	s.track(r.an, pl)
 	s.rwr.dyn.apply(pl.dyn, s.ex.lastOK)
-	s.noteStatement(r.an)
+	s.route.noteStatement(s.routeEnv(), s.be, r.an)
 	if s.ex.sharedGTID {
 		s.route.needGTID = false // learnt once the primary had answered
 	}
