@@ -51,7 +51,7 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
-	tooDeep, literal := textCost(q, p.MaxNesting, s.admitReading(), s.sqlMode.stale)
+	tooDeep, literal := textCost(q, p.MaxNesting, s.sqlMode.admitReading(s.status, s.be), s.sqlMode.stale)
 	if tooDeep {
 		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
@@ -75,16 +75,16 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 // no multi-byte character set), the bytes the session's character set
 // reads as white space (latin1's no-break space) read as spaces
 // (parser.PlainBlanks).
-func (s *session) admitReading() parser.ScanOptions {
-	o := parser.ScanOptions{Mode: s.sqlMode.mode &^ parser.ModeNoBackslashEscapes}
-	if parser.BlankByte(s.sqlMode.charset) != 0 {
-		o.Charset = s.sqlMode.charset // single-byte: only its white space differs
+func (m modeState) admitReading(status uint16, be *backendConn) parser.ScanOptions {
+	o := parser.ScanOptions{Mode: m.mode &^ parser.ModeNoBackslashEscapes}
+	if parser.BlankByte(m.charset) != 0 {
+		o.Charset = m.charset // single-byte: only its white space differs
 	}
-	if s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
+	if status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 {
 		o.Mode |= parser.ModeNoBackslashEscapes
 	}
-	if s.be != nil {
-		o.ServerVersion = parser.ServerVersionOf(s.be.version)
+	if be != nil {
+		o.ServerVersion = parser.ServerVersionOf(be.version)
 	}
 	return o
 }

@@ -126,8 +126,11 @@ func (s *session) dispatch(p []byte) error {
 		}
 		s.ex.lastReport = 0
 		return nil
-	case mysql.COM_PROCESS_KILL:
-		return s.processKill(p)
+	case mysql.COM_PROCESS_KILL: // a connection kill by id
+		if len(p) < 5 {
+			return s.writeErrAt(1, errorf(errBadCommand, "malformed COM_PROCESS_KILL"))
+		}
+		return s.kill(false, false, uint64(binary.LittleEndian.Uint32(p[1:])))
 	case mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_DEBUG:
 		return s.forward(p, relaySingle, false)
 	case mysql.COM_REFRESH:

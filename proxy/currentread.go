@@ -51,9 +51,9 @@ func currentReadText(pl plan, sql string, shaped bool) (text string, ok bool) {
 // current-read twin on the primary: the same statement with LOCK IN SHARE
 // MODE, prepared there the first time it is
 // needed and given parameter types the first time it runs.
-func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error) {
+func (st *stmt) currentReadExecute(be *backendConn, db string, pl plan, p []byte) ([]byte, error) {
 	if st.currentID == 0 {
-		if st.db != s.db {
+		if st.db != db {
 			// The twin would name the tables of the database current now.
 			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks (read_in_txn) and runs as a current read, which lockproxy prepares when first needed, and the session's database is no longer the one it was prepared in (%q); prepare it again in this database", pl.guard.rule, st.db)
 		}
@@ -62,7 +62,7 @@ func (s *session) currentReadExecute(st *stmt, pl plan, p []byte) ([]byte, error
 		if !ok {
 			return nil, errorf(errRejected, "rule %s: this prepared read in a transaction takes row locks and runs as a current read, which lockproxy could not make of it", pl.guard.rule)
 		}
-		id, err := s.be.prepare(text)
+		id, err := be.prepare(text)
 		if err != nil {
 			return nil, err
 		}

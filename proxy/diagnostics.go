@@ -64,28 +64,25 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 	}
 	p := r.p
 	if r.st != nil {
-		if p, err = s.route.replicaExecute(rc, p, r.st); err != nil {
-			return true, s.diagnosticsLost(err)
-		}
+		p, err = s.route.replicaExecute(rc, p, r.st)
 	}
-	if err := s.relayReplicaIf(rc, p, r.st != nil, nil); err != nil {
-		if _, ok := err.(clientIOError); ok || s.ex.midResponse {
+	if err == nil {
+		err = s.relayReplicaIf(rc, p, r.st != nil, nil)
+		if _, ok := err.(clientIOError); ok || err != nil && s.ex.midResponse {
 			rc.broken = true
 			return true, err
 		}
-		return true, s.diagnosticsLost(err)
+	}
+	if err != nil {
+		// The connection failed before answering: the client is told its
+		// warnings and errors are lost.
+		s.route.replicaBroken(s.srv, s.log, rc.key.addr, err)
+		return true, s.writeErrAt(1, errorf(errDiagnosticsLost,
+			"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", err))
 	}
 	s.route.diagReplica = true
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(r.st)).Inc()
 	return true, nil
-}
-
-// diagnosticsLost drops the replica connection that failed while asked
-// for the previous statement's diagnostics and tells the client.
-func (s *session) diagnosticsLost(cause error) error {
-	s.route.replicaBroken(s.srv, s.log, s.route.replica.conn.key.addr, cause)
-	return s.writeErrAt(1, errorf(errDiagnosticsLost,
-		"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", cause))
 }
 
 // keepsReplicaDiagnostics reports whether a statement the primary ran

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -99,14 +98,6 @@ func parseKill(q []byte) (query bool, id uint64, ok bool) {
 		return false, 0, false
 	}
 	return k.Query, k.ConnectionID, true
-}
-
-// processKill serves COM_PROCESS_KILL (a connection kill by id).
-func (s *session) processKill(p []byte) error {
-	if len(p) < 5 {
-		return s.writeErrAt(1, errorf(errBadCommand, "malformed COM_PROCESS_KILL"))
-	}
-	return s.kill(false, false, uint64(binary.LittleEndian.Uint32(p[1:])))
 }
 
 // replicaRun names a replica connection: the replica and the backend

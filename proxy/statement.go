@@ -246,7 +246,7 @@ func (s *session) currentReadSend(r request, pl plan) (sent bool, err error) {
 		// current-read twin.
 		return false, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
 	}
-	q, err := s.currentReadExecute(r.st, pl, r.p)
+	q, err := r.st.currentReadExecute(s.be, s.db, pl, r.p)
 	if err != nil {
 		if isMySQLErr(err) || isKindError(err) {
 			return false, s.writeErrAt(1, err)
