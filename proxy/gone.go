@@ -161,3 +161,13 @@ type published struct {
 	idleEpoch atomic.Uint64
 	watched   atomic.Pointer[backendConn]
 }
+
+// lend publishes be as the session's primary connection (nil: none).
+func (p *published) lend(be *backendConn) {
+	p.watched.Store(be)
+	var thread uint32
+	if be != nil {
+		thread = be.threadID
+	}
+	p.thread.Store(thread)
+}

@@ -101,9 +101,10 @@ var errStateElsewhere = errors.New("proxy: the previous statement's connection s
 func (s *session) startMultiplex() {
 	shown := s.mux.shown
 	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: shown}
-	s.showPins()
-	if s.mux.on {
-		s.giveBackIfFree()
+	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
+	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.db, s.status) {
+		s.be = nil
+		s.pub.lend(nil)
 	}
 }
 
@@ -115,9 +116,12 @@ func (s *session) dispatchLent(p []byte) error {
 	}
 	s.mux.fresh = false
 	if s.be == nil && p[0] != mysql.COM_QUIT {
-		if err := s.borrow(); err != nil {
+		be, err := s.mux.borrow(s.hardCtx, s.srv, s.db)
+		if err != nil {
 			return s.writeErrAt(1, err)
 		}
+		s.be = be
+		s.pub.lend(be)
 		s.mux.fresh = true
 	}
 	switch p[0] {
@@ -150,60 +154,58 @@ func (s *session) dispatchLent(p []byte) error {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
 		}
 	}
-	s.giveBackIfFree()
-	s.showPins()
+	if s.mux.giveBack(s.srv.pool, s.be, s.db, s.status) {
+		s.be = nil
+		s.pub.lend(nil)
+	}
+	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	return nil
 }
 
 // borrow lends the session a primary connection of its login, in its
-// current database.
-func (s *session) borrow() error {
-	wait := s.srv.config().Backends.Pool.WaitTimeout.D()
-	ctx, cancel := context.WithTimeout(s.hardCtx, wait+dialTimeout)
+// current database db; ctx ends when lockproxy stops for good.
+func (m *muxState) borrow(ctx context.Context, srv *Server, db string) (*backendConn, error) {
+	wait := srv.config().Backends.Pool.WaitTimeout.D()
+	ctx, cancel := context.WithTimeout(ctx, wait+dialTimeout)
 	defer cancel()
-	be, err := s.srv.pool.get(ctx, s.mux.key)
+	be, err := srv.pool.get(ctx, m.key)
 	if err != nil {
 		if !errors.Is(err, errPoolExhausted) {
-			s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
+			srv.metrics.backendErrors.WithLabelValues("primary").Inc()
 		}
-		return backendDialError(err)
+		return nil, backendDialError(err)
 	}
-	if s.db != be.key.db {
+	if db != be.key.db {
 		be.dbDirty = true
-		if err := be.simpleCommand(append([]byte{mysql.COM_INIT_DB}, s.db...)); err != nil {
-			s.srv.pool.put(be)
-			return err
+		if err := be.simpleCommand(append([]byte{mysql.COM_INIT_DB}, db...)); err != nil {
+			srv.pool.put(be)
+			return nil, err
 		}
 	}
-	s.be = be
-	s.pub.watched.Store(be)
-	s.pub.thread.Store(be.threadID)
-	return nil
+	return be, nil
 }
 
-// giveBackIfFree gives the lent connection back when nothing ties the
-// session to it.
-func (s *session) giveBackIfFree() {
-	be := s.be
-	if be == nil || be.broken || statusPins(s.status)|s.mux.pins != 0 || len(be.pre) > 0 {
-		return
+// giveBack gives be, the lent connection, back to p when nothing ties
+// the session to it (the server's last status, the session's database
+// db) and reports whether it did.
+func (m *muxState) giveBack(p *pool, be *backendConn, db string, status uint16) bool {
+	if be == nil || be.broken || statusPins(status)|m.pins != 0 || len(be.pre) > 0 {
+		return false
 	}
-	if s.db == "" && be.key.db != "" {
+	if db == "" && be.key.db != "" {
 		// No command takes a connection out of its database: keep this
 		// one, which has none.
-		s.mux.pins |= pinUnknown
-		return
+		m.pins |= pinUnknown
+		return false
 	}
-	s.be = nil
-	s.pub.watched.Store(nil)
-	s.pub.thread.Store(0)
-	clean := !s.mux.changed && !be.dbDirty && !be.optionSet
-	s.mux.changed = false
+	clean := !m.changed && !be.dbDirty && !be.optionSet
+	m.changed = false
 	if clean {
-		s.srv.pool.keep(be)
+		p.keep(be)
 	} else {
-		s.srv.pool.put(be) // reset in the background
+		p.put(be) // reset in the background
 	}
+	return true
 }
 
 // statusPins are the reasons the server's last status gives.
@@ -218,20 +220,14 @@ func statusPins(status uint16) pinReason {
 	return r
 }
 
-// showPins brings lockproxy_sessions_pinned up to date with the
-// session's reasons.
-func (s *session) showPins() {
-	var status pinReason
-	if s.mux.on && s.be != nil {
-		status = statusPins(s.status)
-	}
-	s.mux.show(s.srv.pool.bounds.m.pinned, status)
-}
-
 // show brings the gauge g (lockproxy_sessions_pinned) up to date with
-// the reasons: the session's and those of the server's status.
-func (m *muxState) show(g *prometheus.GaugeVec, status pinReason) {
-	now := m.pins | status
+// the session's reasons: its own and, while it holds be, those of the
+// server's status.
+func (m *muxState) show(g *prometheus.GaugeVec, be *backendConn, status uint16) {
+	now := m.pins
+	if m.on && be != nil {
+		now |= statusPins(status)
+	}
 	if now == m.shown {
 		return
 	}
@@ -249,7 +245,7 @@ func (m *muxState) show(g *prometheus.GaugeVec, status pinReason) {
 // end takes the ending session out of lockproxy_sessions_pinned (g).
 func (m *muxState) end(g *prometheus.GaugeVec) {
 	m.pins, m.on = 0, false
-	m.show(g, 0)
+	m.show(g, nil, 0)
 }
 
 // pinFor pins the session for what statement r will leave on its
