@@ -168,7 +168,12 @@ func (s *session) dispatch(p []byte) error {
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:
-		return s.longData(p)
+		// Long data is remembered for key derivation as it passes.
+		if st, ok := s.prep.lookup(p); ok {
+			st.longSent = true
+			st.keepLongData(s.mem, p)
+		}
+		return s.stmtCommand(p, relayNone)
 	case mysql.COM_STMT_CLOSE:
 		return s.closeStmt(p)
 	default:

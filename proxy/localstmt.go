@@ -1,9 +1,5 @@
 package proxy
 
-import (
-	"github.com/go-mysql-org/go-mysql/mysql"
-)
-
 // SHOW LOCKPROXY ... and KILL <id> are answered by lockproxy also when a
 // client prepares them (mysql2's execute(), mysqli's prepare(), PDO with
 // native prepares, Connector/J with useServerPrepStmts): the statement
@@ -50,17 +46,4 @@ func (s *session) executeLocal(st *stmt) error {
 		return err
 	}
 	return nil
-}
-
-// localStmtCommand answers COM_STMT_RESET (OK) and COM_STMT_FETCH (no
-// cursor: an error, as MariaDB answers a fetch without one) for a
-// statement lockproxy answers itself.
-func (s *session) localStmtCommand(p []byte) error {
-	if p[0] == mysql.COM_STMT_RESET {
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
-			return err
-		}
-		return s.cw.flush()
-	}
-	return s.unknownStmt(p, "mysqld_stmt_fetch")
 }

@@ -177,7 +177,7 @@ func (s *session) relay(kind relayKind, binary bool) error {
 		s.afterCommand()
 	}
 	if s.ex.shareOnEnd {
-		s.shareWrites()
+		s.route.shareWrites(&s.ex, &s.srv.marks, s.be, s.user, s.inTxn())
 	}
 	if s.ex.ddlWord && s.ex.lastOK {
 		s.ex.ddlWord, s.ex.ddlAnnounced = false, true

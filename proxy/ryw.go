@@ -93,14 +93,14 @@ func mayWrite(an *parser.Analysis) bool {
 // (exchange.shareOnEnd): a pool that reads on another connection once this
 // one has its OK finds the mark in place. Under session each session
 // learns its last GTID lazily, before its own next replica read.
-func (s *session) shareWrites() {
-	if s.inTxn() {
+func (r *routeState) shareWrites(x *exchange, marks *writeMarks, be *backendConn, user string, inTxn bool) {
+	if inTxn {
 		return // the COMMIT shares what the transaction wrote
 	}
-	if err := s.route.learnLastGTID(s.be); err == nil {
-		s.ex.sharedGTID = true
-		if s.route.lastGTID != "" {
-			s.srv.marks.note(s.user, s.route.lastGTID)
+	if err := r.learnLastGTID(be); err == nil {
+		x.sharedGTID = true
+		if r.lastGTID != "" {
+			marks.note(user, r.lastGTID)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	}
 	step := s.serveRewrite(r, pl)
 	if step.reject != nil {
-		s.notRun(mark)
+		s.txn.notRun(&s.ex, mark)
 		if err := r.unsent(s.be); err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 	s.ex.shareOnEnd, s.ex.ddlWord = false, false
 	if !sent || err != nil {
 		if !sent {
-			s.notRun(mark)
+			s.txn.notRun(&s.ex, mark)
 		}
 		return err
 	}
@@ -178,10 +178,10 @@ func (r request) replicaMay() bool {
 
 // notRun gives back the locks a statement took after mark when lockproxy
 // answered it itself after taking them: none of it ran.
-func (s *session) notRun(mark int) {
-	s.ex.giveBack = giveBack{}
-	if s.txn.locks != nil {
-		s.txn.releaseSince(mark)
+func (t *txnLocks) notRun(x *exchange, mark int) {
+	x.giveBack = giveBack{}
+	if t.locks != nil {
+		t.releaseSince(mark)
 	}
 }
 

@@ -260,16 +260,6 @@ func (b *backendConn) dropLongData(st *stmt) error {
 	return nil
 }
 
-// longData remembers a COM_STMT_SEND_LONG_DATA chunk for key derivation
-// (see keepLongData) and forwards it.
-func (s *session) longData(p []byte) error {
-	if st, ok := s.prep.lookup(p); ok {
-		st.longSent = true
-		st.keepLongData(s.mem, p)
-	}
-	return s.stmtCommand(p, relayNone)
-}
-
 // executeParamTypes returns the parameter types an execute packet binds, if
 // its new_params_bound_flag is set.
 func executeParamTypes(p []byte, numParams int) ([]byte, bool) {
@@ -294,7 +284,16 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 		if kind == relayNone {
 			return nil
 		}
-		return s.localStmtCommand(p)
+		// A statement lockproxy answers itself: COM_STMT_RESET is
+		// answered OK, COM_STMT_FETCH with an error (no cursor), as
+		// MariaDB answers a fetch without one.
+		if p[0] == mysql.COM_STMT_RESET {
+			if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
+				return err
+			}
+			return s.cw.flush()
+		}
+		return s.unknownStmt(p, "mysqld_stmt_fetch")
 	}
 	if !ok {
 		if kind == relayNone {
