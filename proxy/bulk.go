@@ -35,7 +35,7 @@ const (
 func (s *session) bulkExecute(p []byte) error {
 	st, ok := s.prep.lookup(p)
 	if !ok {
-		return s.unknownStmt(p, "mysqld_stmt_bulk_execute")
+		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_bulk_execute"))
 	}
 	if st.local || len(p) < bulkHeader {
 		return s.writeErrAt(1, errorf(errWrongArguments, "Incorrect arguments to mysqld_stmt_bulk_execute"))
@@ -54,7 +54,7 @@ func (s *session) bulkExecute(p []byte) error {
 	}
 	r := request{p: p, st: st, an: st.an, bulk: true, longSent: longSent}
 	if st.an != nil {
-		pl, err := s.bulkPlan(st, types, p[rows:])
+		pl, err := bulkPlan(s.planEnv(), st, types, p[rows:])
 		if err != nil {
 			return s.notExecuted(st, longSent, err)
 		}
@@ -84,8 +84,8 @@ func bulkTypes(p []byte, st *stmt) (types []byte, rows int, bound bool) {
 // refused for the whole command, and so is one whose rows lockproxy
 // cannot read; a row the rules refuse (a key they cannot derive) refuses
 // the command as that execute would be refused.
-func (s *session) bulkPlan(st *stmt, types, rows []byte) (plan, error) {
-	if pl := s.plan(st.an, nil); !pl.needParams || st.numParams == 0 {
+func bulkPlan(env planEnv, st *stmt, types, rows []byte) (plan, error) {
+	if pl := makePlan(env, st.an, nil); !pl.needParams || st.numParams == 0 {
 		// The keys do not come from the parameters: every row has them.
 		return pl, bulkOnly(pl)
 	}
@@ -93,7 +93,6 @@ func (s *session) bulkPlan(st *stmt, types, rows []byte) (plan, error) {
 		return plan{}, errorf(errBadParams, "statement %d bulk executed without parameter types", st.id)
 	}
 	var merged plan
-	env := s.planEnv() // one environment: the command has not run yet
 	seen := map[string]bool{}
 	pos, n := 0, 0
 	for pos < len(rows) {
@@ -117,7 +116,7 @@ func (s *session) bulkPlan(st *stmt, types, rows []byte) (plan, error) {
 		mergeBulkGuard(&merged.guard, pl.guard, seen)
 	}
 	if n == 0 {
-		return s.plan(st.an, nil), nil // no row: MariaDB answers it
+		return makePlan(env, st.an, nil), nil // no row: MariaDB answers it
 	}
 	return merged, nil
 }

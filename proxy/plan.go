@@ -105,15 +105,6 @@ func (s *session) planEnv() planEnv {
 	}
 }
 
-// plan decides a command of this session (params: the execute-time values
-// of a prepared statement, nil for text).
-func (s *session) plan(an *parser.Analysis, params []any) plan {
-	if an == nil {
-		return plan{} // nothing analysed: no rule or replica needs it
-	}
-	return makePlan(s.planEnv(), an, params)
-}
-
 // makePlan decides what lockproxy does with an analysed command. It reads
 // env and never changes it: the dynamic SQL changes come back in plan.dyn.
 func makePlan(env planEnv, an *parser.Analysis, params []any) plan {

@@ -142,10 +142,13 @@ func (s *session) servePlanned(r request, pl plan) error {
 // needs its values (rewrite, fence) is remembered as such and analysed
 // again as the text it is.
 func (s *session) servePlan(r *request) plan {
-	if r.planned != nil {
+	switch {
+	case r.planned != nil:
 		return *r.planned
+	case r.an == nil:
+		return plan{} // nothing analysed: no rule or replica needs it
 	}
-	pl := s.plan(r.an, r.params)
+	pl := makePlan(s.planEnv(), r.an, r.params)
 	if r.execute() || r.params == nil || pl.fromShapeOK() {
 		return pl
 	}
@@ -153,7 +156,7 @@ func (s *session) servePlan(r *request) plan {
 		s.srv.textShapes.Add(r.an, s.srv.ruleSet())
 	}
 	r.an, r.params = s.analyzeText(r.sql), nil
-	return s.plan(r.an, nil)
+	return makePlan(s.planEnv(), r.an, nil)
 }
 
 // serveRewrite plans the rewrite of r. An execute with long data is not

@@ -194,7 +194,7 @@ func (w *packetWriter) flushClient() error {
 func (s *session) execute(p []byte) error {
 	st, ok := s.prep.lookup(p)
 	if !ok {
-		return s.unknownStmt(p, "mysqld_stmt_execute")
+		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_execute"))
 	}
 	if st.local {
 		return s.executeLocal(st)
@@ -293,13 +293,13 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 			}
 			return s.cw.flush()
 		}
-		return s.unknownStmt(p, "mysqld_stmt_fetch")
+		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_fetch"))
 	}
 	if !ok {
 		if kind == relayNone {
 			return nil // MySQL ignores long data for unknown statements
 		}
-		return s.unknownStmt(p, "mysqld_stmt_fetch")
+		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_fetch"))
 	}
 	id := st.backendID
 	if kind == relayFetch && st.execID != 0 {
@@ -334,12 +334,14 @@ func (s *session) closeStmt(p []byte) error {
 	return s.forward(p, relayNone, false)
 }
 
-func (s *session) unknownStmt(p []byte, where string) error {
+// unknownStmt is MariaDB's error for a command p (given to where) naming
+// a statement the session does not have.
+func unknownStmt(p []byte, where string) error {
 	var id uint32
 	if len(p) >= 5 {
 		id = binary.LittleEndian.Uint32(p[1:])
 	}
-	return s.writeErrAt(1, errorf(errUnknownStmt, "Unknown prepared statement handler (%d) given to %s", id, where))
+	return errorf(errUnknownStmt, "Unknown prepared statement handler (%d) given to %s", id, where)
 }
 
 // cursorTypeBits are the bits of COM_STMT_EXECUTE's flags byte that ask
