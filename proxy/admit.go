@@ -40,18 +40,19 @@ const freeParse = 4 << 10
 // returns the error the client gets instead, or a func that gives back
 // the memory reserved for the analysis; call it once the statement has
 // been served. Texts are checked only when lockproxy analyses statements
-// at all (any rule or replica).
-func (s *session) admitStatement(q []byte) (release func(), refused error) {
+// at all (any rule or replica). The session's mode state, last server
+// status and primary connection say how its text reads (admitReading).
+func (s *Server) admitStatement(q []byte, m modeState, status uint16, be *backendConn) (release func(), refused error) {
 	release = func() {}
-	if !s.srv.needsFacts() {
+	if !s.needsFacts() {
 		return release, nil
 	}
-	p := s.srv.config().Proxy
+	p := s.config().Proxy
 	if int64(len(q)) > p.MaxStatementSize.Bytes() {
 		return release, errorf(errStatementTooLong,
 			"statement too long to analyse: %d bytes, over proxy.max_statement_size (%d)", len(q), p.MaxStatementSize)
 	}
-	tooDeep, literal := textCost(q, p.MaxNesting, s.sqlMode.admitReading(s.status, s.be), s.sqlMode.stale)
+	tooDeep, literal := textCost(q, p.MaxNesting, m.admitReading(status, be), m.stale)
 	if tooDeep {
 		return release, errorf(errTooDeepNesting,
 			"Too high level of nesting for select: parentheses nest deeper than proxy.max_nesting (%d)", p.MaxNesting)
@@ -62,11 +63,11 @@ func (s *session) admitStatement(q []byte) (release func(), refused error) {
 	// A session analyses one statement at a time, so max_statement_size
 	// bounds its share; the process's budget bounds them all.
 	cost := int64(len(q)-literal)*parseCostPerByte + int64(literal)*literalCostPerByte
-	if !s.srv.mem.take(cost, shareAll) {
-		s.srv.metrics.memoryRefused.Inc()
+	if !s.mem.take(cost, shareAll) {
+		s.metrics.memoryRefused.Inc()
 		return release, outOfMemory("analysing a statement", cost)
 	}
-	return func() { s.srv.mem.give(cost) }, nil
+	return func() { s.mem.give(cost) }, nil
 }
 
 // admitReading is how lockproxy's parser will read the session's next

@@ -278,7 +278,7 @@ func (s *session) resetConnection(p []byte) error {
 // itself, analyse, and serve the text whole or piece by piece.
 func (s *session) query(p []byte) error {
 	p = s.ownConnectionID(p)
-	release, refused := s.admitStatement(p[1:])
+	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
 	defer func() { release() }()
 	if errors.Is(refused, errStatementTooLong) {
 		if an := s.analyzeLexically(p[1:], refused); an != nil {

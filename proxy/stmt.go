@@ -97,7 +97,7 @@ func (t *stmtTable) lookup(p []byte) (*stmt, bool) {
 func (s *session) prepare(p []byte) error {
 	s.prep.lastPrepared = 0 // until this prepare succeeds
 	p = s.ownConnectionID(p)
-	release, refused := s.admitStatement(p[1:])
+	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
 	defer release()
 	if refused != nil {
 		return s.writeErrAt(1, refused)
