@@ -209,7 +209,10 @@ func (s *session) combinable(r request, pl plan) (combineCandidate, bool) {
 	if rule == nil || !rule.Combines() || r.an == nil || s.srv.combine.isUnfit(s.srv.ruleSet(), rule.Name) {
 		return combineCandidate{}, false
 	}
-	if why := s.combineRefusal(r, pl); why != "" {
+	held := s.txn.held()
+	multi := s.ex.moreFollows || s.ex.splitPieces > 0
+	escaping := s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.rwr.unsafeCharset
+	if why := s.comb.refusal(s.srv.ruleSet(), r, pl, s.inTxn(), held, multi, escaping); why != "" {
 		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", why))
 		return combineCandidate{}, false
 	}
@@ -225,26 +228,29 @@ func (s *session) combinable(r request, pl plan) (combineCandidate, bool) {
 	return combineCandidate{c: c, rule: rule, row: pl.rewrite.keys[0].Name}, true
 }
 
-// combineRefusal says why the session or the plan keeps r from being
-// combined; "" when nothing does.
-func (s *session) combineRefusal(r request, pl plan) string {
+// refusal says why the session or the plan keeps r from being combined;
+// "" when nothing does. The session is in a transaction (inTxn), holds
+// locks (held), runs a piece of a multi-statement text (multi), or
+// escapes in a way a batch's text cannot share (escaping); rs is the
+// rules in force.
+func (c *combineState) refusal(rs *rules.RuleSet, r request, pl plan, inTxn, held, multi, escaping bool) string {
 	an := r.an
 	switch {
 	case an.Unparsed || len(an.Stmts) != 1 || an.Stmts[0].Kind != parser.KindUpdate:
 		return "not one UPDATE"
-	case s.comb.off:
+	case c.off:
 		return "the session locked tables, made a temporary table or ran text lockproxy cannot see"
-	case s.inTxn():
+	case inTxn:
 		return "in a transaction or autocommit off"
-	case s.txn.held():
+	case held:
 		return "the session holds locks"
-	case s.ex.moreFollows || s.ex.splitPieces > 0:
+	case multi:
 		return "multi-statement text"
-	case s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.rwr.unsafeCharset:
+	case escaping:
 		return "session escaping"
 	case r.longSent:
 		return "long data"
-	case !s.srv.ruleSet().KnowsObjects():
+	case !rs.KnowsObjects():
 		return "the primary's triggers and foreign keys are not known (schema not read)"
 	}
 	return planCombineRefusal(pl)
