@@ -435,14 +435,14 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 		switch f.Kind {
 		case parser.KindDDL:
 			if s.srv.refreshesAfter(f.Text) {
-				s.refreshSchemaAsync()
+				s.ddl.refreshSchemaAsync(s.srv, &s.ex)
 			}
 		}
 	}
 	if an.Unparsed && an.LexKind == parser.KindDDL {
 		// CREATE TRIGGER, CREATE FUNCTION ... the parser does not know
 		if s.srv.refreshesAfter(an.SQL) {
-			s.refreshSchemaAsync()
+			s.ddl.refreshSchemaAsync(s.srv, &s.ex)
 		}
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {

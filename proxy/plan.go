@@ -91,7 +91,7 @@ type planEnv struct {
 // planEnv returns the session's planning environment, with the schema its
 // last DDL changed.
 func (s *session) planEnv() planEnv {
-	s.awaitSchema()
+	s.ddl.awaitSchema(s.srv)
 	return planEnv{
 		rs:            s.srv.ruleSet(),
 		db:            s.db,

@@ -57,27 +57,27 @@ func temporaryDDL(ddl string) bool {
 // VIEW is keyed with the new table's column types and meets the rules
 // through the new view. A session's reads run one after another, so the
 // last one stored is the one its last DDL started.
-func (s *session) refreshSchemaAsync() {
-	prev, done := s.schemaRead, make(chan struct{})
-	s.schemaRead = done
-	s.srv.schemaReads.begin()
-	if !s.ex.ddlAnnounced {
-		s.ex.ddlAnnounced = true // once for all the DDL of a text
-		s.srv.wg.Add(1)
+func (d *ddlRead) refreshSchemaAsync(srv *Server, x *exchange) {
+	prev, done := d.done, make(chan struct{})
+	d.done = done
+	srv.schemaReads.begin()
+	if !x.ddlAnnounced {
+		x.ddlAnnounced = true // once for all the DDL of a text
+		srv.wg.Add(1)
 		go func() {
-			defer s.srv.wg.Done()
-			s.srv.announceSchemaChange()
+			defer srv.wg.Done()
+			srv.announceSchemaChange()
 		}()
 	}
-	s.srv.wg.Add(1)
+	srv.wg.Add(1)
 	go func() {
-		defer s.srv.wg.Done()
+		defer srv.wg.Done()
 		defer close(done)
-		defer s.srv.schemaReads.end()
+		defer srv.schemaReads.end()
 		if prev != nil {
 			<-prev
 		}
-		s.srv.refreshSchema()
+		srv.refreshSchema()
 	}()
 }
 
@@ -85,10 +85,17 @@ func (s *session) refreshSchemaAsync() {
 // one the session's last DDL started, and any another session or another
 // instance's announced DDL started (each gives up within the schema read's
 // timeouts).
-func (s *session) awaitSchema() {
-	if s.schemaRead != nil {
-		<-s.schemaRead
-		s.schemaRead = nil
+func (d *ddlRead) awaitSchema(srv *Server) {
+	if d.done != nil {
+		<-d.done
+		d.done = nil
 	}
-	s.srv.schemaReads.await()
+	srv.schemaReads.await()
+}
+
+// ddlRead is the schema read after a session's last DDL: done is closed
+// when what it read has been stored (nil: none pending); the session's
+// next plan waits for it (awaitSchema).
+type ddlRead struct {
+	done chan struct{}
 }

@@ -65,10 +65,8 @@ type session struct {
 	// sqlMode is the session's sql_mode as the parser needs it.
 	sqlMode modeState
 
-	// schemaRead is closed when the schema re-read after this session's
-	// last DDL has been stored (nil: none pending); the session's next
-	// plan waits for it (see refreshSchemaAsync).
-	schemaRead chan struct{}
+	// ddl is the schema read after the session's last DDL (schema_ddl.go).
+	ddl ddlRead
 
 	// priv is the PROCESS privilege as the backend last said (privilege.go).
 	priv privCache
