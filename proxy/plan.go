@@ -367,7 +367,7 @@ func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
 // LOAD DATA, an UPDATE through a view, of several rows or of a row it
 // cannot key, one run through dynamic SQL. The single-row UPDATE of the
 // table a command is made of (its rewrite target) is left to the rewrite
-// step, which rewrites it or refuses it (session.planUpdate).
+// step, which rewrites it or refuses it (rewriterState.planUpdate).
 func (pl *planner) unrewritten(f *parser.Facts, depth int) {
 	for _, w := range pl.env.rs.UnrewrittenWrites(f, pl.env.db) {
 		if depth == 0 && f.Kind == parser.KindUpdate && pl.p.rewrite.rule == w.Rule {

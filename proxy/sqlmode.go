@@ -71,7 +71,7 @@ func (s *session) parseOptions() parser.Options {
 	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
 }
 
-// noteModeChange marks the session's state stale after a command whose
+// noteChange marks the session's state stale after a command whose
 // plan says it may have changed it (plan.changesMode: SET sql_mode, also
 // run by EXECUTE; EXECUTE of a statement lockproxy did not see; text it
 // could not parse naming sql_mode or EXECUTE) or that ran a USE, unless
