@@ -22,7 +22,7 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 		return s.analyze(q), nil, ""
 	}
 	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.rwr.unsafeCharset {
+	if s.sqlMode.unsafe {
 		return s.analyze(q), nil, ""
 	}
 	sql = parser.PlainBlanks(string(q), s.sqlMode.charset, opts.Mode)
@@ -66,7 +66,7 @@ var lexicalKinds = map[parser.Kind]bool{parser.KindSelect: true, parser.KindInse
 // its literals.
 func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
 	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.rwr.unsafeCharset {
+	if s.sqlMode.unsafe {
 		return nil
 	}
 	an, err := parser.AnalyzeLexically(string(q), s.db, opts, tooLong.Error())

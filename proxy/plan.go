@@ -97,7 +97,7 @@ func (s *session) planEnv() planEnv {
 		db:            s.db,
 		inTxn:         s.inTxn(),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
-		unsafeCharset: s.rwr.unsafeCharset,
+		unsafeCharset: s.sqlMode.unsafe,
 		clientCharset: s.sqlMode.charset,
 		text:          rules.TextCharsets{Client: s.sqlMode.charset, Connection: s.sqlMode.connection},
 		dyn:           &s.rwr.dyn,

@@ -172,6 +172,9 @@ type rewriteEnv struct {
 	user        string
 	inTxn       bool // in a transaction or autocommit off
 	noBackslash bool // NO_BACKSLASH_ESCAPES
+	// unsafeCharset: the client character set forbids rewriting
+	// (modeState.unsafe).
+	unsafeCharset bool
 }
 
 // planUpdate is planRewrite for an UPDATE of a rewrite rule's table.
@@ -194,7 +197,7 @@ func (rs *rewriterState) planUpdate(env rewriteEnv, f *parser.Facts, r *rules.Ru
 		return skip(parser.ReasonSeveralRows)
 	}
 	step.key = keys[0].Name
-	if env.noBackslash || rs.unsafeCharset {
+	if env.noBackslash || env.unsafeCharset {
 		return skip("session escaping")
 	}
 	spec := parser.RewriteSpec{Column: rw.Column, Mode: rw.Mode, Old: rs.beliefs[step.key].value, Key: r.Key}
@@ -345,15 +348,12 @@ func (m *metrics) initRewriteMetrics(cfg *rules.Config) {
 
 // rewriterState is what the rewriter believes of a session: the values it
 // read of guarded rows, what its SQL-level PREPARE and SET @v made known,
-// the last statement's affected rows, and whether the connection's
-// character set forbids rewriting.
+// and the last statement's affected rows.
 type rewriterState struct {
-	// Rewriting: what the session believes rows hold, and whether its
-	// escaping forbids rewriting (the command's capture and guarded
-	// UPDATE are in ex).
+	// beliefs are what the session believes rows hold (the command's
+	// capture and guarded UPDATE are in ex).
 	beliefs map[string]belief
 	// dyn is what the session's SQL-level PREPARE and SET @v made known.
-	dyn           dynState
-	lastAffected  uint64
-	unsafeCharset bool
+	dyn          dynState
+	lastAffected uint64
 }

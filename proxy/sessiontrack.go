@@ -313,7 +313,6 @@ func (s *session) noteReport(state []byte) {
 	if collation && s.ex.lastReport&reportedConnection == 0 {
 		s.sqlMode.stale = true
 	}
-	s.rwr.unsafeCharset = s.sqlMode.unsafe
 }
 
 // take applies one reported variable and says which part of the state it

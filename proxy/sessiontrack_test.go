@@ -199,8 +199,8 @@ func TestTrackedStripsState(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Errorf("client tracks %v: got %x, want %x", clientTracks, got, want)
 				}
-				if s.sqlMode != c.want || s.db != c.db || s.rwr.unsafeCharset != c.want.unsafe {
-					t.Errorf("client tracks %v: state %+v in %q (unsafe %v), want %+v in %q", clientTracks, s.sqlMode, s.db, s.rwr.unsafeCharset, c.want, c.db)
+				if s.sqlMode != c.want || s.db != c.db || s.sqlMode.unsafe != c.want.unsafe {
+					t.Errorf("client tracks %v: state %+v in %q (unsafe %v), want %+v in %q", clientTracks, s.sqlMode, s.db, s.sqlMode.unsafe, c.want, c.db)
 				}
 			}
 		})

@@ -17,7 +17,9 @@ type modeState struct {
 	mode parser.Mode
 	// charset is the session's character_set_client; unsafe when a byte
 	// of one of its multi-byte characters can read as a backslash or a
-	// quote to a parser that reads bytes (parser.RewriteSafeCharset).
+	// quote to a parser that reads bytes (parser.RewriteSafeCharset), or
+	// when the state could not be read (until it is): lockproxy then
+	// neither rewrites nor reads texts lexically.
 	charset string
 	unsafe  bool
 	// connection is the session's character_set_connection, which text
@@ -56,13 +58,12 @@ func (s *session) parseOptions() parser.Options {
 		}
 		if err != nil {
 			s.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
-			s.rwr.unsafeCharset = true
+			s.sqlMode.unsafe = true
 			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
 		}
 		cs := string(row[1])
 		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
 			exactNames: string(row[3]) == "0", connection: string(row[4])}
-		s.rwr.unsafeCharset = s.sqlMode.unsafe
 		if db := string(row[2]); db != s.db {
 			s.db = db
 			s.be.dbDirty = true

@@ -164,7 +164,7 @@ func (s *session) servePlan(r *request) plan {
 // it touches stays paired.
 func (s *session) serveRewrite(r request, pl plan) rewriteStep {
 	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: s.inTxn(),
-		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0}
+		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0, unsafeCharset: s.sqlMode.unsafe}
 	if !r.longSent {
 		return s.rwr.planRewrite(env, &s.ex, pl, r.stepParams(), r.execute())
 	}
