@@ -253,27 +253,29 @@ func readLenEncBytes(p []byte, pos int) ([]byte, int, error) {
 	return p[pos : pos+int(n)], pos + int(n), nil
 }
 
-// noteReport takes the session state changes of an OK as what the
-// session's next statement is analysed under: the current database, the
-// sql_mode and the client and connection character sets, as the server
-// reports them, and notes in lastReport which it named. A report it
+// noteReport takes the session state changes of an OK of x's source as
+// what the session's next statement is analysed under: the current
+// database (schema, when the report named it: named), the sql_mode and the
+// client and connection character sets, as the server reports them, and
+// notes in lastReport which it named. be is the session's primary
+// connection. A report it
 // cannot take as it stands (unreadable; of collation_connection without
 // character_set_connection, whose change MariaDB then leaves unnamed; of
 // the tracking variables themselves; from another connection than the
 // session's) makes the session read its state again instead, which is
 // always safe.
-func (s *session) noteReport(state []byte) {
-	if s.ex.src != s.be {
-		s.sqlMode.stale = true
-		return
+func (m *modeState) noteReport(x *exchange, be *backendConn, state []byte) (schema string, named bool) {
+	if x.src != be {
+		m.stale = true
+		return "", false
 	}
 	collation := false
 	for pos := 0; pos < len(state); {
 		typ := state[pos]
 		data, next, err := readLenEncBytes(state, pos+1)
 		if err != nil {
-			s.sqlMode.stale = true
-			return
+			m.stale = true
+			return schema, named
 		}
 		pos = next
 		var name, value []byte
@@ -283,36 +285,34 @@ func (s *session) noteReport(state []byte) {
 				value, _, err = readLenEncBytes(data, at)
 			}
 			if err != nil {
-				s.sqlMode.stale = true
-				return
+				m.stale = true
+				return schema, named
 			}
 		}
 		switch {
 		case typ == trackSchema:
-			if string(name) != s.db {
-				s.db = string(name)
-				s.be.dbDirty = true
-			}
-			s.ex.lastReport |= reportedSchema
+			schema, named = string(name), true
+			x.lastReport |= reportedSchema
 		case typ != trackSystemVariables:
 		case string(name) == "collation_connection":
 			collation = true
 		case string(name) == "session_track_system_variables":
-			s.be.clientTrack.setVars(string(value))
-			s.ex.trackChanged = true
+			be.clientTrack.setVars(string(value))
+			x.trackChanged = true
 		case string(name) == "session_track_schema":
-			s.be.clientTrack.schema = isOn(value)
-			s.ex.trackChanged = true
+			be.clientTrack.schema = isOn(value)
+			x.trackChanged = true
 		case string(name) == "session_track_state_change":
-			s.be.clientTrack.stateChange = isOn(value)
-			s.ex.trackChanged = true
+			be.clientTrack.stateChange = isOn(value)
+			x.trackChanged = true
 		default:
-			s.ex.lastReport |= s.sqlMode.take(string(name), string(value))
+			x.lastReport |= m.take(string(name), string(value))
 		}
 	}
-	if collation && s.ex.lastReport&reportedConnection == 0 {
-		s.sqlMode.stale = true
+	if collation && x.lastReport&reportedConnection == 0 {
+		m.stale = true
 	}
+	return schema, named
 }
 
 // take applies one reported variable and says which part of the state it
@@ -375,7 +375,10 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 	if state == nil {
 		s.sqlMode.stale = true // a change with no state: read it to be sure
 	} else {
-		s.noteReport(state)
+		if db, named := s.sqlMode.noteReport(&s.ex, s.be, state); named && db != s.db {
+			s.db = db
+			s.be.dbDirty = true
+		}
 	}
 	var keep []byte
 	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
