@@ -9,8 +9,9 @@ import (
 // KillCut returns where to cut a text of several statements so that a
 // KILL among them stands alone: after the KILL when it comes first and
 // more statements follow, else where the statement before the first KILL
-// ends (after its ";"). It returns 0 when the text needs no cut: a single
-// statement, or none is a KILL. A proxy that gives its clients ids of its
+// ends (after its ";"); after a KILL's ";" that only a comment follows,
+// since MariaDB runs the comment as a statement of its own. It returns 0
+// when the text needs no cut: a single statement, or none is a KILL. A proxy that gives its clients ids of its
 // own serves each piece in turn, so that every KILL is one it can
 // translate. The statements are the TiDB parser's; for a text it rejects
 // (MariaDB's KILL HARD | SOFT, ...) a lexical scan splits at each ";"
@@ -66,6 +67,12 @@ func KillCut(sql string, o ScanOptions) int {
 			}
 		}
 	}
+	if len(starts) == 1 && kill[0] && tailAfter(sql, ends[0], o.Charset) {
+		// A KILL ended by ';' that a comment follows: MariaDB runs the
+		// comment as a statement of its own (an empty one, answered
+		// OK), so the comment is sent on, after the KILL.
+		return ends[0]
+	}
 	if len(starts) < 2 {
 		return 0
 	}
@@ -79,4 +86,23 @@ func KillCut(sql string, o ScanOptions) int {
 		}
 	}
 	return 0
+}
+
+// tailAfter reports whether the statement of sql ending at end ends with
+// ';' and text other than white space follows it (a comment): MariaDB
+// then runs what follows as a statement of its own. White space after
+// the last ';' is skipped, as MariaDB skips it (my_isspace, with the
+// character set's own blank: BlankByte).
+func tailAfter(sql string, end int, charset string) bool {
+	head := strings.TrimRightFunc(sql[:end], func(r rune) bool { return r < 0x80 && isBlank(byte(r)) })
+	if !strings.HasSuffix(head, ";") {
+		return false
+	}
+	blank := BlankByte(charset)
+	for i := end; i < len(sql); i++ {
+		if c := sql[i]; !isBlank(c) && (blank == 0 || c != blank) {
+			return true
+		}
+	}
+	return false
 }

@@ -18,6 +18,14 @@ func TestKillCut(t *testing.T) {
 		{"/* x */ KILL 5 ; DO 1", "/* x */ KILL 5 ;"},
 		{"SELECT 1; KILL 5 -- trailing", "SELECT 1;"},
 		{"CREATE PROCEDURE p() BEGIN KILL HARD 5; SELECT 1; END", ""},
+		// A comment after the KILL's ';' is a statement of its own to
+		// MariaDB: it is sent on. White space is not; nor is a comment
+		// inside the KILL's own statement.
+		{"KILL 5; -- c", "KILL 5;"},
+		{"KILL 5; /* c */", "KILL 5;"},
+		{"KILL 5;  \t\n", ""},
+		{"KILL 5 -- c", ""},
+		{"KILL 5 /* c */ ;", ""},
 	} {
 		at := KillCut(c.sql, ScanOptions{})
 		if got := c.sql[:at]; got != c.want {

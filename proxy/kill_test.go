@@ -290,6 +290,17 @@ func TestKillInMultiStatementText(t *testing.T) {
 		note("kill after '\\'", run(fmt.Sprintf(`SELECT '\'; KILL %d; SELECT '\'`, victim3.GetConnectionID()))...)
 		_, err = victim3.Execute("SELECT 1")
 		note("victim after kill after '\\'", fmt.Sprint(err != nil))
+
+		// A comment after the KILL's ';' is one more statement to
+		// MariaDB, answered OK.
+		victim4, err := client.Connect(addr, p.bed.User, p.bed.Password, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim4.Close()
+		note("kill then a comment", run(fmt.Sprintf("KILL QUERY %d; -- done", victim4.GetConnectionID()))...)
+		note("kill then a block comment", run(fmt.Sprintf("KILL QUERY %d; /* done */", victim4.GetConnectionID()))...)
+		note("kill then blanks", run(fmt.Sprintf("KILL QUERY %d;  ", victim4.GetConnectionID()))...)
 		outcomes[i] = out
 	}
 	if !slices.Equal(outcomes[0], outcomes[1]) {
