@@ -64,20 +64,20 @@ func (s *Server) watchBackends(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		for _, sess := range list {
-			sess.closeIfPrimaryGone()
+			s.closeIfPrimaryGone(sess)
 		}
 	}
 }
 
-// closeIfPrimaryGone closes the client connection when the session waits
+// closeIfPrimaryGone closes sess's client connection when the session waits
 // for a command and its primary connection is readable. It runs on the
 // server's goroutine (or a KILL's: Server.closeKilled): it touches only
 // atomics, the backend's socket (a peek that reads nothing) and the
 // client socket's Close. It reports false only when the session is idle
 // and its primary connection still open.
-func (s *session) closeIfPrimaryGone() bool {
-	e := s.pub.idleEpoch.Load()
-	be := s.pub.watched.Load()
+func (s *Server) closeIfPrimaryGone(sess *session) bool {
+	e := sess.pub.idleEpoch.Load()
+	be := sess.pub.watched.Load()
 	if e%2 == 0 || be == nil {
 		return true
 	}
@@ -85,16 +85,16 @@ func (s *session) closeIfPrimaryGone() bool {
 	if state == peekNothing {
 		return false
 	}
-	if s.pub.idleEpoch.Load() != e {
+	if sess.pub.idleEpoch.Load() != e {
 		return true // the session sent a command meanwhile: that is its answer
 	}
-	s.srv.metrics.backendErrors.WithLabelValues("primary").Inc()
-	s.log.Info("the primary closed the session's connection; closing the client's")
+	s.metrics.backendErrors.WithLabelValues("primary").Inc()
+	sess.log.Info("the primary closed the session's connection; closing the client's")
 	if state == peekReset {
-		resetClose(s.conn)
+		resetClose(sess.conn)
 		return true
 	}
-	_ = s.conn.Close()
+	_ = sess.conn.Close()
 	return true
 }
 

@@ -199,7 +199,7 @@ func (s *Server) closeKilled(id uint64) {
 	if victim == nil {
 		return
 	}
-	for deadline := time.Now().Add(killCloseWait); !victim.closeIfPrimaryGone() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(killCloseWait); !s.closeIfPrimaryGone(victim) && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
