@@ -25,7 +25,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the listener closes", func() bool {
+	testbed.Eventually(t, 5*time.Second, "the listener closes", func() bool {
 		c, err := net.DialTimeout("tcp", in.addr, 200*time.Millisecond)
 		if err != nil {
 			return true

@@ -118,7 +118,7 @@ func TestImage(t *testing.T) {
 	keyedTable(t, bed, dbName)
 	addr, admin := freePort(t), freePort(t)
 	ctr := runImage(t, pm, bed, ref, imageRules(bed, addr, admin, dbName))
-	waitFor(t, time.Minute, "the container's admin port answers /healthz", func() bool {
+	testbed.Eventually(t, time.Minute, "the container's admin port answers /healthz", func() bool {
 		if state, _ := pm.run("inspect", "--format", "{{.State.Status}}", ctr); strings.TrimSpace(state) == "exited" {
 			t.Fatalf("the container exited:\n%s", containerLogs(pm, ctr))
 		}
@@ -271,7 +271,7 @@ func preStopAndTerm(t *testing.T, pm *podman, ctr, addr, admin string) {
 		t.Fatalf("/readyz %d %s after the preStop hook: lockproxy must serve until SIGTERM", code, body)
 	}
 	pm.must("kill", "--signal", "TERM", ctr)
-	waitFor(t, 10*time.Second, "the proxy listener closes after SIGTERM", func() bool {
+	testbed.Eventually(t, 10*time.Second, "the proxy listener closes after SIGTERM", func() bool {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err != nil {
 			return true

@@ -132,7 +132,7 @@ func TestObserveThenEnforce(t *testing.T) {
 			}
 		}
 		for _, in := range []*instance{a, b} {
-			waitFor(t, 15*time.Second, "the reload to enforce is counted", func() bool {
+			testbed.Eventually(t, 15*time.Second, "the reload to enforce is counted", func() bool {
 				return strings.Contains(scrape(t, in), `lockproxy_config_reloads_total{result="success"} 1`)
 			})
 		}

@@ -40,17 +40,6 @@ func scrape(t *testing.T, in *instance) string {
 	return string(b)
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestReload: rules change on SIGHUP and on a change of the file, open
 // connections survive, and a config that fails validation leaves the old one
 // in force.
@@ -95,14 +84,14 @@ func TestReload(t *testing.T) {
 		if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the new rule rejects unkeyed updates on the open connection", rejected)
+		testbed.Eventually(t, 10*time.Second, "the new rule rejects unkeyed updates on the open connection", rejected)
 	})
 	t.Run("invalid config keeps the old", func(t *testing.T) {
 		write(withRule + "  - name: broken\n    table: x\n    key: []\n")
 		if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the failed reload is counted", func() bool {
+		testbed.Eventually(t, 10*time.Second, "the failed reload is counted", func() bool {
 			return strings.Contains(scrape(t, in), `lockproxy_config_reloads_total{result="failure"}`)
 		})
 		if !rejected() {
@@ -111,7 +100,7 @@ func TestReload(t *testing.T) {
 	})
 	t.Run("file change", func(t *testing.T) {
 		write(string(base))
-		waitFor(t, 15*time.Second, "the rule is gone after the file changed", func() bool { return unkeyed() == nil })
+		testbed.Eventually(t, 15*time.Second, "the rule is gone after the file changed", func() bool { return unkeyed() == nil })
 		if !strings.Contains(scrape(t, in), `lockproxy_config_reloads_total{result="success"} 2`) {
 			t.Errorf("want two successful reloads counted:\n%s", grepLines(scrape(t, in), "config_reloads"))
 		}

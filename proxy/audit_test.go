@@ -223,7 +223,7 @@ func TestConnectionMetrics(t *testing.T) {
 		_ = c.Close()
 	}
 	_ = h.Close()
-	eventually(t, 10*time.Second, "lockproxy_client_connections back to 0", func() bool {
+	testbed.Eventually(t, 10*time.Second, "lockproxy_client_connections back to 0", func() bool {
 		return value(t, p.reg, "lockproxy_client_connections", "") == 0
 	})
 	bad := strings.Replace(p.bed.DSN(p.addr, "", ""), ":"+p.bed.Password+"@", ":not-"+p.bed.Password+"@", 1)

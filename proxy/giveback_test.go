@@ -153,7 +153,7 @@ func TestImplicitCommitReleasesLocks(t *testing.T) {
 			mustConnExec(t, c, end)
 			// The ended transaction's locks are given back once its end
 			// is answered, in the background (releaseBehind).
-			eventually(t, 5*time.Second, "the ended transaction's locks given back after "+end, func() bool {
+			testbed.Eventually(t, 5*time.Second, "the ended transaction's locks given back after "+end, func() bool {
 				return len(heldRows(p, id)) == 0
 			})
 			if _, err := writer.ExecContext(ctx, "UPDATE sku SET stock = stock + 1 WHERE sku_id = 1"); err != nil {

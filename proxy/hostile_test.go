@@ -177,7 +177,7 @@ func TestHandshakeFlood(t *testing.T) {
 			}
 		}()
 	}
-	eventually(t, 10*time.Second, "the flood fills the handshake slots", func() bool {
+	testbed.Eventually(t, 10*time.Second, "the flood fills the handshake slots", func() bool {
 		return testutil.ToFloat64(p.srv.metrics.handshakesEvicted) > 100
 	})
 	for i := 0; i < 20; i++ {
@@ -754,7 +754,7 @@ func TestPrimaryGetsParamTypes(t *testing.T) {
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
 	testbed.MustExec(t, direct, "CREATE TABLE item (id BIGINT PRIMARY KEY, name VARCHAR(64))", "INSERT INTO item VALUES (1, 'one'), (2, 'two')")
-	eventually(t, 30*time.Second, "the replica takes reads", func() bool {
+	testbed.Eventually(t, 30*time.Second, "the replica takes reads", func() bool {
 		if !replicaReady(p.srv) {
 			return false
 		}
@@ -785,7 +785,7 @@ func TestPrimaryGetsParamTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	readResult(t, c, r)
-	eventually(t, 5*time.Second, "the first execute is served by the replica", func() bool { return replicaReads() > before })
+	testbed.Eventually(t, 5*time.Second, "the first execute is served by the replica", func() bool { return replicaReads() > before })
 	// A cursor keeps it on the primary; the types are not bound again.
 	again := stmtID(mysql.COM_STMT_EXECUTE, st.ID, 1) // CURSOR_TYPE_READ_ONLY
 	again = binary.LittleEndian.AppendUint32(again, 1)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // TestKillQuery: KILL QUERY with the connection id of lockproxy's greeting
@@ -243,7 +244,7 @@ func TestKillInMultiStatementText(t *testing.T) {
 		sleep := fmt.Sprintf("SELECT SLEEP(30) /* kill in text %d */", i)
 		done := make(chan error, 1)
 		go func() { _, err := victim.Execute(sleep); done <- err }()
-		eventually(t, 20*time.Second, "the victim's SLEEP runs", func() bool {
+		testbed.Eventually(t, 20*time.Second, "the victim's SLEEP runs", func() bool {
 			var n int
 			return direct.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", sleep).Scan(&n) == nil && n == 1
 		})

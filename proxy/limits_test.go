@@ -87,7 +87,7 @@ func TestIdleTimeout(t *testing.T) {
 	if _, err := db.Exec("SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the idle session is closed", func() bool {
+	testbed.Eventually(t, 5*time.Second, "the idle session is closed", func() bool {
 		p.srv.mu.Lock()
 		defer p.srv.mu.Unlock()
 		return len(p.srv.sessions) == 0

@@ -156,7 +156,7 @@ func wantValues(t *testing.T, g prometheus.Gatherer, name string, want map[strin
 // given back just after the reply that ends their transaction.
 func waitReleased(t *testing.T, p *testProxy) {
 	t.Helper()
-	eventually(t, 10*time.Second, "locks_held and lock_waiters back to 0", func() bool {
+	testbed.Eventually(t, 10*time.Second, "locks_held and lock_waiters back to 0", func() bool {
 		return value(t, p.reg, "lockproxy_locks_held", "") == 0 && value(t, p.reg, "lockproxy_lock_waiters", "") == 0
 	})
 }
@@ -178,7 +178,7 @@ func contend(t *testing.T, a, b *sql.DB, stmt string, ready func() bool) error {
 		_, err := b.Exec(stmt)
 		waited <- err
 	}()
-	eventually(t, 10*time.Second, "the second session waits", ready)
+	testbed.Eventually(t, 10*time.Second, "the second session waits", ready)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestLeaseLostMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Held across a few renewal rounds (every ttl/3): they succeed.
-	eventually(t, 10*time.Second, "two renewals succeed while the lock is held", func() bool {
+	testbed.Eventually(t, 10*time.Second, "two renewals succeed while the lock is held", func() bool {
 		return renewals(lockmgr.RenewOK) >= 2
 	})
 	lock := redisLockKey(t, rdb, prefix)
@@ -309,7 +309,7 @@ func TestLeaseLostMetric(t *testing.T) {
 	if err := redislocktest.TakeOver(ctx, rdb, lock); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "lockproxy_lock_lease_lost_total{rule=sku-stock} counts the loss", func() bool {
+	testbed.Eventually(t, 10*time.Second, "lockproxy_lock_lease_lost_total{rule=sku-stock} counts the loss", func() bool {
 		return value(t, p.reg, "lockproxy_lock_lease_lost_total", "rule=sku-stock") == 1
 	})
 	err = tx.Commit()
@@ -367,7 +367,7 @@ func TestWaitDistributionMetrics(t *testing.T) {
 			waited := make(chan error, 2)
 			queue := func(db *sql.DB, n float64) {
 				go func() { _, err := db.Exec(stmt); waited <- err }()
-				eventually(t, 10*time.Second, "the waiter queues", func() bool {
+				testbed.Eventually(t, 10*time.Second, "the waiter queues", func() bool {
 					return value(t, p.reg, "lockproxy_lock_waiters", "") == n
 				})
 			}
@@ -375,7 +375,7 @@ func TestWaitDistributionMetrics(t *testing.T) {
 			queue(c, 2)
 			// Both waiters show the holder and their places, 1 and 2, as
 			// they are now (the second never asked the lock service).
-			eventually(t, 5*time.Second, "the waiters' holder and places", func() bool {
+			testbed.Eventually(t, 5*time.Second, "the waiters' holder and places", func() bool {
 				var holder string
 				places := map[int]bool{}
 				for _, l := range p.srv.Locks() {
@@ -499,7 +499,7 @@ func TestQueryRouteMetrics(t *testing.T) {
 			t.Errorf("%s: want one series for the replica, got %v", name, s)
 		}
 	}
-	eventually(t, 10*time.Second, "lockproxy_replica_healthy is 1 for the caught-up replica", func() bool {
+	testbed.Eventually(t, 10*time.Second, "lockproxy_replica_healthy is 1 for the caught-up replica", func() bool {
 		return value(t, p.reg, "lockproxy_replica_healthy", "backend="+p.bed.ReplicaAddr) == 1
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -131,5 +132,5 @@ func TestObserveMode(t *testing.T) {
 		}
 	})
 	waitReleased(t, p)
-	eventually(t, 10*time.Second, "locks given back", func() bool { return len(p.srv.Locks()) == 0 })
+	testbed.Eventually(t, 10*time.Second, "locks given back", func() bool { return len(p.srv.Locks()) == 0 })
 }

@@ -169,11 +169,11 @@ func TestReplicaFailover(t *testing.T) {
 				t.Fatal(err)
 			}
 		}()
-		eventually(t, 10*time.Second, "reads move to the primary", func() bool {
+		testbed.Eventually(t, 10*time.Second, "reads move to the primary", func() bool {
 			return serverID(t, h, "SELECT @@server_id") == primaryID
 		})
 	})
-	eventually(t, 10*time.Second, "reads return to the replica after START SLAVE", func() bool {
+	testbed.Eventually(t, 10*time.Second, "reads return to the replica after START SLAVE", func() bool {
 		return serverID(t, h, "SELECT @@server_id") == replicaID
 	})
 	t.Run("replica killed", func(t *testing.T) {
@@ -191,20 +191,9 @@ func TestReplicaFailover(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, 20*time.Second, "reads return to the restarted replica", func() bool {
+	testbed.Eventually(t, 20*time.Second, "reads return to the restarted replica", func() bool {
 		return serverID(t, h, "SELECT @@server_id") == replicaID
 	})
-}
-
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // waitReplica waits until the replica has applied everything so far and
@@ -216,7 +205,7 @@ func waitReplica(t *testing.T, p *testProxy) {
 	if err := p.bed.WaitReplicaCaughtUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "router sees the replica healthy", func() bool {
+	testbed.Eventually(t, 10*time.Second, "router sees the replica healthy", func() bool {
 		_, ok := p.srv.loaded().router.Pick()
 		return ok
 	})

@@ -103,7 +103,7 @@ func TestLocksAreVisible(t *testing.T) {
 			waited <- err
 		}()
 		var held, waiting []string
-		eventually(t, 5*time.Second, "SHOW LOCKPROXY LOCKS lists the waiter", func() bool {
+		testbed.Eventually(t, 5*time.Second, "SHOW LOCKPROXY LOCKS lists the waiter", func() bool {
 			held, waiting = nil, nil
 			for _, v := range showLocks(t, p.db(t, db, "")) {
 				switch v[2] {
@@ -125,7 +125,7 @@ func TestLocksAreVisible(t *testing.T) {
 	})
 	// The release follows the backend's answer to COMMIT, which the client
 	// may see a moment before the lock list does.
-	eventually(t, 5*time.Second, "no lock listed after COMMIT", func() bool { return len(p.srv.Locks()) == 0 })
+	testbed.Eventually(t, 5*time.Second, "no lock listed after COMMIT", func() bool { return len(p.srv.Locks()) == 0 })
 }
 
 // showLocks runs SHOW LOCKPROXY LOCKS and returns its rows, NULL as "NULL".

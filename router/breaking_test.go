@@ -43,10 +43,10 @@ func TestReplicationStopped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			restoreReplication(t, bed)
 			r, _ := startRouter(t, bedConfig(bed))
-			eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+			testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 
 			testbed.MustExec(t, bed.Open(t, bed.ReplicaAddr, ""), tt.stop)
-			eventually(t, "replica out after "+tt.stop, replicaOut(r, bed.ReplicaAddr, ErrReplicationStopped))
+			testbed.EventuallyWhy(t, within, "replica out after "+tt.stop, replicaOut(r, bed.ReplicaAddr, ErrReplicationStopped))
 			st := statusOf(r, bed.ReplicaAddr)
 			if st.Healthy || !st.Up || st.LagKnown {
 				t.Errorf("status with replication stopped = %+v; want up, unhealthy, lag unknown", st)
@@ -69,7 +69,7 @@ func TestReplicationStopped(t *testing.T) {
 			if err := bed.StartReplica(ctx); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "replica back after START SLAVE", replicaIn(r, bed.ReplicaAddr))
+			testbed.EventuallyWhy(t, within, "replica back after START SLAVE", replicaIn(r, bed.ReplicaAddr))
 		})
 	}
 }
@@ -94,7 +94,7 @@ func TestLagBeyondMax(t *testing.T) {
 	cfg := bedConfig(bed)
 	cfg.MaxLag = time.Second
 	r, _ := startRouter(t, cfg)
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 
 	blocker, err := bed.Open(t, bed.ReplicaAddr, dbName).BeginTx(ctx, nil)
 	if err != nil {
@@ -107,7 +107,7 @@ func TestLagBeyondMax(t *testing.T) {
 	}
 	testbed.MustExec(t, primary, "UPDATE t SET v = v + 1 WHERE id = 1")
 
-	eventually(t, "replica out for lag", replicaOut(r, bed.ReplicaAddr, ErrLagging))
+	testbed.EventuallyWhy(t, within, "replica out for lag", replicaOut(r, bed.ReplicaAddr, ErrLagging))
 	st := statusOf(r, bed.ReplicaAddr)
 	if !st.Up || !st.LagKnown || st.Lag <= cfg.MaxLag {
 		t.Errorf("status while lagging = %+v; want up with a known lag above %s", st, cfg.MaxLag)
@@ -119,7 +119,7 @@ func TestLagBeyondMax(t *testing.T) {
 	if err := blocker.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "replica back once caught up", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica back once caught up", replicaIn(r, bed.ReplicaAddr))
 	if st := statusOf(r, bed.ReplicaAddr); st.Lag > cfg.MaxLag {
 		t.Errorf("back in service with lag %s > %s", st.Lag, cfg.MaxLag)
 	}
@@ -139,14 +139,14 @@ func TestReplicaKilled(t *testing.T) {
 		}
 	})
 	r, _ := startRouter(t, bedConfig(bed))
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := bed.KillReplica(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "killed replica out", replicaOut(r, bed.ReplicaAddr, ErrCheckFailed))
+	testbed.EventuallyWhy(t, within, "killed replica out", replicaOut(r, bed.ReplicaAddr, ErrCheckFailed))
 	if _, release, ok := r.PickAndTrack(); ok {
 		release()
 		t.Error("PickAndTrack() found a replica while it is dead")
@@ -162,7 +162,7 @@ func TestReplicaKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	eventually(t, "restarted replica back", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "restarted replica back", replicaIn(r, bed.ReplicaAddr))
 }
 
 // TestPrimaryKilled: with the primary dead, PrimaryHealthy is false (the
@@ -182,7 +182,7 @@ func TestPrimaryKilled(t *testing.T) {
 		}
 	})
 	r, _ := startRouter(t, bedConfig(bed))
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 	if !r.PrimaryHealthy() {
 		t.Fatal("PrimaryHealthy() = false before the kill")
 	}
@@ -192,17 +192,17 @@ func TestPrimaryKilled(t *testing.T) {
 	if err := bed.Kill(ctx, testbed.Primary); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "primary down", func() (bool, string) {
+	testbed.EventuallyWhy(t, within, "primary down", func() (bool, string) {
 		return !r.PrimaryHealthy(), "status " + statusOf(r, bed.PrimaryAddr).LastError
 	})
-	eventually(t, "replica of a dead primary out", replicaOut(r, bed.ReplicaAddr, ErrReplicationStopped))
+	testbed.EventuallyWhy(t, within, "replica of a dead primary out", replicaOut(r, bed.ReplicaAddr, ErrReplicationStopped))
 
 	if err := bed.Start(ctx, testbed.Primary); err != nil {
 		t.Fatal(err)
 	}
 	started = true
-	eventually(t, "primary back", func() (bool, string) {
+	testbed.EventuallyWhy(t, within, "primary back", func() (bool, string) {
 		return r.PrimaryHealthy(), "status " + statusOf(r, bed.PrimaryAddr).LastError
 	})
-	eventually(t, "replica back with its primary", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica back with its primary", replicaIn(r, bed.ReplicaAddr))
 }

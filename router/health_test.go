@@ -19,7 +19,7 @@ func isErr(err, want error) bool { return errors.Is(err, want) }
 func TestHealthyReplicaIsPicked(t *testing.T) {
 	bed := testbed.Get(t)
 	r, _ := startRouter(t, bedConfig(bed))
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 	if !r.PrimaryHealthy() {
 		t.Fatalf("PrimaryHealthy() = false with the primary up: %+v", statusOf(r, bed.PrimaryAddr))
 	}
@@ -55,7 +55,7 @@ func TestReadYourWritesGTID(t *testing.T) {
 	bed := testbed.Get(t)
 	dbName := bed.TempDatabase(t)
 	r, _ := startRouter(t, bedConfig(bed))
-	eventually(t, "replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "replica in service", replicaIn(r, bed.ReplicaAddr))
 
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -71,7 +71,7 @@ func TestReadYourWritesGTID(t *testing.T) {
 	}
 
 	// The router learns the replica has the write from its checks...
-	eventually(t, "replica reaches the session's write", func() (bool, string) {
+	testbed.EventuallyWhy(t, within, "replica reaches the session's write", func() (bool, string) {
 		addr, release, ok := r.PickFor(gtid)
 		release()
 		return ok && addr == bed.ReplicaAddr, "replica at " + statusOf(r, bed.ReplicaAddr).GTIDPos + ", want " + gtid
@@ -112,7 +112,7 @@ func TestUnfitBackends(t *testing.T) {
 			cfg := bedConfig(bed)
 			tt.edit(&cfg)
 			r, _ := startRouter(t, cfg)
-			eventually(t, "replica out", replicaOut(r, tt.addr, tt.wantErr))
+			testbed.EventuallyWhy(t, within, "replica out", replicaOut(r, tt.addr, tt.wantErr))
 			st := statusOf(r, tt.addr)
 			if st.Healthy || !st.Checked || st.LagKnown || st.LastError == "" {
 				t.Errorf("status = %+v", st)
@@ -163,7 +163,7 @@ func TestMarkDownAndRecover(t *testing.T) {
 	checks := func() float64 { return testutil.ToFloat64(r.metrics.checks.WithLabelValues(bed.ReplicaAddr, "ok")) }
 	before := checks()
 	r.MarkDown(bed.ReplicaAddr, errors.New("read: connection reset by peer"))
-	eventually(t, "replica back after the check MarkDown starts", func() (bool, string) {
+	testbed.EventuallyWhy(t, within, "replica back after the check MarkDown starts", func() (bool, string) {
 		addr, ok := r.Pick()
 		return ok && addr == bed.ReplicaAddr && checks() == before+1,
 			fmt.Sprintf("Pick() = %q, %v; ok checks %v → %v; status %+v", addr, ok, before, checks(), statusOf(r, bed.ReplicaAddr))
@@ -180,7 +180,7 @@ func TestUpdateAddsAndRemovesReplicas(t *testing.T) {
 	}
 	cfg.Replicas = []string{bed.ReplicaAddr}
 	r.Update(cfg)
-	eventually(t, "added replica in service", replicaIn(r, bed.ReplicaAddr))
+	testbed.EventuallyWhy(t, within, "added replica in service", replicaIn(r, bed.ReplicaAddr))
 
 	cfg.MaxLag = 5 * time.Second // a kept replica stays in service across a reload
 	r.Update(cfg)
@@ -227,7 +227,7 @@ func TestReplicaWithoutMonitorPrivilege(t *testing.T) {
 	cfg := bedConfig(bed)
 	cfg.User, cfg.Password = user, "pw-"+user
 	r, _ := startRouter(t, cfg)
-	eventually(t, "replica out", replicaOut(r, bed.ReplicaAddr, ErrCheckFailed))
+	testbed.EventuallyWhy(t, within, "replica out", replicaOut(r, bed.ReplicaAddr, ErrCheckFailed))
 	if msg := statusOf(r, bed.ReplicaAddr).LastError; !strings.Contains(msg, "SLAVE MONITOR") {
 		t.Errorf("reason %q does not name the missing privilege", msg)
 	}

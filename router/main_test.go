@@ -59,23 +59,6 @@ func startRouter(t *testing.T, cfg Config) (*Router, *prometheus.Registry) {
 	return r, reg
 }
 
-// eventually polls cond until it holds, failing t with cond's last
-// description after the deadline.
-func eventually(t *testing.T, what string, cond func() (ok bool, why string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %s", what, within, why)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // statusOf returns the status of the backend at addr, the replica if the
 // primary has the same address (as find does).
 func statusOf(r *Router, addr string) BackendStatus {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
 
@@ -179,7 +180,7 @@ func testSnapshot(t *testing.T, b Backend) {
 		defer close(done)
 		_, _ = tryAcquire(ls[0], newOwner("w"), 2*time.Second, k)
 	}()
-	waitFor(t, func() bool { return len(ls[0].Snapshot()) == 2 })
+	testbed.Eventually(t, 20*time.Second, "condition", func() bool { return len(ls[0].Snapshot()) == 2 })
 	snap := ls[0].Snapshot()
 	if snap[0].State != "held" || snap[0].Owner != o.ID() || snap[0].Rule != k.Rule || snap[0].Key != k.Name {
 		t.Errorf("snapshot[0] = %+v; want held by %s", snap[0], o)
@@ -192,18 +193,6 @@ func testSnapshot(t *testing.T, b Backend) {
 	if n := len(ls[0].Snapshot()); n != 0 {
 		t.Errorf("snapshot has %d entries after release", n)
 	}
-}
-
-// waitFor polls cond (test-side only) until it holds or 20s pass.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 2000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not reached")
 }
 
 // testCloseReleases: closing a Locker gives its keys back and ends its

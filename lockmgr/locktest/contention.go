@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
 
@@ -62,7 +63,7 @@ func fifo(t *testing.T, b Backend, noHandoff bool, spread int) {
 			mu.Unlock()
 			release(t, lease)
 		}()
-		waitFor(t, func() bool { return countWaiting(ls) == i+1 })
+		testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == i+1 })
 	}
 	release(t, holder)
 	wg.Wait()
@@ -110,11 +111,11 @@ func testDeadlock(t *testing.T, b Backend) {
 			}
 			if tc.youngerWaitsFirst {
 				startYoung()
-				waitFor(t, func() bool { return countWaiting(ls) == 1 })
+				testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == 1 })
 				startOld()
 			} else {
 				startOld()
-				waitFor(t, func() bool { return countWaiting(ls) == 1 })
+				testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == 1 })
 				startYoung()
 			}
 			if err := <-youngErr; !errors.Is(err, lockmgr.ErrDeadlock) {
@@ -145,7 +146,7 @@ func testWoundedHolder(t *testing.T, b Backend) {
 		}
 		oldErr <- err
 	}()
-	waitFor(t, func() bool { return countWaiting(ls) == 1 })
+	testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == 1 })
 	_, err := tryAcquire(ls[1], young, long, ks[1])
 	if !errors.Is(err, lockmgr.ErrDeadlock) {
 		t.Errorf("wounded owner's next wait: %v; want ErrDeadlock", err)
@@ -179,10 +180,10 @@ func testTraceHolder(t *testing.T, b Backend) {
 		}
 		got <- err
 	}()
-	waitFor(t, func() bool { return countWaiting(ls) == 1 })
+	testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == 1 })
 	// Snapshot shows what the backend saw of the wait (it may learn it a
 	// moment after the wait is recorded).
-	waitFor(t, func() bool {
+	testbed.Eventually(t, 20*time.Second, "condition", func() bool {
 		for _, e := range ls[1].Snapshot() {
 			if e.State == "waiting" && e.Holder == ho.ID() && e.Position == 1 {
 				return true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
 
@@ -111,6 +112,6 @@ func testObserve(t *testing.T, b Backend) {
 	observe(t, dead, gone, k)
 	b.Abandon(dead)
 	wantInWay(t, observe(t, ls[1], late, k), k, gone)
-	waitFor(t, func() bool { return len(observe(t, ls[1], late, k)) == 0 })
+	testbed.Eventually(t, 20*time.Second, "condition", func() bool { return len(observe(t, ls[1], late, k)) == 0 })
 	endObserve(t, ls[1], late, k)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 )
 
@@ -57,7 +58,7 @@ func uncontendedThenContended(t *testing.T, b Backend, fenced bool) {
 			lease, err := tryAcquire(ls[(i+1)%2], o, long, k)
 			got[i] <- result{lease, err}
 		}()
-		waitFor(t, func() bool { return countWaiting(ls) == i+1 })
+		testbed.Eventually(t, 20*time.Second, "condition", func() bool { return countWaiting(ls) == i+1 })
 	}
 	if _, err := tryAcquire(ls[1], newOwner("late"), 100*time.Millisecond, k); !errors.Is(err, lockmgr.ErrWaitTimeout) {
 		t.Fatalf("a waiter behind two others: %v; want ErrWaitTimeout", err)

@@ -87,12 +87,12 @@ func TestBatchedReleases(t *testing.T) {
 	}
 	wg.Add(1)
 	go release(0)
-	waitFor(t, func() bool { return g.held.Load() })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return g.held.Load() })
 	for i := 1; i < n; i++ {
 		wg.Add(1)
 		go release(i)
 	}
-	waitFor(t, func() bool { return pending() == n-1 })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return pending() == n-1 })
 	close(g.hold)
 	wg.Wait()
 	g.mu.Lock()
@@ -105,16 +105,5 @@ func TestBatchedReleases(t *testing.T) {
 		if v := rdb.Exists(ctx, l.names(fmt.Sprintf("k%d", i)).lock).Val(); v != 0 {
 			t.Errorf("key k%d still held after its release", i)
 		}
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -158,11 +158,11 @@ func TestFastPathSwitch(t *testing.T) {
 		}
 		got <- l
 	}()
-	waitFor(t, func() bool { return typ() == "hash" })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return typ() == "hash" })
 	if own := rdb.HGet(ctx, lock, "own").Val(); own != young.ID() {
 		t.Fatalf("promoted lock's owner %q; want the fast holder %q", own, young.ID())
 	}
-	waitFor(t, func() bool { return rdb.HGet(ctx, lock, "wounded").Val() == "1" })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return rdb.HGet(ctx, lock, "wounded").Val() == "1" })
 	if err := holder.Release(ctx); err != nil {
 		t.Fatalf("fast holder's release after promotion: %v", err)
 	}
@@ -197,7 +197,7 @@ func TestFastPathSwitch(t *testing.T) {
 		}
 		waiter <- l
 	}()
-	waitFor(t, func() bool { return typ() == "hash" })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return typ() == "hash" })
 	ls[2].(*redislock.Locker).Abandon()
 	w := <-waiter
 	if w == nil {

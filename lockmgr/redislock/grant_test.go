@@ -121,7 +121,7 @@ func TestReleaseGrants(t *testing.T) {
 	// queued waits until n tickets are queued for key in Redis.
 	queued := func(key string, n int64) {
 		t.Helper()
-		waitFor(t, func() bool { return check.ZCard(ctx, name(key, ":q")).Val() == n })
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool { return check.ZCard(ctx, name(key, ":q")).Val() == n })
 	}
 	acquireAsync := func(l lockmgr.Locker, o lockmgr.Owner, k lockmgr.Key) (chan *lockmgr.Lease, chan error) {
 		lc, ec := make(chan *lockmgr.Lease, 1), make(chan error, 1)
@@ -165,7 +165,7 @@ func TestReleaseGrants(t *testing.T) {
 		queued(k.Name, 1)
 		// Its first miss subscribes and asks once more at once; after
 		// the second is answered it sleeps for the wait slice.
-		waitFor(t, func() bool { return calls.n.Load() >= 2 })
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool { return calls.n.Load() >= 2 })
 		before := calls.n.Load()
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestReleaseGrants(t *testing.T) {
 		// its validity never outlasts Redis's. Redis has the new TTL a
 		// moment before the renewal's reply reaches the holder, so both
 		// are awaited before they are compared.
-		waitFor(t, func() bool {
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool {
 			return check.PTTL(ctx, name(k.Name, "")).Val() > grant && time.Until(lease.ValidUntil()) > grant
 		})
 		left := time.Until(lease.ValidUntil())
@@ -220,7 +220,7 @@ func TestReleaseGrants(t *testing.T) {
 		lc2, ec2 := acquireAsync(b, ob2, k)
 		// b1 (the head here) records b2 as its next waiter at its next
 		// ask; b2 itself never asks (held by the hook).
-		waitFor(t, func() bool {
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool {
 			return check.HExists(ctx, name(k.Name, ":qg"), ">"+check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]).Val()
 		})
 		if err := first.Release(ctx); err != nil {
@@ -262,7 +262,7 @@ func TestReleaseGrants(t *testing.T) {
 		}
 		lc, ec := acquireAsync(b, locktest.Owner("b"), k)
 		queued(k.Name, 1)
-		waitFor(t, func() bool {
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool {
 			return check.HExists(ctx, name(k.Name, ":qg"), check.ZRange(ctx, name(k.Name, ":q"), 0, 0).Val()[0]).Val()
 		})
 		if err := first.Release(ctx); err != nil {
@@ -273,7 +273,7 @@ func TestReleaseGrants(t *testing.T) {
 		if pttl := check.PTTL(ctx, name(k.Name, "")).Val(); pttl > grant {
 			t.Fatalf("granted for %v; want the short lease (at most %v)", pttl, grant)
 		}
-		waitFor(t, func() bool { return check.PTTL(ctx, name(k.Name, "")).Val() > grant })
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool { return check.PTTL(ctx, name(k.Name, "")).Val() > grant })
 		if fail.failed.Load() != 1 || lease.Err() != nil || !lease.Valid() {
 			t.Fatalf("failed renewals %d, lease error %v, valid %v; want one failure and the lease kept", fail.failed.Load(), lease.Err(), lease.Valid())
 		}

@@ -87,7 +87,7 @@ func TestLocalHandoff(t *testing.T) {
 				}
 				leases[i] <- ls
 			}(i)
-			waitFor(t, func() bool { return len(waitingOn(l, key.Name)) == i })
+			testbed.Eventually(t, 10*time.Second, "condition", func() bool { return len(waitingOn(l, key.Name)) == i })
 		}
 		prev, grant, granted := first, first, 0
 		for i := 1; i < len(owners); i++ {
@@ -225,9 +225,9 @@ func TestHandoffInheritsAge(t *testing.T) {
 		return got
 	}
 	gotA := acquire(a)
-	waitFor(t, func() bool { return len(waitingOn(here, "age-1")) == 1 })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return len(waitingOn(here, "age-1")) == 1 })
 	gotB := acquire(b)
-	waitFor(t, func() bool { return len(waitingOn(here, "age-1")) == 2 })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return len(waitingOn(here, "age-1")) == 2 })
 	if err := lz.Release(ctx); err != nil { // through Redis, to a
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestHandoffInheritsAge(t *testing.T) {
 	}
 	wg.Add(2)
 	go take(there, w, k1, lw, &errW)
-	waitFor(t, func() bool { return len(waitingOn(there, "age-1")) == 1 })
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return len(waitingOn(there, "age-1")) == 1 })
 	go take(here, b, k2, lb, &errB)
 	wg.Wait()
 	if !errors.Is(errW, lockmgr.ErrDeadlock) {
@@ -292,17 +292,6 @@ func waitingOn(l lockmgr.Locker, key string) []lockmgr.Entry {
 		}
 	}
 	return out
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestHandOver: a lease handed over to another owner of the same Locker
