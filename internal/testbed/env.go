@@ -16,8 +16,10 @@ import (
 // errEnv is wrapped by every problem with a bed's env file.
 var errEnv = errors.New("testbed: bad env file")
 
-// load reads DIR/env, which `scripts/testbed.sh up DIR` writes.
-func load(dir string) (*Bed, error) {
+// ReadEnv reads DIR/env, the variables `scripts/testbed.sh up DIR` writes
+// for a bed (LOCKPROXY_PRIMARY, LOCKPROXY_DB_USER, ...): the one reader of
+// that file, for the tests and the benchmarks alike.
+func ReadEnv(dir string) (map[string]string, error) {
 	f, err := os.Open(filepath.Join(dir, "env"))
 	if err != nil {
 		return nil, err
@@ -27,6 +29,16 @@ func load(dir string) (*Bed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
+	return env, nil
+}
+
+// load reads the bed in DIR (ReadEnv).
+func load(dir string) (*Bed, error) {
+	env, err := ReadEnv(dir)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Join(dir, "env")
 	b := &Bed{
 		Dir:         dir,
 		PrimaryAddr: env["LOCKPROXY_PRIMARY"],
@@ -42,7 +54,7 @@ func load(dir string) (*Bed, error) {
 	}
 	for _, k := range []string{"LOCKPROXY_PRIMARY", "LOCKPROXY_REPLICA", "LOCKPROXY_REDIS", "LOCKPROXY_DB_USER"} {
 		if env[k] == "" {
-			return nil, fmt.Errorf("%s: %w: %s is missing", f.Name(), errEnv, k)
+			return nil, fmt.Errorf("%s: %w: %s is missing", name, errEnv, k)
 		}
 	}
 	return b, nil

@@ -1,7 +1,6 @@
 package env
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // ErrBed is wrapped by every failure to start, read or stop the test bed.
@@ -56,21 +57,9 @@ func Up(ctx context.Context, root, dir string, reuse bool) (*Bed, error) {
 
 // ReadBed parses DIR/env as written by scripts/testbed.sh.
 func ReadBed(dir string) (*Bed, error) {
-	f, err := os.Open(filepath.Join(dir, "env"))
+	vars, err := testbed.ReadEnv(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBed, err)
-	}
-	defer f.Close()
-	vars := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			vars[k] = strings.Trim(v, `"'`)
-		}
 	}
 	b := &Bed{
 		Dir: dir, Primary: vars["LOCKPROXY_PRIMARY"], Replica: vars["LOCKPROXY_REPLICA"],
