@@ -28,6 +28,8 @@ WORKDIR /src
 # binary does not need.
 ENV GOWORK=off
 COPY go.mod go.sum ./
+# A patched dependency go.mod replaces with a directory of the repository.
+COPY third_party ./third_party
 RUN go mod download
 COPY . .
 ARG VERSION=dev

@@ -49,3 +49,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
+
+// One data race fixed: third_party/go-zookeeper/zk/PATCHED.md.
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper/zk
