@@ -33,7 +33,7 @@ func checkTree(root string, exportedOnly bool) ([]problem, error) {
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if path != root && (name == "testdata" || name == "vendor" || name == "third_party" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -3,7 +3,8 @@
 // "newLocker builds ..."): a comment that names something else is usually
 // one the code outgrew. It checks every top-level function, method, type,
 // constant and variable, exported or not, in the .go files under the
-// directories given (default "."), skipping testdata, hidden directories
+// directories given (default "."), skipping testdata, vendor and
+// third_party (code copied from elsewhere), hidden directories
 // and generated files. `make lint` runs it:
 //
 //	go run ./internal/doccheck [-exported] [DIR ...]
