@@ -16,7 +16,7 @@ import (
 // statements). A change refused for its credentials leaves the connection
 // as MariaDB leaves it (see failedChangeUser).
 func (s *session) changeUser(p []byte) error {
-	user, auth, db, plugin, collation, err := parseChangeUser(p, s.caps)
+	user, auth, db, plugin, collation, err := parseChangeUser(p, s.client.caps)
 	if err != nil {
 		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}

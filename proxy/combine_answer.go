@@ -57,7 +57,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	} else {
 		s.srv.metrics.rewrites.WithLabelValues(step.rule, step.mode, rewriteApplied).Inc()
 	}
-	p, affected := combinedOK(res, s.caps, s.status)
+	p, affected := combinedOK(res, s.client.caps, s.status)
 	s.ex.lastOK, s.rwr.lastAffected = true, affected
 	s.be.oweRowCount(affected)
 	s.afterCommand()

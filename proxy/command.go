@@ -293,7 +293,7 @@ func (s *session) query(p []byte) error {
 			return err
 		}
 	}
-	if s.client.multiStatements(s.caps) {
+	if s.client.multiStatements(s.client.caps) {
 		text := string(p[1:])
 		if at, _ := scanAs(s, text, func(o parser.ScanOptions) (int, bool) { return parser.KillCut(text, o), true }); at > 0 {
 			// A KILL among other statements: each piece in turn, so

@@ -65,10 +65,11 @@ type guard struct {
 	seen *observation
 }
 
-// inTxn reports whether the session is inside a transaction for locking
-// purposes: an open transaction, or autocommit off.
-func (s *session) inTxn() bool {
-	return s.status&mysql.SERVER_STATUS_IN_TRANS != 0 || s.status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
+// inTxn reports whether a session whose last server status is status is
+// inside a transaction for locking purposes: an open transaction, or
+// autocommit off.
+func inTxn(status uint16) bool {
+	return status&mysql.SERVER_STATUS_IN_TRANS != 0 || status&mysql.SERVER_STATUS_AUTOCOMMIT == 0
 }
 
 // add merges one statement's decision into the guard.

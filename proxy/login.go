@@ -198,10 +198,11 @@ func loginReason(err error) string {
 }
 
 // clientSettings is what the client negotiated at login (and COM_CHANGE_USER
-// or COM_SET_OPTION changed since): the scramble's salt, MariaDB's extended
-// capabilities, the collation, the connection attributes, the password and
+// or COM_SET_OPTION changed since): its capabilities, the scramble's salt,
+// MariaDB's extended capabilities, the collation, the connection attributes, the password and
 // how its backend connections log in, and the multi-statements option.
 type clientSettings struct {
+	caps uint32 // the capabilities the client negotiated
 	salt []byte
 	// ext are the MariaDB extended capabilities the client negotiated
 	// (mariadbcaps.go), which its backend connections negotiate too.

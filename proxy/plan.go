@@ -95,7 +95,7 @@ func (s *session) planEnv() planEnv {
 	return planEnv{
 		rs:            s.srv.ruleSet(),
 		db:            s.db,
-		inTxn:         s.inTxn(),
+		inTxn:         inTxn(s.status),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
 		unsafeCharset: s.sqlMode.unsafe,
 		clientCharset: s.sqlMode.charset,

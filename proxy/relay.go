@@ -49,7 +49,7 @@ type tracker interface {
 
 // responseRelay is the relay of the command being served.
 func (s *session) responseRelay() responseRelay {
-	return responseRelay{x: &s.ex, cw: s.cw, cr: s.cr, mem: s.mem, caps: s.caps, ext: s.client.ext,
+	return responseRelay{x: &s.ex, cw: s.cw, cr: s.cr, mem: s.mem, caps: s.client.caps, ext: s.client.ext,
 		track: s, status: &s.status, affected: &s.rwr.lastAffected}
 }
 
@@ -177,7 +177,7 @@ func (s *session) relay(kind relayKind, binary bool) error {
 		s.afterCommand()
 	}
 	if s.ex.shareOnEnd {
-		s.route.shareWrites(&s.ex, &s.srv.marks, s.be, s.user, s.inTxn())
+		s.route.shareWrites(&s.ex, &s.srv.marks, s.be, s.user, inTxn(s.status))
 	}
 	if s.ex.ddlWord && s.ex.lastOK {
 		s.ex.ddlWord, s.ex.ddlAnnounced = false, true

@@ -19,7 +19,7 @@ type resultForm struct {
 // makes itself (all columns VARCHAR, NULL for nil), in the form s.ex.form
 // says.
 func (s *session) writeResult(columns []string, rows [][]*string) error {
-	w := localResult{cw: s.cw, caps: s.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
+	w := localResult{cw: s.cw, caps: s.client.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
 	if st := s.ex.form.prepare; st != nil {
 		return s.keepLocal(w, st, columns)
 	}

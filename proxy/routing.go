@@ -99,7 +99,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	}
 	defer release()
 	env := s.routeEnv()
-	rc, err := s.route.replicaConn(env, s.backendKey(), addr)
+	rc, err := s.route.replicaConn(env, s.client.backendKey(s.srv, s.user, s.db), addr)
 	if err != nil {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil

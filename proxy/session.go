@@ -36,7 +36,6 @@ type session struct {
 
 	// client is what the client negotiated (login.go).
 	client clientSettings
-	caps   uint32 // capabilities the client negotiated
 	user   string
 	db     string
 
@@ -214,7 +213,7 @@ func (s *session) handshake(ctx context.Context) error {
 		_ = s.writeErrAt(seq+1, errorf(errHandshake, "bad handshake"))
 		return err
 	}
-	s.caps, s.client.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	s.client.caps, s.client.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
 	if !upgraded {
 		clientExt = resp.ext
 	}
@@ -231,7 +230,7 @@ func (s *session) handshake(ctx context.Context) error {
 	if err := s.pinBackend(ctx, seq); err != nil {
 		return err
 	}
-	if s.caps&mysql.CLIENT_COMPRESS != 0 {
+	if s.client.caps&mysql.CLIENT_COMPRESS != 0 {
 		s.startCompression()
 	}
 	return nil
@@ -242,7 +241,7 @@ func (s *session) handshake(ctx context.Context) error {
 // or with the backend's error (unknown database, access denied) when the
 // connection cannot be opened.
 func (s *session) pinBackend(ctx context.Context, seq byte) error {
-	be, err := s.srv.pool.get(ctx, s.backendKey())
+	be, err := s.srv.pool.get(ctx, s.client.backendKey(s.srv, s.user, s.db))
 	if err != nil {
 		if se, ok := err.(*sqlError); ok && s.client.relayed && se.State == "28000" {
 			// MariaDB refused an account lockproxy let in: what lockproxy
@@ -269,22 +268,24 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	return nil
 }
 
-func (s *session) backendKey() poolKey {
-	cfg := s.srv.config()
+// backendKey names the primary connections a client of these settings
+// logged in as user with database db uses: the pool's key.
+func (c *clientSettings) backendKey(srv *Server, user, db string) poolKey {
+	cfg := srv.config()
 	k := poolKey{
 		addr:      cfg.Backends.Primary,
-		user:      s.user,
-		password:  s.client.password,
-		db:        s.db,
-		caps:      s.caps & mirroredCaps,
-		ext:       s.client.ext,
-		collation: s.client.collation,
-		tls:       s.srv.loaded().backendTLS,
-		attrs:     s.client.attrs,
+		user:      user,
+		password:  c.password,
+		db:        db,
+		caps:      c.caps & mirroredCaps,
+		ext:       c.ext,
+		collation: c.collation,
+		tls:       srv.loaded().backendTLS,
+		attrs:     c.attrs,
 		track:     true,
 	}
-	if s.client.relayed {
-		k.relay = relayedLogin{on: true, stage1: string(s.client.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+	if c.relayed {
+		k.relay = relayedLogin{on: true, stage1: string(c.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
 	}
 	return k
 }

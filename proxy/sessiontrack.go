@@ -357,7 +357,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		}
 		// Reported with no state: read the state again to be sure.
 		s.sqlMode.stale = true
-		if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+		if s.client.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 			return p
 		}
 		s.ex.trackBuf = append(s.ex.trackBuf[:0], p...)
@@ -381,7 +381,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		}
 	}
 	var keep []byte
-	if s.caps&mysql.CLIENT_SESSION_TRACK != 0 {
+	if s.client.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 		if (s.ex.trackText || s.ex.trackChanged) && st&mysql.SERVER_MORE_RESULTS_EXISTS == 0 && s.ex.src == s.be && s.ex.src.r.buffered() == 0 {
 			// The text's last result: its settings are the client's
 			// now, read before the OK goes out so that it is filtered

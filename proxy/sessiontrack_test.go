@@ -188,7 +188,7 @@ func TestTrackedStripsState(t *testing.T) {
 				be := &backendConn{key: poolKey{track: true}, clientTrack: clientTracking{every: true, schema: true, stateChange: true}}
 				s := &session{ex: exchange{src: be}, be: be, db: "shop", sqlMode: start}
 				if clientTracks {
-					s.caps = mysql.CLIENT_SESSION_TRACK
+					s.client.caps = mysql.CLIENT_SESSION_TRACK
 				}
 				in := unhex(c.tracked)
 				got := s.tracked(append([]byte(nil), in...), true)

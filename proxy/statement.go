@@ -101,10 +101,10 @@ func (s *session) servePlanned(r request, pl plan) error {
 	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
 		return err
 	}
-	if r.replicaMay() && s.route.replicaEligible(s.srv, s.be, s.inTxn(), pl) {
+	if r.replicaMay() && s.route.replicaEligible(s.srv, s.be, inTxn(s.status), pl) {
 		if served, err := s.onReplica(r.p, r.st); served || err != nil {
 			if err == nil {
-				s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
+				s.rwr.finishRewrite(&s.ex, step, inTxn(s.status), s.srv.metrics)
 			}
 			return err
 		}
@@ -125,7 +125,7 @@ func (s *session) servePlanned(r request, pl plan) error {
 		return err
 	}
 	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
-	s.rwr.finishRewrite(&s.ex, step, s.inTxn(), s.srv.metrics)
+	s.rwr.finishRewrite(&s.ex, step, inTxn(s.status), s.srv.metrics)
 	s.track(r.an, pl)
 	s.rwr.dyn.apply(pl.dyn, s.ex.lastOK)
 	s.route.noteStatement(s.routeEnv(), s.be, r.an)
@@ -163,7 +163,7 @@ func (s *session) servePlan(r *request) plan {
 // rewritten (its values are on the primary, not in the packet), so nothing
 // it touches stays paired.
 func (s *session) serveRewrite(r request, pl plan) rewriteStep {
-	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: s.inTxn(),
+	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: inTxn(s.status),
 		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0, unsafeCharset: s.sqlMode.unsafe}
 	if !r.longSent {
 		return s.rwr.planRewrite(env, &s.ex, pl, r.stepParams(), r.execute())
