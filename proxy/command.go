@@ -277,7 +277,7 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: admit the text, answer SHOW LOCKPROXY and KILL
 // itself, analyse, and serve the text whole or piece by piece.
 func (s *session) query(p []byte) error {
-	p = s.ownConnectionID(p)
+	p = s.sqlMode.ownConnectionID(p, s.be, s.id)
 	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
 	defer func() { release() }()
 	if errors.Is(refused, errStatementTooLong) {
@@ -362,8 +362,8 @@ func (c *clientSettings) multiStatements(caps uint32) bool {
 }
 
 // ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
-// COM_STMT_PREPARE packet to the session's own id, the one its greeting
-// gave: the backend's thread id changes with the connection lockproxy uses
+// COM_STMT_PREPARE packet to id, the session's own id, the one its
+// greeting gave (be is its primary connection): the backend's thread id changes with the connection lockproxy uses
 // (a replica, a new primary connection after COM_CHANGE_USER), and KILL
 // takes lockproxy's ids. IS_USED_LOCK(), which answers the thread id of
 // the lock's holder, answers that id too where the holder is the session's
@@ -373,11 +373,11 @@ func (c *clientSettings) multiStatements(caps uint32) bool {
 // The text is read every way the server may read it: a call inside a
 // string literal is left alone, whatever sql_mode or character set makes
 // it one.
-func (s *session) ownConnectionID(p []byte) []byte {
+func (m modeState) ownConnectionID(p []byte, be *backendConn, id uint32) []byte {
 	if !parser.NamesConnectionCalls(p[1:]) {
 		return p
 	}
-	if s.be == nil || (!s.sqlMode.stale && s.sqlMode.mode&(parser.ModeOracle|parser.ModeMSSQL|parser.ModeUnknown) != 0) {
+	if be == nil || (!m.stale && m.mode&(parser.ModeOracle|parser.ModeMSSQL|parser.ModeUnknown) != 0) {
 		return p
 	}
 	// Every reading the text's bytes allow, not the session's state
@@ -388,9 +388,9 @@ func (s *session) ownConnectionID(p []byte) []byte {
 	var q string
 	var ok bool
 	for i, o := range parser.EveryReading(text) {
-		o.ServerVersion = parser.ServerVersionOf(s.be.version)
-		r, replaced := parser.ReplaceConnectionID(text, s.id, o)
-		if withLock, used := parser.ReplaceUsedLock(r, s.be.threadID, s.id, o); used {
+		o.ServerVersion = parser.ServerVersionOf(be.version)
+		r, replaced := parser.ReplaceConnectionID(text, id, o)
+		if withLock, used := parser.ReplaceUsedLock(r, be.threadID, id, o); used {
 			r, replaced = withLock, true
 		}
 		if i == 0 {

@@ -124,13 +124,3 @@ func (c *compressConn) writePacket(chunk []byte) error {
 	}
 	return err
 }
-
-// startCompression switches the client connection to the compressed
-// protocol, after the login's OK has been flushed.
-func (s *session) startCompression() {
-	cc := newCompressConn(s.conn)
-	s.srv.setConn(s, cc)
-	s.cr = newPacketReader(cc, clientBufSize)
-	s.cr.mem = s.mem
-	s.cw = newPacketWriter(cc, clientBufSize)
-}

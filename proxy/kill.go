@@ -15,7 +15,7 @@ import (
 
 // A client has one connection id for its whole life: lockproxy's own, the
 // one its greeting gave, which CONNECTION_ID() answers (see
-// session.ownConnectionID). KILL [QUERY | CONNECTION] <id> and
+// modeState.ownConnectionID). KILL [QUERY | CONNECTION] <id> and
 // COM_PROCESS_KILL take that id (a KILL among other statements of a text
 // is served alone, the text run piece by piece: parser.KillCut): lockproxy translates it into the backend
 // thread of that session's primary connection (or of its replica

@@ -8,18 +8,6 @@ import (
 	"go.uber.org/zap"
 )
 
-// runRewritten sends the guarded UPDATE of step on the primary in place of
-// the client's command and answers the client: the backend's OK or error,
-// or, when the UPDATE changed no row because its guard held, what the
-// rule's on_conflict says (docs/configuration.md).
-func (s *session) runRewritten(step rewriteStep) error {
-	reply, done, err := s.sendUpdate(step.sql)
-	if done {
-		return err
-	}
-	return s.answerGuarded(step, reply)
-}
-
 // sendUpdate sends an UPDATE lockproxy built (guarded, fenced) on the
 // primary in place of the client's command and reads its one reply. An
 // OK comes back with the session's status and affected rows updated and

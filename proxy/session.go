@@ -231,7 +231,11 @@ func (s *session) handshake(ctx context.Context) error {
 		return err
 	}
 	if s.client.caps&mysql.CLIENT_COMPRESS != 0 {
-		s.startCompression()
+		// The compressed protocol starts after the login's OK was flushed.
+		cc := newCompressConn(s.conn)
+		s.srv.setConn(s, cc)
+		s.cr, s.cw = newPacketReader(cc, clientBufSize), newPacketWriter(cc, clientBufSize)
+		s.cr.mem = s.mem
 	}
 	return nil
 }

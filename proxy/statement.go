@@ -211,9 +211,16 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 	case fenced:
 		return true, s.runFenced(fs)
 	case step.sql != "":
-		// An UPDATE answers OK or ERR, alike in both protocols: the
-		// guarded text form stands in for a prepared execution too.
-		return true, s.runRewritten(step)
+		// The guarded UPDATE runs in place of the client's command (an
+		// UPDATE answers OK or ERR, alike in both protocols: the text
+		// form stands in for a prepared execution too), and the client
+		// gets the backend's OK or error or, when the UPDATE changed no
+		// row because its guard held, what the rule's on_conflict says.
+		reply, done, err := s.sendUpdate(step.sql)
+		if done {
+			return true, err
+		}
+		return true, s.answerGuarded(step, reply)
 	}
 	s.ex.armGiveBack(pl.guard, mark)
 	switch {

@@ -96,7 +96,7 @@ func (t *stmtTable) lookup(p []byte) (*stmt, bool) {
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
 	s.prep.lastPrepared = 0 // until this prepare succeeds
-	p = s.ownConnectionID(p)
+	p = s.sqlMode.ownConnectionID(p, s.be, s.id)
 	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
 	defer release()
 	if refused != nil {
