@@ -190,15 +190,6 @@ func (s *session) forward(p []byte, kind relayKind, binary bool) error {
 	return nil
 }
 
-// forwardReleasing forwards a statement sent as the client sent it and
-// gives back the locks its end frees as soon as the backend has answered,
-// before the answer reaches the client (see exchange.releaseEarly).
-func (s *session) forwardReleasing(p []byte, binary bool) error {
-	s.ex.releaseEarly = true
-	defer func() { s.ex.releaseEarly = false }()
-	return s.forward(p, relayResults, binary)
-}
-
 // send writes a command to b and relays b's response to the client.
 func (s *session) send(b *backendConn, p []byte, kind relayKind, binary bool) error {
 	s.ex.src = b

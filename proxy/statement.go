@@ -223,46 +223,54 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 		return true, s.answerGuarded(step, reply)
 	}
 	s.ex.armGiveBack(pl.guard, mark)
+	p, bin := r.p, r.execute()
 	switch {
 	case len(pl.currentRead) > 0 && !r.execute():
 		text, ok := currentReadText(pl, r.sql, r.params != nil)
 		if !ok {
 			return false, s.writeErrAt(1, errorf(errRejected, "rule %s: this read in a transaction takes row locks and runs as a current read, which lockproxy could not make of its text", pl.guard.rule))
 		}
-		return true, s.forwardReleasing(append([]byte{mysql.COM_QUERY}, text...), false)
+		p = append([]byte{mysql.COM_QUERY}, text...)
 	case len(pl.currentRead) > 0:
-		return s.currentReadSend(r, pl)
+		if p, err = s.currentReadPacket(r, pl); p == nil {
+			return false, err
+		}
 	case !r.execute():
-		return true, s.forwardReleasing(r.p, false)
 	case r.bulk:
-		p := r.st.bulkOnPrimary(r.p)
+		p = r.st.bulkOnPrimary(r.p)
 		r.st.execID = r.st.backendID
-		return true, s.forwardReleasing(p, true)
+	default:
+		var refused error
+		if p, refused = r.st.bindOnPrimary(r.p); refused != nil {
+			return false, s.writeErrAt(1, refused)
+		}
+		binary.LittleEndian.PutUint32(p[1:], r.st.backendID)
+		r.st.execID = r.st.backendID
 	}
-	p, refused := r.st.bindOnPrimary(r.p)
-	if refused != nil {
-		return false, s.writeErrAt(1, refused)
-	}
-	binary.LittleEndian.PutUint32(p[1:], r.st.backendID)
-	r.st.execID = r.st.backendID
-	return true, s.forwardReleasing(p, true)
+	// Sent as the client sent it: the locks its end frees are given
+	// back as soon as the backend has answered, before the answer
+	// reaches the client (exchange.releaseEarly).
+	s.ex.releaseEarly = true
+	defer func() { s.ex.releaseEarly = false }()
+	return true, s.forward(p, relayResults, bin)
 }
 
-// currentReadSend runs an execute as its current-read twin (see
-// currentread.go).
-func (s *session) currentReadSend(r request, pl plan) (sent bool, err error) {
+// currentReadPacket is the execute packet of r's current-read twin (see
+// currentread.go); nil when lockproxy answered the client itself (err is
+// the answer's) or the primary connection failed.
+func (s *session) currentReadPacket(r request, pl plan) ([]byte, error) {
 	if r.longSent {
 		// The long data is bound to the client's statement, not to its
 		// current-read twin.
-		return false, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
+		return nil, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
 	}
 	q, err := r.st.currentReadExecute(s.be, s.db, pl, r.p)
 	if err != nil {
 		if isMySQLErr(err) || isKindError(err) {
-			return false, s.writeErrAt(1, err)
+			return nil, s.writeErrAt(1, err)
 		}
-		return false, s.backendFailed(s.be, err)
+		return nil, s.backendFailed(s.be, err)
 	}
 	r.st.execID = r.st.currentID
-	return true, s.forwardReleasing(q, true)
+	return q, nil
 }
