@@ -153,7 +153,7 @@ func nesting(text string, limit int, o parser.ScanOptions) (over bool, literal i
 // keepPlan charges a newly prepared statement's analysis to the memory
 // budgets. One the budgets cannot hold (a plan may weigh a hundred times
 // its text) is not kept: the statement is analysed again at each execute
-// (see pinPlan), which costs time instead of memory.
+// (see admitExecute), which costs time instead of memory.
 func (st *stmt) keepPlan(m *sessionMem, db string) {
 	st.db = db
 	if st.an == nil {
@@ -167,20 +167,8 @@ func (st *stmt) keepPlan(m *sessionMem, db string) {
 	st.planCost = w
 }
 
-// pinPlan gives an execute of st the analysis keepPlan did not keep, for
-// the duration of the execute; unpinPlan drops it again.
-func (s *session) pinPlan(st *stmt) {
-	if !st.unpinned {
-		return
-	}
-	// The statement's text means what it meant under the database current
-	// when it was prepared.
-	db := s.db
-	s.db = st.db
-	st.an = s.analyze([]byte(st.query))
-	s.db = db
-}
-
+// unpinPlan drops the plan an execute of a statement whose plan is not
+// kept made for itself (admitExecute).
 func unpinPlan(st *stmt) {
 	if st.unpinned {
 		st.an = nil
@@ -264,7 +252,15 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 		}
 		return done, outOfMemory("long data of a prepared statement", maxLongKey)
 	}
-	s.pinPlan(st)
+	if st.unpinned {
+		// The plan keepPlan did not keep, for the duration of the
+		// execute (unpinPlan drops it again): the statement's text means
+		// what it meant under the database current when it was prepared.
+		db := s.db
+		s.db = st.db
+		st.an = s.analyze([]byte(st.query))
+		s.db = db
+	}
 	return done, nil
 }
 

@@ -115,10 +115,20 @@ type replicaRun struct {
 // replica query that session is running, so the client's connection ends
 // at once, as it would on MariaDB.
 func (s *session) kill(hard, query bool, id uint64) error {
+	answerOK := func() error {
+		s.ex.lastOK = true
+		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
+			return err
+		}
+		return s.cw.flush()
+	}
 	thread, run, ok := s.srv.backendThread(id)
 	if !ok {
 		if victim := s.srv.lentOut(id); victim != nil {
-			return s.killIdle(victim, query, id)
+			if err := s.srv.killIdle(victim, s.user, query, id); err != nil {
+				return s.writeErrAt(1, err)
+			}
+			return answerOK()
 		}
 		return s.writeErrAt(1, errorf(errUnknownThread, "Unknown thread id: %d", id))
 	}
@@ -155,14 +165,10 @@ func (s *session) kill(hard, query bool, id uint64) error {
 	switch {
 	case err == nil:
 		s.status = s.be.status
-		s.ex.lastOK = true
 		if !query {
 			s.srv.closeKilled(id)
 		}
-		if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
-			return err
-		}
-		return s.cw.flush()
+		return answerOK()
 	case errors.As(err, &se):
 		// MariaDB's answer, naming the thread by the id the client knows.
 		switch se.Code {
@@ -236,23 +242,22 @@ func (s *Server) lentOut(id uint64) *session {
 	return sess
 }
 
-// killIdle answers a KILL of victim, a session that holds no backend
-// connection, so no MariaDB thread to end: it runs no query (KILL QUERY
-// has nothing to stop) and KILL CONNECTION closes its client connection.
-// MariaDB lets a user end the threads of its own user name; ending another
-// user's needs a privilege only the server could check on a thread, so
-// that is refused, saying why.
-func (s *session) killIdle(victim *session, query bool, id uint64) error {
-	if victim.user != s.user {
-		return s.writeErrAt(1, errorf(errKillIdle,
-			"connection %d belongs to another user and holds no backend connection now (backends.pool.multiplex), so MariaDB cannot check this KILL", id))
+// killIdle ends victim, a session that holds no backend connection, so
+// no MariaDB thread to end, for a KILL by user: it runs no query (KILL
+// QUERY has nothing to stop) and KILL CONNECTION closes its client
+// connection. MariaDB lets a user end the threads of its own user name;
+// ending another user's needs a privilege only the server could check on
+// a thread, so that is refused, saying why (the error returned).
+func (s *Server) killIdle(victim *session, user string, query bool, id uint64) error {
+	s.mu.Lock()
+	owner, conn := victim.user, victim.conn
+	s.mu.Unlock()
+	if owner != user {
+		return errorf(errKillIdle,
+			"connection %d belongs to another user and holds no backend connection now (backends.pool.multiplex), so MariaDB cannot check this KILL", id)
 	}
 	if !query {
-		_ = victim.conn.Close()
+		_ = conn.Close()
 	}
-	s.ex.lastOK = true
-	if _, err := s.cw.writePacket(1, okPayload(0, 0, s.ex.statusOut(s.status), 0)); err != nil {
-		return err
-	}
-	return s.cw.flush()
+	return nil
 }
