@@ -256,10 +256,10 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 		// The plan keepPlan did not keep, for the duration of the
 		// execute (unpinPlan drops it again): the statement's text means
 		// what it meant under the database current when it was prepared.
-		db := s.db
-		s.db = st.db
+		db := s.reading.db
+		s.reading.db = st.db
 		st.an = s.analyze([]byte(st.query))
-		s.db = db
+		s.reading.db = db
 	}
 	return done, nil
 }

@@ -22,13 +22,13 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 		return s.analyze(q), nil, ""
 	}
 	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.sqlMode.unsafe {
+	if s.reading.unsafe {
 		return s.analyze(q), nil, ""
 	}
-	sql = parser.PlainBlanks(string(q), s.sqlMode.charset, opts.Mode)
-	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.db, opts)
+	sql = parser.PlainBlanks(string(q), s.reading.charset, opts.Mode)
+	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.reading.db, opts)
 	if err != nil {
-		return unparsed(s.log, sql, s.db, err), nil, sql
+		return unparsed(s.log, sql, s.reading.db, err), nil, sql
 	}
 	if params != nil {
 		if rs, ok := s.srv.textShapes.Peek(an); ok && rs == s.srv.ruleSet() {
@@ -42,10 +42,10 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 // needed.
 func (s *session) analyzeText(sql string) *parser.Analysis {
 	opts := s.parseOptions() // first: it may learn a new database
-	sql = parser.PlainBlanks(sql, s.sqlMode.charset, opts.Mode)
-	an, err := s.srv.analyzer.AnalyzeWith(sql, s.db, opts)
+	sql = parser.PlainBlanks(sql, s.reading.charset, opts.Mode)
+	an, err := s.srv.analyzer.AnalyzeWith(sql, s.reading.db, opts)
 	if err != nil {
-		return unparsed(s.log, sql, s.db, err)
+		return unparsed(s.log, sql, s.reading.db, err)
 	}
 	return an
 }
@@ -66,10 +66,10 @@ var lexicalKinds = map[parser.Kind]bool{parser.KindSelect: true, parser.KindInse
 // its literals.
 func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
 	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.sqlMode.unsafe {
+	if s.reading.unsafe {
 		return nil
 	}
-	an, err := parser.AnalyzeLexically(string(q), s.db, opts, tooLong.Error())
+	an, err := parser.AnalyzeLexically(string(q), s.reading.db, opts, tooLong.Error())
 	if err != nil || !lexicalKinds[an.LexKind] {
 		return nil
 	}
@@ -89,7 +89,7 @@ func (s *session) analyze(q []byte) *parser.Analysis {
 		if mayChangeDB(q) {
 			s.be.dbDirty = true
 		}
-		s.sqlMode.stale = true
+		s.reading.stale = true
 		return nil
 	}
 	return s.analyzeText(string(q))

@@ -54,7 +54,7 @@ func (s *session) changeUser(p []byte) error {
 	clear(s.rwr.beliefs)
 	s.rwr.dyn.reset()
 	s.route.dropReplica(s.srv.pool)
-	s.db = db
+	s.reading.db = db
 	if collation != 0 {
 		s.client.collation = collation
 	}
@@ -86,7 +86,7 @@ func (s *session) failedChangeUser() error {
 	clear(s.rwr.beliefs)
 	s.rwr.dyn.reset()
 	s.route.dropReplica(s.srv.pool)
-	s.sqlMode.stale = true
+	s.reading.stale = true
 	return err
 }
 

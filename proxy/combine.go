@@ -211,7 +211,7 @@ func (s *session) combinable(r request, pl plan) (combineCandidate, bool) {
 	}
 	held := s.txn.held()
 	multi := s.ex.moreFollows || s.ex.splitPieces > 0
-	escaping := s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.sqlMode.unsafe
+	escaping := s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.reading.unsafe
 	if why := s.comb.refusal(s.srv.ruleSet(), r, pl, inTxn(s.status), held, multi, escaping); why != "" {
 		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", why))
 		return combineCandidate{}, false

@@ -59,7 +59,7 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 		return s.answerCombined(r, pl, cand, bt.results[0])
 	case combineUnknown:
 		tell(combineUnknown)
-		s.srv.learnBatchOutcome(s.client.backendKey(s.srv, s.user, s.db), cand, bt, err)
+		s.srv.learnBatchOutcome(s.client.backendKey(s.srv, s.user, s.reading.db), cand, bt, err)
 		return s.backendFailed(s.be, err)
 	}
 	tell(combineAlone)

@@ -121,8 +121,8 @@ func (s *session) dispatch(p []byte) error {
 		if s.ex.lastOK && s.ex.lastReport&reportedSchema == 0 {
 			// The server's report named no database: it is read again
 			// before the next analysis.
-			s.db = string(p[1:])
-			s.sqlMode.stale = true
+			s.reading.db = string(p[1:])
+			s.reading.stale = true
 		}
 		s.ex.lastReport = 0
 		return nil
@@ -253,7 +253,7 @@ func (s *session) resetConnection(p []byte) error {
 		clear(s.rwr.beliefs)
 		s.rwr.dyn.reset()
 		s.route.dropReplica(s.srv.pool)
-		s.sqlMode.stale = true
+		s.reading.stale = true
 		if err := s.be.startTracking(true); err != nil {
 			// Without tracking the session would depend on foreseeing
 			// every change of its state: end it rather than go on.
@@ -268,8 +268,8 @@ func (s *session) resetConnection(p []byte) error {
 // query serves COM_QUERY: admit the text, answer SHOW LOCKPROXY and KILL
 // itself, analyse, and serve the text whole or piece by piece.
 func (s *session) query(p []byte) error {
-	p = s.sqlMode.ownConnectionID(p, s.be, s.id)
-	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
+	p = s.reading.ownConnectionID(p, s.be, s.id)
+	release, refused := s.srv.admitStatement(p[1:], s.reading, s.status, s.be)
 	defer func() { release() }()
 	if errors.Is(refused, errStatementTooLong) {
 		if an := s.analyzeLexically(p[1:], refused); an != nil {
@@ -402,12 +402,12 @@ func (m modeState) ownConnectionID(p []byte, be *backendConn, id uint32) []byte 
 // under the state read from the server (parseOptions), which only such
 // texts pay for.
 func scanAs[T comparable](s *session, text string, f func(parser.ScanOptions) (T, bool)) (T, bool) {
-	rs := s.sqlMode.readings(text, s.be)
+	rs := s.reading.readings(text, s.be)
 	v, ok := f(rs[0])
 	for _, o := range rs[1:] {
 		if w, wok := f(o); w != v || wok != ok {
 			po := s.parseOptions()
-			return f(parser.ScanOptions{Mode: po.Mode, Charset: s.sqlMode.charset, ServerVersion: po.ServerVersion})
+			return f(parser.ScanOptions{Mode: po.Mode, Charset: s.reading.charset, ServerVersion: po.ServerVersion})
 		}
 	}
 	return v, ok
@@ -418,7 +418,7 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	defer func() { s.ex.ddlAnnounced = false }()
 	// Even a text that failed may have run a SET or a USE before its
 	// error: the server says what its state is now.
-	s.sqlMode.noteChange(&s.ex, an, pl, s.srv.unforeseen.Load())
+	s.reading.noteChange(&s.ex, an, pl, s.srv.unforeseen.Load())
 	if an == nil || !s.ex.lastOK {
 		return
 	}

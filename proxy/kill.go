@@ -144,7 +144,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 		// KILL CONNECTION ends the replica read as best it can, then the
 		// primary connection whatever happened there; KILL QUERY needs
 		// the replica.
-		rc, err := s.route.replicaConn(s.routeEnv(), s.client.backendKey(s.srv, s.user, s.db), run.addr)
+		rc, err := s.route.replicaConn(s.routeEnv(), s.client.backendKey(s.srv, s.user, s.reading.db), run.addr)
 		switch {
 		case err != nil:
 			s.route.replicaBroken(s.srv, s.log, run.addr, err)

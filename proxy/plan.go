@@ -94,12 +94,12 @@ func (s *session) planEnv() planEnv {
 	s.ddl.awaitSchema(s.srv)
 	return planEnv{
 		rs:            s.srv.ruleSet(),
-		db:            s.db,
+		db:            s.reading.db,
 		inTxn:         inTxn(s.status),
 		autocommit:    s.status&mysql.SERVER_STATUS_AUTOCOMMIT != 0,
-		unsafeCharset: s.sqlMode.unsafe,
-		clientCharset: s.sqlMode.charset,
-		text:          rules.TextCharsets{Client: s.sqlMode.charset, Connection: s.sqlMode.connection},
+		unsafeCharset: s.reading.unsafe,
+		clientCharset: s.reading.charset,
+		text:          rules.TextCharsets{Client: s.reading.charset, Connection: s.reading.connection},
 		dyn:           &s.rwr.dyn,
 		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
 	}

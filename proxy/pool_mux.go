@@ -102,7 +102,7 @@ func (s *session) startMultiplex() {
 	shown := s.mux.shown
 	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: shown}
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
-	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.db, s.status) {
+	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
 		s.pub.lend(nil)
 	}
@@ -116,7 +116,7 @@ func (s *session) dispatchLent(p []byte) error {
 	}
 	s.mux.fresh = false
 	if s.be == nil && p[0] != mysql.COM_QUIT {
-		be, err := s.mux.borrow(s.hardCtx, s.srv, s.db)
+		be, err := s.mux.borrow(s.hardCtx, s.srv, s.reading.db)
 		if err != nil {
 			return s.writeErrAt(1, err)
 		}
@@ -154,7 +154,7 @@ func (s *session) dispatchLent(p []byte) error {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
 		}
 	}
-	if s.mux.giveBack(s.srv.pool, s.be, s.db, s.status) {
+	if s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
 		s.pub.lend(nil)
 	}
@@ -262,9 +262,9 @@ func (s *session) pinFor(r request) error {
 		// answer would replace what the previous statement left on the
 		// connection (FOUND_ROWS()). A session that changed its mode is
 		// pinned already.
-		opts := parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
+		opts := parser.Options{Mode: s.reading.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.reading.exactNames}
 		var err error
-		if an, err = s.srv.analyzer.AnalyzeWith(string(r.p[1:]), s.db, opts); err != nil {
+		if an, err = s.srv.analyzer.AnalyzeWith(string(r.p[1:]), s.reading.db, opts); err != nil {
 			an = nil
 		}
 	}

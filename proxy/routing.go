@@ -99,7 +99,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 	}
 	defer release()
 	env := s.routeEnv()
-	rc, err := s.route.replicaConn(env, s.client.backendKey(s.srv, s.user, s.db), addr)
+	rc, err := s.route.replicaConn(env, s.client.backendKey(s.srv, s.user, s.reading.db), addr)
 	if err != nil {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
@@ -250,7 +250,7 @@ type routeEnv struct {
 
 // routeEnv is the session's routeEnv.
 func (s *session) routeEnv() routeEnv {
-	return routeEnv{srv: s.srv, log: s.log, user: s.user, db: s.db, ctx: s.hardCtx}
+	return routeEnv{srv: s.srv, log: s.log, user: s.user, db: s.reading.db, ctx: s.hardCtx}
 }
 
 // replicaConn returns the session's connection to addr, logging in as

@@ -37,7 +37,6 @@ type session struct {
 	// client is what the client negotiated (login.go).
 	client clientSettings
 	user   string
-	db     string
 
 	be *backendConn // the pinned primary connection
 	// ex is the command being served: how its response is relayed and
@@ -61,8 +60,9 @@ type session struct {
 	// rwr is the rewriter's beliefs (rewrite.go).
 	rwr rewriterState
 
-	// sqlMode is the session's sql_mode as the parser needs it.
-	sqlMode modeState
+	// reading is how the session's server reads its text: sql_mode,
+	// character sets, the current database (sqlmode.go).
+	reading modeState
 
 	// ddl is the schema read after the session's last DDL (schema_ddl.go).
 	ddl ddlRead
@@ -109,7 +109,7 @@ func (s *session) open(drain context.Context) (ok bool) {
 		s.log.Debug("handshake failed", zap.Error(err))
 		return false
 	}
-	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.db))
+	s.log.Debug("session open", zap.String("user", s.user), zap.String("db", s.reading.db))
 	return true
 }
 
@@ -213,7 +213,7 @@ func (s *session) handshake(ctx context.Context) error {
 		_ = s.writeErrAt(seq+1, errorf(errHandshake, "bad handshake"))
 		return err
 	}
-	s.client.caps, s.client.collation, s.user, s.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
+	s.client.caps, s.client.collation, s.user, s.reading.db = resp.caps&(caps|mysql.CLIENT_SSL), resp.collation, resp.user, resp.db
 	if !upgraded {
 		clientExt = resp.ext
 	}
@@ -245,7 +245,7 @@ func (s *session) handshake(ctx context.Context) error {
 // or with the backend's error (unknown database, access denied) when the
 // connection cannot be opened.
 func (s *session) pinBackend(ctx context.Context, seq byte) error {
-	be, err := s.srv.pool.get(ctx, s.client.backendKey(s.srv, s.user, s.db))
+	be, err := s.srv.pool.get(ctx, s.client.backendKey(s.srv, s.user, s.reading.db))
 	if err != nil {
 		if se, ok := err.(*sqlError); ok && s.client.relayed && se.State == "28000" {
 			// MariaDB refused an account lockproxy let in: what lockproxy
@@ -259,7 +259,7 @@ func (s *session) pinBackend(ctx context.Context, seq byte) error {
 	s.be = be
 	s.srv.noteBackendExtCaps(be.offeredExt) // the primary may have been away at start
 	s.pub.watched.Store(be)
-	s.sqlMode.stale = true // read before the first analysis on this connection
+	s.reading.stale = true // read before the first analysis on this connection
 	s.pub.thread.Store(be.threadID)
 	s.status = be.status
 	if _, err := s.cw.writePacket(seq, okPayload(0, 0, s.status, 0)); err != nil {

@@ -202,7 +202,7 @@ func (s *session) retrack() error {
 	if s.be == nil || !s.be.key.track || s.be.broken {
 		return nil
 	}
-	s.sqlMode.stale = true
+	s.reading.stale = true
 	if err := s.be.startTracking(false); err != nil {
 		return s.backendFailed(s.be, fmt.Errorf("proxy: turning on session state tracking again: %w", err))
 	}
@@ -356,7 +356,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 			return p
 		}
 		// Reported with no state: read the state again to be sure.
-		s.sqlMode.stale = true
+		s.reading.stale = true
 		if s.client.caps&mysql.CLIENT_SESSION_TRACK != 0 {
 			return p
 		}
@@ -373,10 +373,10 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 		return p
 	}
 	if state == nil {
-		s.sqlMode.stale = true // a change with no state: read it to be sure
+		s.reading.stale = true // a change with no state: read it to be sure
 	} else {
-		if db, named := s.sqlMode.noteReport(&s.ex, s.be, state); named && db != s.db {
-			s.db = db
+		if db, named := s.reading.noteReport(&s.ex, s.be, state); named && db != s.reading.db {
+			s.reading.db = db
 			s.be.dbDirty = true
 		}
 	}
@@ -390,7 +390,7 @@ func (s *session) tracked(p []byte, ok bool) []byte {
 			s.ex.okCopy = p
 			at, info, state, _ = okParts(p)
 			s.ex.trackText = false
-			s.sqlMode.stale = true
+			s.reading.stale = true
 			if err := s.ex.src.startTracking(false); err != nil {
 				s.ex.trackChanged = true // retrack, at the command's end, reports it
 			}

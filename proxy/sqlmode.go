@@ -28,6 +28,9 @@ type modeState struct {
 	// exactNames: the server's lower_case_table_names is 0, so table
 	// names and aliases compare case-sensitively.
 	exactNames bool
+	// db is the session's current database (DATABASE()), what unqualified
+	// names mean.
+	db string
 	// stale: read them again before the next analysis: a new primary
 	// connection was pinned, the connection was reset, or a command that
 	// set or may have set them succeeded.
@@ -51,25 +54,24 @@ func (s *session) parseOptions() parser.Options {
 	if s.be == nil {
 		return parser.Options{Mode: parser.ModeUnknown}
 	}
-	if s.sqlMode.stale {
+	if s.reading.stale {
 		row, err := s.be.queryRow(sessionStateQuery)
 		if err == nil && len(row) != 5 {
 			err = errNoRow
 		}
 		if err != nil {
 			s.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
-			s.sqlMode.unsafe = true
+			s.reading.unsafe = true
 			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
 		}
-		cs := string(row[1])
-		s.sqlMode = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
-			exactNames: string(row[3]) == "0", connection: string(row[4])}
-		if db := string(row[2]); db != s.db {
-			s.db = db
+		cs, db := string(row[1]), string(row[2])
+		if db != s.reading.db {
 			s.be.dbDirty = true
 		}
+		s.reading = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
+			exactNames: string(row[3]) == "0", connection: string(row[4]), db: db}
 	}
-	return parser.Options{Mode: s.sqlMode.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.sqlMode.exactNames}
+	return parser.Options{Mode: s.reading.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.reading.exactNames}
 }
 
 // noteChange marks the session's state stale after a command whose

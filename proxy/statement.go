@@ -67,7 +67,7 @@ func (s *session) serve(r request) error {
 	if r.an != nil {
 		s.pub.current.Store(r.text())
 	}
-	s.comb.noteHazard(r.an, s.srv.ruleSet(), s.db)
+	s.comb.noteHazard(r.an, s.srv.ruleSet(), s.reading.db)
 	if cand, ok := s.combinable(r, pl); ok {
 		return s.serveCombined(r, pl, cand)
 	}
@@ -164,7 +164,7 @@ func (s *session) servePlan(r *request) plan {
 // it touches stays paired.
 func (s *session) serveRewrite(r request, pl plan) rewriteStep {
 	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: inTxn(s.status),
-		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0, unsafeCharset: s.sqlMode.unsafe}
+		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0, unsafeCharset: s.reading.unsafe}
 	if !r.longSent {
 		return s.rwr.planRewrite(env, &s.ex, pl, r.stepParams(), r.execute())
 	}
@@ -264,7 +264,7 @@ func (s *session) currentReadPacket(r request, pl plan) ([]byte, error) {
 		// current-read twin.
 		return nil, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
 	}
-	q, err := r.st.currentReadExecute(s.be, s.db, pl, r.p)
+	q, err := r.st.currentReadExecute(s.be, s.reading.db, pl, r.p)
 	if err != nil {
 		if isMySQLErr(err) || isKindError(err) {
 			return nil, s.writeErrAt(1, err)

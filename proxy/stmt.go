@@ -96,8 +96,8 @@ func (t *stmtTable) lookup(p []byte) (*stmt, bool) {
 // relays the parameter and column definitions.
 func (s *session) prepare(p []byte) error {
 	s.prep.lastPrepared = 0 // until this prepare succeeds
-	p = s.sqlMode.ownConnectionID(p, s.be, s.id)
-	release, refused := s.srv.admitStatement(p[1:], s.sqlMode, s.status, s.be)
+	p = s.reading.ownConnectionID(p, s.be, s.id)
+	release, refused := s.srv.admitStatement(p[1:], s.reading, s.status, s.be)
 	defer release()
 	if refused != nil {
 		return s.writeErrAt(1, refused)
@@ -175,7 +175,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		}
 	}
 	st.an = s.analyze([]byte(query))
-	st.keepPlan(s.mem, s.db)
+	st.keepPlan(s.mem, s.reading.db)
 	s.prep.add(st)
 	s.ex.lastOK = true
 	return s.cw.flushClient()
