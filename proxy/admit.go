@@ -258,7 +258,7 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 		// what it meant under the database current when it was prepared.
 		db := s.reading.db
 		s.reading.db = st.db
-		st.an = s.analyze([]byte(st.query))
+		st.an = s.text().analyze([]byte(st.query))
 		s.reading.db = db
 	}
 	return done, nil

@@ -9,6 +9,21 @@ import (
 	"go.uber.org/zap"
 )
 
+// textReader analyses a session's texts as its server reads them (m,
+// learnt on its primary connection be), with the server's analyzer and
+// rules; it is made for each use (session.text).
+type textReader struct {
+	m   *modeState
+	srv *Server
+	be  *backendConn
+	log *zap.Logger
+}
+
+// text is the session's textReader.
+func (s *session) text() textReader {
+	return textReader{m: &s.reading, srv: s.srv, be: s.be, log: s.log}
+}
+
 // analyzeQuery is analyze for a COM_QUERY text, by its shape where it has
 // one (parser.Cache.AnalyzeShaped): a text that differs from one analysed
 // before only in integer literals compared or assigned with `=` comes back
@@ -17,22 +32,22 @@ import (
 // itself. params is nil when an is the text's own analysis: in a client
 // character set where a backslash may end a multi-byte character, and for
 // a shape whose plan needs the text (Server.textShapes).
-func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql string) {
-	if !s.srv.needsFacts() {
-		return s.analyze(q), nil, ""
+func (t textReader) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql string) {
+	if !t.srv.needsFacts() {
+		return t.analyze(q), nil, ""
 	}
-	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.reading.unsafe {
-		return s.analyze(q), nil, ""
+	opts := t.options() // first: it may learn a new character set or database
+	if t.m.unsafe {
+		return t.analyze(q), nil, ""
 	}
-	sql = parser.PlainBlanks(string(q), s.reading.charset, opts.Mode)
-	an, params, err := s.srv.analyzer.AnalyzeShaped(sql, s.reading.db, opts)
+	sql = parser.PlainBlanks(string(q), t.m.charset, opts.Mode)
+	an, params, err := t.srv.analyzer.AnalyzeShaped(sql, t.m.db, opts)
 	if err != nil {
-		return unparsed(s.log, sql, s.reading.db, err), nil, sql
+		return unparsed(t.log, sql, t.m.db, err), nil, sql
 	}
 	if params != nil {
-		if rs, ok := s.srv.textShapes.Peek(an); ok && rs == s.srv.ruleSet() {
-			return s.analyzeText(sql), nil, sql
+		if rs, ok := t.srv.textShapes.Peek(an); ok && rs == t.srv.ruleSet() {
+			return t.analyzeText(sql), nil, sql
 		}
 	}
 	return an, params, sql
@@ -40,12 +55,12 @@ func (s *session) analyzeQuery(q []byte) (an *parser.Analysis, params []any, sql
 
 // analyzeText is analyze for a text already a string, when facts are
 // needed.
-func (s *session) analyzeText(sql string) *parser.Analysis {
-	opts := s.parseOptions() // first: it may learn a new database
-	sql = parser.PlainBlanks(sql, s.reading.charset, opts.Mode)
-	an, err := s.srv.analyzer.AnalyzeWith(sql, s.reading.db, opts)
+func (t textReader) analyzeText(sql string) *parser.Analysis {
+	opts := t.options() // first: it may learn a new database
+	sql = parser.PlainBlanks(sql, t.m.charset, opts.Mode)
+	an, err := t.srv.analyzer.AnalyzeWith(sql, t.m.db, opts)
 	if err != nil {
-		return unparsed(s.log, sql, s.reading.db, err)
+		return unparsed(t.log, sql, t.m.db, err)
 	}
 	return an
 }
@@ -64,12 +79,12 @@ var lexicalKinds = map[parser.Kind]bool{parser.KindSelect: true, parser.KindInse
 // refused, unless its first word is SELECT, INSERT, REPLACE, UPDATE or
 // DELETE and the session's character set lets the lexer find the ends of
 // its literals.
-func (s *session) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
-	opts := s.parseOptions() // first: it may learn a new character set or database
-	if s.reading.unsafe {
+func (t textReader) analyzeLexically(q []byte, tooLong error) *parser.Analysis {
+	opts := t.options() // first: it may learn a new character set or database
+	if t.m.unsafe {
 		return nil
 	}
-	an, err := parser.AnalyzeLexically(string(q), s.reading.db, opts, tooLong.Error())
+	an, err := parser.AnalyzeLexically(string(q), t.m.db, opts, tooLong.Error())
 	if err != nil || !lexicalKinds[an.LexKind] {
 		return nil
 	}
@@ -84,13 +99,13 @@ func unparsed(log *zap.Logger, sql, db string, err error) *parser.Analysis {
 
 // analyze returns the facts of a query text, from the cache; nil when no
 // rule could apply, so unguarded traffic pays no parse.
-func (s *session) analyze(q []byte) *parser.Analysis {
-	if !s.srv.needsFacts() {
+func (t textReader) analyze(q []byte) *parser.Analysis {
+	if !t.srv.needsFacts() {
 		if mayChangeDB(q) {
-			s.be.dbDirty = true
+			t.be.dbDirty = true
 		}
-		s.reading.stale = true
+		t.m.stale = true
 		return nil
 	}
-	return s.analyzeText(string(q))
+	return t.analyzeText(string(q))
 }

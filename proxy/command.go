@@ -272,7 +272,7 @@ func (s *session) query(p []byte) error {
 	release, refused := s.srv.admitStatement(p[1:], s.reading, s.status, s.be)
 	defer func() { release() }()
 	if errors.Is(refused, errStatementTooLong) {
-		if an := s.analyzeLexically(p[1:], refused); an != nil {
+		if an := s.text().analyzeLexically(p[1:], refused); an != nil {
 			return s.serve(request{p: p, an: an, sql: an.SQL})
 		}
 	}
@@ -303,7 +303,7 @@ func (s *session) query(p []byte) error {
 		s.ex.processlist = s.srv.sessionThreads()
 		defer func() { s.ex.processlist = nil }()
 	}
-	an, params, sql := s.analyzeQuery(p[1:])
+	an, params, sql := s.text().analyzeQuery(p[1:])
 	if at := s.splitAt(an, params, sql); at > 0 {
 		release() // each piece is admitted on its own
 		release = func() {}
@@ -320,7 +320,7 @@ func (s *session) splitAt(an *parser.Analysis, params []any, sql string) int {
 		return 0
 	}
 	if params != nil {
-		an = s.analyzeText(sql) // SplitAt is an offset in the text
+		an = s.text().analyzeText(sql) // SplitAt is an offset in the text
 	}
 	return an.SplitAt
 }
@@ -406,7 +406,7 @@ func scanAs[T comparable](s *session, text string, f func(parser.ScanOptions) (T
 	v, ok := f(rs[0])
 	for _, o := range rs[1:] {
 		if w, wok := f(o); w != v || wok != ok {
-			po := s.parseOptions()
+			po := s.text().options()
 			return f(parser.ScanOptions{Mode: po.Mode, Charset: s.reading.charset, ServerVersion: po.ServerVersion})
 		}
 	}

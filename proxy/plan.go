@@ -101,7 +101,7 @@ func (s *session) planEnv() planEnv {
 		clientCharset: s.reading.charset,
 		text:          rules.TextCharsets{Client: s.reading.charset, Connection: s.reading.connection},
 		dyn:           &s.rwr.dyn,
-		analyze:       func(sql string) *parser.Analysis { return s.analyze([]byte(sql)) },
+		analyze:       func(sql string) *parser.Analysis { return s.text().analyze([]byte(sql)) },
 	}
 }
 

@@ -45,33 +45,33 @@ type modeState struct {
 // the server's reports spare it where they can (confirmed).
 const sessionStateQuery = "SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, DATABASE(), @@lower_case_table_names, @@SESSION.character_set_connection"
 
-// parseOptions are the options the session's texts are analysed under:
+// options are the options the session's texts are analysed under:
 // the pinned primary's version (from its greeting) and the session's
 // sql_mode, read again first when stale (with the client character set
 // and the current database, see modeState). When they cannot be read the
 // mode is parser.ModeUnknown, which makes every analysis Uncertain.
-func (s *session) parseOptions() parser.Options {
-	if s.be == nil {
+func (t textReader) options() parser.Options {
+	if t.be == nil {
 		return parser.Options{Mode: parser.ModeUnknown}
 	}
-	if s.reading.stale {
-		row, err := s.be.queryRow(sessionStateQuery)
+	if t.m.stale {
+		row, err := t.be.queryRow(sessionStateQuery)
 		if err == nil && len(row) != 5 {
 			err = errNoRow
 		}
 		if err != nil {
-			s.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
-			s.reading.unsafe = true
-			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(s.be.version)}
+			t.log.Warn("cannot read the session's sql_mode and character set; its statements are uncertain", zap.Error(err))
+			t.m.unsafe = true
+			return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(t.be.version)}
 		}
 		cs, db := string(row[1]), string(row[2])
-		if db != s.reading.db {
-			s.be.dbDirty = true
+		if db != t.m.db {
+			t.be.dbDirty = true
 		}
-		s.reading = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
+		*t.m = modeState{mode: parser.ParseSQLMode(string(row[0])), charset: cs, unsafe: !parser.RewriteSafeCharset(cs),
 			exactNames: string(row[3]) == "0", connection: string(row[4]), db: db}
 	}
-	return parser.Options{Mode: s.reading.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.reading.exactNames}
+	return parser.Options{Mode: t.m.mode, ServerVersion: parser.ServerVersionOf(t.be.version), CaseSensitiveNames: t.m.exactNames}
 }
 
 // noteChange marks the session's state stale after a command whose

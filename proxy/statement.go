@@ -155,7 +155,7 @@ func (s *session) servePlan(r *request) plan {
 	if pl.rewrite.rule != nil || pl.fence.rule != nil {
 		s.srv.textShapes.Add(r.an, s.srv.ruleSet())
 	}
-	r.an, r.params = s.analyzeText(r.sql), nil
+	r.an, r.params = s.text().analyzeText(r.sql), nil
 	return makePlan(s.planEnv(), r.an, nil)
 }
 

@@ -174,7 +174,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 			return err
 		}
 	}
-	st.an = s.analyze([]byte(query))
+	st.an = s.text().analyze([]byte(query))
 	st.keepPlan(s.mem, s.reading.db)
 	s.prep.add(st)
 	s.ex.lastOK = true
