@@ -61,7 +61,7 @@ func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res 
 	s.ex.lastOK, s.rwr.lastAffected = true, affected
 	s.be.oweRowCount(affected)
 	s.afterCommand()
-	return s.writeReply(p)
+	return s.ex.writeReply(s.cw, p)
 }
 
 // oweRowCount records that the session's backend connection did not run

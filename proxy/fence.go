@@ -83,16 +83,17 @@ func (s *session) runFenced(fs fenceStep) error {
 			return s.answerGuarded(s.ex.rw, reply)
 		}
 	}
-	return s.writeReply(reply)
+	return s.ex.writeReply(s.cw, reply)
 }
 
-// writeReply answers the current command with one packet from a backend.
-func (s *session) writeReply(p []byte) error {
+// writeReply answers the command with one packet from a backend, on the
+// client's writer w.
+func (x *exchange) writeReply(w *packetWriter, p []byte) error {
 	if len(p) > 0 && p[0] == mysql.OK_HEADER {
-		p = s.ex.withMore(p, true)
+		p = x.withMore(p, true)
 	}
-	if _, err := s.cw.writePacket(1, p); err != nil {
+	if _, err := w.writePacket(1, p); err != nil {
 		return err
 	}
-	return s.cw.flush()
+	return w.flush()
 }

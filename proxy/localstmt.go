@@ -16,8 +16,9 @@ func (s *session) prepareLocal(q []byte) (bool, error) {
 		if _, _, _, ok := readKill(q); ok {
 			st := &stmt{id: s.prep.nextID + 1, query: string(q), local: true}
 			s.prep.nextID++
-			w := localResult{cw: s.cw, caps: s.client.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
-			return true, s.keepLocal(w, st, nil)
+			s.ex.form = resultForm{prepare: st}
+			defer func() { s.ex.form = resultForm{} }()
+			return true, s.writeResult(nil, nil)
 		}
 		return false, nil
 	}

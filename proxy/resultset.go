@@ -20,15 +20,12 @@ type resultForm struct {
 // says.
 func (s *session) writeResult(columns []string, rows [][]*string) error {
 	w := localResult{cw: s.cw, caps: s.client.caps, ext: s.client.ext, status: s.ex.statusOut(s.status)}
-	if st := s.ex.form.prepare; st != nil {
-		return s.keepLocal(w, st, columns)
+	st := s.ex.form.prepare
+	if st == nil {
+		return w.resultSet(columns, rows, s.ex.form.binary)
 	}
-	return w.resultSet(columns, rows, s.ex.form.binary)
-}
-
-// keepLocal answers COM_STMT_PREPARE of st, a statement lockproxy answers
-// itself (no parameters), with w and keeps it for COM_STMT_EXECUTE.
-func (s *session) keepLocal(w localResult, st *stmt, columns []string) error {
+	// COM_STMT_PREPARE of a statement lockproxy answers itself (no
+	// parameters): it is kept for COM_STMT_EXECUTE.
 	if err := w.prepareOK(st, columns); err != nil {
 		return err
 	}

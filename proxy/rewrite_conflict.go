@@ -32,7 +32,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 		return nil, true, s.backendFailed(b, errShortPacket)
 	case reply[0] == mysql.ERR_HEADER:
 		s.ex.lastOK = false
-		return nil, true, s.writeReply(reply)
+		return nil, true, s.ex.writeReply(s.cw, reply)
 	case reply[0] != mysql.OK_HEADER:
 		b.broken = true
 		return nil, true, s.backendFailed(b, fmt.Errorf("proxy: unexpected reply 0x%x to an update lockproxy built", reply[0]))
@@ -51,7 +51,7 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 // value; only a lost race is answered differently from reply.
 func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 	if s.rwr.lastAffected != 0 || step.check == "" {
-		return s.writeReply(reply)
+		return s.ex.writeReply(s.cw, reply)
 	}
 	b := s.be
 	v, err := b.queryValue(step.check)
@@ -59,7 +59,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 	switch {
 	case err == errNoRow || err == nil && string(v) == "1":
 		s.be.oweRowCount(s.rwr.lastAffected) // the check, not the UPDATE, ran last
-		return s.writeReply(reply)
+		return s.ex.writeReply(s.cw, reply)
 	case isMySQLErr(err):
 		// The row could not be read back (a lock wait, a deadlock): the
 		// client gets that error, never a silent 0 rows.
@@ -76,7 +76,7 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 		zap.Uint32("session", s.id), zap.String("user", s.user))
 	if step.zero {
 		s.be.oweRowCount(s.rwr.lastAffected)
-		return s.writeReply(reply)
+		return s.ex.writeReply(s.cw, reply)
 	}
 	return s.loseRace(step)
 }
