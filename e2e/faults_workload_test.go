@@ -127,17 +127,10 @@ func (n *node) launch(t *testing.T) {
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + n.admin + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lockproxy did not start: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := testbed.AwaitAdmin(ctx, n.admin, "/healthz", nil); err != nil {
+		t.Fatalf("lockproxy did not start: %v", err)
 	}
 }
 

@@ -3,9 +3,9 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,25 +134,26 @@ func startOnce(t testing.TB, bed *testbed.Bed, locks, rulesYAML string) (in *ins
 			t.Logf("lockproxy %s log:\n%s", started.addr, tail(string(b), 60))
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + in.admin + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return in, false
-		}
-		if b, _ := os.ReadFile(in.log); strings.Contains(string(b), "bind: address already in use") {
-			t.Logf("lockproxy %s: a port was taken before it bound it; trying other ports", in.addr)
-			in.stop()
-			return nil, true
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(in.log)
-			t.Fatalf("lockproxy did not start: %v\n%s", err, b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = testbed.AwaitAdmin(ctx, in.admin, "/healthz", func() (bool, error) {
+		b, _ := os.ReadFile(in.log)
+		return strings.Contains(string(b), "bind: address already in use"), errPortTaken
+	})
+	switch {
+	case errors.Is(err, errPortTaken):
+		t.Logf("lockproxy %s: a port was taken before it bound it; trying other ports", in.addr)
+		in.stop()
+		return nil, true
+	case err != nil:
+		b, _ := os.ReadFile(in.log)
+		t.Fatalf("lockproxy did not start: %v\n%s", err, b)
 	}
+	return in, false
 }
+
+// errPortTaken: lockproxy could not bind a port it was given.
+var errPortTaken = errors.New("a port was taken")
 
 // stop sends SIGTERM and waits (SIGKILL after 10s). Safe to call twice.
 func (in *instance) stop() {

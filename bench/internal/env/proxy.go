@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // ErrProxy is wrapped by every failure to build, start or stop lockproxy.
@@ -127,26 +128,19 @@ func ensureNL(s string) string {
 func (p *Proxy) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Timeout: time.Second}
 	for {
-		if ended, err := p.waitExit(ctx, 0); ended {
-			return fmt.Errorf("%w: exited before ready (%v); log:\n%s", ErrProxy, err, p.Log())
+		err := testbed.AwaitAdmin(ctx, p.AdminAddr, "/readyz", func() (bool, error) { return p.waitExit(ctx, 0) })
+		if err != nil {
+			return fmt.Errorf("%w: not ready within %s: %v; log:\n%s", ErrProxy, timeout, err, p.Log())
 		}
-		select {
+		if c, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
+			_ = c.Close()
+			return p.stillRunning(200 * time.Millisecond)
+		}
+		select { // ready, but not yet listening for clients
 		case <-ctx.Done():
 			return fmt.Errorf("%w: not ready after %s; log:\n%s", ErrProxy, timeout, p.Log())
 		case <-time.After(50 * time.Millisecond):
-		}
-		resp, err := client.Get("http://" + p.AdminAddr + "/readyz")
-		if err != nil {
-			continue
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			if c, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
-				_ = c.Close()
-				return p.stillRunning(200 * time.Millisecond)
-			}
 		}
 	}
 }
