@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
@@ -452,21 +453,60 @@ func isShow(q []byte) bool {
 	return len(q)-i > 4 && (q[i]|0x20) == 's' && (q[i+1]|0x20) == 'h' && (q[i+2]|0x20) == 'o' && (q[i+3]|0x20) == 'w'
 }
 
-// mayChangeDB is a cheap lexical test for a USE statement in q.
+// mayChangeDB reports whether the text q may run a USE: a statement of
+// it starts with the word USE in some reading the text's bytes allow
+// (parser.EveryReading: sql_mode and character sets change where strings
+// end), executable comments read as code. It is the belt to the server's
+// report of the schema (session tracking, which a stored routine may turn
+// off) for texts lockproxy does not analyse: a connection whose database
+// may have changed is not given back to the pool as it is.
 func mayChangeDB(q []byte) bool {
-	start := true
-	for i := 0; i < len(q); i++ {
-		c := q[i]
-		switch {
-		case c == ';':
-			start = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-		case start && (c == 'u' || c == 'U') && i+3 < len(q) && (q[i+1]|0x20) == 's' && (q[i+2]|0x20) == 'e' &&
-			(q[i+3] == ' ' || q[i+3] == '`' || q[i+3] == '\t' || q[i+3] == '\n'):
+	if !hasFoldedUse(q) {
+		return false
+	}
+	text := string(q)
+	for _, o := range parser.EveryReading(text) {
+		if startsWithUse(text, o) {
 			return true
-		default:
-			start = false
 		}
 	}
 	return false
+}
+
+// hasFoldedUse reports whether q holds the letters "use" in any case: a
+// text without them runs no USE.
+func hasFoldedUse(q []byte) bool {
+	for i := 0; i+2 < len(q); i++ {
+		if q[i]|0x20 == 'u' && q[i+1]|0x20 == 's' && q[i+2]|0x20 == 'e' {
+			return true
+		}
+	}
+	return false
+}
+
+// startsWithUse reports whether a statement of text, read under o, starts
+// with the word USE.
+func startsWithUse(text string, o parser.ScanOptions) bool {
+	sc := parser.NewScanner(text, o)
+	start := true
+	for {
+		t, ok := sc.Next()
+		if !ok {
+			return false
+		}
+		switch t.Kind {
+		case parser.TokenSpace, parser.TokenComment, parser.TokenExecStart, parser.TokenExecEnd:
+			continue
+		case parser.TokenWord:
+			if start && strings.EqualFold(text[t.Start:t.End], "use") {
+				return true
+			}
+		case parser.TokenPunct:
+			if text[t.Start] == ';' {
+				start = true
+				continue
+			}
+		}
+		start = false
+	}
 }
