@@ -304,7 +304,7 @@ func (c *combineState) noteHazard(an *parser.Analysis, rs *rules.RuleSet, db str
 // until it is answered from a batch or leads one.
 func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
 	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
-	if len(pl.guard.keys) > 0 && s.srv.locker != nil && (!s.txn.held()) {
+	if len(pl.guard.keys) > 0 && s.srv.locker != nil && !s.txn.held() {
 		m.owner = s.txn.set().Owner()
 	}
 	cb := &s.srv.combine
