@@ -114,7 +114,8 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 		why = o.Mode.uncertain()
 	}
 	a = &Analysis{SQL: sql, DB: currentDB, PrimaryHint: hasPrimaryHint(sql, o.Mode), Mode: o.Mode, Uncertain: why}
-	stmts, perr := parseAnalyzable(text, o.Mode)
+	parsed, wrapped := analyzable(text, o)
+	stmts, perr := parseAnalyzable(parsed, o.Mode)
 	if perr != nil {
 		a.lexical(text, currentDB, perr.Error())
 		return a, nil
@@ -127,13 +128,14 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 	end := 0 // where the statement's text ends in text (and in sql)
 	for i, stmt := range stmts {
 		f := analyzeStmt(stmt, db, params, o)
+		f.Wrapped = wrapped && i == 0
 		f.ParamBase = base
 		base += f.Params
 		f.PrimaryHint = a.PrimaryHint
 		a.Stmts = append(a.Stmts, f)
 		// The parser's statement texts are consecutive pieces of text,
 		// each with its ";".
-		if end >= 0 && strings.HasPrefix(text[end:], stmt.Text()) {
+		if end >= 0 && strings.HasPrefix(parsed[end:], stmt.Text()) {
 			end += len(stmt.Text())
 		} else {
 			end = -1
@@ -151,6 +153,18 @@ func AnalyzeWith(sql, currentDB string, o Options) (a *Analysis, err error) {
 		}
 	}
 	return a, nil
+}
+
+// analyzable is an expanded text as the parser reads it: the statement
+// a SET STATEMENT runs is parsed as itself, the prefix blanked so that
+// offsets stay those of the text (setstatement.go); wrapped says there
+// was one.
+func analyzable(text string, o Options) (parsed string, wrapped bool) {
+	inner, ok := setStatementPrefix(text, ScanOptions{Mode: o.Mode, ServerVersion: o.ServerVersion})
+	if !ok {
+		return text, false
+	}
+	return strings.Repeat(" ", inner) + text[inner:], true
 }
 
 // AnalyzeLexically is AnalyzeWith without the TiDB parser: the text is

@@ -20,6 +20,7 @@ const (
 	CombineNotInteger  = "a value that is not an integer literal or parameter"
 	CombineCondition   = "a condition other than the key and one floor on the column"
 	CombineKey         = "the WHERE does not name the row by its whole key"
+	CombineWrapped     = "run by SET STATEMENT"
 )
 
 // Combinable is a single-row relative UPDATE of one column, as hot-row
@@ -76,6 +77,9 @@ func CombineUpdate(f *Facts, column string, key []string, params []any) (c *Comb
 	}()
 	if f == nil || f.Kind != KindUpdate {
 		return nil, CombineNotUpdate, nil
+	}
+	if f.Wrapped {
+		return nil, CombineWrapped, nil
 	}
 	u0, isU := f.Node.(*ast.UpdateStmt)
 	if !isU || u0.MultipleTable || u0.TableRefs == nil || u0.TableRefs.TableRefs == nil || u0.TableRefs.TableRefs.Right != nil {

@@ -62,7 +62,8 @@ func CurrentReadText(text string, m Mode) (sql string, ok bool) {
 }
 
 // CurrentReadOK reports whether f's Text can be made a current read,
-// proving it once per Facts. The proof holds for every text of f's shape
+// proving it once per Facts (never for a Wrapped statement, whose text
+// goes with its SET STATEMENT prefix). The proof holds for every text of f's shape
 // too (parser.Cache.AnalyzeShaped): such a text has a literal (one token)
 // where Text has a `?` (one token) and no comments, so their tokens line
 // up.
@@ -90,7 +91,7 @@ func plainBlocks(stmt ast.StmtNode) int {
 }
 
 func (f *Facts) currentPlan() *currentPlan {
-	if f.current == nil {
+	if f.current == nil || f.Wrapped {
 		return notCurrent
 	}
 	if p := f.current.Load(); p != nil {

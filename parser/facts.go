@@ -112,6 +112,12 @@ type Facts struct {
 	Text string
 	// Mode is the sql_mode the statement was read under.
 	Mode Mode
+	// Wrapped: the statement runs under MariaDB's SET STATEMENT ... FOR
+	// (statement-scoped variables only: setstatement.go); Text is the
+	// statement after FOR. It is keyed as itself, but nothing lockproxy
+	// builds may replace it (RewriteGuarded, FenceUpdate, CombineUpdate
+	// and CurrentReadOK refuse it), since the client's prefix goes with it.
+	Wrapped bool
 
 	// ParamBase is the index of this statement's first `?` in the whole text;
 	// Params is how many it holds. Value.Param indices are text-wide.

@@ -33,6 +33,9 @@ func fenceUpdate(f *Facts, column string, token uint64, params []any, reparse bo
 	if f == nil || f.Kind != KindUpdate {
 		return "", "", false, ReasonNotUpdate, nil
 	}
+	if f.Wrapped {
+		return "", "", false, ReasonWrapped, nil
+	}
 	if f.ParamBase < 0 || len(params) < f.ParamBase+f.Params {
 		return "", "", false, "", fmt.Errorf("%w: %d given, the statement needs %d", ErrRewriteParams, len(params), f.ParamBase+f.Params)
 	}

@@ -55,6 +55,7 @@ func checkAnalysis(t *testing.T, a *Analysis) {
 		return
 	}
 	text, _ := expand(a.SQL, Options{Mode: a.Mode, ServerVersion: DefaultServerVersion})
+	text, _ = analyzable(text, Options{Mode: a.Mode, ServerVersion: DefaultServerVersion})
 	nodes, err := parseAnalyzable(text, a.Mode)
 	if err != nil || len(nodes) != len(a.Stmts) {
 		t.Fatalf("parsed again: %d statements (analysis has %d), %v", len(nodes), len(a.Stmts), err)

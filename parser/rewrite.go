@@ -45,6 +45,7 @@ const (
 	ReasonUnsafeCharset      = "unsafe client charset"
 	ReasonNoBackslashEscapes = "NO_BACKSLASH_ESCAPES"
 	ReasonHexNumber          = "0x hex literal"
+	ReasonWrapped            = "SET STATEMENT"
 )
 
 // RewriteSpec is how one rule guards one numeric column (rules[].rewrite in
@@ -171,6 +172,9 @@ func rewriteGuarded(f *Facts, spec RewriteSpec, params []any, reparse bool) (g G
 	}
 	if spec.NoBackslashEscapes {
 		return Guarded{}, false, ReasonNoBackslashEscapes, nil
+	}
+	if f != nil && f.Wrapped {
+		return Guarded{}, false, ReasonWrapped, nil
 	}
 	if f == nil || f.Kind != KindUpdate {
 		return Guarded{}, false, ReasonNotUpdate, nil
