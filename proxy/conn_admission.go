@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockproxy/lockproxy/lockmgr"
 	"go.uber.org/zap"
 )
 
@@ -102,16 +101,13 @@ func (s *Server) accept(c net.Conn) {
 		hardCtx: s.hardCtx,
 		mem:     mem,
 	}
-	sess.txn = txnLocks{locker: s.locker, releasers: s.releasers,
-		owner: lockmgr.Owner{Instance: s.instance, Session: uint64(sess.id)}}
 	sess.cr.mem = mem
 	sess.host, _, _ = net.SplitHostPort(c.RemoteAddr().String())
 	// WithLazy: the fields are encoded when the session first logs, not for
 	// every connection (most never log).
 	sess.log = s.log.WithLazy(zap.Uint32("session", sess.id), zap.String("client", c.RemoteAddr().String()))
-	sess.txn.log = sess.log
-	sess.obs = observeState{owner: lockmgr.Owner{Instance: s.instance + "/observe", Session: uint64(sess.id)}, log: sess.log}
-	sess.obs.observer, _ = s.locker.(lockmgr.Observer)
+	sess.txn = txnLocks{svc: &s.lockSvc, session: sess.id, log: sess.log}
+	sess.obs = observeState{svc: &s.lockSvc, session: sess.id, log: sess.log}
 	s.sessions[sess.id] = sess
 	s.handshaking[sess.id] = sess
 	s.wg.Add(1)

@@ -275,13 +275,12 @@ func (x *exchange) armGiveBack(g guard, mark int) {
 // transaction or autocommit statement, and the background release of
 // the last one's.
 type txnLocks struct {
-	// locker, owner and releasers are fixed when the session starts:
-	// the lock service, the owner fields of every transaction's locks
-	// (Instance, Session) and where background releases run.
-	locker    lockmgr.Locker
-	owner     lockmgr.Owner
-	releasers *releasers
-	log       *zap.Logger
+	// svc, session and log are fixed when the session starts: the lock
+	// service the instance's sessions share, the session's id (its
+	// owners' Session) and its log.
+	svc     *lockService
+	session uint32
+	log     *zap.Logger
 	// releasing, when not nil, is the release of the last transaction's
 	// locks, given back in the background (releaseBehind); awayBefore is
 	// the lock service's failure to answer such a release, which the next
@@ -300,7 +299,7 @@ func (t *txnLocks) held() bool { return t.locks != nil && t.locks.Len() > 0 }
 // (a new transaction or autocommit statement).
 func (t *txnLocks) set() *lockmgr.Set {
 	if t.locks == nil {
-		t.locks = lockmgr.NewSet(t.locker, t.newOwner())
+		t.locks = lockmgr.NewSet(t.svc.locker, t.newOwner())
 	} else if t.locks.Len() == 0 {
 		t.locks.Begin(t.newOwner())
 	}
@@ -309,9 +308,20 @@ func (t *txnLocks) set() *lockmgr.Set {
 
 func (t *txnLocks) newOwner() lockmgr.Owner {
 	t.txnSeq++
-	o := t.owner
-	o.Txn, o.Start = t.txnSeq, time.Now()
-	return o
+	return lockmgr.Owner{Instance: t.svc.instance, Session: uint64(t.session), Txn: t.txnSeq, Start: time.Now()}
+}
+
+// lockService is what every session's locks share, fixed when the
+// Server is made: the lock service (and its observe-mode check, nil when
+// it has none), where background releases run, and the instance's name
+// in owners (observe notes' owners add "/observe", so they never pass for
+// a session's own locks).
+type lockService struct {
+	locker          lockmgr.Locker
+	observer        lockmgr.Observer
+	releasers       *releasers
+	instance        string
+	observeInstance string
 }
 
 // acquire takes g's keys within ctx, the guard's wait. A lock service
@@ -406,7 +416,7 @@ func (t *txnLocks) releaseBehind() {
 	r := &release{done: make(chan struct{})}
 	t.releasing = r
 	log := t.log
-	t.releasers.run(func() {
+	t.svc.releasers.run(func() {
 		defer close(r.done)
 		defer cancel()
 		if r.err = held.Release(ctx); r.err != nil {

@@ -250,7 +250,7 @@ type watching struct {
 // (release), as the locks would be, or end with their ttl. ctx ends when
 // lockproxy stops for good.
 func (o *observeState) probe(ctx context.Context, keys []lockmgr.Key) (holders map[string][]string, err error) {
-	if o.observer == nil {
+	if o.svc.observer == nil {
 		return nil, errNoObserver
 	}
 	if o.watchEnd != nil {
@@ -261,12 +261,11 @@ func (o *observeState) probe(ctx context.Context, keys []lockmgr.Key) (holders m
 	}
 	if o.watch == nil {
 		o.watchSeq++
-		owner := o.owner
-		owner.Txn, owner.Start = o.watchSeq, time.Now()
+		owner := lockmgr.Owner{Instance: o.svc.observeInstance, Session: uint64(o.session), Txn: o.watchSeq, Start: time.Now()}
 		o.watch = &watching{owner: owner, keys: map[string]lockmgr.Key{}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, observeProbe)
-	inWay, err := o.observer.Observe(ctx, o.watch.owner, keys)
+	inWay, err := o.svc.observer.Observe(ctx, o.watch.owner, keys)
 	cancel()
 	for _, k := range keys {
 		_, noted := o.watch.keys[k.Name]
@@ -304,7 +303,7 @@ func (o *observeState) release() {
 		return
 	}
 	o.watch = nil
-	ob := o.observer
+	ob := o.svc.observer
 	if ob == nil || len(w.keys) == 0 {
 		return
 	}
@@ -340,13 +339,12 @@ func (pl *planner) observeCurrentRead(f *parser.Facts, d rules.Decision, depth i
 // observeState is what a session noted in the lock service for the keys
 // that rules in observe mode would have locked.
 type observeState struct {
-	// observer is the lock service's check, nil when it has none
-	// (errNoObserver); owner is whom the notes belong to: the
-	// instance's name with "/observe" added, so they never pass for the
-	// session's own locks. Both are fixed when the session starts.
-	observer lockmgr.Observer
-	owner    lockmgr.Owner
-	log      *zap.Logger
+	// svc, session and log are fixed when the session starts: the lock
+	// service (its observer is the check, nil when it has none:
+	// errNoObserver), the session's id and its log.
+	svc     *lockService
+	session uint32
+	log     *zap.Logger
 	// watch is what the session noted in the lock service for the keys
 	// rules in observe mode would have locked in the current transaction
 	// (observe.go); nil until one does. watchSeq numbers such

@@ -107,11 +107,13 @@ type Server struct {
 	memReturn *memReturn
 	// releasers run the sessions' background lock releases.
 	releasers *releasers
-	nextID    uint32
-	draining  bool
-	wg        sync.WaitGroup
-	ctx       context.Context // cancelled when draining starts
-	cancel    context.CancelFunc
+	// lockSvc is what every session's locks share (guard.go).
+	lockSvc  lockService
+	nextID   uint32
+	draining bool
+	wg       sync.WaitGroup
+	ctx      context.Context // cancelled when draining starts
+	cancel   context.CancelFunc
 }
 
 // New builds a Server for cfg. It loads the TLS key pair when cfg names one.
@@ -156,6 +158,8 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 	if s.instance == "" {
 		s.instance = newInstanceID()
 	}
+	s.lockSvc = lockService{locker: s.locker, releasers: s.releasers, instance: s.instance, observeInstance: s.instance + "/observe"}
+	s.lockSvc.observer, _ = s.locker.(lockmgr.Observer)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hardCtx, s.hardCancel = context.WithCancel(context.Background())
 	if err := s.Reload(cfg); err != nil {
