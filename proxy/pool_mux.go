@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -88,6 +89,115 @@ type muxState struct {
 	// diagnostics; unlocks: one is UNLOCK TABLES.
 	cmdPins                   pinReason
 	readsDiagnostics, unlocks bool
+	// sets are the session's SETs of session variables replayed on each
+	// connection it borrows (replaySets), in order, the last per set of
+	// variables; pending are the command's, kept once it succeeded, and
+	// replaying the variables they set, which a report of the command
+	// names without pinning the session.
+	sets, pending []replayedSet
+	replaying     map[string]bool
+}
+
+// replayedSet is a SET a multiplexing session replays: its text and the
+// variables it sets, sorted and joined (which SET a later one replaces).
+type replayedSet struct {
+	text, vars string
+}
+
+// maxReplayedSets bounds the SETs a session replays on each borrow; a
+// session past it is pinned instead.
+const maxReplayedSets = 16
+
+// replayableVars are the session variables whose SET a multiplexing
+// session replays on the connection it borrows instead of keeping one:
+// settings whose value is the same wherever they are set again and that
+// nothing consumes (not insert_id, last_insert_id, gtid_seq_no, the
+// random seeds), and not the session tracking lockproxy itself relies on.
+// Each reports, in the server's session state, under the names of
+// reportedAs.
+var replayableVars = map[string]bool{
+	"sql_mode": true, "time_zone": true, "names": true, "character set": true, "charset": true,
+	"character_set_client": true, "character_set_connection": true, "character_set_results": true,
+	"collation_connection": true, "max_statement_time": true, "max_sort_length": true,
+	"sql_select_limit": true, "group_concat_max_len": true, "wait_timeout": true,
+	"interactive_timeout": true, "net_read_timeout": true, "net_write_timeout": true,
+	"innodb_lock_wait_timeout": true, "lock_wait_timeout": true, "optimizer_switch": true,
+	"optimizer_search_depth": true, "join_buffer_size": true, "sort_buffer_size": true,
+	"tmp_table_size": true, "max_heap_table_size": true, "div_precision_increment": true,
+	"sql_safe_updates": true, "sql_big_selects": true, "big_tables": true,
+	"foreign_key_checks": true, "unique_checks": true, "sql_auto_is_null": true,
+	"sql_quote_show_create": true, "sql_notes": true, "sql_warnings": true,
+	"lc_time_names": true, "default_week_format": true, "max_join_size": true,
+	"auto_increment_increment": true, "auto_increment_offset": true, "long_query_time": true,
+	"tx_isolation": true, "transaction_isolation": true, "tx_read_only": true, "transaction_read_only": true,
+}
+
+// reportedAs are the variables the server's report names for a SET of
+// the shorthand forms.
+var reportedAs = map[string][]string{
+	"names":         {"character_set_client", "character_set_connection", "character_set_results", "collation_connection"},
+	"character set": {"character_set_client", "character_set_results", "character_set_connection", "collation_connection"},
+	"charset":       {"character_set_client", "character_set_results", "character_set_connection", "collation_connection"},
+}
+
+// replay takes f, a statement of the command that pins the session for a
+// session variable, to be replayed instead when it can be: a SET of
+// replayable variables only, to literals, with no user variable, global,
+// autocommit or transaction of the next transaction alone in it.
+func (m *muxState) replay(f *parser.Facts) bool {
+	e := f.Effects
+	if f.Kind != parser.KindSet || e.SetComputed || len(e.UserVars) > 0 || len(e.GlobalVars) > 0 ||
+		e.Autocommit != parser.AutocommitUnchanged || e.SetTransaction && e.SetTransactionScope != "session" ||
+		len(m.sets)+len(m.pending) >= maxReplayedSets {
+		return false
+	}
+	vars := slices.Clone(e.SessionVars)
+	if e.SetTransaction {
+		vars = append(vars, "tx_isolation", "transaction_isolation", "tx_read_only", "transaction_read_only")
+	}
+	if len(vars) == 0 {
+		return false
+	}
+	for _, v := range vars {
+		if !replayableVars[v] {
+			return false
+		}
+	}
+	if m.replaying == nil {
+		m.replaying = map[string]bool{}
+	}
+	for _, v := range vars {
+		m.replaying[v] = true
+		for _, r := range reportedAs[v] {
+			m.replaying[r] = true
+		}
+	}
+	slices.Sort(vars)
+	m.pending = append(m.pending, replayedSet{text: f.Text, vars: strings.Join(slices.Compact(vars), ",")})
+	return true
+}
+
+// keepPending keeps the command's SETs, which succeeded, for every
+// connection the session borrows from now on: each replaces an earlier
+// one of the same variables.
+func (m *muxState) keepPending() {
+	for _, p := range m.pending {
+		m.sets = slices.DeleteFunc(m.sets, func(s replayedSet) bool { return s.vars == p.vars })
+		m.sets = append(m.sets, p)
+	}
+	m.pending = m.pending[:0]
+}
+
+// replaySets runs the session's SETs on be, a connection it borrows; the
+// connection is reset when given back.
+func (m *muxState) replaySets(be *backendConn) error {
+	for _, s := range m.sets {
+		if err := be.simpleCommand(append([]byte{mysql.COM_QUERY}, s.text...)); err != nil {
+			return err
+		}
+		m.changed = true
+	}
+	return nil
 }
 
 // errStateElsewhere: a statement reads what the previous statement left
@@ -138,13 +248,24 @@ func (s *session) dispatchLent(p []byte) error {
 		}
 	}
 	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
+	s.mux.pending = s.mux.pending[:0]
+	clear(s.mux.replaying)
 	errs := s.errsWritten
 	if err := s.dispatch(p); err != nil {
 		return err
 	}
+	if len(s.mux.pending) > 0 {
+		if s.ex.lastOK && s.errsWritten == errs {
+			s.mux.keepPending()
+		} else {
+			// Some of the text may have run: the connection holds what
+			// the session cannot be sure to replay.
+			s.mux.pins |= pinSessionVariable
+		}
+	}
 	switch {
 	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
-		s.mux.pins, s.mux.changed = 0, true // the server forgot the session's state
+		s.mux.pins, s.mux.changed, s.mux.sets = 0, true, nil // the server forgot the session's state
 	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
 	}
@@ -181,6 +302,10 @@ func (m *muxState) borrow(ctx context.Context, srv *Server, db string) (*backend
 			srv.pool.put(be)
 			return nil, err
 		}
+	}
+	if err := m.replaySets(be); err != nil {
+		srv.pool.put(be) // reset in the background, or dropped when broken
+		return nil, err
 	}
 	return be, nil
 }
@@ -295,7 +420,11 @@ func (m *muxState) pinFor(an *parser.Analysis) error {
 	}
 	m.readsDiagnostics = diagnosticsOnly(an)
 	for _, f := range an.Stmts {
-		m.cmdPins |= factPins(f)
+		pins := factPins(f)
+		if pins&pinSessionVariable != 0 && m.replay(f) {
+			pins &^= pinSessionVariable
+		}
+		m.cmdPins |= pins
 		if f.Kind == parser.KindUnlockTables {
 			m.unlocks = true
 		}
@@ -399,7 +528,7 @@ func (m *muxState) noteLent(p []byte, ok bool) {
 		return
 	}
 	m.changed = true
-	switch r := reportPins(state); r {
+	switch r := reportPins(state, m.replaying); r {
 	case pinUnknown:
 		m.pinUnexplained()
 	default:
@@ -422,9 +551,10 @@ func (m *muxState) pinUnexplained() {
 // variable, a temporary table, a prepared statement) that a schema or
 // autocommit change does not explain. The statement's own reasons,
 // pinned before it ran, name the common ones; this is the server's word
-// for what the text hid.
-func reportPins(state []byte) pinReason {
-	var vars, schema, autocommit, change bool
+// for what the text hid. The variables in replaying are the command's own
+// SETs, replayed on the session's next connections: they pin nothing.
+func reportPins(state []byte, replaying map[string]bool) pinReason {
+	var vars, replayed, schema, autocommit, change bool
 	for pos := 0; pos < len(state); {
 		typ := state[pos]
 		data, next, err := readLenEncBytes(state, pos+1)
@@ -440,9 +570,12 @@ func reportPins(state []byte) pinReason {
 			if err != nil {
 				return pinUnknown
 			}
-			if string(name) == "autocommit" {
+			switch n := string(name); {
+			case n == "autocommit":
 				autocommit = true
-			} else {
+			case replaying[n]:
+				replayed = true // the command's own SET, replayed
+			default:
 				vars = true
 			}
 		case trackStateChange:
@@ -454,7 +587,7 @@ func reportPins(state []byte) pinReason {
 	switch {
 	case vars:
 		return pinSessionVariable
-	case change && !schema && !autocommit:
+	case change && !schema && !autocommit && !replayed:
 		return pinUnknown
 	}
 	return 0

@@ -163,8 +163,10 @@ func TestMultiplexPins(t *testing.T) {
 		{"user_variable", []string{"SET @v = 42"}, "SELECT @v", nil},
 		{"user_variable", []string{"SELECT @w := v FROM t WHERE id = 2"}, "SELECT @w", nil},
 		{"prepared_statement", []string{"PREPARE ps FROM 'SELECT v FROM t WHERE id = ?'"}, "EXECUTE ps USING 3", nil},
-		{"session_variable", []string{"SET SESSION max_sort_length = 2000"}, "SELECT @@session.max_sort_length", nil},
-		{"session_variable", []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}, "SELECT @@session.tx_isolation", nil},
+		// A SET of a variable not replayed on another connection (see
+		// TestMultiplexReplaysSessionVariables for those that are).
+		{"session_variable", []string{"SET SESSION insert_id = 500"}, "SELECT @@session.insert_id", nil},
+		{"session_variable", []string{"SET SESSION max_sort_length = 1000 + 1000"}, "SELECT @@session.max_sort_length", nil},
 		{"user_lock", []string{"SELECT GET_LOCK(CONCAT('mux-', @@hostname, CONNECTION_ID()), 0)"}, "SELECT RELEASE_LOCK(CONCAT('mux-', @@hostname, CONNECTION_ID()))", nil},
 		{"lock_tables", []string{"LOCK TABLES t READ"}, "SELECT COUNT(*) FROM other", []string{"UNLOCK TABLES"}},
 		{"found_rows", []string{"SELECT SQL_CALC_FOUND_ROWS id FROM t ORDER BY id LIMIT 1"}, "SELECT FOUND_ROWS()", nil},
@@ -260,6 +262,61 @@ func TestMultiplexPins(t *testing.T) {
 			t.Fatalf("one text: %s", got)
 		}
 	})
+}
+
+// TestMultiplexReplaysSessionVariables: a multiplexing session that sets
+// session variables to literals is not pinned for them: they are replayed
+// on each connection it borrows (here the only one, which another session
+// uses in between and sees reset), and the session sees its values as it
+// would directly; one not replayed pins it.
+func TestMultiplexReplaysSessionVariables(t *testing.T) {
+	one := startProxy(t, multiplexed(1))
+	db := freshDB(t, one)
+	ctx := context.Background()
+	conn := func(p *testProxy) *sql.Conn {
+		c, err := p.db(t, db, "").Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Raw(func(any) error { return errDriverBadConn }); _ = c.Close() })
+		return c
+	}
+	c, other := conn(one), conn(one)
+	d, err := one.direct(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const check = "SELECT @@session.max_sort_length, @@session.time_zone, @@session.tx_isolation, @@session.character_set_client, @@session.sql_mode"
+	defaults := muxAnswer(d, check)
+	sets := []string{
+		"SET SESSION max_sort_length = 2000", "SET time_zone = '+03:00'",
+		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "SET NAMES latin1",
+		"SET sql_mode = 'NO_ENGINE_SUBSTITUTION'", "SET SESSION max_sort_length = 3000",
+	}
+	for _, q := range sets {
+		if a, b := muxAnswer(c, q), muxAnswer(d, q); a != b {
+			t.Fatalf("%s: through lockproxy %q, directly %q", q, a, b)
+		}
+	}
+	want := muxAnswer(d, check)
+	if want == defaults {
+		t.Fatalf("the SETs changed nothing directly: %s", want)
+	}
+	for i := 0; i < 3; i++ {
+		if got := muxAnswer(other, check); got != defaults {
+			t.Errorf("round %d: another session on the same connection sees %s, want the defaults %s", i, got, defaults)
+		}
+		if got := muxAnswer(c, check); got != want {
+			t.Errorf("round %d: the session sees %s, want %s as directly", i, got, want)
+		}
+	}
+	if n := sampleValue(t, one.reg, "lockproxy_sessions_pinned", "reason", "session_variable"); n != 0 {
+		t.Errorf("lockproxy_sessions_pinned{reason=session_variable} = %v, want 0: the SETs are replayed", n)
+	}
+	// A variable that is not replayed pins the session.
+	mustConnExec(t, c, "SET SESSION insert_id = 7")
+	waitPinned(t, one.reg, "session_variable", 1)
 }
 
 // TestMultiplexManyClients runs 500 client connections on at most 20
