@@ -140,6 +140,9 @@ func (s *Server) sessionEnded(sess *session) {
 		delete(s.handshaking, sess.id)
 		s.metrics.handshakes.Dec()
 	}
+	if sess.pub.admitted.Load() {
+		s.admitted--
+	}
 	s.mu.Unlock()
 	s.metrics.connections.Dec()
 	s.memReturn.ended()
@@ -178,7 +181,7 @@ func (s *Server) loggedIn(sess *session) error {
 	if _, ok := s.handshaking[sess.id]; !ok {
 		return errorf(errHandshake, "Bad handshake: closed to make room for newer connections")
 	}
-	if len(s.sessions)-len(s.handshaking) >= s.config().Proxy.MaxConnections {
+	if s.admitted >= s.config().Proxy.MaxConnections {
 		s.metrics.rejected.Inc()
 		return errorf(errTooManyConnections, "Too many connections")
 	}
@@ -187,6 +190,8 @@ func (s *Server) loggedIn(sess *session) error {
 	}
 	delete(s.handshaking, sess.id)
 	s.metrics.handshakes.Dec()
+	s.admitted++
+	sess.pub.admitted.Store(true)
 	return nil
 }
 

@@ -142,6 +142,9 @@ type published struct {
 	// answered is set once the client has sent a whole handshake
 	// response (see Server.evictHandshakeLocked).
 	answered atomic.Bool
+	// admitted is set once the session logged in and counts against
+	// max_connections (Server.admitted), under Server.mu.
+	admitted atomic.Bool
 	// thread is the backend thread id of the pinned primary connection,
 	// for KILL from other sessions.
 	thread atomic.Uint32

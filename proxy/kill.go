@@ -166,7 +166,7 @@ func (s *session) kill(hard, query bool, id uint64) error {
 	case err == nil:
 		s.status = s.be.status
 		if !query {
-			s.srv.closeKilled(id)
+			s.srv.closeKilled(id, thread)
 		}
 		return answerOK()
 	case errors.As(err, &se):
@@ -197,16 +197,28 @@ const killCloseWait = 500 * time.Millisecond
 // socket before it answers the KILL): so that, as directly, the client's
 // connection is closed by the time the KILL is answered, not at the next
 // check of idle sessions (goneCheckEvery). A session running a command
-// finds the end itself.
-func (s *Server) closeKilled(id uint64) {
+// finds the end itself. A multiplexing session that gave the killed
+// connection (backend thread thread) back meanwhile holds none, or
+// another, and nothing would end it: its client connection is closed at
+// once, as MariaDB ends the session a KILL CONNECTION names.
+func (s *Server) closeKilled(id uint64, thread uint32) {
 	s.mu.Lock()
 	victim := s.sessions[uint32(id)]
 	s.mu.Unlock()
 	if victim == nil {
 		return
 	}
-	for deadline := time.Now().Add(killCloseWait); !s.closeIfPrimaryGone(victim) && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(killCloseWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if victim.pub.thread.Load() != thread {
+			s.mu.Lock()
+			conn := victim.conn
+			s.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		if s.closeIfPrimaryGone(victim) {
+			return
+		}
 	}
 }
 

@@ -103,6 +103,11 @@ type Server struct {
 	// handshaking are the sessions of sessions still authenticating
 	// (proxy.max_handshakes); they do not count against max_connections.
 	handshaking map[uint32]*session
+	// admitted counts the sessions that logged in and have not ended:
+	// what max_connections bounds. A session closed while authenticating
+	// (evicted) leaves handshaking at once but sessions only when its
+	// goroutine ends, so the two maps' difference would count it.
+	admitted int
 	// memReturn gives ended sessions' memory back to the system.
 	memReturn *memReturn
 	// releasers run the sessions' background lock releases.

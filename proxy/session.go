@@ -14,7 +14,7 @@ import (
 
 // session is one client connection. All its methods run on the connection's
 // own goroutine, so it needs no locks. Other goroutines touch only:
-//   - pub, whose fields are atomic: answered, thread, onReplicaNow,
+//   - pub, whose fields are atomic: answered, admitted, thread, onReplicaNow,
 //     current, idle, txnOpen, idleEpoch, watched;
 //   - under Server.mu, the ones fixed before it is listed (id, host, conn,
 //     log) or at login (user): eviction, KILL and shutdown read them and
