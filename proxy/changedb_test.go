@@ -25,6 +25,8 @@ func TestMayChangeDB(t *testing.T) {
 		{`SELECT '\'; USE shop; -- '`, true},
 		{"SELECT 'x; USE shop'", false},
 		{"SELECT user FROM users", false},
+		{"SELECT * FROM users WHERE cause = 1; SELECT 'use'", false},
+		{"x;USE shop", true},
 		{"SELECT 1 -- USE shop", false},
 		{"USEshop", false},
 		{"SELECT `use`", false},

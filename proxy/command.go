@@ -473,11 +473,13 @@ func mayChangeDB(q []byte) bool {
 	return false
 }
 
-// hasFoldedUse reports whether q holds the letters "use" in any case: a
-// text without them runs no USE.
+// hasFoldedUse reports whether q holds "use" in any case as a word of
+// its own (no name byte on either side): a text without one runs no USE,
+// and one that names only users or causes pays for no scan.
 func hasFoldedUse(q []byte) bool {
 	for i := 0; i+2 < len(q); i++ {
-		if q[i]|0x20 == 'u' && q[i+1]|0x20 == 's' && q[i+2]|0x20 == 'e' {
+		if q[i]|0x20 == 'u' && q[i+1]|0x20 == 's' && q[i+2]|0x20 == 'e' &&
+			(i == 0 || !parser.IsWordByte(q[i-1])) && (i+3 == len(q) || !parser.IsWordByte(q[i+3])) {
 			return true
 		}
 	}

@@ -23,6 +23,16 @@ func skuProxy(t *testing.T, rows string) (p *testProxy, db string, direct *sql.D
 	return guardedProxy(t, db, nil), db, direct
 }
 
+// skuStock reads row id's stock directly from the primary.
+func skuStock(t *testing.T, direct *sql.DB, id int) int {
+	t.Helper()
+	var n int
+	if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // wantRefused checks that err is lockproxy's 1105 naming the rule.
 func wantRefused(t *testing.T, what string, err error) {
 	t.Helper()
@@ -43,13 +53,7 @@ func TestDynamicSQLLocks(t *testing.T) {
 	holder := p.db(t, db, "")
 	c := p.db(t, db, "multiStatements=true")
 	c.SetMaxOpenConns(1)
-	stock := func(id int) int {
-		var n int
-		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	stock := func(id int) int { return skuStock(t, direct, id) }
 
 	tx, err := holder.Begin()
 	if err != nil {

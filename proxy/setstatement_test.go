@@ -17,13 +17,7 @@ func TestSetStatementLocks(t *testing.T) {
 	holder := p.db(t, db, "")
 	c := p.db(t, db, "")
 	c.SetMaxOpenConns(1)
-	stock := func(id int) int {
-		var n int
-		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	stock := func(id int) int { return skuStock(t, direct, id) }
 
 	tx, err := holder.Begin()
 	if err != nil {

@@ -25,14 +25,7 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	p := guardedProxy(t, db, nil)
 	a, b := p.db(t, db, ""), p.db(t, db, "")
 	ctx := context.Background()
-	stock := func(id int) int {
-		t.Helper()
-		var n int
-		if err := direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	stock := func(id int) int { return skuStock(t, direct, id) }
 
 	if _, err := a.Exec("UPDATE sku SET stock = 5 WHERE sku_id = 0"); err != nil {
 		t.Fatal(err)
