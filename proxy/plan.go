@@ -289,7 +289,7 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 		pl.p.unkeyed = true
 	}
 	if depth == 0 {
-		pl.targets(f, d, params)
+		pl.targets(f, d)
 	}
 	if f.Kind == parser.KindSelect && f.PlainBlocks > 0 && pl.inTxn && !d.Reject && (len(d.Keys) > 0 || d.NeedParams) &&
 		(d.Class == rules.ClassReadInTxn || d.Class == rules.ClassLockingRead) {
@@ -332,32 +332,22 @@ func (pl *planner) currentRead(f *parser.Facts, d rules.Decision, depth int) {
 	}
 }
 
-// targets finds the rewrite and fence targets of a command's only
-// statement, once, for the rewrite and fence steps to use.
-func (pl *planner) targets(f *parser.Facts, d rules.Decision, params []any) {
+// targets notes the rewrite and fence targets Match found for a command's
+// only statement, for the rewrite and fence steps to use.
+func (pl *planner) targets(f *parser.Facts, d rules.Decision) {
 	if pl.p.an == nil || len(pl.p.an.Stmts) != 1 || (f.Kind != parser.KindSelect && f.Kind != parser.KindUpdate) {
 		return
 	}
-	var rewrite, fence bool
-	for _, r := range d.Rules {
-		rewrite = rewrite || r.Rewrite != nil
-		fence = fence || (r.Fence != "" && f.Kind == parser.KindUpdate)
-	}
-	rs := pl.env.rs
-	if rewrite {
-		if r, keys, ok := rs.RewriteTarget(f, pl.env.db, params, pl.env.text); ok && r.Rewrite != nil {
-			if !r.Observes() {
-				pl.p.rewrite = target{rule: r, keys: keys}
-			} else if f.Kind == parser.KindUpdate {
-				pl.p.guard.rewriteObserved(r.Name)
-			}
+	if r, keys, ok := d.RewriteTarget(); ok {
+		if !r.Observes() {
+			pl.p.rewrite = target{rule: r, keys: keys}
+		} else if f.Kind == parser.KindUpdate {
+			pl.p.guard.rewriteObserved(r.Name)
 		}
 	}
-	if fence {
-		// An observing rule takes no lock, so it has no token to fence with.
-		if r, keys, ok := rs.FenceTarget(f, pl.env.db, params, pl.env.text); ok && !r.Observes() {
-			pl.p.fence = target{rule: r, keys: keys}
-		}
+	// An observing rule takes no lock, so it has no token to fence with.
+	if r, keys, ok := d.FenceTarget(); ok && f.Kind == parser.KindUpdate && !r.Observes() {
+		pl.p.fence = target{rule: r, keys: keys}
 	}
 }
 

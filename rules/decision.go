@@ -112,6 +112,13 @@ type Decision struct {
 	pending []pendingTuple
 	cs      TextCharsets // the session's, for the pending tuples' text values
 	done    []Key        // keys known before binding
+	// targets are the rules with a rewrite or a fence column guarding the
+	// one table of a SELECT or UPDATE, in rules.yaml order; tkeys the keys
+	// derived for them (known so far) and tunk those of them that could
+	// not be keyed (see RewriteTarget).
+	targets []*Rule
+	tkeys   []Key
+	tunk    []*Rule
 }
 
 // IsUnkeyed reports whether some rule could not derive its keys.

@@ -19,6 +19,11 @@ type pendingTuple struct {
 	vals          []parser.Value
 	uses          []Use
 	read          bool // a read in a transaction: see builder.read
+	target, only  bool // see builder.target and builder.only
+	// several: the statement names more than one row tuple for the rule
+	// (an IN list, ORs, several VALUES rows); set for tuples waiting for
+	// parameters.
+	several bool
 }
 
 // builder accumulates a Decision's hits, keys and unkeyed rules.
@@ -34,11 +39,15 @@ type builder struct {
 	read bool
 	// via is the view being matched, named in unkeyed reasons.
 	via string
-	// several: the statement names more than one row tuple (an IN list,
-	// ORs, several VALUES rows).
-	several bool
 	// cs: the character sets the statement's text values arrive in.
 	cs TextCharsets
+	// target: the rule being keyed rewrites or fences the one table of
+	// a SELECT or UPDATE, so its keys and unkeyed verdicts are noted for
+	// Decision.RewriteTarget and FenceTarget too (tkeys, tunk); only: it
+	// takes no lock for this statement, so they are noted there alone.
+	target, only bool
+	tkeys        []Key
+	tunk         []*Rule
 }
 
 func (b *builder) hit(d *Decision, r *Rule) {
@@ -59,6 +68,12 @@ func (b *builder) hit(d *Decision, r *Rule) {
 }
 
 func (b *builder) unkeyed(r *Rule, schema, table, reason string) {
+	if b.target {
+		b.tunk = append(b.tunk, r)
+	}
+	if b.only {
+		return
+	}
 	name := table
 	if schema != "" {
 		name = schema + "." + table
@@ -74,6 +89,17 @@ func (b *builder) unkeyed(r *Rule, schema, table, reason string) {
 	b.unk = append(b.unk, u)
 }
 
+// tuples counts the row tuples the statement names for each rule. Only
+// a rule's own tuples count: the values of its key columns are the ones
+// MariaDB may compare as one list.
+func (b *builder) tuples() map[*Rule]int {
+	n := make(map[*Rule]int, 2)
+	for _, t := range b.pending {
+		n[t.rule]++
+	}
+	return n
+}
+
 // finish resolves the literal tuples and fills d.
 func (b *builder) finish(d Decision) Decision {
 	var waiting []pendingTuple
@@ -84,8 +110,15 @@ func (b *builder) finish(d Decision) Decision {
 		}
 		b.resolve(t, nil)
 	}
+	if len(waiting) > 0 {
+		n := b.tuples()
+		for i := range waiting {
+			waiting[i].several = n[waiting[i].rule] > 1
+		}
+	}
 	d.pending = waiting
 	d.cs = b.cs
+	d.tkeys, d.tunk = b.tkeys, b.tunk
 	d.NeedParams = len(waiting) > 0
 	d.done = sortKeys(b.keys)
 	return b.seal(d)
@@ -124,11 +157,11 @@ func (t pendingTuple) needsParams() bool {
 // resolve normalises a tuple (binding placeholders from params) into a key,
 // or records the rule as unkeyed.
 func (b *builder) resolve(t pendingTuple, params []any) {
-	b.via, b.read = t.via, t.read
-	defer func() { b.via, b.read = "", false }()
+	b.via, b.read, b.target, b.only = t.via, t.read, t.target, t.only
+	defer func() { b.via, b.read, b.target, b.only = "", false, false, false }()
 	vals := make([][]byte, len(t.vals))
 	for i, v := range t.vals {
-		if b.several && temporalAgainstOther(t.info.Column(t.cols[i]), v, params) {
+		if t.several && temporalAgainstOther(t.info.Column(t.cols[i]), v, params) {
 			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: parameter %d: a date or time among several values; MariaDB may compare the whole list as dates, where other numbers name the same date", t.cols[i], v.Param+1))
 			return
 		}
@@ -150,7 +183,13 @@ func (b *builder) resolve(t pendingTuple, params []any) {
 		}
 		vals[i] = n
 	}
-	b.keys = append(b.keys, Key{Name: EncodeKey(t.schema, t.table, vals), Rule: t.rule.Name})
+	k := Key{Name: EncodeKey(t.schema, t.table, vals), Rule: t.rule.Name}
+	if t.target {
+		b.tkeys = append(b.tkeys, k)
+	}
+	if !t.only {
+		b.keys = append(b.keys, k)
+	}
 }
 
 // normalizeBound keys a literal, or a placeholder bound from params: a
@@ -198,13 +237,15 @@ func (d Decision) Bind(params []any) Decision {
 	}
 	b := builder{keys: append([]Key(nil), d.done...), unk: append([]Unkeyed(nil), d.Unkeyed...),
 		reads: append([]Unkeyed(nil), d.UnkeyedReads...), hidden: d.Hidden,
-		several: len(d.done)+len(d.pending) > 1, cs: d.cs}
+		tkeys: append([]Key(nil), d.tkeys...), tunk: append([]*Rule(nil), d.tunk...),
+		cs: d.cs}
 	for _, t := range d.pending {
 		b.resolve(t, params)
 	}
 	d.pending = nil
 	d.NeedParams = false
 	d.done = sortKeys(b.keys)
+	d.tkeys, d.tunk = b.tkeys, b.tunk
 	return b.seal(d)
 }
 

@@ -72,7 +72,8 @@ func uniformUses(n int, use Use) []Use {
 
 func (b *builder) add(cr *compiledRule, schema, table string, info *TableInfo, vals []parser.Value, uses []Use) {
 	b.pending = append(b.pending, pendingTuple{rule: cr.rule, schema: schema, table: table,
-		info: info, via: b.via, cols: cr.key, vals: vals, uses: uses, read: b.read})
+		info: info, via: b.via, cols: cr.key, vals: vals, uses: uses, read: b.read,
+		target: b.target, only: b.only})
 }
 
 func noKeysReason(ref parser.TableRef, cr *compiledRule) string {

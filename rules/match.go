@@ -124,21 +124,34 @@ func (rs *RuleSet) MatchIn(f *parser.Facts, currentDB string, inTxn bool, cs Tex
 	return b.finish(d)
 }
 
-// matchTable matches one occurrence of a base table.
+// matchTable matches one occurrence of a base table. The keys of a rule
+// that rewrites or fences the one table of a SELECT or UPDATE are noted
+// for Decision.RewriteTarget and FenceTarget too, derived once with its
+// lock keys; such a rule is keyed even when it takes no lock for the
+// statement (a rule may rewrite without locking).
 func (rs *RuleSet) matchTable(b *builder, d *Decision, f *parser.Facts, ref parser.TableRef, schema string, inTxn bool) {
+	targets := len(f.Tables) == 1 && (f.Kind == parser.KindSelect || f.Kind == parser.KindUpdate)
 	for _, cr := range rs.rulesFor(schema, ref.Name) {
 		class := classOf(f, ref, inTxn)
 		b.hit(d, cr.rule)
-		if class == ClassNone || !cr.rule.Locks(class) {
+		locks := class != ClassNone && cr.rule.Locks(class)
+		target := targets && (cr.rule.Rewrite != nil || cr.rule.Fence != "")
+		if target {
+			d.targets = append(d.targets, cr.rule)
+		}
+		if !locks && !target {
 			continue
 		}
-		d.raise(class)
-		if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
-			d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
+		if locks {
+			d.raise(class)
+			if class == ClassWrite && ref.Write && cr.rule.Rewrite != nil && d.Rewrite == nil {
+				d.Rewrite, d.RewriteRule = cr.rule.Rewrite, cr.rule
+			}
 		}
-		b.read = class == ClassReadInTxn
+		b.read = locks && class == ClassReadInTxn
+		b.target, b.only = target, !locks
 		rs.keysFor(b, f, ref, schema, cr)
-		b.read = false
+		b.read, b.target, b.only = false, false, false
 	}
 }
 

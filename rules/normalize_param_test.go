@@ -114,6 +114,13 @@ func TestBindTemporalInList(t *testing.T) {
 	if !d.Reject || !strings.Contains(d.RejectReason(), "parameter 1: a date or time among several values") {
 		t.Fatalf("in a list: keys=%q reject=%v %q", keyNames(d), d.Reject, d.RejectReason())
 	}
+	// A literal beside the parameter makes a list too.
+	mixed := &parser.Facts{Kind: parser.KindDelete, Tables: []parser.TableRef{ref("shop", "sku_stock", true,
+		or(parser.Conj{eq("sku_id", vInt(100))}, parser.Conj{eq("sku_id", param(0))}))}}
+	d = rs.Match(mixed, "shop", false).Bind([]any{date})
+	if !d.Reject || !strings.Contains(d.RejectReason(), "parameter 1: a date or time among several values") {
+		t.Fatalf("beside a literal: keys=%q reject=%v %q", keyNames(d), d.Reject, d.RejectReason())
+	}
 }
 
 // TestHexStoredIntoNumber: X'044C' compares with an integer column as

@@ -1,54 +1,42 @@
 package rules
 
-import (
-	"strings"
+import "slices"
 
-	"github.com/lockproxy/lockproxy/parser"
-)
-
-// RewriteTarget finds the rule with a rewrite plan that guards the one
-// table f touches, and the keys of the rows f names there, binding
-// placeholders from params (execute-time values; nil for text) and
-// reading text values in the session's character sets cs. It
-// ignores the rule's lock classes: a rule may rewrite without locking.
-// ok is false when f touches several tables, no rewrite rule guards the
-// table, or its rows cannot be pinned to keys.
-func (rs *RuleSet) RewriteTarget(f *parser.Facts, currentDB string, params []any, cs TextCharsets) (r *Rule, keys []Key, ok bool) {
-	return rs.target(f, currentDB, params, cs, func(r *Rule) bool { return r.Rewrite != nil })
+// RewriteTarget is the rule with a rewrite plan that guards the one table
+// a SELECT or UPDATE touches (not through a view), and the keys of the
+// rows the statement names there, as Match derived them: placeholders
+// bound by Bind (before it, ok is false for a rule keyed by
+// placeholders), text values read in the session's character sets. It
+// ignores the rule's lock classes: a rule may rewrite without locking. ok
+// is false when the statement touches several tables, no rewrite rule
+// guards the table, or the first that does cannot pin its rows to keys.
+func (d Decision) RewriteTarget() (r *Rule, keys []Key, ok bool) {
+	return d.target(func(r *Rule) bool { return r.Rewrite != nil })
 }
 
 // FenceTarget is RewriteTarget for the rule with a fence column guarding
-// the one table f touches.
-func (rs *RuleSet) FenceTarget(f *parser.Facts, currentDB string, params []any, cs TextCharsets) (r *Rule, keys []Key, ok bool) {
-	return rs.target(f, currentDB, params, cs, func(r *Rule) bool { return r.Fence != "" })
+// the one table an UPDATE or SELECT touches.
+func (d Decision) FenceTarget() (r *Rule, keys []Key, ok bool) {
+	return d.target(func(r *Rule) bool { return r.Fence != "" })
 }
 
-// target finds the first rule accepted by want guarding the one table f
-// touches, and the keys of the rows f names there.
-func (rs *RuleSet) target(f *parser.Facts, currentDB string, params []any, cs TextCharsets, want func(*Rule) bool) (r *Rule, keys []Key, ok bool) {
-	if rs == nil || f == nil || len(f.Tables) != 1 {
+// target is the first rule of d.targets accepted by want and its keys.
+func (d Decision) target(want func(*Rule) bool) (r *Rule, keys []Key, ok bool) {
+	i := slices.IndexFunc(d.targets, want)
+	if i < 0 {
 		return nil, nil, false
 	}
-	ref := f.Tables[0]
-	schema := ref.Schema
-	if schema == "" {
-		schema = strings.ToLower(currentDB)
+	r = d.targets[i]
+	if slices.Contains(d.tunk, r) || slices.ContainsFunc(d.pending, func(t pendingTuple) bool { return t.rule == r }) {
+		return nil, nil, false
 	}
-	for _, cr := range rs.rulesFor(schema, ref.Name) {
-		if !want(cr.rule) {
-			continue
+	for _, k := range d.tkeys {
+		if k.Rule == r.Name {
+			keys = append(keys, k)
 		}
-		b := builder{cs: cs}
-		var d Decision
-		rs.keysFor(&b, f, ref, schema, cr)
-		d = b.finish(d)
-		if d.NeedParams {
-			d = d.Bind(params)
-		}
-		if len(d.Unkeyed) > 0 || len(d.Keys) == 0 {
-			return nil, nil, false
-		}
-		return cr.rule, d.Keys, true
 	}
-	return nil, nil, false
+	if len(keys) == 0 {
+		return nil, nil, false
+	}
+	return r, sortKeys(keys), true
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ rules:
 			if err != nil || len(an.Stmts) != 1 {
 				t.Fatalf("analyze: %v", err)
 			}
-			r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", c.params, TextCharsets{})
+			r, keys, ok := rs.Match(an.Stmts[0], "shop", false).Bind(c.params).RewriteTarget()
 			if c.rule == "" {
 				if ok {
 					t.Fatalf("unexpected target %s %v", r.Name, keys)
@@ -129,7 +130,81 @@ rules:
 		}
 	}
 	an, _ := parser.Analyze("UPDATE sku_stock SET stock = 3 WHERE sku_id = 7", "shop")
-	if r, keys, ok := rs.RewriteTarget(an.Stmts[0], "shop", nil, TextCharsets{}); !ok || r.Name != "hot" || len(keys) != 1 {
+	if r, keys, ok := rs.Match(an.Stmts[0], "shop", false).RewriteTarget(); !ok || r.Name != "hot" || len(keys) != 1 {
 		t.Errorf("RewriteTarget: ok %v rule %v keys %v", ok, r, keys)
+	}
+}
+
+// TestTargetKeysAreLockKeys: Match derives a locking rule's rewrite and
+// fence target with its lock keys, once: the target names exactly the
+// rows the statement locks, bound from the same parameters; a statement
+// whose rows cannot be keyed has none.
+func TestTargetKeysAreLockKeys(t *testing.T) {
+	cfg, err := LoadBytes("t.yaml", []byte(`
+users: [{user: app, password: x}]
+backends: {primary: 127.0.0.1:3306}
+rules:
+  - name: stock
+    table: shop.sku_stock
+    key: [sku_id]
+    lock: [write, locking_read]
+    fence: fence
+    rewrite: {column: stock, mode: delta, min: 0}
+  - name: audit
+    table: shop.sku_stock
+    key: [sku_id]
+    lock: [write]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Compile(cfg, Schema{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		sql    string
+		params []any
+		target string // the rewrite and fence target's rule; "" for none
+		keys   int
+	}{
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id IN (1, 2) AND shop_id = 3", nil, "stock", 2},
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = ? AND shop_id = ?", []any{int64(7), int64(3)}, "stock", 1},
+		{"SELECT stock FROM sku_stock WHERE sku_id = 4 AND shop_id = 3 FOR UPDATE", nil, "stock", 1},
+		{"UPDATE sku_stock SET stock = stock - 1 WHERE shop_id = 3", nil, "", 0}, // no key
+	}
+	for _, c := range cases {
+		t.Run(c.sql, func(t *testing.T) {
+			an, err := parser.Analyze(c.sql, "shop")
+			if err != nil || len(an.Stmts) != 1 {
+				t.Fatalf("analyze: %v", err)
+			}
+			d := rs.Match(an.Stmts[0], "shop", true)
+			if _, _, ok := d.RewriteTarget(); ok && d.NeedParams {
+				t.Fatal("a target before its parameters are bound")
+			}
+			d = d.Bind(c.params)
+			for _, find := range []func() (*Rule, []Key, bool){d.RewriteTarget, d.FenceTarget} {
+				r, keys, ok := find()
+				if c.target == "" {
+					if ok {
+						t.Fatalf("unexpected target %s %v", r.Name, keys)
+					}
+					continue
+				}
+				if !ok || r.Name != c.target || len(keys) != c.keys {
+					t.Fatalf("got ok=%v rule=%v keys=%v", ok, r, keys)
+				}
+				var locked []Key
+				for _, k := range d.Keys {
+					if k.Rule == c.target {
+						locked = append(locked, k)
+					}
+				}
+				if !slices.Equal(keys, locked) {
+					t.Fatalf("target keys %v, lock keys %v", keys, locked)
+				}
+			}
+		})
 	}
 }

@@ -21,7 +21,7 @@ type UnrewrittenWrite struct {
 // LOAD DATA (which may replace a row whole), on the guarded table or
 // through a view of it. A view that is not a plain projection counts every
 // such assignment, whatever column it names. Only a single-row UPDATE of
-// the table itself can be rewritten (RewriteTarget); callers let that one
+// the table itself can be rewritten (Decision.RewriteTarget); callers let that one
 // through to the rewrite, which refuses it when nothing is paired.
 func (rs *RuleSet) UnrewrittenWrites(f *parser.Facts, currentDB string) []UnrewrittenWrite {
 	if rs == nil || f == nil || !rs.rejectsUnpaired {
