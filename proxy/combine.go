@@ -200,32 +200,33 @@ type combineCandidate struct {
 	row  string
 }
 
-// combinable reports whether r, planned as pl, runs combined: its rule
+// combinable reports whether the statement runs combined: its rule
 // combines, it is a relative UPDATE of the rule's column naming one row
 // by its whole key (parser.CombineUpdate), and nothing of the session or
 // the plan asks for more than a batch can answer exactly.
-func (s *session) combinable(r request, pl plan) (combineCandidate, bool) {
-	rule := pl.rewrite.rule
-	if rule == nil || !rule.Combines() || r.an == nil || s.srv.combine.isUnfit(s.srv.ruleSet(), rule.Name) {
+func (x *statementRun) combinable() (combineCandidate, bool) {
+	s := x.s
+	rule := x.pl.rewrite.rule
+	if rule == nil || !rule.Combines() || x.r.an == nil || s.srv.combine.isUnfit(s.srv.ruleSet(), rule.Name) {
 		return combineCandidate{}, false
 	}
 	held := s.txn.held()
 	multi := s.ex.moreFollows || s.ex.splitPieces > 0
 	escaping := s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0 || s.reading.unsafe
-	if why := s.comb.refusal(s.srv.ruleSet(), r, pl, inTxn(s.status), held, multi, escaping); why != "" {
+	if why := s.comb.refusal(s.srv.ruleSet(), x.r, x.pl, inTxn(s.status), held, multi, escaping); why != "" {
 		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", why))
 		return combineCandidate{}, false
 	}
-	params := r.stepParams()
+	params := x.r.stepParams()
 	if params == nil {
 		params = []any{}
 	}
-	c, reason, err := parser.CombineUpdate(r.an.Stmts[0], rule.Rewrite.Column, rule.Key, params)
+	c, reason, err := parser.CombineUpdate(x.r.an.Stmts[0], rule.Rewrite.Column, rule.Key, params)
 	if err != nil || reason != "" {
 		s.log.Debug("not combined", zap.String("rule", rule.Name), zap.String("reason", reason), zap.Error(err))
 		return combineCandidate{}, false
 	}
-	return combineCandidate{c: c, rule: rule, row: pl.rewrite.keys[0].Name}, true
+	return combineCandidate{c: c, rule: rule, row: x.pl.rewrite.keys[0].Name}, true
 }
 
 // refusal says why the session or the plan keeps r from being combined;
@@ -299,25 +300,26 @@ func (c *combineState) noteHazard(an *parser.Analysis, rs *rules.RuleSet, db str
 	}
 }
 
-// serveCombined runs the combinable r: at once when nothing of its row
+// serveCombined runs the combinable statement: at once when nothing of its row
 // is in flight (a batch of one is the statement as sent), else queued
 // until it is answered from a batch or leads one.
-func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error {
-	m := &member{s: s, c: cand.c, turn: make(chan combineTurn, 1)}
-	if len(pl.guard.keys) > 0 && s.srv.locker != nil && !s.txn.held() {
+func (x *statementRun) serveCombined() error {
+	s := x.s
+	m := &member{s: s, c: x.cand.c, turn: make(chan combineTurn, 1)}
+	if len(x.pl.guard.keys) > 0 && s.srv.locker != nil && !s.txn.held() {
 		m.owner = s.txn.set().Owner()
 	}
 	cb := &s.srv.combine
 	batch := []*member{m}
-	lead, parked := cb.join(cand.row, m)
+	lead, parked := cb.join(x.cand.row, m)
 	handed := false
 	if parked != nil {
-		handed = s.txn.adoptRowLease(cand.row, parked, s.srv.releaseRowLocks)
+		handed = s.txn.adoptRowLease(x.cand.row, parked, s.srv.releaseRowLocks)
 	}
 	if !lead {
 		t := <-m.turn
 		if t.lead == nil {
-			return s.answerCombined(r, pl, cand, t.res)
+			return x.answerCombined(t.res)
 		}
 		batch = t.lead
 		if t.lease != nil {
@@ -328,15 +330,15 @@ func (s *session) serveCombined(r request, pl plan, cand combineCandidate) error
 	pass := func(committed bool) {
 		if !passed {
 			passed = true
-			s.srv.passCombined(cand, s.txn.detachCommitted(committed))
+			s.srv.passCombined(x.cand, s.txn.detachCommitted(committed))
 		}
 	}
 	defer pass(false)
 	if len(batch) == 1 && !handed { // with the row's lease handed over it leads a batch, which others may join
-		s.srv.metrics.combine.observe(cand.rule.Name, 1)
-		return s.servePlanned(r, pl)
+		s.srv.metrics.combine.observe(x.cand.rule.Name, 1)
+		return x.servePlanned()
 	}
-	return s.leadBatch(r, pl, cand, batch, pass)
+	return x.leadBatch(batch, pass)
 }
 
 // passCombined ends a session's batch of cand's row and starts the next

@@ -15,27 +15,28 @@ import (
 
 // answerCombined answers a member of a batch as MariaDB would have
 // answered its statement run alone at its place in the batch's order.
-func (s *session) answerCombined(r request, pl plan, cand combineCandidate, res combineResult) error {
+func (x *statementRun) answerCombined(res combineResult) error {
+	s := x.s
 	switch res.outcome {
 	case combineAlone:
-		return s.servePlanned(r, pl)
+		return x.servePlanned()
 	case combineUnknown:
 		s.ex.lastOK = false
 		s.log.Info("the combined batch's commit outcome is unknown; closing the client's connection",
-			zap.String("rule", cand.rule.Name), zap.String("key", cand.row))
+			zap.String("rule", x.cand.rule.Name), zap.String("key", x.cand.row))
 		return errCombineUnknown
 	}
-	if r.execute() {
+	if x.r.execute() {
 		s.srv.metrics.primaryExecute.Inc()
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	s.srv.metrics.combine.combined.WithLabelValues(cand.rule.Name).Inc()
-	s.rwr.forget(cand.row)
+	s.srv.metrics.combine.combined.WithLabelValues(x.cand.rule.Name).Inc()
+	s.rwr.forget(x.cand.row)
 	s.route.diagReplica = false
 	s.route.noteCombinedWrite(s.srv, s.user, res.gtid)
-	rw := cand.rule.Rewrite
-	step := rewriteStep{rule: cand.rule.Name, mode: rw.Mode, column: rw.Column, key: cand.row, guard: parser.GuardMin,
+	rw := x.cand.rule.Rewrite
+	step := rewriteStep{rule: x.cand.rule.Name, mode: rw.Mode, column: rw.Column, key: x.cand.row, guard: parser.GuardMin,
 		zero: rw.OnConflict == rules.OnConflictZeroRows}
 	if rw.Min != nil {
 		step.min = strconv.FormatFloat(*rw.Min, 'f', -1, 64)

@@ -27,7 +27,8 @@ var errBatchAbandoned = errors.New("proxy: combined batch abandoned before its c
 // told how their statements ended. Whatever happens, every member is told
 // exactly once. pass(true) passes the row, and its lock, to its next
 // batch once this one has committed, before anyone is answered.
-func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*member, pass func(committed bool)) error {
+func (x *statementRun) leadBatch(batch []*member, pass func(committed bool)) error {
+	s := x.s
 	bt := &combineBatch{members: batch}
 	defer func() {
 		if bt.marker != nil { // its outcome is known by now
@@ -50,25 +51,25 @@ func (s *session) leadBatch(r request, pl plan, cand combineCandidate, batch []*
 			tell(combineAlone)
 		}
 	}()
-	out, err := s.runBatch(pl, cand, bt)
+	out, err := x.runBatch(bt)
 	switch out {
 	case combineDone:
 		pass(true)
-		s.srv.metrics.combine.observe(cand.rule.Name, len(bt.members))
+		s.srv.metrics.combine.observe(x.cand.rule.Name, len(bt.members))
 		tell(combineDone)
-		return s.answerCombined(r, pl, cand, bt.results[0])
+		return x.answerCombined(bt.results[0])
 	case combineUnknown:
 		tell(combineUnknown)
-		s.srv.learnBatchOutcome(s.client.backendKey(s.srv, s.user, s.reading.db), cand, bt, err)
+		s.srv.learnBatchOutcome(s.client.backendKey(s.srv, s.user, s.reading.db), x.cand, bt, err)
 		return s.backendFailed(s.be, err)
 	}
 	tell(combineAlone)
 	if s.be.broken {
 		return s.backendFailed(s.be, err)
 	}
-	s.log.Debug("combined batch ran nothing; its statements run alone", zap.String("rule", cand.rule.Name), zap.Error(err))
+	s.log.Debug("combined batch ran nothing; its statements run alone", zap.String("rule", x.cand.rule.Name), zap.Error(err))
 	s.releaseLocks() // taken again, if still needed, as the statement runs alone
-	return s.servePlanned(r, pl)
+	return x.servePlanned()
 }
 
 // combineBatch is one batch: its members in arrival order, what each
@@ -95,10 +96,11 @@ type batchRun struct {
 // together). combineAlone: nothing was committed (COMMIT was not sent,
 // or nothing of the batch was in what it committed); combineUnknown: the
 // connection failed once COMMIT was sent.
-func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (combineOutcome, error) {
-	if len(pl.guard.keys) > 0 && s.srv.locker != nil {
-		ctx, cancel := context.WithTimeout(s.hardCtx, pl.guard.waitTimeout)
-		err := s.txn.acquire(ctx, pl.guard, s.srv.config().Locks.OnUnavailable == "passthrough")
+func (x *statementRun) runBatch(bt *combineBatch) (combineOutcome, error) {
+	s := x.s
+	if len(x.pl.guard.keys) > 0 && s.srv.locker != nil {
+		ctx, cancel := context.WithTimeout(s.hardCtx, x.pl.guard.waitTimeout)
+		err := s.txn.acquire(ctx, x.pl.guard, s.srv.config().Locks.OnUnavailable == "passthrough")
 		cancel()
 		if err != nil {
 			return combineAlone, fmt.Errorf("%w: lock: %w", errBatchAbandoned, err)
@@ -107,13 +109,13 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	b := s.be
 	s.ex.src = b
 	defer func() { s.status = b.status }()
-	mk := s.srv.batchMarker(s.log, s.user, cand, b)
+	mk := s.srv.batchMarker(s.log, s.user, x.cand, b)
 	bt.marker = mk
 	mark := ""
 	if mk != nil {
 		mark = mk.write()
 	}
-	row, marked, err := beginCombined(b, cand.c.Select, mark)
+	row, marked, err := beginCombined(b, x.cand.c.Select, mark)
 	if err != nil {
 		return abandonBatch(s.be, err)
 	}
@@ -122,14 +124,14 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 		bt.marker = nil
 	}
 	if why := row.unfit(); why != "" {
-		s.srv.combine.markUnfit(s.srv.ruleSet(), cand.rule.Name)
+		s.srv.combine.markUnfit(s.srv.ruleSet(), x.cand.rule.Name)
 		s.log.Info("combining is off for this rule: its column cannot be combined exactly",
-			zap.String("rule", cand.rule.Name), zap.String("reason", why))
+			zap.String("rule", x.cand.rule.Name), zap.String("reason", why))
 		return abandonBatch(s.be, fmt.Errorf("%w: %s", errBatchAbandoned, why))
 	}
-	bt.members = s.srv.combine.more(cand.row, bt.members, s.srv.combineMax(cand.rule))
+	bt.members = s.srv.combine.more(x.cand.row, bt.members, s.srv.combineMax(x.cand.rule))
 	bt.results = make([]combineResult, len(bt.members))
-	run, ok := decideBatch(cand, bt.members, row, bt.results)
+	run, ok := decideBatch(x.cand, bt.members, row, bt.results)
 	if !ok {
 		return abandonBatch(s.be, fmt.Errorf("%w: a value would leave the column's range", errBatchAbandoned))
 	}
@@ -140,7 +142,7 @@ func (s *session) runBatch(pl plan, cand combineCandidate, bt *combineBatch) (co
 	bt.run = run
 	update := ""
 	if net := run.after - run.before; net != 0 {
-		if update, err = cand.c.Update(net); err != nil {
+		if update, err = x.cand.c.Update(net); err != nil {
 			return abandonBatch(s.be, err)
 		}
 	}

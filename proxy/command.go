@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"syscall"
 	"time"
 
@@ -353,67 +352,6 @@ func (c *clientSettings) multiStatements(caps uint32) bool {
 	return caps&mysql.CLIENT_MULTI_STATEMENTS != 0
 }
 
-// ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
-// COM_STMT_PREPARE packet to id, the session's own id, the one its
-// greeting gave (be is its primary connection): the backend's thread id changes with the connection lockproxy uses
-// (a replica, a new primary connection after COM_CHANGE_USER), and KILL
-// takes lockproxy's ids. IS_USED_LOCK(), which answers the thread id of
-// the lock's holder, answers that id too where the holder is the session's
-// primary connection (user locks run there), so that
-// `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
-//
-// The text is read every way the server may read it: a call inside a
-// string literal is left alone, whatever sql_mode or character set makes
-// it one.
-func (m modeState) ownConnectionID(p []byte, be *backendConn, id uint32) []byte {
-	if !parser.NamesConnectionCalls(p[1:]) {
-		return p
-	}
-	if be == nil || (!m.stale && m.mode&(parser.ModeOracle|parser.ModeMSSQL|parser.ModeUnknown) != 0) {
-		return p
-	}
-	// Every reading the text's bytes allow, not the session's state
-	// before the text: a SET NAMES or SET sql_mode inside it changes how
-	// the rest reads. A call is replaced only where all of them agree,
-	// so no string literal is ever changed.
-	text := string(p[1:])
-	var q string
-	var ok bool
-	for i, o := range parser.EveryReading(text) {
-		o.ServerVersion = parser.ServerVersionOf(be.version)
-		r, replaced := parser.ReplaceConnectionID(text, id, o)
-		if withLock, used := parser.ReplaceUsedLock(r, be.threadID, id, o); used {
-			r, replaced = withLock, true
-		}
-		if i == 0 {
-			q, ok = r, replaced
-		} else if r != q || replaced != ok {
-			return p
-		}
-	}
-	if !ok {
-		return p
-	}
-	return append([]byte{p[0]}, q...)
-}
-
-// scanAs runs f, a lexical scan made before the statement is analysed,
-// under the session's reading of text (readings); when lockproxy does not
-// know the session's state and the readings the text allows disagree,
-// under the state read from the server (parseOptions), which only such
-// texts pay for.
-func scanAs[T comparable](s *session, text string, f func(parser.ScanOptions) (T, bool)) (T, bool) {
-	rs := s.reading.readings(text, s.be)
-	v, ok := f(rs[0])
-	for _, o := range rs[1:] {
-		if w, wok := f(o); w != v || wok != ok {
-			po := s.text().options()
-			return f(parser.ScanOptions{Mode: po.Mode, Charset: s.reading.charset, ServerVersion: po.ServerVersion})
-		}
-	}
-	return v, ok
-}
-
 // track updates what the session knows after a statement succeeded.
 func (s *session) track(an *parser.Analysis, pl plan) {
 	defer func() { s.ex.ddlAnnounced = false }()
@@ -439,76 +377,5 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	}
 	if an.Unparsed && mayChangeDB([]byte(an.SQL)) {
 		s.be.dbDirty = true
-	}
-}
-
-// isShow is a cheap test for a statement starting with SHOW, after any
-// comments MariaDB skips.
-func isShow(q []byte) bool {
-	q = skipComments(q)
-	i := 0
-	for i < len(q) && (q[i] == ' ' || q[i] == '\t' || q[i] == '\n' || q[i] == '\r') {
-		i++
-	}
-	return len(q)-i > 4 && (q[i]|0x20) == 's' && (q[i+1]|0x20) == 'h' && (q[i+2]|0x20) == 'o' && (q[i+3]|0x20) == 'w'
-}
-
-// mayChangeDB reports whether the text q may run a USE: a statement of
-// it starts with the word USE in some reading the text's bytes allow
-// (parser.EveryReading: sql_mode and character sets change where strings
-// end), executable comments read as code. It is the belt to the server's
-// report of the schema (session tracking, which a stored routine may turn
-// off) for texts lockproxy does not analyse: a connection whose database
-// may have changed is not given back to the pool as it is.
-func mayChangeDB(q []byte) bool {
-	if !hasFoldedUse(q) {
-		return false
-	}
-	text := string(q)
-	for _, o := range parser.EveryReading(text) {
-		if startsWithUse(text, o) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasFoldedUse reports whether q holds "use" in any case as a word of
-// its own (no name byte on either side): a text without one runs no USE,
-// and one that names only users or causes pays for no scan.
-func hasFoldedUse(q []byte) bool {
-	for i := 0; i+2 < len(q); i++ {
-		if q[i]|0x20 == 'u' && q[i+1]|0x20 == 's' && q[i+2]|0x20 == 'e' &&
-			(i == 0 || !parser.IsWordByte(q[i-1])) && (i+3 == len(q) || !parser.IsWordByte(q[i+3])) {
-			return true
-		}
-	}
-	return false
-}
-
-// startsWithUse reports whether a statement of text, read under o, starts
-// with the word USE.
-func startsWithUse(text string, o parser.ScanOptions) bool {
-	sc := parser.NewScanner(text, o)
-	start := true
-	for {
-		t, ok := sc.Next()
-		if !ok {
-			return false
-		}
-		switch t.Kind {
-		case parser.TokenSpace, parser.TokenComment, parser.TokenExecStart, parser.TokenExecEnd:
-			continue
-		case parser.TokenWord:
-			if start && strings.EqualFold(text[t.Start:t.End], "use") {
-				return true
-			}
-		case parser.TokenPunct:
-			if text[t.Start] == ';' {
-				start = true
-				continue
-			}
-		}
-		start = false
 	}
 }

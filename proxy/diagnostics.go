@@ -52,22 +52,23 @@ func diagnosticsOnly(an *parser.Analysis) bool {
 	return true
 }
 
-// diagnosticsOnReplica serves r on the replica connection that ran the
-// previous statement when r only reads the diagnostics area, and reports
-// whether it did; false means the diagnostics are the primary's and r goes
-// there. Should that connection fail before answering, the warnings it
+// diagnosticsOnReplica serves the statement on the replica connection
+// that ran the previous one when it only reads the diagnostics area, and
+// reports whether it did; false means the diagnostics are the primary's
+// and the statement goes there. Should that connection fail before answering, the warnings it
 // held are gone: the client is told so (1105), never shown the primary's.
-func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
+func (x *statementRun) diagnosticsOnReplica() (served bool, err error) {
+	s := x.s
 	rc := s.route.replica.conn
-	if !s.route.diagPrev || rc == nil || !diagnosticsOnly(r.an) {
+	if !s.route.diagPrev || rc == nil || !diagnosticsOnly(x.r.an) {
 		return false, nil
 	}
-	p := r.p
-	if r.st != nil {
-		p, err = s.route.replicaExecute(rc, p, r.st)
+	p := x.r.p
+	if x.r.st != nil {
+		p, err = s.route.replicaExecute(rc, p, x.r.st)
 	}
 	if err == nil {
-		err = s.relayReplicaIf(rc, p, r.st != nil, nil)
+		err = x.relayReplicaIf(rc, p, x.r.st != nil, nil)
 		if _, ok := err.(clientIOError); ok || err != nil && s.ex.midResponse {
 			rc.broken = true
 			return true, err
@@ -81,7 +82,7 @@ func (s *session) diagnosticsOnReplica(r request) (served bool, err error) {
 			"the replica connection that ran the previous statement failed; its warnings and errors are lost (%v)", err))
 	}
 	s.route.diagReplica = true
-	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(r.st)).Inc()
+	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(x.r.st)).Inc()
 	return true, nil
 }
 

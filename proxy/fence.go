@@ -63,8 +63,9 @@ func (t *txnLocks) planFence(pl plan, params []any, step rewriteStep) (fenceStep
 // runFenced sends the fenced UPDATE on the primary and answers the client:
 // the backend's own OK or error, or — when no row changed because the row
 // already carries a newer token — rolls the transaction back with 1213.
-func (s *session) runFenced(fs fenceStep) error {
-	reply, done, err := s.sendUpdate(fs.update)
+func (x *statementRun) runFenced(fs fenceStep) error {
+	s := x.s
+	reply, done, err := x.sendUpdate(fs.update)
 	if done {
 		return err
 	}
@@ -80,7 +81,7 @@ func (s *session) runFenced(fs fenceStep) error {
 		}
 		s.status = b.status
 		if s.ex.rw.sql != "" {
-			return s.answerGuarded(s.ex.rw, reply)
+			return x.answerGuarded(s.ex.rw, reply)
 		}
 	}
 	return s.ex.writeReply(s.cw, reply)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
@@ -16,7 +15,7 @@ import (
 // holds a primary connection only while something ties it to one: it
 // borrows a connection when a command comes (dispatchLent), and gives it
 // back once the command is answered and nothing pins it: no transaction
-// open, autocommit on, none of the pin reasons below. A connection given
+// open, autocommit on, none of the pin reasons (pool_pins.go). A connection given
 // back goes to the pool as it is when the server reported no change of
 // its session state during the loan (and the session left its database
 // as the login's), else reset (COM_RESET_CONNECTION, pool.reset); the
@@ -31,41 +30,6 @@ import (
 // UNLOCK TABLES, COM_RESET_CONNECTION and COM_CHANGE_USER for all) or for
 // the session's life. Locks are untouched: they belong to the session and
 // its transaction whichever connection carries it.
-
-// pinReason is a set of reasons a multiplexing session keeps its
-// primary connection.
-type pinReason uint16
-
-// The reasons, each a value of lockproxy_sessions_pinned's reason label.
-const (
-	pinTransaction       pinReason = 1 << iota // a transaction is open (server status)
-	pinAutocommitOff                           // autocommit = 0 (server status)
-	pinTemporaryTable                          // CREATE TEMPORARY TABLE
-	pinUserVariable                            // SET @v, @v := ..., SELECT ... INTO @v
-	pinPreparedStatement                       // COM_STMT_PREPARE, SQL-level PREPARE / EXECUTE
-	pinSessionVariable                         // a session variable the server reported changed, SET SESSION ..., SET TRANSACTION, COM_SET_OPTION
-	pinUserLock                                // GET_LOCK and the other user-lock functions
-	pinLockTables                              // LOCK TABLES, until UNLOCK TABLES
-	pinFoundRows                               // SQL_CALC_FOUND_ROWS, FOUND_ROWS()
-	pinLastInsertID                            // an insert id the server reported, LAST_INSERT_ID()
-	pinDiagnostics                             // the last statement left warnings or an error, until the next command
-	pinCursor                                  // HANDLER
-	pinKill                                    // KILL run by the server
-	pinUnknown                                 // unparsed, uncertain, CALL, stored functions, other statements, unexplained state
-)
-
-// pinReasons names every reason, in the order of their bits.
-var pinReasons = []struct {
-	bit  pinReason
-	name string
-}{
-	{pinTransaction, "transaction"}, {pinAutocommitOff, "autocommit_off"},
-	{pinTemporaryTable, "temporary_table"}, {pinUserVariable, "user_variable"},
-	{pinPreparedStatement, "prepared_statement"}, {pinSessionVariable, "session_variable"},
-	{pinUserLock, "user_lock"}, {pinLockTables, "lock_tables"}, {pinFoundRows, "found_rows"},
-	{pinLastInsertID, "last_insert_id"}, {pinDiagnostics, "diagnostics"}, {pinCursor, "cursor"},
-	{pinKill, "kill"}, {pinUnknown, "unknown"},
-}
 
 // muxState is what multiplexing keeps of a session; only the session's
 // goroutine touches it.
@@ -333,18 +297,6 @@ func (m *muxState) giveBack(p *pool, be *backendConn, db string, status uint16) 
 	return true
 }
 
-// statusPins are the reasons the server's last status gives.
-func statusPins(status uint16) pinReason {
-	var r pinReason
-	if status&mysql.SERVER_STATUS_IN_TRANS != 0 {
-		r |= pinTransaction
-	}
-	if status&mysql.SERVER_STATUS_AUTOCOMMIT == 0 {
-		r |= pinAutocommitOff
-	}
-	return r
-}
-
 // show brings the gauge g (lockproxy_sessions_pinned) up to date with
 // the session's reasons: its own and, while it holds be, those of the
 // server's status.
@@ -371,226 +323,4 @@ func (m *muxState) show(g *prometheus.GaugeVec, be *backendConn, status uint16) 
 func (m *muxState) end(g *prometheus.GaugeVec) {
 	m.pins, m.on = 0, false
 	m.show(g, nil, 0)
-}
-
-// pinFor pins the session for what statement r will leave on its
-// connection, before it runs, and refuses a statement that reads what
-// the previous statement left on a connection given back since.
-func (s *session) pinFor(r request) error {
-	if !s.mux.on || r.execute() || r.bulk {
-		return nil
-	}
-	an := r.an
-	if an == nil && len(r.p) > 0 && r.p[0] == mysql.COM_QUERY {
-		// Nothing else analyses the text (no rules, no replicas): read it
-		// under the mode last known, without asking the server, whose
-		// answer would replace what the previous statement left on the
-		// connection (FOUND_ROWS()). A session that changed its mode is
-		// pinned already.
-		opts := parser.Options{Mode: s.reading.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.reading.exactNames}
-		var err error
-		if an, err = s.srv.analyzer.AnalyzeWith(string(r.p[1:]), s.reading.db, opts); err != nil {
-			an = nil
-		}
-	}
-	return s.mux.pinFor(an)
-}
-
-// pinFor pins for what the command analysed as an (nil: not analysed)
-// leaves on its connection; see session.pinFor.
-func (m *muxState) pinFor(an *parser.Analysis) error {
-	fresh := m.fresh
-	m.fresh = false
-	if an == nil || an.Unparsed || an.Uncertain != "" || len(an.Stmts) == 0 {
-		if an != nil && an.Unparsed && parser.ShowDiagnostics(an.SQL, an.Mode) {
-			m.readsDiagnostics = true
-			return nil
-		}
-		m.cmdPins |= pinUnknown
-		if an != nil {
-			m.cmdPins = lexicalPins(an.SQL)
-		}
-		m.pins |= m.cmdPins
-		return nil
-	}
-	first := an.Stmts[0]
-	if fresh && (first.Effects.FoundRows || first.Effects.RowCount) {
-		return errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text",
-			map[bool]string{true: "FOUND_ROWS()", false: "ROW_COUNT()"}[first.Effects.FoundRows])
-	}
-	m.readsDiagnostics = diagnosticsOnly(an)
-	for _, f := range an.Stmts {
-		pins := factPins(f)
-		if pins&pinSessionVariable != 0 && m.replay(f) {
-			pins &^= pinSessionVariable
-		}
-		m.cmdPins |= pins
-		if f.Kind == parser.KindUnlockTables {
-			m.unlocks = true
-		}
-	}
-	m.pins |= m.cmdPins
-	return nil
-}
-
-// factPins are the reasons one statement pins its session for.
-func factPins(f *parser.Facts) pinReason {
-	var r pinReason
-	e := f.Effects
-	if e.UserVarAssign || len(e.UserVars) > 0 || e.SelectInto {
-		r |= pinUserVariable
-	}
-	if e.UserLock {
-		r |= pinUserLock
-	}
-	if e.CalcFoundRows || e.FoundRows {
-		r |= pinFoundRows
-	}
-	if e.LastInsertID {
-		r |= pinLastInsertID
-	}
-	if len(e.SessionVars) > 0 && !onlyAutocommit(e.SessionVars) || e.SetTransaction && e.SetTransactionScope != "global" {
-		r |= pinSessionVariable
-	}
-	if f.Impure != "" && !f.Diagnostics && len(f.Impure) > 6 && f.Impure[:6] == "calls " {
-		r |= pinUnknown // a stored function, a sequence: what it leaves is unknown
-	}
-	switch f.Kind {
-	case parser.KindSelect, parser.KindInsert, parser.KindReplace, parser.KindUpdate, parser.KindDelete,
-		parser.KindBegin, parser.KindCommit, parser.KindRollback, parser.KindRollbackToSavepoint,
-		parser.KindSavepoint, parser.KindReleaseSavepoint, parser.KindSet, parser.KindUse,
-		parser.KindShow, parser.KindExplain, parser.KindUnlockTables, parser.KindLoadData:
-	case parser.KindDDL:
-		if !f.ImplicitCommit { // CREATE / DROP TEMPORARY TABLE
-			r |= pinTemporaryTable
-		}
-	case parser.KindLockTables:
-		r |= pinLockTables
-	case parser.KindPrepare, parser.KindExecute, parser.KindDeallocate:
-		r |= pinPreparedStatement
-	default:
-		r |= lexicalPins(f.Text)
-	}
-	return r
-}
-
-// lexicalPins names what a statement the parser could not class pins
-// for by its first word: KILL, HANDLER (a cursor), else unknown.
-func lexicalPins(text string) pinReason {
-	t := strings.TrimLeft(text, " \t\r\n(")
-	switch {
-	case isKill([]byte(t)):
-		return pinKill
-	case len(t) > 8 && strings.EqualFold(t[:8], "handler "):
-		return pinCursor
-	}
-	return pinUnknown
-}
-
-func onlyAutocommit(vars []string) bool {
-	for _, v := range vars {
-		if v != "autocommit" {
-			return false
-		}
-	}
-	return true
-}
-
-// noteLent reads, in an OK or EOF of the lent connection's response,
-// what pins the session or makes the connection need a reset: an insert
-// id, warnings, and the session state the server reports changed.
-func (m *muxState) noteLent(p []byte, ok bool) {
-	if !m.on || len(p) < 5 {
-		return
-	}
-	if resultWarnings(p, ok) > 0 {
-		m.warned = true
-	}
-	if !ok {
-		if binary.LittleEndian.Uint16(p[3:])&mysql.SERVER_SESSION_STATE_CHANGED != 0 {
-			m.changed = true
-			m.pinUnexplained() // a change with no report of what
-		}
-		return
-	}
-	if _, at, _, err := readLenEncInt(p, 1); err == nil {
-		if id, _, _, err := readLenEncInt(p, at); err == nil && id != 0 {
-			m.pins |= pinLastInsertID
-		}
-	}
-	at, _, state, good := okParts(p)
-	if !good {
-		m.changed = true
-		m.pins |= pinUnknown
-		return
-	}
-	if binary.LittleEndian.Uint16(p[at:])&mysql.SERVER_SESSION_STATE_CHANGED == 0 {
-		return
-	}
-	m.changed = true
-	switch r := reportPins(state, m.replaying); r {
-	case pinUnknown:
-		m.pinUnexplained()
-	default:
-		m.pins |= r
-	}
-}
-
-// pinUnexplained pins the session for a change of its state the server
-// reported without naming it, unless the command's own statements name a
-// reason that lasts (a user variable, a temporary table ...).
-func (m *muxState) pinUnexplained() {
-	if m.cmdPins&^(pinLockTables|pinDiagnostics) == 0 {
-		m.pins |= pinUnknown
-	}
-}
-
-// reportPins are the reasons a report of session state changes pins for:
-// a system variable other than autocommit (whose value the server status
-// carries) changed, or a change the report does not name (a user
-// variable, a temporary table, a prepared statement) that a schema or
-// autocommit change does not explain. The statement's own reasons,
-// pinned before it ran, name the common ones; this is the server's word
-// for what the text hid. The variables in replaying are the command's own
-// SETs, replayed on the session's next connections: they pin nothing.
-func reportPins(state []byte, replaying map[string]bool) pinReason {
-	var vars, schema, autocommit, change bool
-	for pos := 0; pos < len(state); {
-		typ := state[pos]
-		data, next, err := readLenEncBytes(state, pos+1)
-		if err != nil {
-			return pinUnknown
-		}
-		pos = next
-		switch typ {
-		case trackSchema:
-			schema = true
-		case trackSystemVariables:
-			name, _, err := readLenEncBytes(data, 0)
-			if err != nil {
-				return pinUnknown
-			}
-			switch n := string(name); {
-			case n == "autocommit":
-				autocommit = true
-			case replaying[n]: // the command's own SET, replayed
-			default:
-				vars = true
-			}
-		case trackStateChange:
-			change = true
-		default:
-			return pinUnknown
-		}
-	}
-	switch {
-	case vars:
-		return pinSessionVariable
-	case change && !schema && !autocommit && len(replaying) == 0:
-		// A change no entry names; a command whose SETs are replayed
-		// explains one (a variable the report does not track, as
-		// tx_isolation).
-		return pinUnknown
-	}
-	return 0
 }

@@ -255,7 +255,8 @@ func (s *Server) rewriteUnpaired(id uint32, user string, inTxn bool, step *rewri
 
 // refuseUnpaired answers an unpaired write that on_unpaired: reject
 // refuses; the statement is not run, an open transaction stays open.
-func (s *session) refuseUnpaired(step rewriteStep) error {
+func (x *statementRun) refuseUnpaired(step rewriteStep) error {
+	s := x.s
 	s.ex.lastOK = false
 	s.rwr.forget(step.key)
 	s.ex.rw = rewriteStep{}

@@ -14,7 +14,8 @@ import (
 // done false, for the caller to answer; an ERR is relayed to the client,
 // and a broken backend handled, with done true and err what the command
 // returns.
-func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
+func (x *statementRun) sendUpdate(sql string) (reply []byte, done bool, err error) {
+	s := x.s
 	b := s.be
 	s.ex.src = b
 	if err := b.writeCommand(append([]byte{mysql.COM_QUERY}, sql...)); err != nil {
@@ -49,7 +50,8 @@ func (s *session) sendUpdate(sql string) (reply []byte, done bool, err error) {
 // inside the same transaction) tells a lost race (the row is there and
 // the guard held) from a row that does not exist or already held the new
 // value; only a lost race is answered differently from reply.
-func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
+func (x *statementRun) answerGuarded(step rewriteStep, reply []byte) error {
+	s := x.s
 	if s.rwr.lastAffected != 0 || step.check == "" {
 		return s.ex.writeReply(s.cw, reply)
 	}
@@ -78,14 +80,15 @@ func (s *session) answerGuarded(step rewriteStep, reply []byte) error {
 		s.be.oweRowCount(s.rwr.lastAffected)
 		return s.ex.writeReply(s.cw, reply)
 	}
-	return s.loseRace(step)
+	return x.loseRace(step)
 }
 
 // loseRace rolls back the transaction whose guarded UPDATE lost its race,
 // releases its locks and answers rewrite.on_conflict's error: 1213 (40001,
 // retry the transaction) when the value read has since changed, 4025
 // (23000, a constraint) when the write would take the column below min.
-func (s *session) loseRace(step rewriteStep) error {
+func (x *statementRun) loseRace(step rewriteStep) error {
+	s := x.s
 	s.ex.lastOK = false
 	ended := "the statement changed nothing"
 	if s.status&mysql.SERVER_STATUS_IN_TRANS != 0 {

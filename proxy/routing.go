@@ -78,10 +78,11 @@ func primaryReason(an *parser.Analysis, g guard, env planEnv) string {
 	return ""
 }
 
-// onReplica runs a read command on a replica and reports whether it did;
-// false means the caller must run it on the primary (nothing was sent to
-// the client yet).
-func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
+// onReplica runs the statement, a read, on a replica and reports whether
+// it did; false means the caller must run it on the primary (nothing was
+// sent to the client yet).
+func (x *statementRun) onReplica() (served bool, err error) {
+	s, p, st := x.s, x.r.p, x.r.st
 	if s.primaryGone() {
 		return true, errPrimaryGone // the session is over; see gone.go
 	}
@@ -114,7 +115,7 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 		}
 	}
 	refused := false
-	err = s.relayReplicaIf(rc, p, st != nil, func() (bool, error) {
+	err = x.relayReplicaIf(rc, p, st != nil, func() (bool, error) {
 		refused, err = s.srv.writeRefused(s.log, rc, p)
 		return !refused, err
 	})
@@ -138,7 +139,8 @@ func (s *session) onReplica(p []byte, st *stmt) (served bool, err error) {
 // and relays its answer to the client, when check is nil or, having read
 // the answer's first packet, says so; KILL finds the command meanwhile
 // (onReplicaNow). A failure to write to the client is a clientIOError.
-func (s *session) relayReplicaIf(rc *backendConn, p []byte, binary bool, check func() (bool, error)) error {
+func (x *statementRun) relayReplicaIf(rc *backendConn, p []byte, binary bool, check func() (bool, error)) error {
+	s := x.s
 	if err := s.cw.flush(); err != nil {
 		return clientIOError{err}
 	}

@@ -23,9 +23,6 @@ import (
 // textShapesSize bounds Server.textShapes.
 const textShapesSize = 1024
 
-// fallbackVersion is announced when the primary could not be asked for its own.
-const fallbackVersion = "5.5.5-10.11.0-MariaDB-lockproxy"
-
 // Options configure a Server beyond rules.yaml.
 type Options struct {
 	Logger   *zap.Logger           // nil: no logging
@@ -341,64 +338,6 @@ func (s *Server) lookupUser(name string) (u rules.User, known, relayed bool) {
 	}
 	return rules.User{}, false, cfg.UsersFromBackend
 }
-
-func (s *Server) serverVersion() string {
-	if v, ok := s.version.Load().(string); ok && v != "" {
-		return v
-	}
-	return fallbackVersion
-}
-
-// probeVersion asks the primary for its version string, which clients see
-// in the greeting, so that feature detection works as it would directly.
-func (s *Server) probeVersion(ctx context.Context) {
-	cfg := s.config()
-	if len(cfg.Users) == 0 {
-		return
-	}
-	u := cfg.Users[0]
-	b, err := dialBackend(ctx, poolKey{addr: cfg.Backends.Primary, user: u.User, password: u.Password, collation: defaultCollation, tls: s.loaded().backendTLS})
-	if err != nil {
-		s.log.Warn("cannot reach the primary to learn its version", zap.String("primary", cfg.Backends.Primary), zap.Error(err))
-		return
-	}
-	v := b.version
-	if len(v) > 0 && v[0] >= '1' && v[0] <= '9' && containsMariaDB(v) && !hasPrefix(v, "5.5.5-") {
-		v = "5.5.5-" + v
-	}
-	s.version.Store(v)
-	s.noteBackendExtCaps(b.offeredExt)
-	b.close()
-}
-
-// noteBackendExtCaps records the MariaDB extended capabilities the
-// primary's greeting offers; greetings from then on offer those lockproxy
-// relays (relayedExtCaps).
-func (s *Server) noteBackendExtCaps(ext uint32) {
-	s.backendExt.Store(uint64(ext) | 1<<32)
-}
-
-// offeredExtCaps are the MariaDB extended capabilities lockproxy's
-// greeting offers: those it relays that the primary offered when last
-// asked; none before it was.
-func (s *Server) offeredExtCaps() uint32 {
-	v := s.backendExt.Load()
-	if v&(1<<32) == 0 {
-		return 0
-	}
-	return uint32(v) & relayedExtCaps
-}
-
-func containsMariaDB(v string) bool {
-	for i := 0; i+7 <= len(v); i++ {
-		if v[i:i+7] == "MariaDB" {
-			return true
-		}
-	}
-	return false
-}
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // Shutdown stops accepting, lets sessions finish their open transactions
 // until ctx ends, then closes what is left. Sessions outside a transaction

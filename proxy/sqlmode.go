@@ -167,3 +167,47 @@ func (m modeState) readings(text string, be *backendConn) []parser.ScanOptions {
 	}
 	return []parser.ScanOptions{{Mode: m.mode, Charset: m.charset, ServerVersion: parser.ServerVersionOf(be.version)}}
 }
+
+// ownConnectionID rewrites CONNECTION_ID() in a COM_QUERY or
+// COM_STMT_PREPARE packet to id, the session's own id, the one its
+// greeting gave (be is its primary connection): the backend's thread id changes with the connection lockproxy uses
+// (a replica, a new primary connection after COM_CHANGE_USER), and KILL
+// takes lockproxy's ids. IS_USED_LOCK(), which answers the thread id of
+// the lock's holder, answers that id too where the holder is the session's
+// primary connection (user locks run there), so that
+// `IS_USED_LOCK(name) = CONNECTION_ID()` holds as it does directly.
+//
+// The text is read every way the server may read it: a call inside a
+// string literal is left alone, whatever sql_mode or character set makes
+// it one.
+func (m modeState) ownConnectionID(p []byte, be *backendConn, id uint32) []byte {
+	if !parser.NamesConnectionCalls(p[1:]) {
+		return p
+	}
+	if be == nil || (!m.stale && m.mode&(parser.ModeOracle|parser.ModeMSSQL|parser.ModeUnknown) != 0) {
+		return p
+	}
+	// Every reading the text's bytes allow, not the session's state
+	// before the text: a SET NAMES or SET sql_mode inside it changes how
+	// the rest reads. A call is replaced only where all of them agree,
+	// so no string literal is ever changed.
+	text := string(p[1:])
+	var q string
+	var ok bool
+	for i, o := range parser.EveryReading(text) {
+		o.ServerVersion = parser.ServerVersionOf(be.version)
+		r, replaced := parser.ReplaceConnectionID(text, id, o)
+		if withLock, used := parser.ReplaceUsedLock(r, be.threadID, id, o); used {
+			r, replaced = withLock, true
+		}
+		if i == 0 {
+			q, ok = r, replaced
+		} else if r != q || replaced != ok {
+			return p
+		}
+	}
+	if !ok {
+		return p
+	}
+	return append([]byte{p[0]}, q...)
+}

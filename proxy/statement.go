@@ -55,6 +55,18 @@ func (r *request) stepParams() []any {
 	return plainParams(r.params)
 }
 
+// statementRun is one statement being served on a session: the request,
+// its plan and, when it runs combined, its place among the row's
+// statements. The pipeline's stages are its methods (here, and in
+// combine*.go, diagnostics.go, routing.go, rewrite*.go and fence.go);
+// the session keeps the connection they run on.
+type statementRun struct {
+	s    *session
+	r    request
+	pl   plan
+	cand combineCandidate // set when it runs combined (combine.go)
+}
+
 // serve runs one admitted statement, a text or an execute, through the
 // stages docs/architecture.md draws: plan, locks (beforeCommand), rewrite,
 // route, fence, send, finish the rewrite, track what the server changed,
@@ -63,60 +75,63 @@ func (s *session) serve(r request) error {
 	if err := s.pinFor(r); err != nil {
 		return s.writeErrAt(1, err)
 	}
-	pl := s.servePlan(&r)
-	if r.an != nil {
-		s.pub.current.Store(r.text())
+	x := &statementRun{s: s, r: r}
+	x.pl = x.servePlan()
+	if x.r.an != nil {
+		s.pub.current.Store(x.r.text())
 	}
-	s.comb.noteHazard(r.an, s.srv.ruleSet(), s.reading.db)
-	if cand, ok := s.combinable(r, pl); ok {
-		return s.serveCombined(r, pl, cand)
+	s.comb.noteHazard(x.r.an, s.srv.ruleSet(), s.reading.db)
+	if cand, ok := x.combinable(); ok {
+		x.cand = cand
+		return x.serveCombined()
 	}
-	return s.servePlanned(r, pl)
+	return x.servePlanned()
 }
 
-// servePlanned is serve once r is planned: r runs as itself, not in a
-// combined batch.
-func (s *session) servePlanned(r request, pl plan) error {
+// servePlanned is serve once the statement is planned: it runs as
+// itself, not in a combined batch.
+func (x *statementRun) servePlanned() error {
+	s := x.s
 	mark := s.txn.mark()
-	ok, err := s.beforeCommand(pl.guard)
+	ok, err := s.beforeCommand(x.pl.guard)
 	if !ok {
 		if err == nil {
-			err = r.unsent(s.be)
+			err = x.r.unsent(s.be)
 		}
 		return err
 	}
-	if pl.guard.seen != nil {
-		s.observe(pl.guard, r.an)
+	if x.pl.guard.seen != nil {
+		s.observe(x.pl.guard, x.r.an)
 	}
-	step := s.serveRewrite(r, pl)
+	step := x.serveRewrite()
 	if step.reject != nil {
 		s.txn.notRun(&s.ex, mark)
-		if err := r.unsent(s.be); err != nil {
+		if err := x.r.unsent(s.be); err != nil {
 			return err
 		}
-		return s.refuseUnpaired(step)
+		return x.refuseUnpaired(step)
 	}
 	s.ex.cap = step.capture
 	defer func() { s.ex.cap = nil }()
-	if served, err := s.diagnosticsOnReplica(r); served || err != nil {
+	if served, err := x.diagnosticsOnReplica(); served || err != nil {
 		return err
 	}
-	if r.replicaMay() && s.route.replicaEligible(s.srv, s.be, inTxn(s.status), pl) {
-		if served, err := s.onReplica(r.p, r.st); served || err != nil {
+	if x.r.replicaMay() && s.route.replicaEligible(s.srv, s.be, inTxn(s.status), x.pl) {
+		if served, err := x.onReplica(); served || err != nil {
 			if err == nil {
 				s.rwr.finishRewrite(&s.ex, step, inTxn(s.status), s.srv.metrics)
 			}
 			return err
 		}
 	}
-	if r.execute() {
+	if x.r.execute() {
 		s.srv.metrics.primaryExecute.Inc()
 	} else {
 		s.srv.metrics.primaryQuery.Inc()
 	}
-	s.ex.shareOnEnd = mayWrite(r.an) && s.srv.sharesWrites()
-	s.ex.ddlWord = s.srv.schemaDDL(r.an)
-	sent, err := s.sendPrimary(r, pl, step, mark)
+	s.ex.shareOnEnd = mayWrite(x.r.an) && s.srv.sharesWrites()
+	s.ex.ddlWord = s.srv.schemaDDL(x.r.an)
+	sent, err := x.sendPrimary(step, mark)
 	s.ex.shareOnEnd, s.ex.ddlWord = false, false
 	if !sent || err != nil {
 		if !sent {
@@ -124,11 +139,11 @@ func (s *session) servePlanned(r request, pl plan) error {
 		}
 		return err
 	}
-	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(r.an, s.ex.lastOK, s.ex.raised)
+	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(x.r.an, s.ex.lastOK, s.ex.raised)
 	s.rwr.finishRewrite(&s.ex, step, inTxn(s.status), s.srv.metrics)
-	s.track(r.an, pl)
-	s.rwr.dyn.apply(pl.dyn, s.ex.lastOK)
-	s.route.noteStatement(s.routeEnv(), s.be, r.an)
+	s.track(x.r.an, x.pl)
+	s.rwr.dyn.apply(x.pl.dyn, s.ex.lastOK)
+	s.route.noteStatement(s.routeEnv(), s.be, x.r.an)
 	if s.ex.sharedGTID {
 		s.route.needGTID = false // learnt once the primary had answered
 	}
@@ -137,39 +152,41 @@ func (s *session) servePlanned(r request, pl plan) error {
 	return nil
 }
 
-// servePlan plans r. Which rule rewrites or fences a statement depends on
+// servePlan plans the statement. Which rule rewrites or fences a statement depends on
 // its shape and the rules, not on its values; a shaped text whose plan
 // needs its values (rewrite, fence) is remembered as such and analysed
 // again as the text it is.
-func (s *session) servePlan(r *request) plan {
+func (x *statementRun) servePlan() plan {
+	s := x.s
 	switch {
-	case r.planned != nil:
-		return *r.planned
-	case r.an == nil:
+	case x.r.planned != nil:
+		return *x.r.planned
+	case x.r.an == nil:
 		return plan{} // nothing analysed: no rule or replica needs it
 	}
-	pl := makePlan(s.planEnv(), r.an, r.params)
-	if r.execute() || r.params == nil || pl.fromShapeOK() {
+	pl := makePlan(s.planEnv(), x.r.an, x.r.params)
+	if x.r.execute() || x.r.params == nil || pl.fromShapeOK() {
 		return pl
 	}
 	if pl.rewrite.rule != nil || pl.fence.rule != nil {
-		s.srv.textShapes.Add(r.an, s.srv.ruleSet())
+		s.srv.textShapes.Add(x.r.an, s.srv.ruleSet())
 	}
-	r.an, r.params = s.text().analyzeText(r.sql), nil
-	return makePlan(s.planEnv(), r.an, nil)
+	x.r.an, x.r.params = s.text().analyzeText(x.r.sql), nil
+	return makePlan(s.planEnv(), x.r.an, nil)
 }
 
-// serveRewrite plans the rewrite of r. An execute with long data is not
+// serveRewrite plans the statement's rewrite. An execute with long data is not
 // rewritten (its values are on the primary, not in the packet), so nothing
 // it touches stays paired.
-func (s *session) serveRewrite(r request, pl plan) rewriteStep {
+func (x *statementRun) serveRewrite() rewriteStep {
+	s := x.s
 	env := rewriteEnv{srv: s.srv, log: s.log, txn: &s.txn, id: s.id, user: s.user, inTxn: inTxn(s.status),
 		noBackslash: s.status&mysql.SERVER_STATUS_NO_BACKSLASH_ESCAPED != 0, unsafeCharset: s.reading.unsafe}
-	if !r.longSent {
-		return s.rwr.planRewrite(env, &s.ex, pl, r.stepParams(), r.execute())
+	if !x.r.longSent {
+		return s.rwr.planRewrite(env, &s.ex, x.pl, x.r.stepParams(), x.r.execute())
 	}
-	s.rwr.forgetOthers(pl)
-	return longDataStep(env, pl)
+	s.rwr.forgetOthers(x.pl)
+	return longDataStep(env, x.pl)
 }
 
 // replicaMay reports whether r's form lets a replica serve it: an execute
@@ -197,7 +214,7 @@ func (r request) unsent(be *backendConn) error {
 	return nil
 }
 
-// sendPrimary sends r to the primary in the form its plan chose (fenced,
+// sendPrimary sends the statement to the primary in the form its plan chose (fenced,
 // rewritten, as a current read, or as the client sent it) and relays the
 // answer; sent is false when lockproxy answered the client itself.
 //
@@ -205,47 +222,48 @@ func (r request) unsent(be *backendConn) error {
 // at its end the locks taken after mark that it no longer needs (see
 // afterCommand); a fenced or rewritten statement runs lockproxy's own
 // statements too, and keeps them until the transaction ends.
-func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (sent bool, err error) {
-	fs, fenced := s.txn.planFence(pl, r.stepParams(), step)
+func (x *statementRun) sendPrimary(step rewriteStep, mark int) (sent bool, err error) {
+	s := x.s
+	fs, fenced := s.txn.planFence(x.pl, x.r.stepParams(), step)
 	switch {
 	case fenced:
-		return true, s.runFenced(fs)
+		return true, x.runFenced(fs)
 	case step.sql != "":
 		// The guarded UPDATE runs in place of the client's command (an
 		// UPDATE answers OK or ERR, alike in both protocols: the text
 		// form stands in for a prepared execution too), and the client
 		// gets the backend's OK or error or, when the UPDATE changed no
 		// row because its guard held, what the rule's on_conflict says.
-		reply, done, err := s.sendUpdate(step.sql)
+		reply, done, err := x.sendUpdate(step.sql)
 		if done {
 			return true, err
 		}
-		return true, s.answerGuarded(step, reply)
+		return true, x.answerGuarded(step, reply)
 	}
-	s.ex.armGiveBack(pl.guard, mark)
-	p, bin := r.p, r.execute()
+	s.ex.armGiveBack(x.pl.guard, mark)
+	p, bin := x.r.p, x.r.execute()
 	switch {
-	case len(pl.currentRead) > 0 && !r.execute():
-		text, ok := currentReadText(pl, r.sql, r.params != nil)
+	case len(x.pl.currentRead) > 0 && !x.r.execute():
+		text, ok := currentReadText(x.pl, x.r.sql, x.r.params != nil)
 		if !ok {
-			return false, s.writeErrAt(1, errorf(errRejected, "rule %s: this read in a transaction takes row locks and runs as a current read, which lockproxy could not make of its text", pl.guard.rule))
+			return false, s.writeErrAt(1, errorf(errRejected, "rule %s: this read in a transaction takes row locks and runs as a current read, which lockproxy could not make of its text", x.pl.guard.rule))
 		}
 		p = append([]byte{mysql.COM_QUERY}, text...)
-	case len(pl.currentRead) > 0:
-		if p, err = s.currentReadPacket(r, pl); p == nil {
+	case len(x.pl.currentRead) > 0:
+		if p, err = x.currentReadPacket(); p == nil {
 			return false, err
 		}
-	case !r.execute():
-	case r.bulk:
-		p = r.st.bulkOnPrimary(r.p)
-		r.st.execID = r.st.backendID
+	case !x.r.execute():
+	case x.r.bulk:
+		p = x.r.st.bulkOnPrimary(x.r.p)
+		x.r.st.execID = x.r.st.backendID
 	default:
 		var refused error
-		if p, refused = r.st.bindOnPrimary(r.p); refused != nil {
+		if p, refused = x.r.st.bindOnPrimary(x.r.p); refused != nil {
 			return false, s.writeErrAt(1, refused)
 		}
-		binary.LittleEndian.PutUint32(p[1:], r.st.backendID)
-		r.st.execID = r.st.backendID
+		binary.LittleEndian.PutUint32(p[1:], x.r.st.backendID)
+		x.r.st.execID = x.r.st.backendID
 	}
 	// Sent as the client sent it: the locks its end frees are given
 	// back as soon as the backend has answered, before the answer
@@ -255,22 +273,23 @@ func (s *session) sendPrimary(r request, pl plan, step rewriteStep, mark int) (s
 	return true, s.forward(p, relayResults, bin)
 }
 
-// currentReadPacket is the execute packet of r's current-read twin (see
+// currentReadPacket is the execute packet of the statement's current-read twin (see
 // currentread.go); nil when lockproxy answered the client itself (err is
 // the answer's) or the primary connection failed.
-func (s *session) currentReadPacket(r request, pl plan) ([]byte, error) {
-	if r.longSent {
+func (x *statementRun) currentReadPacket() ([]byte, error) {
+	s := x.s
+	if x.r.longSent {
 		// The long data is bound to the client's statement, not to its
 		// current-read twin.
-		return nil, s.notExecuted(r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", pl.guard.rule))
+		return nil, s.notExecuted(x.r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", x.pl.guard.rule))
 	}
-	q, err := r.st.currentReadExecute(s.be, s.reading.db, pl, r.p)
+	q, err := x.r.st.currentReadExecute(s.be, s.reading.db, x.pl, x.r.p)
 	if err != nil {
 		if isMySQLErr(err) || isKindError(err) {
 			return nil, s.writeErrAt(1, err)
 		}
 		return nil, s.backendFailed(s.be, err)
 	}
-	r.st.execID = r.st.currentID
+	x.r.st.execID = x.r.st.currentID
 	return q, nil
 }
