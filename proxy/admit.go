@@ -243,14 +243,20 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 		st.longCost = 0
 		unpinPlan(st)
 	}
-	if st.longLost {
-		st.longLost = false
-		st.long, st.longCut, st.longSent = nil, nil, false
-		reset := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID)
-		if err := s.be.writeCommand(reset); err == nil {
-			_, _ = s.be.read()
+	if st.longLost || st.longErr != nil {
+		refused = st.longErr
+		if refused == nil {
+			refused = outOfMemory("long data of a prepared statement", maxLongKey)
 		}
-		return done, outOfMemory("long data of a prepared statement", maxLongKey)
+		st.longLost, st.longErr = false, nil
+		st.long, st.longCut, st.longSent = nil, nil, false
+		if st.backendID != 0 {
+			reset := binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_RESET}, st.backendID)
+			if err := s.be.writeCommand(reset); err == nil {
+				_, _ = s.be.read()
+			}
+		}
+		return done, refused
 	}
 	if st.unpinned {
 		// The plan keepPlan did not keep, for the duration of the
@@ -267,7 +273,7 @@ func (s *session) admitExecute(st *stmt) (done func(), refused error) {
 // resetLongData forgets the long data of st (COM_STMT_RESET).
 func (st *stmt) resetLongData(m *sessionMem) {
 	m.give(st.longCost)
-	st.long, st.longCut, st.longSent, st.longLost, st.longCost = nil, nil, false, false, 0
+	st.long, st.longCut, st.longSent, st.longLost, st.longCost, st.longErr = nil, nil, false, false, 0, nil
 }
 
 // bindOnPrimary makes sure the primary's copy of st knows its parameter

@@ -164,7 +164,7 @@ func (s *session) dispatch(p []byte) error {
 	case mysql.COM_STMT_RESET:
 		if st, ok := s.prep.lookup(p); ok {
 			st.resetLongData(s.mem)
-			st.execID = 0 // no cursor to fetch from until the next execute
+			st.execID, st.cursor = 0, false // no cursor to fetch from until the next execute
 		}
 		return s.stmtCommand(p, relaySingle)
 	case mysql.COM_STMT_SEND_LONG_DATA:

@@ -159,36 +159,49 @@ func parseColumn(p []byte, extended bool) (column, error) {
 	return column{charset: binary.LittleEndian.Uint16(p[pos:]), typ: p[pos+6]}, nil
 }
 
-// prepare prepares q on b without relaying anything, returning b's
-// statement id.
+// prepare prepares q on b and returns the backend's statement id,
+// reading the whole answer.
 func (b *backendConn) prepare(q string) (uint32, error) {
+	id, _, err := b.prepareCounted(q)
+	return id, err
+}
+
+// prepareCounted is prepare that also returns how many parameters the
+// statement takes.
+func (b *backendConn) prepareCounted(q string) (id uint32, params int, err error) {
 	if err := b.writeCommand(append([]byte{mysql.COM_STMT_PREPARE}, q...)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	p, err := b.read()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if p[0] == mysql.ERR_HEADER {
-		return 0, parseErrPayload(p)
+		return 0, 0, parseErrPayload(p)
 	}
 	if p[0] != mysql.OK_HEADER || len(p) < 12 {
 		b.broken = true
-		return 0, fmt.Errorf("proxy: malformed prepare response")
+		return 0, 0, fmt.Errorf("proxy: malformed prepare response")
 	}
-	id := binary.LittleEndian.Uint32(p[1:])
+	id = binary.LittleEndian.Uint32(p[1:])
 	cols, params := int(binary.LittleEndian.Uint16(p[5:])), int(binary.LittleEndian.Uint16(p[7:]))
 	if params > 0 {
 		if err := b.skipColumns(params); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if cols > 0 {
 		if err := b.skipColumns(cols); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return id, nil
+	return id, params, nil
+}
+
+// closeStmt closes the backend's statement id on b (COM_STMT_CLOSE has
+// no answer; a failed write shows at the next command).
+func (b *backendConn) closeStmt(id uint32) {
+	_ = b.writeCommand(binary.LittleEndian.AppendUint32([]byte{mysql.COM_STMT_CLOSE}, id))
 }
 
 // withParamTypes returns an execute packet that binds types explicitly

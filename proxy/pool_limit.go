@@ -265,9 +265,10 @@ const reapEvery = time.Second
 
 // poolMetrics are the pool's series (docs/metrics.md).
 type poolMetrics struct {
-	conns  *prometheus.Desc
-	waits  *prometheus.CounterVec
-	pinned *prometheus.GaugeVec
+	conns      *prometheus.Desc
+	waits      *prometheus.CounterVec
+	pinned     *prometheus.GaugeVec
+	reprepared prometheus.Counter
 }
 
 func newPoolMetrics() poolMetrics {
@@ -283,6 +284,10 @@ func newPoolMetrics() poolMetrics {
 			Name: "lockproxy_sessions_pinned",
 			Help: "Sessions that keep their primary connection under backends.pool.multiplex, by reason (a session pinned for several counts once per reason).",
 		}, []string{"reason"}),
+		reprepared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockproxy_statements_reprepared_total",
+			Help: "Prepared statements a session under backends.pool.multiplex prepared again on the primary connection it borrowed, as their first use there.",
+		}),
 	}
 }
 
@@ -295,7 +300,7 @@ func (p *pool) register(reg prometheus.Registerer, settings func() rules.PoolCon
 	}
 	go p.reap()
 	if reg != nil {
-		reg.MustRegister(poolCollector{p}, p.bounds.m.waits, p.bounds.m.pinned)
+		reg.MustRegister(poolCollector{p}, p.bounds.m.waits, p.bounds.m.pinned, p.bounds.m.reprepared)
 	}
 }
 

@@ -53,6 +53,14 @@ type muxState struct {
 	// diagnostics; unlocks: one is UNLOCK TABLES.
 	cmdPins                   pinReason
 	readsDiagnostics, unlocks bool
+	// loan counts the connections the session has borrowed, and setsGen
+	// the changes of its replayed SETs (sets): a prepared statement made
+	// on an earlier loan is prepared again on the current one, under the
+	// same SETs (pool_stmt.go). held are the reasons its prepared
+	// statements give until they are executed, reset or closed (long
+	// data sent, a cursor open).
+	loan, setsGen uint32
+	held          pinReason
 	// sets are the session's SETs of session variables replayed on each
 	// connection it borrows (replaySets), in order, the last per set of
 	// variables; pending are the command's, kept once it succeeded, and
@@ -145,6 +153,9 @@ func (m *muxState) replay(f *parser.Facts) bool {
 // connection the session borrows from now on: each replaces an earlier
 // one of the same variables.
 func (m *muxState) keepPending() {
+	if len(m.pending) > 0 {
+		m.setsGen++
+	}
 	for _, p := range m.pending {
 		m.sets = slices.DeleteFunc(m.sets, func(s replayedSet) bool { return s.vars == p.vars })
 		m.sets = append(m.sets, p)
@@ -173,8 +184,9 @@ var errStateElsewhere = errors.New("proxy: the previous statement's connection s
 // connection: under backends.pool.multiplex the session gives it back at
 // once and borrows one for each command from then on.
 func (s *session) startMultiplex() {
-	shown := s.mux.shown
-	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: shown}
+	was := s.mux
+	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: was.shown,
+		loan: was.loan + 1, setsGen: was.setsGen + 1}
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
@@ -197,19 +209,19 @@ func (s *session) dispatchLent(p []byte) error {
 		s.be = be
 		s.pub.lend(be)
 		s.mux.fresh = true
+		s.mux.loan++
 	}
+	stmtCommand := false
 	switch p[0] {
-	case mysql.COM_STMT_PREPARE:
-		s.mux.pins |= pinPreparedStatement
 	case mysql.COM_SET_OPTION:
 		s.mux.pins |= pinSessionVariable
-	case mysql.COM_QUERY, mysql.COM_INIT_DB, mysql.COM_PING, mysql.COM_STATISTICS, mysql.COM_DEBUG,
-		mysql.COM_REFRESH, mysql.COM_FIELD_LIST, mysql.COM_PROCESS_KILL, mysql.COM_RESET_CONNECTION,
-		mysql.COM_CHANGE_USER, mysql.COM_QUIT:
-	default: // the statement commands of a prepared statement: pinned by its prepare
-		if len(s.prep.stmts) == 0 {
-			s.mux.pins |= pinUnknown
-		}
+	case mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, comStmtBulkExecute, mysql.COM_STMT_FETCH,
+		mysql.COM_STMT_RESET, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_CLOSE:
+		// The connection may hold the session's statements from now on:
+		// it is reset when given back, and they are prepared again on the
+		// next one when used (pool_stmt.go).
+		stmtCommand = true
+		s.mux.changed = true
 	}
 	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
 	s.mux.pending = s.mux.pending[:0]
@@ -230,10 +242,15 @@ func (s *session) dispatchLent(p []byte) error {
 	switch {
 	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
 		s.mux.pins, s.mux.changed, s.mux.sets = 0, true, nil // the server forgot the session's state
+		s.mux.setsGen++
 	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
 	}
-	if (p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB) && !s.mux.readsDiagnostics {
+	if stmtCommand || p[0] == mysql.COM_RESET_CONNECTION || p[0] == mysql.COM_CHANGE_USER {
+		s.mux.held = s.prep.holding()
+	}
+	answers := p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_STMT_EXECUTE || p[0] == comStmtBulkExecute
+	if answers && !s.mux.readsDiagnostics {
 		s.mux.pins &^= pinDiagnostics
 		if s.mux.warned || !s.ex.lastOK || s.errsWritten != errs {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
@@ -278,7 +295,7 @@ func (m *muxState) borrow(ctx context.Context, srv *Server, db string) (*backend
 // the session to it (the server's last status, the session's database
 // db) and reports whether it did.
 func (m *muxState) giveBack(p *pool, be *backendConn, db string, status uint16) bool {
-	if be == nil || be.broken || statusPins(status)|m.pins != 0 || len(be.pre) > 0 {
+	if be == nil || be.broken || statusPins(status)|m.pins|m.held != 0 || len(be.pre) > 0 {
 		return false
 	}
 	if db == "" && be.key.db != "" {
@@ -301,7 +318,7 @@ func (m *muxState) giveBack(p *pool, be *backendConn, db string, status uint16) 
 // the session's reasons: its own and, while it holds be, those of the
 // server's status.
 func (m *muxState) show(g *prometheus.GaugeVec, be *backendConn, status uint16) {
-	now := m.pins
+	now := m.pins | m.held
 	if m.on && be != nil {
 		now |= statusPins(status)
 	}
@@ -321,6 +338,6 @@ func (m *muxState) show(g *prometheus.GaugeVec, be *backendConn, status uint16) 
 
 // end takes the ending session out of lockproxy_sessions_pinned (g).
 func (m *muxState) end(g *prometheus.GaugeVec) {
-	m.pins, m.on = 0, false
+	m.pins, m.held, m.on = 0, 0, false
 	m.show(g, nil, 0)
 }

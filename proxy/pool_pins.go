@@ -22,14 +22,14 @@ const (
 	pinAutocommitOff                           // autocommit = 0 (server status)
 	pinTemporaryTable                          // CREATE TEMPORARY TABLE
 	pinUserVariable                            // SET @v, @v := ..., SELECT ... INTO @v
-	pinPreparedStatement                       // COM_STMT_PREPARE, SQL-level PREPARE / EXECUTE
+	pinPreparedStatement                       // SQL-level PREPARE / EXECUTE; long data sent for a prepared statement's next execute
 	pinSessionVariable                         // a session variable the server reported changed, SET SESSION ..., SET TRANSACTION, COM_SET_OPTION
 	pinUserLock                                // GET_LOCK and the other user-lock functions
 	pinLockTables                              // LOCK TABLES, until UNLOCK TABLES
 	pinFoundRows                               // SQL_CALC_FOUND_ROWS, FOUND_ROWS()
 	pinLastInsertID                            // an insert id the server reported, LAST_INSERT_ID()
 	pinDiagnostics                             // the last statement left warnings or an error, until the next command
-	pinCursor                                  // HANDLER
+	pinCursor                                  // HANDLER; a prepared statement's cursor, until it is reset, closed or executed again
 	pinKill                                    // KILL run by the server
 	pinUnknown                                 // unparsed, uncertain, CALL, stored functions, other statements, unexplained state
 )
@@ -63,23 +63,31 @@ func statusPins(status uint16) pinReason {
 // connection, before it runs, and refuses a statement that reads what
 // the previous statement left on a connection given back since.
 func (s *session) pinFor(r request) error {
-	if !s.mux.on || r.execute() || r.bulk {
+	switch {
+	case !s.mux.on:
 		return nil
+	case r.execute():
+		return s.mux.pinForStmt(r.st)
 	}
 	an := r.an
 	if an == nil && len(r.p) > 0 && r.p[0] == mysql.COM_QUERY {
-		// Nothing else analyses the text (no rules, no replicas): read it
-		// under the mode last known, without asking the server, whose
-		// answer would replace what the previous statement left on the
-		// connection (FOUND_ROWS()). A session that changed its mode is
-		// pinned already.
-		opts := parser.Options{Mode: s.reading.mode, ServerVersion: parser.ServerVersionOf(s.be.version), CaseSensitiveNames: s.reading.exactNames}
-		var err error
-		if an, err = s.srv.analyzer.AnalyzeWith(string(r.p[1:]), s.reading.db, opts); err != nil {
-			an = nil
-		}
+		an = s.text().lastKnown(string(r.p[1:]))
 	}
 	return s.mux.pinFor(an)
+}
+
+// lastKnown analyses text for what it leaves on its connection when
+// nothing else analyses it (no rules, no replicas): under the mode last
+// known, without asking the server, whose answer would replace what the
+// previous statement left on the connection (FOUND_ROWS()); nil when the
+// parser fails.
+func (t textReader) lastKnown(text string) *parser.Analysis {
+	opts := parser.Options{Mode: t.m.mode, ServerVersion: parser.ServerVersionOf(t.be.version), CaseSensitiveNames: t.m.exactNames}
+	an, err := t.srv.analyzer.AnalyzeWith(text, t.m.db, opts)
+	if err != nil {
+		return nil
+	}
+	return an
 }
 
 // pinFor pins for what the command analysed as an (nil: not analysed)

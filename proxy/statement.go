@@ -250,20 +250,30 @@ func (x *statementRun) sendPrimary(step rewriteStep, mark int) (sent bool, err e
 		}
 		p = append([]byte{mysql.COM_QUERY}, text...)
 	case len(x.pl.currentRead) > 0:
+		s.mux.onLoan(x.r.st)
 		if p, err = x.currentReadPacket(); p == nil {
 			return false, err
 		}
 	case !x.r.execute():
 	case x.r.bulk:
+		if ok, err := s.stmtReady(x.r.st); !ok {
+			return false, err
+		}
 		p = x.r.st.bulkOnPrimary(x.r.p)
 		x.r.st.execID = x.r.st.backendID
 	default:
+		if ok, err := s.stmtReady(x.r.st); !ok {
+			return false, err
+		}
 		var refused error
 		if p, refused = x.r.st.bindOnPrimary(x.r.p); refused != nil {
 			return false, s.writeErrAt(1, refused)
 		}
 		binary.LittleEndian.PutUint32(p[1:], x.r.st.backendID)
 		x.r.st.execID = x.r.st.backendID
+	}
+	if x.r.execute() && !x.r.bulk {
+		x.r.st.cursor = x.r.p[5]&cursorTypeBits != 0 // its fetches read this connection
 	}
 	// Sent as the client sent it: the locks its end frees are given
 	// back as soon as the backend has answered, before the answer

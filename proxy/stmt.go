@@ -29,8 +29,11 @@ type stmt struct {
 	// longCut are the parameters whose long data outgrew maxLongKey.
 	longCut map[int]bool
 	// longSent: long data was sent since the last execute; only the
-	// primary's statement has it.
+	// primary's statement has it. longErr: the statement could not be
+	// prepared again for its long data (multiplexing), which the next
+	// execute answers.
 	longSent bool
+	longErr  error
 	// local: lockproxy answers the statement itself (SHOW LOCKPROXY);
 	// no backend has it.
 	local bool
@@ -53,6 +56,18 @@ type stmt struct {
 	// reads a cursor from.
 	currentID, execID uint32
 	currentTyped      bool
+
+	// Multiplexing (pool_stmt.go): loan is the session's loan of a
+	// primary connection its copies there (backendID, currentID) belong
+	// to, and setsGen the session's replayed SETs it was prepared under;
+	// pins are what each execute pins the session for, readsLeft that it
+	// reads what the previous statement left (FOUND_ROWS(), ROW_COUNT()),
+	// readsDiag that it only reads the diagnostics area; cursor: its last
+	// execute opened a cursor, which the fetches read on that connection.
+	loan, setsGen        uint32
+	pins                 pinReason
+	readsLeft, readsDiag bool
+	cursor               bool
 }
 
 // bindTypes records the parameter types an execute binds: the client
@@ -175,6 +190,17 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		}
 	}
 	st.an = s.text().analyze([]byte(query))
+	if s.mux.on {
+		an := st.an
+		if an == nil {
+			an = s.text().lastKnown(query)
+		}
+		st.pins, st.readsLeft, st.readsDiag = stmtPins(an)
+		st.loan, st.setsGen = s.mux.loan, s.mux.setsGen
+		// IS_USED_LOCK() was given this connection's thread id in the
+		// text (ownConnectionID): the session keeps the connection.
+		s.mux.pins |= st.pins & pinUserLock
+	}
 	st.keepPlan(s.mem, s.reading.db)
 	s.prep.add(st)
 	s.ex.lastOK = true
@@ -301,6 +327,17 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 		}
 		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_fetch"))
 	}
+	if err := s.mux.ready(st, s.be, s.reading.db, s.srv.pool.bounds.m.reprepared); err != nil {
+		switch {
+		case !isMySQLErr(err) && !isKindError(err):
+			return s.backendFailed(s.be, err)
+		case kind == relayNone:
+			// Long data has no answer: its execute answers the error.
+			st.longErr = err
+			return nil
+		}
+		return s.writeErrAt(1, err)
+	}
 	id := st.backendID
 	if kind == relayFetch && st.execID != 0 {
 		id = st.execID // the cursor is the last execute's
@@ -323,12 +360,16 @@ func (s *session) closeStmt(p []byte) error {
 	if st.local {
 		return nil
 	}
+	s.mux.onLoan(st)
 	st.closeCurrentRead(s.be)
 	if id, ok := s.route.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)
 		_ = s.route.replica.conn.writeCommand(q)
 		delete(s.route.replica.stmts, st.id)
+	}
+	if st.backendID == 0 {
+		return nil // its copy went with a connection given back
 	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	return s.forward(p, relayNone, false)

@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestMultiplexReprepares: under multiplexing a session's prepared
+// statements do not pin it. Two sessions share the one primary connection
+// lockproxy may open: each statement is prepared again on the connection
+// as the session borrows it, its parameter types (sent once, as sysbench
+// and other clients do) are bound again there, and it answers what it
+// answers directly. Long data keeps the connection until the execute, an
+// open cursor until it is reset; a USE or a replayed SET since the
+// prepare refuses it on another connection (1105), until the session is
+// back in the state it was prepared in.
+func TestMultiplexReprepares(t *testing.T) {
+	one := startProxy(t, multiplexed(1))
+	db := freshDB(t, one)
+	testbed.MustExec(t, one.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT, b BLOB)",
+		"INSERT INTO t VALUES (1, 10, NULL), (2, 20, NULL), (3, 30, NULL)")
+	a := dialRaw(t, one.addr, one.bed.User, one.bed.Password, db, true)
+	b := dialRaw(t, one.addr, one.bed.User, one.bed.Password, db, true)
+	direct := dialRaw(t, one.bed.PrimaryAddr, one.bed.User, one.bed.Password, db, true)
+	reprepared := func() float64 { return testutil.ToFloat64(one.srv.pool.bounds.m.reprepared) }
+	const q = "SELECT v, CONNECTION_ID() > 0 FROM t WHERE id = ?"
+	id, _ := a.prepare(q)
+	did, _ := direct.prepare(q)
+	execute := func(what string, bound bool, key int64) {
+		t.Helper()
+		_, got, err := a.execute(id, bound, key)
+		_, want, werr := direct.execute(did, bound, key)
+		if err != nil || werr != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: through lockproxy %v (%v), directly %v (%v)", what, got, err, want, werr)
+		}
+	}
+	execute("first execute", true, 2)
+	before := reprepared()
+	for i := int64(1); i <= 3; i++ {
+		// The other session takes the one connection in between: the
+		// pool resets it, which drops the server's copy of a's statement.
+		if _, err := b.query("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		execute("execute without types after another session", false, i)
+	}
+	if n := reprepared() - before; n < 3 {
+		t.Errorf("lockproxy_statements_reprepared_total rose by %v over 3 executes on a shared connection, want 3", n)
+	}
+	if n := sampleValue(t, one.reg, "lockproxy_sessions_pinned", "reason", "prepared_statement"); n != 0 {
+		t.Errorf("lockproxy_sessions_pinned{reason=prepared_statement} = %v, want 0", n)
+	}
+
+	// Long data is the connection's until the execute.
+	lid, _ := a.prepare("UPDATE t SET b = ? WHERE id = 3")
+	a.send(append(binary.LittleEndian.AppendUint16(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, lid), 0), "long value"...)...)
+	waitPinned(t, one.reg, "prepared_statement", 1)
+	if _, _, err := a.execute(lid, true, longData{}); err != nil {
+		t.Fatalf("execute with long data: %v", err)
+	}
+	waitPinned(t, one.reg, "prepared_statement", 0)
+	if rows, err := b.query("SELECT b FROM t WHERE id = 3"); err != nil || strings.Join(rows, ",") != "long value" {
+		t.Errorf("the long data stored: %v %v", rows, err)
+	}
+
+	// So is a cursor until the statement is reset.
+	cid, _ := a.prepare("SELECT id FROM t ORDER BY id")
+	fields := a.openCursor(cid)
+	waitPinned(t, one.reg, "cursor", 1)
+	if rows, err := a.fetch(cid, fields, 2); err != nil || strings.Join(rows, ",") != "1,2" {
+		t.Fatalf("fetch: %v %v", rows, err)
+	}
+	a.send(stmtPayload(mysql.COM_STMT_RESET, cid)...)
+	if _, _, err := a.result(false); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	waitPinned(t, one.reg, "cursor", 0)
+
+	// Another database, or another sql_mode, would read the text
+	// differently: refused until the session is back.
+	for _, change := range []struct{ set, back string }{
+		{"USE mysql", "USE " + db},
+		{"SET sql_mode = 'ANSI_QUOTES'", "SET sql_mode = DEFAULT"},
+	} {
+		if _, err := a.query(change.set); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.query("SELECT 1"); err != nil { // a's connection goes to b
+			t.Fatal(err)
+		}
+		_, _, err := a.execute(id, true, int64(1))
+		wantError(t, "execute after "+change.set, err, 1105, true)
+		if _, err := a.query(change.back); err != nil {
+			t.Fatal(err)
+		}
+		if change.back == "USE "+db {
+			execute("execute back in its database", true, 1)
+		}
+	}
+	// A replayed SET changed since the prepare, even back to the
+	// default: prepare it again.
+	id, _ = a.prepare(q)
+	execute("prepared again", true, 1)
+
+	// IS_USED_LOCK() is answered for the connection the statement was
+	// prepared on: a prepare that names it keeps the connection.
+	a.prepare("SELECT IS_USED_LOCK('lockproxy-reprepare') = CONNECTION_ID()")
+	waitPinned(t, one.reg, "user_lock", 1)
+}
