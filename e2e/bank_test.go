@@ -328,9 +328,17 @@ func withReplica(bed *testbed.Bed, locks string) string {
 	return fmt.Sprintf("  replicas: [%s]\n  max_replica_lag: 2s\n%s", bed.ReplicaAddr, locks)
 }
 
+// multiplexing puts backends.pool.multiplex, with at most n primary
+// connections per instance, in the backends section of a config whose
+// locks section follows it (see config).
+func multiplexing(n int, locks string) string {
+	return fmt.Sprintf("  pool:\n    multiplex: true\n    max_connections: %d\n    wait_timeout: 10s\n%s", n, locks)
+}
+
 // TestBankVariants: the same transfers keep every invariant through two
 // instances with a replica configured (reads in transactions stay on the
-// primary), and through rewrite rules alone, without row locks: cas makes
+// primary), through two that multiplex their sessions over fewer primary
+// connections than there are clients, and through rewrite rules alone, without row locks: cas makes
 // a write of a stale balance lose (1213, retried), delta applies each
 // write as the change the transfer computed (a transfer that would take
 // a balance below 0 is refused with 4025).
@@ -349,6 +357,8 @@ func TestBankVariants(t *testing.T) {
 	}{
 		{"replica, text", withReplica(bed, locks), bankRule(dbName), false, true},
 		{"replica, prepared", withReplica(bed, locks), bankRule(dbName), true, true},
+		{"multiplexed, text", multiplexing(3, locks), bankRule(dbName), false, false},
+		{"multiplexed, prepared", multiplexing(3, locks), bankRule(dbName), true, false},
 		{"rewrite cas, text", locks, bankRewriteRule(dbName, "cas"), false, false},
 		{"rewrite delta, prepared", locks, bankRewriteRule(dbName, "delta"), true, false},
 	} {

@@ -94,6 +94,9 @@ func oracleRules(db string, wait time.Duration) []rules.Rule {
 // oracleOptions say how the oracle's proxy runs.
 type oracleOptions struct {
 	replica bool // route plain reads to the bed's replica
+	// multiplex: sessions borrow primary connections from a pool of three
+	// (backends.pool.multiplex).
+	multiplex bool
 	// quiet drops the proxy's log: thousands of statements would bury a
 	// failure, and fuzz workers run inputs after the target's logger is
 	// done with.
@@ -134,6 +137,9 @@ func startOracle(t testing.TB, bed *testbed.Bed, db string, opt oracleOptions) *
 		if opt.replica {
 			c.Backends.Replicas = []string{bed.ReplicaAddr}
 			c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
+		}
+		if opt.multiplex {
+			multiplexed(3)(c)
 		}
 	}
 	if opt.quiet {

@@ -293,7 +293,22 @@ func (r *oracleReport) finish(t *testing.T) {
 // TestPlanOracle runs the fixed, seeded corpus: each statement in a
 // transaction, and a slice of them in autocommit against a held lock.
 func TestPlanOracle(t *testing.T) {
-	o := startOracle(t, testbed.Get(t), "lockproxy_oracle", oracleOptions{quiet: true})
+	runPlanOracle(t, "lockproxy_oracle", oracleOptions{quiet: true}, 1)
+}
+
+// TestPlanOracleMultiplexed runs every fourth case of the corpus through
+// a lockproxy that multiplexes (backends.pool.multiplex) its sessions
+// over three primary connections: the session, the lock holder and the
+// observer borrow them in turn, and what each statement locked and
+// changed must be what it is when every session keeps its connection.
+func TestPlanOracleMultiplexed(t *testing.T) {
+	runPlanOracle(t, "lockproxy_oracle_mux", oracleOptions{quiet: true, multiplex: true}, 4)
+}
+
+// runPlanOracle runs every every-th case of the corpus on a fresh oracle
+// database db.
+func runPlanOracle(t *testing.T, db string, opt oracleOptions, every int) {
+	o := startOracle(t, testbed.Get(t), db, opt)
 	s := o.session(t)
 	observer := o.p.db(t, o.db, "")
 	holder := o.session(t)
@@ -302,6 +317,9 @@ func TestPlanOracle(t *testing.T) {
 	changing := 0
 	for i := 0; i < oracleCorpusSize; i++ {
 		c := genCase(rng)
+		if i%every != 0 {
+			continue
+		}
 		v := o.inTransaction(t, s, observer, c)
 		inTxn.add(v)
 		if c.Before != nil {
