@@ -42,6 +42,10 @@ type ProxyConfig struct {
 	WithReplica bool
 	// MaxConnections is proxy.max_connections; 0 means 4096.
 	MaxConnections int
+	// Multiplex turns on backends.pool.multiplex, with at most
+	// PoolConnections primary connections (0 means 200).
+	Multiplex       bool
+	PoolConnections int
 }
 
 // Proxy is one running lockproxy process. Its methods are not safe for
@@ -102,6 +106,13 @@ func renderConfig(p *Proxy, bed *Bed, cfg ProxyConfig) string {
 	fmt.Fprintf(&b, "backends:\n  primary: %s\n", bed.Primary)
 	if cfg.WithReplica && bed.Replica != "" {
 		fmt.Fprintf(&b, "  replicas: [%s]\n", bed.Replica)
+	}
+	if cfg.Multiplex {
+		pool := cfg.PoolConnections
+		if pool == 0 {
+			pool = 200
+		}
+		fmt.Fprintf(&b, "  pool:\n    multiplex: true\n    max_connections: %d\n", pool)
 	}
 	locks := cfg.Locks
 	if locks == "" {

@@ -26,12 +26,16 @@ const (
 	Socat         = "socat"
 	ReplicaDirect = "replica_direct"
 	ProxyReplica  = "proxy_replica"
+	// ProxyMux is a third lockproxy, with backends.pool.multiplex on: a
+	// session borrows a primary connection per statement (or
+	// transaction) instead of keeping one.
+	ProxyMux = "proxy_mux"
 )
 
 // targetOrder is the order of a round's runs (reversed every other one);
 // configurations with a replica arm append replicaTargets.
 var (
-	targetOrder    = []string{Direct, Proxy, GoRelay, Socat}
+	targetOrder    = []string{Direct, Proxy, ProxyMux, GoRelay, Socat}
 	replicaTargets = []string{ReplicaDirect, ProxyReplica}
 )
 
@@ -106,6 +110,9 @@ type measurer struct {
 	// replica's mysqld; both unset when relayErr names the replica targets.
 	pxr        *env.Proxy
 	replicaPID int
+	// pxm is the instance that multiplexes; nil when relayErr names
+	// ProxyMux.
+	pxm *env.Proxy
 }
 
 func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig, logf func(string, ...any)) (*measurer, error) {
@@ -126,6 +133,13 @@ func newMeasurer(ctx context.Context, e *env.Env, cfg env.ProxyConfig, logf func
 			}
 			logf("overhead: %s: %s; its runs are recorded as failed", relayKind[t], m.relayErr[t])
 		}
+	}
+	if err := m.startMuxArm(ctx); err != nil {
+		if ctx.Err() != nil {
+			m.stop()
+			return nil, err
+		}
+		logf("overhead: multiplexing: %s; its runs are recorded as failed", m.relayErr[ProxyMux])
 	}
 	if err := m.startReplicaArm(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -166,6 +180,21 @@ func (m *measurer) startReplicaArm(ctx context.Context) error {
 	return nil
 }
 
+// startMuxArm starts the lockproxy instance that multiplexes, or records
+// why its runs cannot be made.
+func (m *measurer) startMuxArm(ctx context.Context) error {
+	cfg := m.cfg
+	cfg.Multiplex = true
+	px, err := m.e.StartProxy(ctx, cfg)
+	if err != nil {
+		m.relayErr[ProxyMux] = firstLine(err.Error())
+		return err
+	}
+	m.pxm = px
+	delete(m.relayErr, ProxyMux)
+	return nil
+}
+
 // startRelay starts the relay of target in front of the primary, or
 // records why it could not.
 func (m *measurer) startRelay(ctx context.Context, target string) error {
@@ -185,6 +214,9 @@ func (m *measurer) stop() {
 	_ = m.px.Stop(context.Background())
 	if m.pxr != nil {
 		_ = m.pxr.Stop(context.Background())
+	}
+	if m.pxm != nil {
+		_ = m.pxm.Stop(context.Background())
 	}
 	for _, r := range m.relays {
 		_ = r.Stop(context.Background())
@@ -292,6 +324,13 @@ func (m *measurer) failed(ctx context.Context, c Config, target string, round in
 		}
 		m.px = px
 	}
+	if target == ProxyMux && m.pxm != nil && m.pxm.Exited() {
+		ms.Error += "; lockproxy exited: " + panicLine(m.pxm.Log())
+		logf("overhead: multiplexing lockproxy (pid %d) died during %s; its log is in %s; starting a new one", m.pxm.PID, c.Label(), m.pxm.Dir)
+		if err := m.startMuxArm(ctx); err != nil {
+			logf("overhead: multiplexing: %v; its remaining runs are recorded as failed", err)
+		}
+	}
 	if target == ProxyReplica && m.pxr != nil && m.pxr.Exited() {
 		ms.Error += "; lockproxy exited: " + panicLine(m.pxr.Log())
 		logf("overhead: lockproxy with the replica (pid %d) died during %s; its log is in %s; starting a new one", m.pxr.PID, c.Label(), m.pxr.Dir)
@@ -317,6 +356,8 @@ func (m *measurer) run(ctx context.Context, c Config, target string, seconds, ro
 	switch {
 	case target == Proxy:
 		addr = m.px.Addr
+	case target == ProxyMux && m.pxm != nil:
+		addr, px = m.pxm.Addr, m.pxm
 	case target == ReplicaDirect && m.pxr != nil:
 		addr, mysqld = m.e.Bed.Replica, m.replicaPID
 	case target == ProxyReplica && m.pxr != nil:

@@ -43,7 +43,7 @@ func (*Scenario) Name() string { return "overhead" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "sysbench direct vs through one lockproxy (no rules) vs through two relays that parse nothing (bare Go relay, socat), interleaved; qps ratio and added latency, and lockproxy against the bare Go relay; point selects also on the replica route (direct at the replica vs through a lockproxy that routes them there)"
+	return "sysbench direct vs through one lockproxy (no rules) vs the same with backends.pool.multiplex on vs through two relays that parse nothing (bare Go relay, socat), interleaved; qps ratio and added latency, lockproxy against the bare Go relay, multiplexing on against off; point selects also on the replica route (direct at the replica vs through a lockproxy that routes them there)"
 }
 
 // plan is what one mode runs.

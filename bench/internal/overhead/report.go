@@ -38,6 +38,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		"failed runs are sysbench runs that ended in an error, direct / proxy (excluded from the medians).\n\n")
 	writeFailures(&b, d.Cells)
 	writeReplica(&b, d.Cells)
+	writeMux(&b, d.Cells)
 	writeRelays(&b, d.Cells)
 	writeCPU(&b, d.Cells)
 	writeRelayCPU(&b, d.Cells)
@@ -98,6 +99,32 @@ func writeReplica(b *strings.Builder, cells []Cell) {
 			fixed(c.ReplicaRatio, c.ProxyReplica), us(c.ReplicaAddedUs, c.ProxyReplica), c.Ratio, c.AddedUs,
 			fixed(c.ReplicaVsPrimary, c.ProxyReplica), c.ProxyReplica.ReplicaShare*100,
 			c.ProxyReplica.ProxyCPUUs, c.Proxy.ProxyCPUUs, c.ReplicaDirect.Failed, c.ProxyReplica.Failed)
+	}
+	b.WriteString("\n")
+}
+
+// writeMux is the table of multiplexing on against off: a third
+// lockproxy, with backends.pool.multiplex, in the same rounds.
+func writeMux(b *strings.Builder, cells []Cell) {
+	var with []Cell
+	for _, c := range cells {
+		if c.HasMux() {
+			with = append(with, c)
+		}
+	}
+	if len(with) == 0 {
+		return
+	}
+	b.WriteString("**Multiplexing on and off**, same rounds: a third lockproxy with `backends.pool.multiplex: true` (`max_connections: 200`), " +
+		"where a session borrows a primary connection for each statement (or transaction) and gives it back, against the lockproxy above, which keeps one per session. " +
+		"*ratio* against direct as above; *on / off* is the median of the per-round ratios of the two lockproxies; *added* is what multiplexing adds per query over keeping the connection.\n\n")
+	b.WriteString("| workload | thr | ps | off qps | on qps | ratio off / on | on / off | added µs/query | lockproxy CPU µs/query off / on | failed runs off / on |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range with {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.2f / %s | **%s** | %s | %.1f / %.1f | %d / %d |\n",
+			short(c.Test), c.Threads, c.PSMode, qpsRange(c.Proxy), qpsRange(c.ProxyMux),
+			c.Ratio, fixed(c.MuxRatio, c.ProxyMux), fixed(c.MuxVsProxy, c.ProxyMux), us(c.MuxOverProxy, c.ProxyMux),
+			c.Proxy.ProxyCPUUs, c.ProxyMux.ProxyCPUUs, c.Proxy.Failed, c.ProxyMux.Failed)
 	}
 	b.WriteString("\n")
 }

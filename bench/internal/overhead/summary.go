@@ -76,6 +76,24 @@ type Cell struct {
 	ReplicaRatio     float64 `json:"replica_ratio,omitempty"`
 	ReplicaAddedUs   float64 `json:"replica_added_us_per_query,omitempty"`
 	ReplicaVsPrimary float64 `json:"replica_vs_primary,omitempty"`
+
+	// Multiplexing (backends.pool.multiplex) on, in the same rounds: its
+	// medians, its paired ratio to direct and to lockproxy without it,
+	// and the µs it adds per query over lockproxy without it.
+	ProxyMux     Side    `json:"proxy_mux"`
+	MuxRatio     float64 `json:"mux_ratio,omitempty"`
+	MuxVsProxy   float64 `json:"mux_vs_proxy,omitempty"`
+	MuxOverProxy float64 `json:"mux_over_proxy_us_per_query,omitempty"`
+}
+
+// HasMux reports whether the cell holds runs with multiplexing on.
+func (c Cell) HasMux() bool {
+	for _, m := range c.Runs {
+		if m.Target == ProxyMux {
+			return true
+		}
+	}
+	return false
 }
 
 // HasReplica reports whether the cell holds replica-route runs.
@@ -106,6 +124,7 @@ func (c *Cell) summarize() {
 	c.Socat = side(c.Runs, Socat)
 	c.ReplicaDirect = side(c.Runs, ReplicaDirect)
 	c.ProxyReplica = side(c.Runs, ProxyReplica)
+	c.ProxyMux = side(c.Runs, ProxyMux)
 	byRound := map[int]map[string]float64{}
 	var events, queries float64
 	for _, m := range c.Runs {
@@ -124,6 +143,8 @@ func (c *Cell) summarize() {
 	c.SocatRatio = pairedRatio(byRound, Socat, Direct)
 	c.ProxyVsGoRelay = pairedRatio(byRound, Proxy, GoRelay)
 	c.ReplicaRatio = pairedRatio(byRound, ProxyReplica, ReplicaDirect)
+	c.MuxRatio = pairedRatio(byRound, ProxyMux, Direct)
+	c.MuxVsProxy = pairedRatio(byRound, ProxyMux, Proxy)
 	c.QueriesPerEvent = 1
 	if events > 0 && queries > 0 {
 		c.QueriesPerEvent = queries / events
@@ -133,6 +154,7 @@ func (c *Cell) summarize() {
 	c.SocatAddedUs = c.addedUs(c.Socat, c.Direct)
 	c.ProxyOverGoRelayUs = c.addedUs(c.Proxy, c.GoRelay)
 	c.ReplicaAddedUs = c.addedUs(c.ProxyReplica, c.ReplicaDirect)
+	c.MuxOverProxy = c.addedUs(c.ProxyMux, c.Proxy)
 	c.ReplicaVsPrimary = 0
 	if c.Ratio > 0 {
 		c.ReplicaVsPrimary = c.ReplicaRatio / c.Ratio

@@ -88,9 +88,10 @@ func TestPlans(t *testing.T) {
 			t.Errorf("quick mode runs %s", c.Test)
 		}
 	}
-	// Full mode: the whole matrix, four targets each (direct, lockproxy,
-	// two relays) and two more for point selects at 1 and 8 threads (the
-	// replica route), under ~19 minutes of sysbench time.
+	// Full mode: the whole matrix, five targets each (direct, lockproxy
+	// without and with multiplexing, two relays) and two more for point
+	// selects at 1 and 8 threads (the replica route), under ~23 minutes of
+	// sysbench time.
 	if n := len(full.configs()); n != 12 {
 		t.Fatalf("full configs = %d, want 2 tests x 3 thread counts x 2 ps modes", n)
 	}
@@ -104,7 +105,7 @@ func TestPlans(t *testing.T) {
 			}
 		}
 	}
-	if secs > 1150 || replica != 4 {
+	if secs > 1400 || replica != 4 {
 		t.Fatalf("full plan is %d s of sysbench, %d configurations with the replica route (want 4)", secs, replica)
 	}
 	for _, c := range quick.configs() {
@@ -148,7 +149,7 @@ func TestFirstFatalAndPanicLine(t *testing.T) {
 
 func TestRoundOrder(t *testing.T) {
 	a, b := roundOrder(1, 0, targetOrder), roundOrder(1, 1, targetOrder)
-	if strings.Join(a, ",") != "direct,proxy,go_relay,socat" || strings.Join(b, ",") != "socat,go_relay,proxy,direct" {
+	if strings.Join(a, ",") != "direct,proxy,proxy_mux,go_relay,socat" || strings.Join(b, ",") != "socat,go_relay,proxy_mux,proxy,direct" {
 		t.Fatalf("roundOrder = %v then %v; want every target, reversed for the next configuration", a, b)
 	}
 	if strings.Join(roundOrder(2, 1, targetOrder), ",") != strings.Join(a, ",") {
@@ -158,10 +159,10 @@ func TestRoundOrder(t *testing.T) {
 		t.Fatal("roundOrder changed targetOrder")
 	}
 	ps := Config{Test: "oltp_point_select", Threads: 8, PSMode: "auto"}
-	if got := strings.Join(roundOrder(1, 1, targetsOf(ps)), ","); got != "proxy_replica,replica_direct,socat,go_relay,proxy,direct" {
+	if got := strings.Join(roundOrder(1, 1, targetsOf(ps)), ","); got != "proxy_replica,replica_direct,socat,go_relay,proxy_mux,proxy,direct" {
 		t.Fatalf("point select order = %s", got)
 	}
-	if strings.Join(targetOrder, ",") != "direct,proxy,go_relay,socat" {
+	if strings.Join(targetOrder, ",") != "direct,proxy,proxy_mux,go_relay,socat" {
 		t.Fatal("targetsOf changed targetOrder")
 	}
 }
