@@ -90,6 +90,9 @@ type backendConn struct {
 	// writeCommand sends it in the same flight as the next command and
 	// drops its answer. A command that resets the session drops it.
 	pre []byte
+	// stmts are the statements prepared on the connection that the
+	// multiplexing sessions it is lent to share (pool_stmt.go).
+	stmts map[connStmtKey]connStmt
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps
@@ -246,6 +249,7 @@ func (b *backendConn) writeCommand(payload []byte) error {
 	switch payload[0] {
 	case mysql.COM_RESET_CONNECTION, mysql.COM_CHANGE_USER, mysql.COM_QUIT:
 		pre = nil
+		b.stmts = nil // the server drops them
 	}
 	if pre != nil {
 		if _, err := b.w.writePacket(0, pre); err != nil {

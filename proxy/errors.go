@@ -30,6 +30,8 @@ const (
 	erSpecificAccess  = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR
 	erMalformedPacket = 1835 // ER_MALFORMED_PACKET
 	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
+	// erMaxPreparedStmts: the server's max_prepared_stmt_count is reached.
+	erMaxPreparedStmts = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.
 	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED

@@ -217,11 +217,8 @@ func (s *session) dispatchLent(p []byte) error {
 		s.mux.pins |= pinSessionVariable
 	case mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, comStmtBulkExecute, mysql.COM_STMT_FETCH,
 		mysql.COM_STMT_RESET, mysql.COM_STMT_SEND_LONG_DATA, mysql.COM_STMT_CLOSE:
-		// The connection may hold the session's statements from now on:
-		// it is reset when given back, and they are prepared again on the
-		// next one when used (pool_stmt.go).
+		// Prepared statements (pool_stmt.go).
 		stmtCommand = true
-		s.mux.changed = true
 	}
 	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
 	s.mux.pending = s.mux.pending[:0]

@@ -1,17 +1,24 @@
 package proxy
 
 import (
+	"errors"
+
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Prepared statements under multiplexing. A multiplexing session's
 // prepared statements do not pin it: the client keeps the ids lockproxy
-// gave them, and each is prepared again, from its text, on whichever
-// primary connection the session holds when it is next used
+// gave them, and each is found on, or prepared again from its text on,
+// whichever primary connection the session holds when it is next used
 // (muxState.ready), with its parameter types bound again on its first
-// execute there (bindOnPrimary). A connection that held the session's
-// statements is reset when given back, which drops them on the server.
+// execute there (bindOnPrimary). A connection keeps the statements
+// prepared on it in its pool's state (no SET replayed, no other state)
+// for every session lent it after (backendConn.stmts, up to
+// maxConnStmts): a statement a session prepared is found there by its
+// text and database, with no round trip. One it cannot keep so makes the
+// connection be reset when given back, which drops it on the server, as
+// does every reset.
 // What ties a statement to one connection pins the session until it is
 // gone: long data sent for the next execute, a cursor the fetches read
 // (stmtTable.holding); and an execute pins it for what the statement's
@@ -30,12 +37,71 @@ func (m *muxState) onLoan(st *stmt) {
 	}
 	st.loan = m.loan
 	st.backendID, st.currentID, st.execID = 0, 0, 0
-	st.primaryTyped, st.currentTyped = false, false
+	st.primaryTyped, st.currentTyped, st.shared = false, false, false
+}
+
+// connStmtKey names a statement a connection keeps: the database it was
+// prepared in and its text.
+type connStmtKey struct{ db, query string }
+
+// connStmt is a statement a connection keeps: its id there and how many
+// parameters it takes.
+type connStmt struct {
+	id     uint32
+	params int
+}
+
+// maxConnStmts bounds the statements a connection keeps for the sessions
+// lent it: MariaDB's max_prepared_stmt_count (16382 by default) bounds
+// all connections' together.
+const maxConnStmts = 64
+
+// shareStmt keeps id, prepared on b in db from query while b was in its
+// pool's state, for every session lent b after; false when it cannot
+// (b keeps as many as it may, or another of that text).
+func (b *backendConn) shareStmt(db, query string, id uint32, params int) bool {
+	k := connStmtKey{db, query}
+	if _, ok := b.stmts[k]; ok || len(b.stmts) >= maxConnStmts {
+		return false
+	}
+	if b.stmts == nil {
+		b.stmts = make(map[connStmtKey]connStmt)
+	}
+	b.stmts[k] = connStmt{id: id, params: params}
+	return true
+}
+
+// keepPrepared takes st, which the client has just prepared on be in
+// database db, into be's statements for the sessions lent be after, or
+// makes be be reset when given back. When be keeps a statement of that
+// text already, st uses it and the one just prepared is closed: the
+// client's id stays lockproxy's either way.
+func (m *muxState) keepPrepared(st *stmt, be *backendConn, db string) {
+	if len(m.sets) == 0 {
+		if cs, ok := be.stmts[connStmtKey{db, st.query}]; ok && cs.params == st.numParams {
+			be.closeStmt(st.backendID)
+			st.backendID, st.shared = cs.id, true
+			return
+		}
+		st.shared = be.shareStmt(db, st.query, st.backendID, st.numParams)
+	}
+	if !st.shared {
+		m.changed = true // reset when given back, which drops it
+	}
+}
+
+// dropStmts closes the statements b keeps (COM_STMT_CLOSE has no answer).
+func (b *backendConn) dropStmts() {
+	for _, cs := range b.stmts {
+		b.closeStmt(cs.id)
+	}
+	b.stmts = nil
 }
 
 // ready makes sure st has a copy on be, the primary connection lent to
-// the session in database db, preparing it again there when the copy it
-// had went with an earlier loan; reprepared counts those prepares.
+// the session in database db, when the copy it had went with an earlier
+// loan: the statement be keeps of that text, or one prepared again
+// there; reprepared counts those prepares.
 func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared prometheus.Counter) error {
 	m.onLoan(st)
 	if st.backendID != 0 {
@@ -44,17 +110,35 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared promet
 	if st.db != db || st.setsGen != m.setsGen {
 		return errorf(errStateElsewhere, "prepared statement %d was prepared under another database or other session variables than the session has now, and backends.pool.multiplex runs it on another connection, where the server would read its text under the new ones; prepare it again", st.id)
 	}
-	id, params, err := be.prepareCounted(st.query)
-	if err != nil {
-		return err
+	// A connection's statements were prepared in its pool's state: a
+	// session that replays SETs reads its texts otherwise.
+	pooled := len(m.sets) == 0
+	id, params, shared := uint32(0), 0, false
+	if cs, ok := be.stmts[connStmtKey{st.db, st.query}]; ok && pooled {
+		id, params, shared = cs.id, cs.params, true
+	} else {
+		var err error
+		id, params, err = be.prepareCounted(st.query)
+		var me *sqlError
+		if errors.As(err, &me) && me.Code == erMaxPreparedStmts && len(be.stmts) > 0 {
+			// The server's max_prepared_stmt_count: give back what this
+			// connection keeps for others, and try once more.
+			be.dropStmts()
+			id, params, err = be.prepareCounted(st.query)
+		}
+		if err != nil {
+			return err
+		}
+		reprepared.Inc()
+		shared = pooled && be.shareStmt(st.db, st.query, id, params)
+		if !shared {
+			m.changed = true // reset when given back, which drops it
+		}
 	}
 	if params != st.numParams {
-		be.closeStmt(id)
 		return errorf(errStateElsewhere, "prepared statement %d takes %d parameters when prepared again on another connection (backends.pool.multiplex), not %d: its tables changed; prepare it again", st.id, params, st.numParams)
 	}
-	st.backendID = id
-	m.changed = true
-	reprepared.Inc()
+	st.backendID, st.shared = id, shared
 	return nil
 }
 

@@ -11,11 +11,12 @@ import (
 )
 
 // TestMultiplexReprepares: under multiplexing a session's prepared
-// statements do not pin it. Two sessions share the one primary connection
-// lockproxy may open: each statement is prepared again on the connection
-// as the session borrows it, its parameter types (sent once, as sysbench
-// and other clients do) are bound again there, and it answers what it
-// answers directly. Long data keeps the connection until the execute, an
+// statements do not pin it. Sessions share the one primary connection
+// lockproxy may open: the connection keeps a statement for every session
+// lent it, and after a reset (a session that replays a SET gives it back)
+// the statement is prepared again; its parameter types (sent once, as
+// sysbench and other clients do) are bound again on each loan, and it
+// answers what it answers directly. Long data keeps the connection until the execute, an
 // open cursor until it is reset; a USE or a replayed SET since the
 // prepare refuses it on another connection (1105), until the session is
 // back in the state it was prepared in.
@@ -40,17 +41,40 @@ func TestMultiplexReprepares(t *testing.T) {
 		}
 	}
 	execute("first execute", true, 2)
+	// The connection keeps the statement for every session lent it: the
+	// other session takes it in between, prepares and closes the same
+	// text, and nothing is prepared again.
+	c := dialRaw(t, one.addr, one.bed.User, one.bed.Password, db, true)
 	before := reprepared()
 	for i := int64(1); i <= 3; i++ {
-		// The other session takes the one connection in between: the
-		// pool resets it, which drops the server's copy of a's statement.
-		if _, err := b.query("SELECT 1"); err != nil {
+		if _, err := c.query("SELECT 1"); err != nil {
 			t.Fatal(err)
 		}
 		execute("execute without types after another session", false, i)
 	}
+	cid, _ := c.prepare(q)
+	if _, rows, err := c.execute(cid, true, int64(3)); err != nil || strings.Join(rows, ",") != "30 1" {
+		t.Fatalf("the other session's statement of the same text: %v %v", rows, err)
+	}
+	c.send(stmtPayload(mysql.COM_STMT_CLOSE, cid)...)
+	execute("execute after the other session closed its statement of the same text", false, 2)
+	if n := reprepared() - before; n != 0 {
+		t.Errorf("lockproxy_statements_reprepared_total rose by %v on a connection that keeps the statement, want 0", n)
+	}
+	// A session that replays a SET has its connection reset when it
+	// gives it back, which drops the statement: it is prepared again.
+	if _, err := b.query("SET SESSION max_sort_length = 2000"); err != nil {
+		t.Fatal(err)
+	}
+	before = reprepared()
+	for i := int64(1); i <= 3; i++ {
+		if _, err := b.query("SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		execute("execute without types after a reset", false, i)
+	}
 	if n := reprepared() - before; n < 3 {
-		t.Errorf("lockproxy_statements_reprepared_total rose by %v over 3 executes on a shared connection, want 3", n)
+		t.Errorf("lockproxy_statements_reprepared_total rose by %v over 3 executes after resets, want 3", n)
 	}
 	if n := sampleValue(t, one.reg, "lockproxy_sessions_pinned", "reason", "prepared_statement"); n != 0 {
 		t.Errorf("lockproxy_sessions_pinned{reason=prepared_statement} = %v, want 0", n)
@@ -69,13 +93,13 @@ func TestMultiplexReprepares(t *testing.T) {
 	}
 
 	// So is a cursor until the statement is reset.
-	cid, _ := a.prepare("SELECT id FROM t ORDER BY id")
-	fields := a.openCursor(cid)
+	kid, _ := a.prepare("SELECT id FROM t ORDER BY id")
+	fields := a.openCursor(kid)
 	waitPinned(t, one.reg, "cursor", 1)
-	if rows, err := a.fetch(cid, fields, 2); err != nil || strings.Join(rows, ",") != "1,2" {
+	if rows, err := a.fetch(kid, fields, 2); err != nil || strings.Join(rows, ",") != "1,2" {
 		t.Fatalf("fetch: %v %v", rows, err)
 	}
-	a.send(stmtPayload(mysql.COM_STMT_RESET, cid)...)
+	a.send(stmtPayload(mysql.COM_STMT_RESET, kid)...)
 	if _, _, err := a.result(false); err != nil {
 		t.Fatalf("reset: %v", err)
 	}

@@ -293,7 +293,11 @@ func (x *statementRun) currentReadPacket() ([]byte, error) {
 		// current-read twin.
 		return nil, s.notExecuted(x.r.st, true, errorf(errRejected, "rule %s: this read in a transaction takes row locks (read_in_txn) and runs as a current read, which cannot take parameters sent as long data; send them in the execute", x.pl.guard.rule))
 	}
+	twin := x.r.st.currentID
 	q, err := x.r.st.currentReadExecute(s.be, s.reading.db, x.pl, x.r.p)
+	if twin == 0 && x.r.st.currentID != 0 {
+		s.mux.changed = true // a multiplexed connection is reset when given back, dropping it
+	}
 	if err != nil {
 		if isMySQLErr(err) || isKindError(err) {
 			return nil, s.writeErrAt(1, err)

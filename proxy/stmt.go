@@ -68,6 +68,9 @@ type stmt struct {
 	pins                 pinReason
 	readsLeft, readsDiag bool
 	cursor               bool
+	// shared: backendID is a statement of the connection's that other
+	// sessions use too (connStmt): closing the client's leaves it.
+	shared bool
 }
 
 // bindTypes records the parameter types an execute binds: the client
@@ -197,6 +200,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		}
 		st.pins, st.readsLeft, st.readsDiag = stmtPins(an)
 		st.loan, st.setsGen = s.mux.loan, s.mux.setsGen
+		s.mux.keepPrepared(st, s.be, s.reading.db)
 		// IS_USED_LOCK() was given this connection's thread id in the
 		// text (ownConnectionID): the session keeps the connection.
 		s.mux.pins |= st.pins & pinUserLock
@@ -368,8 +372,8 @@ func (s *session) closeStmt(p []byte) error {
 		_ = s.route.replica.conn.writeCommand(q)
 		delete(s.route.replica.stmts, st.id)
 	}
-	if st.backendID == 0 {
-		return nil // its copy went with a connection given back
+	if st.backendID == 0 || st.shared {
+		return nil // its copy went with a connection given back, or is the connection's
 	}
 	binary.LittleEndian.PutUint32(p[1:], st.backendID)
 	return s.forward(p, relayNone, false)
