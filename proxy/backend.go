@@ -93,6 +93,9 @@ type backendConn struct {
 	// stmts are the statements prepared on the connection that the
 	// multiplexing sessions it is lent to share (pool_stmt.go).
 	stmts map[connStmtKey]connStmt
+	// waitTimeout is the session's wait_timeout when the connection was
+	// set up or its tracking read again (startTracking).
+	waitTimeout time.Duration
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps

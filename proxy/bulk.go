@@ -51,6 +51,10 @@ func (s *session) bulkExecute(p []byte) error {
 	types, rows, bound := bulkTypes(p, st)
 	if bound {
 		st.bindTypes(s, types)
+	} else if s.mux.on && st.numParams > 0 && len(st.paramTypes) < 2*st.numParams {
+		// The primary's statement may be one a connection keeps for every
+		// session (pool_stmt.go), typed by another: never left to guess.
+		return s.notExecuted(st, longSent, errorf(errNoParamTypes, "statement %d executed in bulk without parameter types: Malformed communication packet", st.id))
 	}
 	r := request{p: p, st: st, an: st.an, bulk: true, longSent: longSent}
 	if st.an != nil {

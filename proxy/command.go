@@ -27,8 +27,12 @@ func (s *session) commandLoop(drain context.Context) error {
 		}
 		s.pub.idle.Store(true)
 		s.pub.idleEpoch.Add(1)
-		if it := s.srv.config().Proxy.IdleTimeout.D(); it > 0 && drain.Err() == nil {
-			_ = s.conn.SetReadDeadline(time.Now().Add(it))
+		idle := s.srv.config().Proxy.IdleTimeout.D()
+		if w := s.mux.idleLimit(s.be); w > 0 && (idle == 0 || w < idle) {
+			idle = w
+		}
+		if idle > 0 && drain.Err() == nil {
+			_ = s.conn.SetReadDeadline(time.Now().Add(idle))
 		}
 		// Waiting holds no buffer: an idle session costs little more than
 		// its goroutine.
@@ -41,7 +45,7 @@ func (s *session) commandLoop(drain context.Context) error {
 		s.ex.cmdSeq = seq
 		s.pub.idleEpoch.Add(1)
 		s.pub.idle.Store(false)
-		if s.srv.config().Proxy.IdleTimeout > 0 && drain.Err() == nil {
+		if idle > 0 && drain.Err() == nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
 		}
 		if errors.Is(err, errOutOfMemory) {

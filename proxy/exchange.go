@@ -1,5 +1,7 @@
 package proxy
 
+import "time"
+
 // exchange is what a session keeps of the command it is serving: where
 // the response comes from and how it is relayed, the state of that relay,
 // and what the command's end does (locks given back, DDL announced,
@@ -70,4 +72,8 @@ type exchange struct {
 	// a report named a tracking variable. Either has the client's
 	// tracking read again (session.retrack).
 	trackText, trackChanged bool
+	// waitTimeout is the session's wait_timeout a report of the command
+	// named (waitReported), for a multiplexing session's idle limit.
+	waitTimeout  time.Duration
+	waitReported bool
 }

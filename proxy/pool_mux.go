@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -61,6 +62,10 @@ type muxState struct {
 	// data sent, a cursor open).
 	loan, setsGen uint32
 	held          pinReason
+	// idle is the session's wait_timeout, as the server reports it: a
+	// session that holds no connection is ended after that long idle, as
+	// MariaDB ends its connection (idleLimit).
+	idle time.Duration
 	// sets are the session's SETs of session variables replayed on each
 	// connection it borrows (replaySets), in order, the last per set of
 	// variables; pending are the command's, kept once it succeeded, and
@@ -186,7 +191,7 @@ var errStateElsewhere = errors.New("proxy: the previous statement's connection s
 func (s *session) startMultiplex() {
 	was := s.mux
 	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: was.shown,
-		loan: was.loan + 1, setsGen: was.setsGen + 1}
+		loan: was.loan + 1, setsGen: was.setsGen + 1, idle: s.be.waitTimeout}
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
@@ -201,7 +206,9 @@ func (s *session) dispatchLent(p []byte) error {
 		return s.dispatch(p)
 	}
 	s.mux.fresh = false
-	if s.be == nil && p[0] != mysql.COM_QUIT {
+	// A close has no answer and, between loans, nothing to close on a
+	// connection: it borrows none (closeStmt).
+	if s.be == nil && p[0] != mysql.COM_QUIT && p[0] != mysql.COM_STMT_CLOSE {
 		be, err := s.mux.borrow(s.hardCtx, s.srv, s.reading.db)
 		if err != nil {
 			return s.writeErrAt(1, err)
@@ -240,13 +247,18 @@ func (s *session) dispatchLent(p []byte) error {
 	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
 		s.mux.pins, s.mux.changed, s.mux.sets = 0, true, nil // the server forgot the session's state
 		s.mux.setsGen++
+		s.mux.idle = s.be.waitTimeout // read again with the reset's tracking
 	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
+	}
+	if s.ex.waitReported {
+		s.mux.idle, s.ex.waitReported = s.ex.waitTimeout, false
 	}
 	if stmtCommand || p[0] == mysql.COM_RESET_CONNECTION || p[0] == mysql.COM_CHANGE_USER {
 		s.mux.held = s.prep.holding()
 	}
-	answers := p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_STMT_EXECUTE || p[0] == comStmtBulkExecute
+	answers := p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_STMT_PREPARE ||
+		p[0] == mysql.COM_STMT_EXECUTE || p[0] == comStmtBulkExecute
 	if answers && !s.mux.readsDiagnostics {
 		s.mux.pins &^= pinDiagnostics
 		if s.mux.warned || !s.ex.lastOK || s.errsWritten != errs {
@@ -331,6 +343,17 @@ func (m *muxState) show(g *prometheus.GaugeVec, be *backendConn, status uint16) 
 		}
 	}
 	m.shown = now
+}
+
+// idleLimit is how long the session may wait for its next command: its
+// wait_timeout while it holds no primary connection (MariaDB ends an
+// idle connection after it, and a pool's liveness check expects so),
+// else 0 (the connection it holds ends it: gone.go).
+func (m *muxState) idleLimit(be *backendConn) time.Duration {
+	if !m.on || be != nil {
+		return 0
+	}
+	return m.idle
 }
 
 // end takes the ending session out of lockproxy_sessions_pinned (g).

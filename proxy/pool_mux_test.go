@@ -537,3 +537,38 @@ func TestMultiplexKillIdle(t *testing.T) {
 		t.Fatalf("KILL of the ended session: %s, want error 1094", got)
 	}
 }
+
+// TestMultiplexIdleWaitTimeout: a multiplexing session that holds no
+// primary connection is closed after its wait_timeout idle, as MariaDB
+// closes an idle connection directly (a pool's liveness check expects
+// it), and one that keeps talking is not.
+func TestMultiplexIdleWaitTimeout(t *testing.T) {
+	p := startProxy(t, multiplexed(4))
+	db := freshDB(t, p)
+	ctx := context.Background()
+	for _, side := range []struct {
+		name string
+		db   *sql.DB
+	}{{"direct", p.direct(t, db, "")}, {"multiplexed", p.db(t, db, "")}} {
+		idle, err := side.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy, err := side.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustConnExec(t, idle, "SET SESSION wait_timeout = 1")
+		mustConnExec(t, busy, "SET SESSION wait_timeout = 1")
+		for range 5 {
+			time.Sleep(500 * time.Millisecond)
+			mustConnExec(t, busy, "SELECT 1")
+		}
+		if _, err := idle.ExecContext(ctx, "SELECT 1"); err == nil {
+			t.Errorf("%s: a session idle for twice its wait_timeout still answers", side.name)
+		}
+		_ = idle.Raw(func(any) error { return errDriverBadConn })
+		_ = idle.Close()
+		_ = busy.Close()
+	}
+}

@@ -19,6 +19,7 @@ import (
 // text and database, with no round trip. One it cannot keep so makes the
 // connection be reset when given back, which drops it on the server, as
 // does every reset.
+//
 // What ties a statement to one connection pins the session until it is
 // gone: long data sent for the next execute, a cursor the fetches read
 // (stmtTable.holding); and an execute pins it for what the statement's
@@ -123,7 +124,12 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared promet
 		if errors.As(err, &me) && me.Code == erMaxPreparedStmts && len(be.stmts) > 0 {
 			// The server's max_prepared_stmt_count: give back what this
 			// connection keeps for others, and try once more.
+			// The session's other statements of this loan may have been
+			// among them: they are looked up again as on a new loan.
 			be.dropStmts()
+			m.loan++
+			st.loan = m.loan
+			m.changed = true
 			id, params, err = be.prepareCounted(st.query)
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -92,6 +93,20 @@ func TestMultiplexReprepares(t *testing.T) {
 		t.Errorf("the long data stored: %v %v", rows, err)
 	}
 
+	// Long data of a statement closed before its execute stays with it:
+	// the connection keeps the statement for others, without it.
+	sid, _ := a.prepare("UPDATE t SET b = ? WHERE id = 2")
+	a.send(append(binary.LittleEndian.AppendUint16(stmtPayload(mysql.COM_STMT_SEND_LONG_DATA, sid), 0), "closed unsent"...)...)
+	a.send(stmtPayload(mysql.COM_STMT_CLOSE, sid)...)
+	waitPinned(t, one.reg, "prepared_statement", 0)
+	oid, _ := c.prepare("UPDATE t SET b = ? WHERE id = 2")
+	if _, _, err := c.execute(oid, true, "sent"); err != nil {
+		t.Fatalf("execute of the same text by another session: %v", err)
+	}
+	if rows, err := c.query("SELECT b FROM t WHERE id = 2"); err != nil || strings.Join(rows, ",") != "sent" {
+		t.Errorf("another session's execute of the same text stored %v (%v), want its own value", rows, err)
+	}
+
 	// So is a cursor until the statement is reset.
 	kid, _ := a.prepare("SELECT id FROM t ORDER BY id")
 	fields := a.openCursor(kid)
@@ -135,4 +150,48 @@ func TestMultiplexReprepares(t *testing.T) {
 	// prepared on: a prepare that names it keeps the connection.
 	a.prepare("SELECT IS_USED_LOCK('lockproxy-reprepare') = CONNECTION_ID()")
 	waitPinned(t, one.reg, "user_lock", 1)
+}
+
+// TestStmtPins: an execute pins for what its text leaves, as the text
+// would, and a statement whose text lockproxy cannot read pins for
+// everything; long data and an open cursor hold the connection.
+func TestStmtPins(t *testing.T) {
+	cache := parser.NewCache(16)
+	for _, c := range []struct {
+		sql       string
+		pins      pinReason
+		readsLeft bool
+	}{
+		{"SELECT v FROM t WHERE id = ?", 0, false},
+		{"UPDATE t SET v = ? WHERE id = 1", 0, false},
+		{"SELECT SQL_CALC_FOUND_ROWS v FROM t LIMIT ?", pinFoundRows, false},
+		{"SELECT FOUND_ROWS()", pinFoundRows, true},
+		{"SELECT ROW_COUNT()", pinUnknown, true},
+		{"SELECT GET_LOCK(?, 0)", pinUserLock, false},
+		{"SET @v = ?", pinUserVariable, false},
+		{"SET SESSION sql_mode = ?", pinSessionVariable, false},
+		{"SELECT LAST_INSERT_ID()", pinLastInsertID, false},
+		{"CREATE TEMPORARY TABLE tt (a INT)", pinTemporaryTable, false},
+	} {
+		an, err := cache.AnalyzeWith(c.sql, "db", parser.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		// A function call pins for unknown too (factPins), as in a text.
+		pins, readsLeft, _ := stmtPins(an)
+		if pins&c.pins != c.pins || c.pins == 0 && pins != 0 || readsLeft != c.readsLeft {
+			t.Errorf("%s: pins %b reads left %v, want %b %v", c.sql, pins, readsLeft, c.pins, c.readsLeft)
+		}
+	}
+	if pins, _, _ := stmtPins(nil); pins != pinUnknown {
+		t.Errorf("no analysis: pins %b, want unknown", pins)
+	}
+	tab := stmtTable{stmts: map[uint32]*stmt{1: {}, 2: {}}}
+	if r := tab.holding(); r != 0 {
+		t.Errorf("idle statements hold %b", r)
+	}
+	tab.stmts[1].longSent, tab.stmts[2].cursor = true, true
+	if r := tab.holding(); r != pinPreparedStatement|pinCursor {
+		t.Errorf("long data and a cursor hold %b", r)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -39,13 +41,13 @@ const trackSession = "SET SESSION session_track_system_variables = '%s', session
 // reporting it) and the tracking variables themselves, so that a change
 // of them, even in a stored routine, is reported.
 var ownTracked = []string{"character_set_client", "character_set_connection", "collation_connection", "sql_mode",
-	"session_track_system_variables", "session_track_schema", "session_track_state_change"}
+	"session_track_system_variables", "session_track_schema", "session_track_state_change", "wait_timeout"}
 
 // clientTrackingQuery reads what a primary connection's session tracks:
 // before trackSession, the values the session started with (the
 // server's globals); after it, lockproxy's, but for what the client set
 // since.
-const clientTrackingQuery = "SELECT @@SESSION.session_track_system_variables, @@SESSION.session_track_schema, @@SESSION.session_track_state_change"
+const clientTrackingQuery = "SELECT @@SESSION.session_track_system_variables, @@SESSION.session_track_schema, @@SESSION.session_track_state_change, @@SESSION.wait_timeout"
 
 // clientTracking is what the client of a primary connection asked MariaDB
 // to report, as the server said: the variables of
@@ -61,6 +63,16 @@ type clientTracking struct {
 	// own is the list lockproxy set (trackSession): a list read back
 	// that differs is the client's.
 	own []string
+}
+
+// seconds reads a value in seconds MariaDB reported (wait_timeout); 0
+// when it is not one.
+func seconds[T string | []byte](v T) time.Duration {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f <= 0 {
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
 }
 
 // trackedList splits a session_track_system_variables value.
@@ -96,12 +108,13 @@ func isOn(b []byte) bool { return string(b) == "1" || strings.EqualFold(string(b
 // (trackSession).
 func (b *backendConn) startTracking(fresh bool) error {
 	row, err := b.queryRow(clientTrackingQuery)
-	if err == nil && len(row) != 3 {
+	if err == nil && len(row) != 4 {
 		err = errNoRow
 	}
 	if err != nil {
 		return err
 	}
+	b.waitTimeout = seconds(row[3])
 	c := &b.clientTrack
 	list := trackedList(string(row[0]))
 	if fresh || !sameNames(list, c.own) {
@@ -305,6 +318,8 @@ func (m *modeState) noteReport(x *exchange, be *backendConn, state []byte) (sche
 		case string(name) == "session_track_state_change":
 			be.clientTrack.stateChange = isOn(value)
 			x.trackChanged = true
+		case string(name) == "wait_timeout":
+			x.waitTimeout, x.waitReported = seconds(value), true
 		default:
 			x.lastReport |= m.take(string(name), string(value))
 		}

@@ -364,13 +364,23 @@ func (s *session) closeStmt(p []byte) error {
 	if st.local {
 		return nil
 	}
-	s.mux.onLoan(st)
-	st.closeCurrentRead(s.be)
 	if id, ok := s.route.replica.stmts[st.id]; ok {
 		q := append([]byte(nil), p...)
 		binary.LittleEndian.PutUint32(q[1:], id)
 		_ = s.route.replica.conn.writeCommand(q)
 		delete(s.route.replica.stmts, st.id)
+	}
+	if s.be == nil {
+		// Multiplexing, between loans (dispatchLent borrows none for a
+		// close): its copies went with the connections given back.
+		return nil
+	}
+	s.mux.onLoan(st)
+	st.closeCurrentRead(s.be)
+	if st.shared && (st.longSent || st.cursor) {
+		// The connection keeps the statement for other sessions: not
+		// with this one's long data or cursor.
+		return s.be.dropLongData(st)
 	}
 	if st.backendID == 0 || st.shared {
 		return nil // its copy went with a connection given back, or is the connection's
