@@ -24,8 +24,9 @@ const suiteSkip = "^TestConnectorReturnsTimeout$"
 
 // TestGoSQLDriverSuite runs go-sql-driver/mysql's own test suite (the
 // module lockproxy's tests already depend on) straight against the
-// primary and through lockproxy: every test and subtest that passes
-// directly must pass through lockproxy, TestStaleConnectionChecks
+// primary, through lockproxy, and through a lockproxy that multiplexes
+// its sessions (backends.pool.multiplex): every test and subtest that
+// passes directly must pass through both, TestStaleConnectionChecks
 // included.
 func TestGoSQLDriverSuite(t *testing.T) {
 	goBin := filepath.Join(build.Default.GOROOT, "bin", "go")
@@ -36,12 +37,14 @@ func TestGoSQLDriverSuite(t *testing.T) {
 	// lockproxy offers TLS to its clients with the bed's certificate too,
 	// and uses it to MariaDB (TestTLS reads Ssl_cipher, which through
 	// lockproxy describes lockproxy's own link to MariaDB).
-	p := startProxy(t, func(c *rules.Config) {
+	withTLS := func(c *rules.Config) {
 		if bed := testbedFor(t); bed.TLSCert != "" {
 			c.Proxy.TLS = &rules.TLSConfig{Cert: bed.TLSCert, Key: bed.TLSKey}
 			c.Backends.TLS = &rules.TLSClientConfig{CA: bed.TLSCA}
 		}
-	})
+	}
+	p := startProxy(t, withTLS)
+	mux := startProxy(t, func(c *rules.Config) { withTLS(c); multiplexed(32)(c) })
 	run := func(side, addr string) map[string]string {
 		db := freshNamedDB(t, p, "gosql_suite_"+side)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -55,28 +58,31 @@ func TestGoSQLDriverSuite(t *testing.T) {
 		return suiteResults(t, side, out.Bytes())
 	}
 	direct := run("direct", p.bed.PrimaryAddr)
-	proxied := run("proxy", p.addr)
-	var lost []string
 	passed := 0
-	for name, res := range direct {
-		if res != "pass" {
-			continue
-		}
-		passed++
-		if proxied[name] != "pass" {
-			lost = append(lost, name+" ("+proxied[name]+")")
+	for _, res := range direct {
+		if res == "pass" {
+			passed++
 		}
 	}
-	sort.Strings(lost)
 	if passed < 100 || direct["TestStaleConnectionChecks"] != "pass" {
 		t.Fatalf("only %d tests passed directly (TestStaleConnectionChecks: %q): the suite did not run as meant",
 			passed, direct["TestStaleConnectionChecks"])
 	}
-	if len(lost) > 0 {
-		t.Errorf("%d of the %d tests that pass directly do not pass through lockproxy:\n%s",
-			len(lost), passed, strings.Join(lost, "\n"))
+	for _, side := range []struct{ name, addr string }{{"proxy", p.addr}, {"proxy_mux", mux.addr}} {
+		proxied := run(side.name, side.addr)
+		var lost []string
+		for name, res := range direct {
+			if res == "pass" && proxied[name] != "pass" {
+				lost = append(lost, name+" ("+proxied[name]+")")
+			}
+		}
+		sort.Strings(lost)
+		if len(lost) > 0 {
+			t.Errorf("%d of the %d tests that pass directly do not pass through lockproxy (%s):\n%s",
+				len(lost), passed, side.name, strings.Join(lost, "\n"))
+		}
+		t.Logf("%d tests and subtests pass directly, %d of them through lockproxy (%s)", passed, passed-len(lost), side.name)
 	}
-	t.Logf("%d tests and subtests pass directly, %d of them through lockproxy", passed, passed-len(lost))
 }
 
 // suiteResults reads `go test -json` output into test name -> pass |

@@ -142,10 +142,11 @@ func withShow(c matrixClient) matrixClient {
 	return c
 }
 
-// TestClientMatrix runs every client's scenario directly and through
-// lockproxy (with a rule on sku and TLS offered to clients), and its TLS
-// scenario directly, through lockproxy requiring TLS, and through
-// lockproxy requiring TLS with backends.tls.
+// TestClientMatrix runs every client's scenario directly, through
+// lockproxy (with a rule on sku and TLS offered to clients) and through
+// the same lockproxy multiplexing its sessions (backends.pool.multiplex),
+// and its TLS scenario directly, through lockproxy requiring TLS, and
+// through lockproxy requiring TLS with backends.tls.
 func TestClientMatrix(t *testing.T) {
 	bed := testbedFor(t)
 	if bed.TLSUser == "" || bed.TLSCA == "" || bed.TLSCert == "" || bed.TLSKey == "" {
@@ -154,7 +155,7 @@ func TestClientMatrix(t *testing.T) {
 	sku := []rules.Rule{{Name: "sku", Table: "sku", Key: []string{"sku_id"},
 		Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
 		OnUnkeyed: rules.OnUnkeyedReject, OnUnkeyedRead: rules.OnUnkeyedAllow}}
-	proxyWith := func(requireTLS bool, backendCA string) *testProxy {
+	proxyWith := func(requireTLS bool, backendCA string, edits ...func(*rules.Config)) *testProxy {
 		return startProxyWith(t, func(c *rules.Config) {
 			// The default, as MariaDB's connect_timeout: a JVM's first TLS
 			// handshake on a busy machine may take more than the tests' 2s.
@@ -166,9 +167,13 @@ func TestClientMatrix(t *testing.T) {
 				c.Users = []rules.User{{User: bed.TLSUser, Password: bed.Password}}
 				c.Backends.TLS = &rules.TLSClientConfig{CA: backendCA}
 			}
+			for _, e := range edits {
+				e(c)
+			}
 		}, memlock.New(nil, nil))
 	}
 	p, pTLS, pBackendTLS := proxyWith(false, ""), proxyWith(true, ""), proxyWith(true, bed.TLSCA)
+	pMux := proxyWith(false, "", multiplexed(16))
 	// Both TLS proxies refuse a plain client: a TLS run through them
 	// proves the client's link is encrypted even where the library keeps
 	// its TLS state to itself.
@@ -198,6 +203,7 @@ func TestClientMatrix(t *testing.T) {
 				{"tls_direct", bed.PrimaryAddr, bed.TLSUser, true},
 				{"tls_proxy", pTLS.addr, bed.User, true},
 				{"tls_backend", pBackendTLS.addr, bed.TLSUser, true},
+				{"proxy_mux", pMux.addr, bed.User, false},
 			}
 			outs := make([]runOutput, len(runs))
 			errs := make([]error, len(runs))
@@ -236,7 +242,11 @@ func TestClientMatrix(t *testing.T) {
 			tlsDirect := outs[2].stdout
 			checkLines(t, "tls_direct", tlsDirect, append(c.tlsWant, c.tlsDirectWant...))
 			checkTLSServer(t, "tls_direct", tlsDirect, true)
-			for i, r := range runs[3:] {
+			checkLines(t, "proxy_mux", outs[5].stdout, c.proxyWant)
+			if d, m := plainLines(direct), plainLines(outs[5].stdout); d != m {
+				t.Errorf("proxy_mux: transcripts differ:\n%s", lineDiff(d, m))
+			}
+			for i, r := range runs[3:5] {
 				out := outs[3+i].stdout
 				checkLines(t, r.name, out, c.tlsProxyWant)
 				checkTLSServer(t, r.name, out, r.name == "tls_backend")
