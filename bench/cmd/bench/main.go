@@ -29,6 +29,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/gobench"
 	"github.com/lockproxy/lockproxy/bench/internal/hotkey"
 	"github.com/lockproxy/lockproxy/bench/internal/idleconn"
+	"github.com/lockproxy/lockproxy/bench/internal/manyclients"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
 	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
 	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
@@ -50,6 +51,7 @@ func registry() *scenario.Registry {
 		redisrtt.New(),
 		gobench.New(),
 		idleconn.New(),
+		manyclients.New(),
 	)
 }
 
