@@ -2,7 +2,6 @@ package idleconn
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 )
@@ -90,20 +89,8 @@ func (d *Data) summarize() {
 		crss, cheap, cstack = append(crss, r.CollectedRSSPerConn), append(cheap, r.CollectedHeapPerConn), append(cstack, r.CollectedStackPerConn)
 		d.WorstKept = max(d.WorstKept, r.KeptShare)
 	}
-	d.RSSPerConn, d.HeapPerConn, d.StackPerConn = median(rss), median(heap), median(stack)
-	d.CollectedRSSPerConn, d.CollectedHeapPerConn, d.CollectedStackPerConn = median(crss), median(cheap), median(cstack)
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	d.RSSPerConn, d.HeapPerConn, d.StackPerConn = results.Median(rss), results.Median(heap), results.Median(stack)
+	d.CollectedRSSPerConn, d.CollectedHeapPerConn, d.CollectedStackPerConn = results.Median(crss), results.Median(cheap), results.Median(cstack)
 }
 
 func (d Data) targets() []results.Target {

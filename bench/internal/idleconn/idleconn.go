@@ -68,7 +68,7 @@ func planFor(opts scenario.Options) plan {
 // opens the connections, reads, closes them and reads again.
 func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r *results.Result) error {
 	pl := planFor(opts)
-	restore, err := roomOnPrimary(ctx, e, pl.conns+100)
+	restore, err := e.RoomOnPrimary(ctx, pl.conns+100)
 	if err != nil {
 		return err
 	}
@@ -90,32 +90,6 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	return r.SetData(d)
 }
 
-// roomOnPrimary raises the primary's max_connections to at least n for
-// the run and returns what puts it back.
-func roomOnPrimary(ctx context.Context, e *env.Env, n int) (func(), error) {
-	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Primary, ""))
-	if err != nil {
-		return nil, fmt.Errorf("idleconn: %w", err)
-	}
-	var was int
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("idleconn: reading the primary's max_connections: %w", err)
-	}
-	if was >= n {
-		db.Close()
-		return func() {}, nil
-	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("SET GLOBAL max_connections = %d", n)); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("idleconn: raising the primary's max_connections: %w", err)
-	}
-	return func() {
-		_, _ = db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL max_connections = %d", was))
-		db.Close()
-	}, nil
-}
-
 func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, error) {
 	px, err := e.StartProxy(ctx, env.ProxyConfig{MaxConnections: n + 100})
 	if err != nil {
@@ -125,7 +99,7 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, er
 	run := Run{Round: round, Conns: n}
 	// One connection first, so what every session shares (backend pool,
 	// schema, code paths run once) is in the baseline.
-	if err := oneStatement(ctx, e, px.Addr); err != nil {
+	if err := e.OneStatement(ctx, px.Addr); err != nil {
 		return Run{}, fmt.Errorf("idleconn: warm-up: %w; lockproxy log:\n%s", err, px.Log())
 	}
 	time.Sleep(settle)
@@ -139,30 +113,42 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, er
 	defer db.Close()
 	db.SetMaxIdleConns(0) // a closed Conn closes its connection
 	start := time.Now()
-	conns, err := open(ctx, db, n)
+	var mu sync.Mutex
+	var first error
+	conns := env.OpenConns(ctx, db, n, dialers, func(c *sql.Conn, _ int) error {
+		_, err := c.ExecContext(ctx, "SELECT 1")
+		return err
+	}, func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = fmt.Errorf("connection %d: %w", i, err)
+		}
+	})
+	err = first
 	run.ConnectSeconds = time.Since(start).Seconds()
 	if err != nil {
-		closeAll(conns)
+		env.CloseConns(conns)
 		return Run{}, fmt.Errorf("idleconn: %w; lockproxy log:\n%s", err, px.Log())
 	}
 	time.Sleep(settle)
 	if run.Open, err = read(px); err != nil {
-		closeAll(conns)
+		env.CloseConns(conns)
 		return Run{}, err
 	}
 	// The same connections after garbage collections, as a server that
 	// has run for a while has had: they free what the logins left and
 	// shrink goroutine stacks grown by them.
 	if err := collect(px.AdminAddr); err != nil {
-		closeAll(conns)
+		env.CloseConns(conns)
 		return Run{}, err
 	}
 	time.Sleep(settle)
 	if run.Collected, err = read(px); err != nil {
-		closeAll(conns)
+		env.CloseConns(conns)
 		return Run{}, err
 	}
-	closeAll(conns)
+	env.CloseConns(conns)
 	db.Close()
 	closed := time.Now()
 	for _, a := range afterClose {
@@ -175,64 +161,6 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, er
 	}
 	run.summarize()
 	return run, nil
-}
-
-// oneStatement logs in once and runs SELECT 1.
-func oneStatement(ctx context.Context, e *env.Env, addr string) error {
-	db, err := sql.Open("mysql", e.Bed.DSN(addr, ""))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, "SELECT 1")
-	return err
-}
-
-// open takes n connections of db, each having run SELECT 1, and keeps
-// them out of the pool.
-func open(ctx context.Context, db *sql.DB, n int) ([]*sql.Conn, error) {
-	conns := make([]*sql.Conn, n)
-	var mu sync.Mutex
-	var first error
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range dialers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c, err := db.Conn(ctx)
-				if err == nil {
-					if _, err = c.ExecContext(ctx, "SELECT 1"); err != nil {
-						_ = c.Close()
-					}
-				}
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("connection %d: %w", i, err)
-					}
-					mu.Unlock()
-					continue
-				}
-				conns[i] = c
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return conns, first
-}
-
-func closeAll(conns []*sql.Conn) {
-	for _, c := range conns {
-		if c != nil {
-			_ = c.Close()
-		}
-	}
 }
 
 // read takes lockproxy's VmRSS and its Go runtime figures.

@@ -2,7 +2,6 @@ package manyclients
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 )
@@ -89,19 +88,7 @@ func (d *Data) summarize() {
 			ratios = append(ratios, m[Multiplexed]/m[Pinned])
 		}
 	}
-	d.Ratio = median(ratios)
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	d.Ratio = results.Median(ratios)
 }
 
 // Targets (reported, not asserted).

@@ -61,7 +61,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return fmt.Errorf("manyclients: %w", err)
 	}
 	defer direct.Close()
-	restore, err := roomOnPrimary(ctx, direct, pl.clients+200)
+	restore, err := e.RoomOnPrimary(ctx, pl.clients+200)
 	if err != nil {
 		return err
 	}
@@ -109,25 +109,6 @@ func prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// roomOnPrimary raises the primary's max_connections to at least n for
-// the run (the pinned mode opens one per client) and returns what puts
-// it back.
-func roomOnPrimary(ctx context.Context, db *sql.DB, n int) (func(), error) {
-	var was int
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&was); err != nil {
-		return nil, fmt.Errorf("manyclients: reading the primary's max_connections: %w", err)
-	}
-	if was >= n {
-		return func() {}, nil
-	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("SET GLOBAL max_connections = %d", n)); err != nil {
-		return nil, fmt.Errorf("manyclients: raising the primary's max_connections: %w", err)
-	}
-	return func() {
-		_, _ = db.ExecContext(context.Background(), fmt.Sprintf("SET GLOBAL max_connections = %d", was))
-	}, nil
-}
-
 // threads reads MariaDB's Threads_connected.
 func threads(ctx context.Context, db *sql.DB) (int, error) {
 	var name string
@@ -165,7 +146,7 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, direct *sql.DB, pl pla
 	run := Run{Round: round, Mode: mode, Clients: pl.clients}
 	// lockproxy's own connections (its schema read, a multiplexing
 	// instance's first pooled one) are in the baseline.
-	if err := oneStatement(ctx, e, px.Addr); err != nil {
+	if err := e.OneStatement(ctx, px.Addr); err != nil {
 		return Run{}, fmt.Errorf("manyclients: warm-up: %w; lockproxy log:\n%s", err, px.Log())
 	}
 	time.Sleep(time.Second)
@@ -202,9 +183,12 @@ func (s *Scenario) round(ctx context.Context, e *env.Env, direct *sql.DB, pl pla
 	db.SetMaxIdleConns(0) // a closed Conn closes its connection
 	var bad errs
 	start := time.Now()
-	conns := open(ctx, db, pl.clients, &bad)
+	conns := env.OpenConns(ctx, db, pl.clients, dialers, func(c *sql.Conn, i int) error {
+		var v int64
+		return c.QueryRowContext(ctx, "SELECT v FROM t WHERE id = ?", 1+i%keyRange).Scan(&v)
+	}, func(i int, err error) { bad.add(fmt.Sprintf("connection %d", i), err) })
 	run.ConnectSeconds = time.Since(start).Seconds()
-	defer closeAll(conns)
+	defer env.CloseConns(conns)
 
 	var selects, txns atomic.Int64
 	loopCtx, stop := context.WithTimeout(ctx, time.Duration(pl.seconds)*time.Second)
@@ -290,58 +274,4 @@ func txn(ctx context.Context, c *sql.Conn, id int) error {
 	}
 	_, err := c.ExecContext(ctx, "COMMIT")
 	return err
-}
-
-// oneStatement logs in once and runs SELECT 1.
-func oneStatement(ctx context.Context, e *env.Env, addr string) error {
-	db, err := sql.Open("mysql", e.Bed.DSN(addr, ""))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, "SELECT 1")
-	return err
-}
-
-// open takes n connections of db, each having run a point select, and
-// keeps them out of the pool; one that fails is counted in bad and left
-// nil.
-func open(ctx context.Context, db *sql.DB, n int, bad *errs) []*sql.Conn {
-	conns := make([]*sql.Conn, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range dialers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c, err := db.Conn(ctx)
-				if err == nil {
-					var v int64
-					if err = c.QueryRowContext(ctx, "SELECT v FROM t WHERE id = ?", 1+i%keyRange).Scan(&v); err != nil {
-						_ = c.Close()
-					}
-				}
-				if err != nil {
-					bad.add(fmt.Sprintf("connection %d", i), err)
-					continue
-				}
-				conns[i] = c
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return conns
-}
-
-func closeAll(conns []*sql.Conn) {
-	for _, c := range conns {
-		if c != nil {
-			_ = c.Close()
-		}
-	}
 }
