@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -354,6 +355,16 @@ func (m *muxState) idleLimit(be *backendConn) time.Duration {
 		return 0
 	}
 	return m.idle
+}
+
+// seconds reads a value in seconds MariaDB reported (wait_timeout); 0
+// when it is not one.
+func seconds[T string | []byte](v T) time.Duration {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f <= 0 {
+		return 0
+	}
+	return time.Duration(f * float64(time.Second))
 }
 
 // end takes the ending session out of lockproxy_sessions_pinned (g).

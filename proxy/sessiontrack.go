@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -63,16 +61,6 @@ type clientTracking struct {
 	// own is the list lockproxy set (trackSession): a list read back
 	// that differs is the client's.
 	own []string
-}
-
-// seconds reads a value in seconds MariaDB reported (wait_timeout); 0
-// when it is not one.
-func seconds[T string | []byte](v T) time.Duration {
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil || f <= 0 {
-		return 0
-	}
-	return time.Duration(f * float64(time.Second))
 }
 
 // trackedList splits a session_track_system_variables value.
