@@ -558,10 +558,12 @@ func TestMultiplexIdleWaitTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustConnExec(t, idle, "SET SESSION wait_timeout = 1")
-		mustConnExec(t, busy, "SET SESSION wait_timeout = 1")
-		for range 5 {
-			time.Sleep(500 * time.Millisecond)
+		// Margins for a busy machine: the idle session waits a second
+		// past its wait_timeout, the busy one talks every quarter of it.
+		mustConnExec(t, idle, "SET SESSION wait_timeout = 2")
+		mustConnExec(t, busy, "SET SESSION wait_timeout = 2")
+		for range 12 {
+			time.Sleep(250 * time.Millisecond)
 			mustConnExec(t, busy, "SELECT 1")
 		}
 		if _, err := idle.ExecContext(ctx, "SELECT 1"); err == nil {
