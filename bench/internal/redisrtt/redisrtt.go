@@ -31,6 +31,14 @@ const (
 // taken for part of the next statement.
 const pause = 2 * time.Millisecond
 
+// farDelay is how much further away the delayed phases put Redis; their
+// statements pause farPause after each answer, long enough for a release
+// sent after the answer to be done before the next statement.
+const (
+	farDelay = 5 * time.Millisecond
+	farPause = 3 * farDelay
+)
+
 const (
 	database = "bench_redisrtt"
 	keys     = 100
@@ -74,6 +82,13 @@ type Window struct {
 	OnPath        Counts             `json:"on_path,omitempty"`
 	OnPathPerUnit map[string]float64 `json:"on_path_per_unit,omitempty"`
 	PathTrips     float64            `json:"path_round_trips,omitempty"` // sum of OnPathPerUnit
+	// SpanUs (paced phases only) is the mean time from sending a
+	// statement to reading its answer, µs.
+	SpanUs float64 `json:"span_us,omitempty"`
+	// AddedUs (Far only) is what the relay's delay added to one round
+	// trip as measured right after the phase (PINGs through the relay):
+	// the unit its added time is counted in.
+	AddedUs float64 `json:"added_us,omitempty"`
 }
 
 // Data is the stored result.
@@ -90,6 +105,13 @@ type Data struct {
 	// Paced: autocommit UPDATEs through lockproxy with a pause after each
 	// answer, for the round trips on the client's path.
 	Paced []Window `json:"paced,omitempty"`
+	// Near and Far: paced autocommit UPDATEs through a second lockproxy
+	// that reaches Redis through a relay adding nothing (Near) or
+	// FarDelayMs to every request (Far); (Far − Near) / FarDelayMs of the
+	// spans is the Redis round trips the client waited for.
+	FarDelayMs float64  `json:"far_delay_ms,omitempty"`
+	Near       []Window `json:"near,omitempty"`
+	Far        []Window `json:"far,omitempty"`
 }
 
 type plan struct {
@@ -133,9 +155,25 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer direct.Close()
-	d := Data{N: pl.n, Rounds: pl.rounds, IdleSeconds: pl.idle.Seconds()}
-	// Warm up both ways, then measure the idle instance's background.
-	for _, db := range []*sql.DB{via, direct} {
+	relay, err := startDelayRelay(e.Bed.Redis)
+	if err != nil {
+		return err
+	}
+	defer relay.Close()
+	pxFar, err := e.StartProxy(ctx, env.ProxyConfig{Locks: contend.RedisLocks(relay.Addr()), Rules: contend.LockRule(database, "write, locking_read, read_in_txn")})
+	if err != nil {
+		return err
+	}
+	defer pxFar.Stop(context.Background())
+	far, err := contend.Open(ctx, e, pxFar.Addr, database, 1)
+	if err != nil {
+		return err
+	}
+	defer far.Close()
+	d := Data{N: pl.n, Rounds: pl.rounds, IdleSeconds: pl.idle.Seconds(), FarDelayMs: float64(farDelay) / float64(time.Millisecond)}
+	ph := phases{via: via, direct: direct, far: far, relay: relay}
+	// Warm up every way, then measure the idle instances' background.
+	for _, db := range []*sql.DB{via, direct, far} {
 		if err := updates(ctx, db, 50); err != nil {
 			return err
 		}
@@ -146,7 +184,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	}
 	d.Background, d.SentIdle = Rate(idle.Raw, idle.Seconds), Rate(idle.Sent, idle.Seconds)
 	for round := 1; round <= pl.rounds; round++ {
-		if err := s.round(ctx, m, &d, round, via, direct, e.Log.Printf); err != nil {
+		if err := s.round(ctx, m, &d, round, ph, e.Log.Printf); err != nil {
 			return err
 		}
 	}
@@ -154,21 +192,40 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	return r.SetData(d)
 }
 
+// phases are the connections a round measures through: lockproxy, MariaDB
+// directly, and the lockproxy that reaches Redis through relay.
+type phases struct {
+	via, direct, far *sql.DB
+	relay            *delayRelay
+}
+
 // round measures each phase once, alternating the order every round.
-func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via, direct *sql.DB, logf func(string, ...any)) error {
+func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, c phases, logf func(string, ...any)) error {
 	var spans []Span // the paced phase's statements
+	// farPaced runs the paced UPDATEs through c.far with Redis delay
+	// further away.
+	farPaced := func(delay time.Duration) func() error {
+		return func() error {
+			c.relay.set(delay)
+			defer c.relay.set(0)
+			return paced(ctx, c.far, d.N/8, farPause, &spans)
+		}
+	}
 	phases := []struct {
 		into *[]Window
 		run  func() error
 	}{
-		{&d.Update, func() error { return updates(ctx, via, d.N) }},
-		{&d.DirectUpdate, func() error { return updates(ctx, direct, d.N) }},
-		{&d.Txn, func() error { return txns(ctx, via, d.N/4, false) }},
-		{&d.DirectTxn, func() error { return txns(ctx, direct, d.N/4, true) }},
-		{&d.Paced, func() error { return paced(ctx, via, d.N/4, &spans) }},
+		{&d.Update, func() error { return updates(ctx, c.via, d.N) }},
+		{&d.DirectUpdate, func() error { return updates(ctx, c.direct, d.N) }},
+		{&d.Txn, func() error { return txns(ctx, c.via, d.N/4, false) }},
+		{&d.DirectTxn, func() error { return txns(ctx, c.direct, d.N/4, true) }},
+		{&d.Paced, func() error { return paced(ctx, c.via, d.N/4, pause, &spans) }},
+		{&d.Near, farPaced(0)},
+		{&d.Far, farPaced(farDelay)},
 	}
-	names := []string{"UPDATE via lockproxy", "UPDATE direct", "txn via lockproxy", "txn direct (FOR UPDATE)", "UPDATE via lockproxy, paced"}
-	units := []int{d.N, d.N, d.N / 4, d.N / 4, d.N / 4}
+	names := []string{"UPDATE via lockproxy", "UPDATE direct", "txn via lockproxy", "txn direct (FOR UPDATE)", "UPDATE via lockproxy, paced",
+		"paced, Redis +0", fmt.Sprintf("paced, Redis +%s", farDelay)}
+	units := []int{d.N, d.N, d.N / 4, d.N / 4, d.N / 4, d.N / 8, d.N / 8}
 	for j := range phases {
 		i := j
 		if round%2 == 0 {
@@ -186,6 +243,14 @@ func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via,
 			}
 			w.OnPathPerUnit = PerUnit(w.OnPath, d.SentIdle, busy, units[i])
 			w.PathTrips = Sum(w.OnPathPerUnit)
+			w.SpanUs = busy * 1e6 / float64(len(spans))
+		}
+		if phases[i].into == &d.Far {
+			added, err := c.relay.added(ctx, farDelay, 30)
+			if err != nil {
+				return err
+			}
+			w.AddedUs = float64(added) / float64(time.Microsecond)
 		}
 		w.Round, w.Units = round, units[i]
 		w.PerUnit = PerUnit(w.Raw, d.Background, w.Seconds, w.Units)
@@ -194,8 +259,8 @@ func (s *Scenario) round(ctx context.Context, m *meter, d *Data, round int, via,
 		w.RoundTrips = Sum(w.SentPerUnit)
 		w.LatencyUs = w.Seconds * 1e6 / float64(w.Units)
 		*phases[i].into = append(*phases[i].into, w)
-		logf("redisrtt: round %d %-24s %5d units %7.1f µs each; per unit: sent %.2f (%s), on the client's path %.2f; executed %.2f (%s)",
-			round, names[i], w.Units, w.LatencyUs, w.RoundTrips, Format(w.SentPerUnit), w.PathTrips, w.Calls, Format(w.PerUnit))
+		logf("redisrtt: round %d %-24s %5d units %7.1f µs each (span %.1f µs); per unit: sent %.2f (%s), on the client's path %.2f; executed %.2f (%s)",
+			round, names[i], w.Units, w.LatencyUs, w.SpanUs, w.RoundTrips, Format(w.SentPerUnit), w.PathTrips, w.Calls, Format(w.PerUnit))
 	}
 	return nil
 }
@@ -264,8 +329,8 @@ func updates(ctx context.Context, db *sql.DB, n int) error {
 }
 
 // paced sends n keyed autocommit UPDATEs like updates, recording each
-// one's span and pausing after each answer.
-func paced(ctx context.Context, db *sql.DB, n int, spans *[]Span) error {
+// one's span and pausing for rest after each answer.
+func paced(ctx context.Context, db *sql.DB, n int, rest time.Duration, spans *[]Span) error {
 	unix := func() float64 { return float64(time.Now().UnixNano()) / 1e9 }
 	for i := range n {
 		q := fmt.Sprintf("UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = %d", i%keys+1)
@@ -274,7 +339,7 @@ func paced(ctx context.Context, db *sql.DB, n int, spans *[]Span) error {
 			return fmt.Errorf("redisrtt: %s: %w", q, err)
 		}
 		*spans = append(*spans, Span{From: from, To: unix()})
-		time.Sleep(pause)
+		time.Sleep(rest)
 	}
 	return nil
 }
