@@ -31,6 +31,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/idleconn"
 	"github.com/lockproxy/lockproxy/bench/internal/manyclients"
 	"github.com/lockproxy/lockproxy/bench/internal/overhead"
+	"github.com/lockproxy/lockproxy/bench/internal/readwrite"
 	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
 	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
@@ -52,6 +53,7 @@ func registry() *scenario.Registry {
 		gobench.New(),
 		idleconn.New(),
 		manyclients.New(),
+		readwrite.New(),
 	)
 }
 
