@@ -78,25 +78,33 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		d.AfterCloseSeconds = append(d.AfterCloseSeconds, a.Seconds())
 	}
 	for round := 1; round <= pl.rounds; round++ {
-		run, err := s.round(ctx, e, round, pl.conns)
-		if err != nil {
-			return err
+		// Pinned and multiplexing instances alternate, the order reversed
+		// every other round.
+		modes := []bool{false, true}
+		if round%2 == 0 {
+			modes = []bool{true, false}
 		}
-		e.Log.Printf("idleconn: %s", run)
-		d.Runs = append(d.Runs, run)
+		for _, mux := range modes {
+			run, err := s.round(ctx, e, round, pl.conns, mux)
+			if err != nil {
+				return err
+			}
+			e.Log.Printf("idleconn: %s", run)
+			d.Runs = append(d.Runs, run)
+		}
 	}
 	d.summarize()
 	r.Targets = d.targets()
 	return r.SetData(d)
 }
 
-func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int) (Run, error) {
-	px, err := e.StartProxy(ctx, env.ProxyConfig{MaxConnections: n + 100})
+func (s *Scenario) round(ctx context.Context, e *env.Env, round, n int, mux bool) (Run, error) {
+	px, err := e.StartProxy(ctx, env.ProxyConfig{MaxConnections: n + 100, Multiplex: mux})
 	if err != nil {
 		return Run{}, err
 	}
 	defer px.Stop(context.Background())
-	run := Run{Round: round, Conns: n}
+	run := Run{Round: round, Conns: n, Multiplex: mux}
 	// One connection first, so what every session shares (backend pool,
 	// schema, code paths run once) is in the baseline.
 	if err := e.OneStatement(ctx, px.Addr); err != nil {

@@ -22,14 +22,23 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 		"%.0f s after the baseline login and %.0f s after the last connection opened, then again after lockproxy has run two garbage collections "+
 		"(its `/debug/pprof/heap?gc=1`, twice: a stack one shrinks is given back at the end of the next; a server that has run for a while has had collections, which free what the logins left and shrink the goroutine stacks they grew); "+
 		"per connection is (reading − baseline) / connections. "+
-		"Every client connection pins one primary connection, whose buffers are lockproxy's and are counted. "+
+		"On a *pinned* instance every client connection pins one primary connection, whose structures are lockproxy's and are counted; on a *multiplexed* one (`backends.pool.multiplex: true`), started alike in each round, an idle session holds none. "+
 		"The connections are then closed and RSS read again %s s later; *kept* is how much of the RSS they took is still held at the last reading.\n\n",
 		d.Conns, dialers, d.SettleSeconds, d.SettleSeconds, joinSeconds(d.AfterCloseSeconds))
-	fmt.Fprintf(&b, "| figure per idle connection (median) | open | after two collections |\n|---|--:|--:|\n")
-	fmt.Fprintf(&b, "| RSS | **%.1f KiB** | %.1f KiB |\n| Go heap in use | %.1f KiB | %.1f KiB |\n| goroutine stacks | %.1f KiB | %.1f KiB |\n\n",
-		d.RSSPerConn/1024, d.CollectedRSSPerConn/1024, d.HeapPerConn/1024, d.CollectedHeapPerConn/1024, d.StackPerConn/1024, d.CollectedStackPerConn/1024)
-	b.WriteString("| round | connections | open in s | RSS base → open MiB | RSS KiB/conn | heap KiB/conn | stacks KiB/conn | goroutines/conn | after two collections: RSS, heap, stacks KiB/conn | RSS after close MiB | kept |\n")
-	b.WriteString("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	p := d.pinned()
+	kib := func(x float64) string { return fmt.Sprintf("%.1f KiB", x/1024) }
+	if m := d.Multiplexed; m != nil {
+		b.WriteString("| figure per idle connection (median) | pinned, open | pinned, after two collections | multiplexed, open | multiplexed, after two collections |\n|---|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&b, "| RSS | **%s** | %s | **%s** | %s |\n", kib(p.RSSPerConn), kib(p.CollectedRSSPerConn), kib(m.RSSPerConn), kib(m.CollectedRSSPerConn))
+		fmt.Fprintf(&b, "| Go heap in use | %s | %s | %s | %s |\n", kib(p.HeapPerConn), kib(p.CollectedHeapPerConn), kib(m.HeapPerConn), kib(m.CollectedHeapPerConn))
+		fmt.Fprintf(&b, "| goroutine stacks | %s | %s | %s | %s |\n\n", kib(p.StackPerConn), kib(p.CollectedStackPerConn), kib(m.StackPerConn), kib(m.CollectedStackPerConn))
+	} else {
+		fmt.Fprintf(&b, "| figure per idle connection (median) | open | after two collections |\n|---|--:|--:|\n")
+		fmt.Fprintf(&b, "| RSS | **%s** | %s |\n| Go heap in use | %s | %s |\n| goroutine stacks | %s | %s |\n\n",
+			kib(p.RSSPerConn), kib(p.CollectedRSSPerConn), kib(p.HeapPerConn), kib(p.CollectedHeapPerConn), kib(p.StackPerConn), kib(p.CollectedStackPerConn))
+	}
+	b.WriteString("| round | instance | connections | open in s | RSS base → open MiB | RSS KiB/conn | heap KiB/conn | stacks KiB/conn | goroutines/conn | after two collections: RSS, heap, stacks KiB/conn | RSS after close MiB | kept |\n")
+	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, m := range d.Runs {
 		var after []string
 		for i, c := range m.Closed {
@@ -39,8 +48,8 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 			}
 			after = append(after, fmt.Sprintf("%.1f (%.0f s)", mib(c.RSS), at))
 		}
-		fmt.Fprintf(&b, "| %d | %d | %.1f | %.1f → %.1f | %.1f | %.1f | %.1f | %.2f | %.1f, %.1f, %.1f | %s | %.0f%% |\n",
-			m.Round, m.Conns, m.ConnectSeconds, mib(m.Base.RSS), mib(m.Open.RSS), m.RSSPerConn/1024, m.HeapPerConn/1024,
+		fmt.Fprintf(&b, "| %d | %s | %d | %.1f | %.1f → %.1f | %.1f | %.1f | %.1f | %.2f | %.1f, %.1f, %.1f | %s | %.0f%% |\n",
+			m.Round, m.mode(), m.Conns, m.ConnectSeconds, mib(m.Base.RSS), mib(m.Open.RSS), m.RSSPerConn/1024, m.HeapPerConn/1024,
 			m.StackPerConn/1024, m.GoroutinesPerConn, m.CollectedRSSPerConn/1024, m.CollectedHeapPerConn/1024, m.CollectedStackPerConn/1024,
 			strings.Join(after, ", "), 100*m.KeptShare)
 	}
