@@ -495,3 +495,42 @@ func BenchmarkLogin(b *testing.B) {
 		})
 	}
 }
+
+// TestFromBackendMultiplexedBorrows: a multiplexing session of an account
+// read from the primary borrows a connection for every statement and logs
+// in again only at its own login: MariaDB judges logins, not loans. Once
+// the account is dropped, a session logged in before goes on, as its own
+// connection would (on the connections of its account already open; with
+// a login per loan its next statement was refused), while a new login is
+// refused by MariaDB.
+func TestFromBackendMultiplexedBorrows(t *testing.T) {
+	base, db := lockSchema(t)
+	user, secret := secretUser(t, base, db)
+	root := base.direct(t, "", "")
+	p, _ := fromBackendProxy(t, multiplexed(2))
+	gone := "fbmux_" + user[4:]
+	testbed.MustExec(t, root, "CREATE USER '"+gone+"'@'127.0.0.1' IDENTIFIED BY '"+secret+"'",
+		"GRANT SELECT ON `"+db+"`.* TO '"+gone+"'@'127.0.0.1'")
+	t.Cleanup(func() { _, _ = root.Exec("DROP USER IF EXISTS '" + gone + "'@'127.0.0.1'") })
+	early := openDB(t, userDSN(gone, secret, p.addr, db))
+	c, err := early.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	read := func(when string) {
+		t.Helper()
+		for i := range 5 {
+			var v int
+			if err := c.QueryRowContext(context.Background(), "SELECT stock FROM sku WHERE sku_id = 1").Scan(&v); err != nil {
+				t.Fatalf("statement %d %s: %v", i, when, err)
+			}
+		}
+	}
+	read("before the drop")
+	testbed.MustExec(t, root, "DROP USER '"+gone+"'@'127.0.0.1'")
+	read("after the drop, of the session logged in before it")
+	if me := loginErr(t, userDSN(gone, secret, p.addr, db)); !deniedByMariaDB(me) {
+		t.Fatalf("a new login of the dropped account: %v, want MariaDB's own access denied", me)
+	}
+}

@@ -331,14 +331,27 @@ func newPool() *pool {
 	return &pool{idle: make(map[poolKey][]*backendConn), bounds: newPoolBounds()}
 }
 
-// get returns an idle connection for key, or dials a new one.
+// get returns an idle connection for key, or dials a new one, for a
+// login: an account read from the primary logs in again on an idle
+// connection, so MariaDB judges the login.
 func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
+	return p.take(ctx, key, false)
+}
+
+// lend is get for a session whose login MariaDB judged already (a
+// multiplexing session borrowing again): an idle connection of its key
+// is logged in as its account with its password, and is lent as it is.
+func (p *pool) lend(ctx context.Context, key poolKey) (*backendConn, error) {
+	return p.take(ctx, key, true)
+}
+
+func (p *pool) take(ctx context.Context, key poolKey, judged bool) (*backendConn, error) {
 	for {
 		p.mu.Lock()
 		list := p.idle[key]
 		if len(list) == 0 {
 			p.mu.Unlock()
-			return p.dial(ctx, key)
+			return p.dial(ctx, key, judged)
 		}
 		b := list[len(list)-1]
 		p.idle[key] = list[:len(list)-1]
@@ -347,7 +360,7 @@ func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
 			b.close() // closed by the server while idle (wait_timeout, KILL)
 			continue
 		}
-		if key.relay.on {
+		if key.relay.on && !judged {
 			// An account read from the primary: MariaDB judges every
 			// login, so the connection logs in again for this one.
 			err := b.relogin()

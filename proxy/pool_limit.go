@@ -37,7 +37,10 @@ type poolBounds struct {
 // one connection of key, or nil, a slot to dial one with.
 type poolWaiter struct {
 	key poolKey
-	got chan *backendConn
+	// judged: the waiter is a session whose login MariaDB judged (pool.lend),
+	// which takes a connection of a relayed login as it is.
+	judged bool
+	got    chan *backendConn
 }
 
 func newPoolBounds() poolBounds {
@@ -65,9 +68,10 @@ func (p *pool) bound(key poolKey) int {
 }
 
 // dial opens a connection of key once the backend's bound leaves room
-// for it, or returns one handed over by a session giving it back.
-func (p *pool) dial(ctx context.Context, key poolKey) (*backendConn, error) {
-	b, err := p.room(ctx, key)
+// for it, or returns one handed over by a session giving it back (to a
+// judged caller only, for a relayed login: see pool.lend).
+func (p *pool) dial(ctx context.Context, key poolKey, judged bool) (*backendConn, error) {
+	b, err := p.room(ctx, key, judged)
 	if err != nil || b != nil {
 		return b, err
 	}
@@ -81,7 +85,7 @@ func (p *pool) dial(ctx context.Context, key poolKey) (*backendConn, error) {
 
 // room takes a slot for a new connection of key (nil, nil), waiting when
 // the bound is reached, or a connection handed over meanwhile.
-func (p *pool) room(ctx context.Context, key poolKey) (*backendConn, error) {
+func (p *pool) room(ctx context.Context, key poolKey, judged bool) (*backendConn, error) {
 	limit := p.bound(key)
 	p.mu.Lock()
 	if limit == 0 || p.closed || p.bounds.open[key.addr] < limit {
@@ -95,7 +99,7 @@ func (p *pool) room(ctx context.Context, key poolKey) (*backendConn, error) {
 		v.close()
 		return nil, nil
 	}
-	w := &poolWaiter{key: key, got: make(chan *backendConn, 1)}
+	w := &poolWaiter{key: key, judged: judged, got: make(chan *backendConn, 1)}
 	p.bounds.waiters[key.addr] = append(p.bounds.waiters[key.addr], w)
 	p.mu.Unlock()
 	wait := p.bounds.settings().WaitTimeout.D()
@@ -144,7 +148,7 @@ func (p *pool) handLocked(b *backendConn) bool {
 		return false
 	}
 	w := p.nextWaiterLocked(b.key.addr)
-	if w.key == b.key && !b.key.relay.on { // a relayed login logs in again: pool.get
+	if w.key == b.key && (!b.key.relay.on || w.judged) { // a relayed login logs in again: pool.get
 		w.got <- b
 		return true
 	}

@@ -280,7 +280,7 @@ func (m *muxState) borrow(ctx context.Context, srv *Server, db string) (*backend
 	wait := srv.config().Backends.Pool.WaitTimeout.D()
 	ctx, cancel := context.WithTimeout(ctx, wait+dialTimeout)
 	defer cancel()
-	be, err := srv.pool.get(ctx, m.key)
+	be, err := srv.pool.lend(ctx, m.key) // the login was judged (pinBackend)
 	if err != nil {
 		if !errors.Is(err, errPoolExhausted) {
 			srv.metrics.backendErrors.WithLabelValues("primary").Inc()
