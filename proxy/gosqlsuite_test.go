@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/lockproxy/lockproxy/rules"
 	"go/build"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/rules"
 )
 
 // suiteSkip are go-sql-driver/mysql tests run on neither side:
