@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	_ "github.com/go-sql-driver/mysql" // database/sql driver
 )
@@ -88,4 +89,20 @@ func OpenConns(ctx context.Context, db *sql.DB, n, dialers int, check func(c *sq
 	close(next)
 	wg.Wait()
 	return conns
+}
+
+// CreateDatabase creates the database name on the primary, directly, if
+// it does not exist.
+func (e *Env) CreateDatabase(ctx context.Context, name string) error {
+	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Primary, ""))
+	if err != nil {
+		return fmt.Errorf("env: %w", err)
+	}
+	defer db.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(cctx, "CREATE DATABASE IF NOT EXISTS "+name); err != nil {
+		return fmt.Errorf("env: create database %s: %w", name, err)
+	}
+	return nil
 }

@@ -97,15 +97,8 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 // prepare creates the sbtest database on the primary and fills it with
 // sysbench's tables, directly (not through the proxy).
 func prepare(ctx context.Context, e *env.Env) error {
-	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Primary, ""))
-	if err != nil {
+	if err := e.CreateDatabase(ctx, database); err != nil {
 		return fmt.Errorf("overhead: %w", err)
-	}
-	defer db.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(cctx, "CREATE DATABASE IF NOT EXISTS "+database); err != nil {
-		return fmt.Errorf("overhead: create database: %w", err)
 	}
 	w, err := workload(e, e.Bed.Primary, Config{Test: "oltp_point_select", Threads: 1, PSMode: "disable"}, 1)
 	if err != nil {

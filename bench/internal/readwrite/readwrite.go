@@ -2,7 +2,6 @@ package readwrite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -139,15 +138,8 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 // prepare creates the database and sysbench's one table on the primary,
 // directly.
 func prepare(ctx context.Context, e *env.Env) error {
-	db, err := sql.Open("mysql", e.Bed.DSN(e.Bed.Primary, ""))
-	if err != nil {
+	if err := e.CreateDatabase(ctx, database); err != nil {
 		return fmt.Errorf("readwrite: %w", err)
-	}
-	defer db.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(cctx, "CREATE DATABASE IF NOT EXISTS "+database); err != nil {
-		return fmt.Errorf("readwrite: create database: %w", err)
 	}
 	w, err := workload(e, e.Bed.Primary, "disable", 1)
 	if err != nil {
