@@ -150,6 +150,15 @@ func Summarise(rs []Result) {
 // pairedRatio is the median over rounds of f(arm)/f(baseline) for the
 // rounds both have.
 func pairedRatio(arm, base []Sample, f func(Run) float64) float64 {
+	return Median(roundRatios(arm, base, f))
+}
+
+// RoundRatios are f(a)/f(b) for each round both have, in a's order.
+func RoundRatios(a, b Result, f func(Run) float64) []float64 {
+	return roundRatios(a.Samples, b.Samples, f)
+}
+
+func roundRatios(arm, base []Sample, f func(Run) float64) []float64 {
 	at := map[int]Run{}
 	for _, s := range base {
 		at[s.Round] = s.Run
@@ -160,7 +169,7 @@ func pairedRatio(arm, base []Sample, f func(Run) float64) float64 {
 			rs = append(rs, f(s.Run)/f(b))
 		}
 	}
-	return Median(rs)
+	return rs
 }
 
 // Find returns the result called name.

@@ -3,6 +3,7 @@ package hotkey
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lockproxy/lockproxy/bench/internal/chart"
@@ -20,6 +21,23 @@ func targets(d Data) []results.Target {
 		}
 		floor += ")"
 	}
+	// The lock rule's target holds in every round: its lowest round's
+	// ratio is what is compared.
+	lowest := p.DoneRatio
+	byRound := ""
+	if base, ok := contend.Find(d.Main, p.Baseline); ok {
+		if rs := contend.RoundRatios(p, base, contend.Run.DonePerSec); len(rs) > 0 {
+			lowest = slices.Min(rs)
+			var xs []string
+			for _, r := range rs {
+				xs = append(xs, contend.X(r))
+			}
+			byRound = fmt.Sprintf("lowest round %s (rounds %s; median %s)", contend.X(lowest), strings.Join(xs, ", "), contend.X(p.DoneRatio))
+		}
+	}
+	if byRound == "" {
+		byRound = contend.X(p.DoneRatio)
+	}
 	tail := contend.Ratio(p.P99Ms, p.P50Ms)
 	var lost int64
 	for _, a := range append(append(append([]contend.Result{}, d.Main...), d.Fairness...), d.Combine...) {
@@ -33,7 +51,7 @@ func targets(d Data) []results.Target {
 		ofloor = fmt.Sprintf(" (the statements it sends via bare Go relay: %s)", contend.X(or.DoneRatio))
 	}
 	return append([]results.Target{
-		{Name: "throughput, 2× lockproxy (lock rule) / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.2f×", TargetVsForUpdate), Got: contend.X(p.DoneRatio) + floor, Met: p.DoneRatio >= TargetVsForUpdate},
+		{Name: "throughput, 2× lockproxy (lock rule) / FOR UPDATE direct, in every round", Want: fmt.Sprintf("≥ %.2f×", TargetVsForUpdate), Got: byRound + floor, Met: lowest >= TargetVsForUpdate},
 		{Name: "throughput, 2× lockproxy (optimistic rule) / FOR UPDATE direct", Want: fmt.Sprintf("≥ %.1f×", TargetOptimistic), Got: contend.X(o.DoneRatio) + ofloor, Met: o.DoneRatio >= TargetOptimistic},
 		{Name: "Jain's index over clients, 2× lockproxy (lock rule)", Want: fmt.Sprintf("≥ %.2f", TargetJain), Got: fmt.Sprintf("%.3f", p.Jain), Met: p.Jain >= TargetJain},
 		{Name: "throughput, 2× lockproxy / app-side Redis lock", Want: fmt.Sprintf("≥ %.1f×", TargetVsAppLock), Got: contend.X(d.VsAppLock), Met: d.VsAppLock >= TargetVsAppLock},
