@@ -130,8 +130,13 @@ func (m *muxState) replay(f *parser.Facts) bool {
 		return false
 	}
 	vars := slices.Clone(e.SessionVars)
-	if e.SetTransaction {
-		vars = append(vars, "tx_isolation", "transaction_isolation", "tx_read_only", "transaction_read_only")
+	for _, v := range e.SessionVars {
+		// A transaction characteristic has two names; the isolation
+		// level and the access mode are two settings, so a SET of one
+		// does not replace an earlier SET of the other.
+		if a, ok := txnAliases[v]; ok {
+			vars = append(vars, a)
+		}
 	}
 	if len(vars) == 0 {
 		return false
@@ -154,6 +159,10 @@ func (m *muxState) replay(f *parser.Facts) bool {
 	m.pending = append(m.pending, replayedSet{text: f.Text, vars: strings.Join(slices.Compact(vars), ",")})
 	return true
 }
+
+// txnAliases name each transaction characteristic's other name.
+var txnAliases = map[string]string{"tx_isolation": "transaction_isolation", "transaction_isolation": "tx_isolation",
+	"tx_read_only": "transaction_read_only", "transaction_read_only": "tx_read_only"}
 
 // keepPending keeps the command's SETs, which succeeded, for every
 // connection the session borrows from now on: each replaces an earlier

@@ -574,3 +574,47 @@ func TestMultiplexIdleWaitTimeout(t *testing.T) {
 		_ = busy.Close()
 	}
 }
+
+// TestMultiplexTransactionCharacteristics: the session's isolation level
+// and access mode are two settings replayed on every connection it
+// borrows: a SET of one does not replace an earlier SET of the other, and
+// SET TRANSACTION without a scope (the next transaction only) changes
+// neither, as on the session's own connection directly.
+func TestMultiplexTransactionCharacteristics(t *testing.T) {
+	one := startProxy(t, multiplexed(1))
+	db := freshDB(t, one)
+	ctx := context.Background()
+	c, err := one.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	other, err := one.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	d, err := one.direct(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const check = "SELECT @@session.tx_isolation, @@session.tx_read_only"
+	pinned := false
+	for _, q := range []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", check,
+		"SET SESSION tx_isolation = 'SERIALIZABLE'", check, "SET SESSION TRANSACTION READ ONLY", check,
+		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", check, "SET SESSION TRANSACTION READ WRITE", check,
+		"SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", check} {
+		if a, b := muxAnswer(c, q), muxAnswer(d, q); a != b {
+			t.Errorf("%s: through lockproxy %q, directly %q", q, a, b)
+		}
+		if pinned = pinned || strings.HasPrefix(q, "SET TRANSACTION"); pinned {
+			continue // the next transaction's characteristics pin the session's connection
+		}
+		// The one primary connection goes to another session in between,
+		// which sees the defaults.
+		if got := muxAnswer(other, check); got != "true/REPEATABLE-READ,true/0" {
+			t.Errorf("after %s: another session sees %s, want the defaults", q, got)
+		}
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/rules"
 )
 
 // TestReplicaPinnedByAnyTemporaryTable: a temporary table made by a
@@ -79,9 +81,21 @@ func TestReplicaPinnedByAnyTemporaryTable(t *testing.T) {
 
 // TestReplicaSessionIsolation: the session's isolation level applies to
 // its replica reads as to its primary ones; SET TRANSACTION without a
-// scope sends the next transaction to the primary, where it was set.
+// scope sends the next transaction to the primary, where it was set. The
+// same with multiplexing, where the session's SETs are replayed on the
+// connections it borrows.
 func TestReplicaSessionIsolation(t *testing.T) {
-	p := routedProxy(t)
+	t.Run("pinned", func(t *testing.T) { replicaSessionIsolation(t, routedProxy(t)) })
+	t.Run("multiplexed", func(t *testing.T) {
+		replicaSessionIsolation(t, startProxy(t, func(c *rules.Config) {
+			c.Backends.Replicas = []string{testbedFor(t).ReplicaAddr}
+			c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
+			multiplexed(4)(c)
+		}))
+	})
+}
+
+func replicaSessionIsolation(t *testing.T, p *testProxy) {
 	db := freshDB(t, p)
 	waitReplica(t, p)
 	ctx := context.Background()
