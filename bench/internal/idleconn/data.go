@@ -80,19 +80,11 @@ type Data struct {
 	SettleSeconds     float64   `json:"settle_seconds"`
 	AfterCloseSeconds []float64 `json:"after_close_seconds"`
 	Runs              []Run     `json:"runs"`
-	// Medians over the runs (RSS, heap, stack per connection in bytes)
-	// and the worst kept share.
-	RSSPerConn   float64 `json:"rss_per_conn"`
-	HeapPerConn  float64 `json:"heap_per_conn"`
-	StackPerConn float64 `json:"stack_per_conn"`
-	WorstKept    float64 `json:"worst_kept_share"`
-	// The same medians after a collection.
-	CollectedRSSPerConn   float64 `json:"collected_rss_per_conn"`
-	CollectedHeapPerConn  float64 `json:"collected_heap_per_conn"`
-	CollectedStackPerConn float64 `json:"collected_stack_per_conn"`
+	// Summary is the pinned runs' medians (its fields stand at the top
+	// level of the JSON, as before there were multiplexed runs).
+	Summary
 	// Multiplexed holds the same figures for the runs with multiplexing
-	// on (the ones above are the pinned runs'); nil in results from
-	// before those runs.
+	// on; nil in results from before those runs.
 	Multiplexed *Summary `json:"multiplexed,omitempty"`
 }
 
@@ -121,13 +113,6 @@ func summarize(runs []Run) Summary {
 	return s
 }
 
-// pinned is the summary of the pinned runs, as stored in Data's own
-// fields.
-func (d Data) pinned() Summary {
-	return Summary{RSSPerConn: d.RSSPerConn, HeapPerConn: d.HeapPerConn, StackPerConn: d.StackPerConn, WorstKept: d.WorstKept,
-		CollectedRSSPerConn: d.CollectedRSSPerConn, CollectedHeapPerConn: d.CollectedHeapPerConn, CollectedStackPerConn: d.CollectedStackPerConn}
-}
-
 func (d *Data) summarize() {
 	var pinned, mux []Run
 	for _, r := range d.Runs {
@@ -137,9 +122,7 @@ func (d *Data) summarize() {
 			pinned = append(pinned, r)
 		}
 	}
-	p := summarize(pinned)
-	d.RSSPerConn, d.HeapPerConn, d.StackPerConn, d.WorstKept = p.RSSPerConn, p.HeapPerConn, p.StackPerConn, p.WorstKept
-	d.CollectedRSSPerConn, d.CollectedHeapPerConn, d.CollectedStackPerConn = p.CollectedRSSPerConn, p.CollectedHeapPerConn, p.CollectedStackPerConn
+	d.Summary = summarize(pinned)
 	if len(mux) > 0 {
 		m := summarize(mux)
 		d.Multiplexed = &m
@@ -155,12 +138,10 @@ func (d Data) targets() []results.Target {
 		{Name: fmt.Sprintf("lockproxy RSS per idle authenticated connection (%d connections, median)", d.Conns),
 			Want: fmt.Sprintf("≤ %.0f KiB", TargetPerConnKiB), Got: fmt.Sprintf("%.1f KiB", d.RSSPerConn/1024), Met: d.RSSPerConn/1024 <= TargetPerConnKiB},
 	}
+	worst := d.WorstKept
 	if m := d.Multiplexed; m != nil {
 		out = append(out, results.Target{Name: fmt.Sprintf("the same with multiplexing on (%d connections, median)", d.Conns),
 			Want: fmt.Sprintf("≤ %.0f KiB", TargetPerConnKiB), Got: fmt.Sprintf("%.1f KiB", m.RSSPerConn/1024), Met: m.RSSPerConn/1024 <= TargetPerConnKiB})
-	}
-	worst := d.WorstKept
-	if m := d.Multiplexed; m != nil {
 		worst = max(worst, m.WorstKept)
 	}
 	return append(out, results.Target{Name: fmt.Sprintf("RSS the connections took still held %.0f s after they all closed (worst run)", last),

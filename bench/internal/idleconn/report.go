@@ -25,7 +25,7 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 		"On a *pinned* instance every client connection pins one primary connection, whose structures are lockproxy's and are counted; on a *multiplexed* one (`backends.pool.multiplex: true`), started alike in each round, an idle session holds none. "+
 		"The connections are then closed and RSS read again %s s later; *kept* is how much of the RSS they took is still held at the last reading.\n\n",
 		d.Conns, dialers, d.SettleSeconds, d.SettleSeconds, joinSeconds(d.AfterCloseSeconds))
-	p := d.pinned()
+	p := d.Summary
 	kib := func(x float64) string { return fmt.Sprintf("%.1f KiB", x/1024) }
 	if m := d.Multiplexed; m != nil {
 		b.WriteString("| figure per idle connection (median) | pinned, open | pinned, after two collections | multiplexed, open | multiplexed, after two collections |\n|---|--:|--:|--:|--:|\n")

@@ -8,63 +8,66 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/results"
 )
 
-// medianCalls is the median of the windows' calls per unit.
-func medianCalls(ws []Window) float64 {
-	var xs []float64
+// medianOf is the median over the windows of f.
+func medianOf(ws []Window, f func(Window) float64) float64 {
+	xs := make([]float64, 0, len(ws))
 	for _, w := range ws {
-		xs = append(xs, w.Calls)
+		xs = append(xs, f(w))
 	}
 	return contend.Median(xs)
 }
 
+// medianCalls is the median of the windows' calls per unit.
+func medianCalls(ws []Window) float64 { return medianOf(ws, func(w Window) float64 { return w.Calls }) }
+
 // medianTrips is the median of the windows' commands sent per unit.
 func medianTrips(ws []Window) float64 {
-	var xs []float64
-	for _, w := range ws {
-		xs = append(xs, w.RoundTrips)
-	}
-	return contend.Median(xs)
+	return medianOf(ws, func(w Window) float64 { return w.RoundTrips })
 }
 
 // medianPath is the median of the windows' round trips on the client's
 // path per unit.
 func medianPath(ws []Window) float64 {
-	var xs []float64
-	for _, w := range ws {
-		xs = append(xs, w.PathTrips)
+	return medianOf(ws, func(w Window) float64 { return w.PathTrips })
+}
+
+func medianSpan(ws []Window) float64 { return medianOf(ws, func(w Window) float64 { return w.SpanUs }) }
+
+func medianLatency(ws []Window) float64 {
+	return medianOf(ws, func(w Window) float64 { return w.LatencyUs })
+}
+
+// delays is how much longer far's statements took than near's, of the
+// same round, in what the delay added to one round trip: the Redis round
+// trips the client waited for; false without a measured delay.
+func delays(far, near Window) (float64, bool) {
+	if far.AddedUs <= 0 {
+		return 0, false
 	}
-	return contend.Median(xs)
+	return (far.SpanUs - near.SpanUs) / far.AddedUs, true
+}
+
+// nearByRound are d's undelayed phases by round.
+func nearByRound(d Data) map[int]Window {
+	near := map[int]Window{}
+	for _, w := range d.Near {
+		near[w.Round] = w
+	}
+	return near
 }
 
 // farTrips is the median over rounds of the Redis round trips the
 // client waited for, from the delayed phases: how much longer a paced
 // statement took with Redis farDelay further away, in delays.
 func farTrips(d Data) float64 {
-	near := map[int]float64{}
-	for _, w := range d.Near {
-		near[w.Round] = w.SpanUs
-	}
+	near := nearByRound(d)
 	var xs []float64
 	for _, w := range d.Far {
-		if n, ok := near[w.Round]; ok && w.AddedUs > 0 {
-			xs = append(xs, (w.SpanUs-n)/w.AddedUs)
+		if n, ok := near[w.Round]; ok {
+			if x, ok := delays(w, n); ok {
+				xs = append(xs, x)
+			}
 		}
-	}
-	return contend.Median(xs)
-}
-
-func medianSpan(ws []Window) float64 {
-	var xs []float64
-	for _, w := range ws {
-		xs = append(xs, w.SpanUs)
-	}
-	return contend.Median(xs)
-}
-
-func medianLatency(ws []Window) float64 {
-	var xs []float64
-	for _, w := range ws {
-		xs = append(xs, w.LatencyUs)
 	}
 	return contend.Median(xs)
 }
@@ -150,16 +153,10 @@ func (s *Scenario) Report(r *results.Result, _, _ string) (string, error) {
 			"%d more paced autocommit UPDATEs per round go through it with the relay adding nothing and adding %.0f ms, each followed by a %s pause (so a release sent after the answer is done before the next statement). "+
 			"A statement waits for the delay once per Redis round trip on its client's path, so the difference of the mean times, divided by what the delay adds to one round trip (30 PINGs through the relay with and without it, medians, right after the phase: the host's timers overshoot a little), counts them; no clocks are compared.\n\n", d.N/8, d.FarDelayMs, farPause)
 		b.WriteString("| round | mean µs, Redis +0 | mean µs, Redis +delay | one round trip's added µs | difference, in round trips (on the client's path) | commands sent per unit (+delay) |\n|--:|--:|--:|--:|--:|--:|\n")
-		near := map[int]Window{}
-		for _, w := range d.Near {
-			near[w.Round] = w
-		}
+		near := nearByRound(d)
 		for _, w := range d.Far {
 			n := near[w.Round]
-			trips := 0.0
-			if w.AddedUs > 0 {
-				trips = (w.SpanUs - n.SpanUs) / w.AddedUs
-			}
+			trips, _ := delays(w, n)
 			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.2f | %.2f |\n", w.Round, n.SpanUs, w.SpanUs, w.AddedUs, trips, w.RoundTrips)
 		}
 		fmt.Fprintf(&b, "| median | %.0f | %.0f | | **%.2f** | |\n\n", medianSpan(d.Near), medianSpan(d.Far), farTrips(d))
