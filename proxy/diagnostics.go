@@ -29,7 +29,7 @@ func keepsDiagnostics(cmd byte) bool {
 // command, unless it keeps them, then owns the session's diagnostics
 // wherever it runs (onReplica marks a replica's).
 func (r *routeState) beginCommand(cmd byte) {
-	r.diagPrev = r.diagReplica
+	r.diagPrev, r.readNow = r.diagReplica, false
 	if !keepsDiagnostics(cmd) {
 		r.diagReplica = false
 	}

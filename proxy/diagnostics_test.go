@@ -43,7 +43,14 @@ func answer(r *mysql.Result, err error) string {
 // the statement before them, as MariaDB shows them directly, whether a
 // replica or the primary ran that statement, by text and prepared.
 func TestDiagnosticsAfterReplicaRead(t *testing.T) {
-	p := routedProxy(t)
+	t.Run("pinned", func(t *testing.T) { diagnosticsAfterReplicaRead(t, routedProxy(t)) })
+	// Multiplexed, the replica connection of a read that left warnings
+	// or an error is kept until the next command, and given back at once
+	// otherwise.
+	t.Run("multiplexed", func(t *testing.T) { diagnosticsAfterReplicaRead(t, routedProxy(t, multiplexed(4))) })
+}
+
+func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 	db := freshDB(t, p)
 	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
 		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')")

@@ -45,8 +45,11 @@ type muxState struct {
 	// changed: the server reported a change of the lent connection's
 	// session state, so it is reset when given back.
 	changed bool
-	// warned: a result of the command reported warnings.
-	warned bool
+	// warned: a result of the command reported warnings; keepsDiag: its
+	// statements leave the diagnostics area as it was unless they raise
+	// a condition (keepsReplicaDiagnostics), so SHOW WARNINGS may still
+	// find an earlier statement's there.
+	warned, keepsDiag bool
 	// fresh: the lent connection was borrowed for the command being
 	// served, so the previous statement ran on another one.
 	fresh bool
@@ -237,7 +240,7 @@ func (s *session) dispatchLent(p []byte) error {
 		// Prepared statements (pool_stmt.go).
 		stmtCommand = true
 	}
-	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
+	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks, s.mux.keepsDiag = false, 0, false, false, false
 	s.mux.pending = s.mux.pending[:0]
 	clear(s.mux.replaying)
 	errs := s.errsWritten
@@ -270,8 +273,17 @@ func (s *session) dispatchLent(p []byte) error {
 	answers := p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_STMT_PREPARE ||
 		p[0] == mysql.COM_STMT_EXECUTE || p[0] == comStmtBulkExecute
 	if answers && !s.mux.readsDiagnostics {
-		s.mux.pins &^= pinDiagnostics
-		if s.mux.warned || !s.ex.lastOK || s.errsWritten != errs {
+		// The diagnostics area holds the warnings and errors of the
+		// last statement that cleared it: one that names a table or
+		// raises a condition (keepsReplicaDiagnostics).
+		left := s.mux.warned || !s.ex.lastOK || s.errsWritten != errs
+		if s.route.readNow {
+			s.route.replicaLeft = left || s.route.replicaLeft && s.route.readKept
+		}
+		if !(s.mux.keepsDiag && s.ex.lastOK && !s.ex.raised) || s.route.readNow {
+			s.mux.pins &^= pinDiagnostics
+		}
+		if left && !s.route.diagReplica {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
 		}
 	}
@@ -279,6 +291,7 @@ func (s *session) dispatchLent(p []byte) error {
 		s.be = nil
 		s.pub.lend(nil)
 	}
+	s.route.settleReplica(s.srv.pool, s.be != nil)
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	return nil
 }

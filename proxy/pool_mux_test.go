@@ -172,6 +172,8 @@ func TestMultiplexPins(t *testing.T) {
 		{"found_rows", []string{"SELECT SQL_CALC_FOUND_ROWS id FROM t ORDER BY id LIMIT 1"}, "SELECT FOUND_ROWS()", nil},
 		{"last_insert_id", []string{"INSERT INTO auto (v) VALUES (1)", "SELECT 1"}, "SELECT LAST_INSERT_ID() > 0", nil},
 		{"diagnostics", []string{"SELECT 1/0"}, "SHOW WARNINGS", nil},
+		// A statement that names no table leaves the warnings before it.
+		{"diagnostics", []string{"SELECT 1/0", "SELECT 1 + 1"}, "SHOW WARNINGS", nil},
 		{"cursor", []string{"HANDLER t OPEN"}, "HANDLER t READ `PRIMARY` FIRST", nil},
 		{"unknown", []string{"DO SLEEP(0)"}, "SELECT 1", nil},
 	} {

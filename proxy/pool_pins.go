@@ -113,6 +113,7 @@ func (m *muxState) pinFor(an *parser.Analysis) error {
 			map[bool]string{true: "FOUND_ROWS()", false: "ROW_COUNT()"}[first.Effects.FoundRows])
 	}
 	m.readsDiagnostics = diagnosticsOnly(an)
+	m.keepsDiag = keepsReplicaDiagnostics(an, true, false)
 	for _, f := range an.Stmts {
 		pins := factPins(f)
 		if pins&pinSessionVariable != 0 && m.replay(f) {

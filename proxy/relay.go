@@ -85,7 +85,7 @@ func (r *responseRelay) passAs(kind passKind) ([]byte, error) {
 	r.x.midResponse = true
 	big := len(p) == maxPayload
 	out := p
-	if !big && kind != passPlain && (r.x.src.key.track || r.x.moreFollows) {
+	if !big && kind != passPlain && (r.x.src.key.track || r.x.src.key.readOnly || r.x.moreFollows) {
 		ok, end := false, false
 		switch {
 		case kind == passFirst && len(p) > 0 && p[0] == mysql.OK_HEADER:

@@ -18,13 +18,18 @@ const gtidWait = 50 * time.Millisecond
 
 // replicaState is the session's view of its replica connection.
 type replicaState struct {
-	conn    *backendConn
-	run     *replicaRun // conn as KILL finds it while a command runs on it
-	db      string      // current database on conn
-	sets    int         // how many of routeState.sets conn has replayed
-	reached string      // the last GTID conn is known to have applied
-	stmts   map[uint32]uint32
-	typed   map[uint32]bool // statements conn has been given parameter types for
+	conn  *backendConn
+	run   *replicaRun // conn as KILL finds it while a command runs on it
+	db    string      // current database on conn
+	sets  int         // how many of routeState.sets conn has replayed
+	stmts map[uint32]uint32
+	typed map[uint32]bool // statements conn has been given parameter types for
+	// shared are the statements of stmts that conn keeps for every
+	// session lent it (backendConn.stmts), which the session never
+	// closes; dirty: conn holds something of the session's (a statement
+	// it does not keep so), so it is reset when given back.
+	shared map[uint32]bool
+	dirty  bool
 }
 
 // replicaEligible reports whether an analysed command may be served by a
@@ -86,6 +91,12 @@ func (x *statementRun) onReplica() (served bool, err error) {
 	if s.primaryGone() {
 		return true, errPrimaryGone // the session is over; see gone.go
 	}
+	if st != nil && st.db != s.reading.db {
+		// Its text names tables of the database it was prepared in,
+		// which a replica connection, in the session's, would read
+		// otherwise: the primary's copy reads them.
+		return false, nil
+	}
 	if !s.srv.config().Backends.RYW() {
 		s.route.needGTID, s.route.lastGTID = false, ""
 	}
@@ -100,6 +111,7 @@ func (x *statementRun) onReplica() (served bool, err error) {
 	}
 	defer release()
 	env := s.routeEnv()
+	held := s.route.replica.conn
 	rc, err := s.route.replicaConn(env, s.client.backendKey(s.srv, s.user, s.reading.db), addr)
 	if err != nil {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
@@ -130,7 +142,8 @@ func (x *statementRun) onReplica() (served bool, err error) {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
 	}
-	s.route.diagReplica = true
+	s.route.diagReplica, s.route.readNow = true, true
+	s.route.readKept = rc == held && keepsReplicaDiagnostics(x.r.an, s.ex.lastOK, s.ex.raised)
 	s.srv.metrics.queries.WithLabelValues("replica", kindLabel(st)).Inc()
 	return true, nil
 }
@@ -164,7 +177,7 @@ func (x *statementRun) relayReplicaIf(rc *backendConn, p []byte, binary bool, ch
 // the read to the primary.
 func (r *routeState) caughtUp(env routeEnv, rc *backendConn, addr string) bool {
 	want := env.srv.marks.want(env.srv.config().Backends.ReadYourWrites, env.user, r.lastGTID)
-	if want == "" || r.replica.reached == want {
+	if want == "" || r.reachedAt == addr && r.reached == want {
 		return true
 	}
 	q := router.WaitGTIDQuery(want, gtidWait)
@@ -179,7 +192,7 @@ func (r *routeState) caughtUp(env routeEnv, rc *backendConn, addr string) bool {
 	if string(v) != "0" {
 		return false // not caught up within gtidWait
 	}
-	r.replica.reached = want
+	r.reachedAt, r.reached = addr, want
 	return true
 }
 
@@ -232,7 +245,7 @@ func (r *routeState) replicaBroken(srv *Server, log *zap.Logger, addr string, er
 		srv.pool.put(r.replica.conn)
 	}
 	r.replica = replicaState{}
-	r.diagReplica = false
+	r.diagReplica, r.replicaLeft = false, false
 }
 
 func isMySQLErr(err error) bool {
@@ -241,39 +254,48 @@ func isMySQLErr(err error) bool {
 }
 
 // routeEnv is what routing reads of the session: the server, the log,
-// the user (read-your-writes marks), the database and the context that
-// ends when lockproxy stops for good.
+// the user (read-your-writes marks), the database, the context that ends
+// when lockproxy stops for good, and whether the session multiplexes.
 type routeEnv struct {
 	srv      *Server
 	log      *zap.Logger
 	user, db string
 	ctx      context.Context
+	mux      bool
 }
 
 // routeEnv is the session's routeEnv.
 func (s *session) routeEnv() routeEnv {
-	return routeEnv{srv: s.srv, log: s.log, user: s.user, db: s.reading.db, ctx: s.hardCtx}
+	return routeEnv{srv: s.srv, log: s.log, user: s.user, db: s.reading.db, ctx: s.hardCtx, mux: s.mux.on}
 }
 
 // replicaConn returns the session's connection to addr, logging in as
 // the session's primary connections do (key) with the session's
-// database and SET statements applied.
+// database and SET statements applied. A session that does not
+// multiplex keeps its connection to the replica it last read from for
+// its life; one that multiplexes borrows one of the pool's, logged in to
+// its current database, for the read (giveBackReplica).
 func (r *routeState) replicaConn(env routeEnv, key poolKey, addr string) (*backendConn, error) {
-	if r.replica.conn != nil && r.replica.conn.key.addr != addr {
-		env.srv.pool.put(r.replica.conn)
-		r.replica = replicaState{}
+	if c := r.replica.conn; c != nil && (c.key.addr != addr || env.mux && r.replica.db != env.db) {
+		r.giveBackReplica(env.srv.pool)
 	}
 	if r.replica.conn == nil {
 		key.addr, key.db, key.readOnly, key.track = addr, "", true, false
+		take := env.srv.pool.get
+		if env.mux {
+			// The login was judged (pinBackend); the connection is the
+			// pool's, in the session's database, as the primary's are.
+			key.db, take = env.db, env.srv.pool.lend
+		}
 		ctx, cancel := context.WithTimeout(env.ctx, dialTimeout)
-		b, err := env.srv.pool.get(ctx, key)
+		b, err := take(ctx, key)
 		cancel()
 		if err != nil {
 			return nil, err
 		}
-		b.dbDirty = true
-		r.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc},
-			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}}
+		b.dbDirty = !env.mux
+		r.replica = replicaState{conn: b, run: &replicaRun{addr: addr, thread: b.threadID, nc: b.nc}, db: key.db,
+			stmts: map[uint32]uint32{}, typed: map[uint32]bool{}, shared: map[uint32]bool{}}
 	}
 	rc := r.replica.conn
 	if r.replica.db != env.db && env.db != "" {
@@ -283,11 +305,42 @@ func (r *routeState) replicaConn(env routeEnv, key poolKey, addr string) (*backe
 		r.replica.db = env.db
 	}
 	for ; r.replica.sets < len(r.sets); r.replica.sets++ {
+		r.replica.dirty = true
 		if _, err := rc.queryValue(r.sets[r.replica.sets]); err != nil && err != errNoRow {
 			return nil, err
 		}
 	}
 	return rc, nil
+}
+
+// giveBackReplica gives the session's replica connection back to the
+// pool: kept as it is when it holds nothing of the session's (no
+// warnings either), else reset first (in the background), or closed
+// when it cannot be.
+func (r *routeState) giveBackReplica(p *pool) {
+	rc := r.replica.conn
+	switch {
+	case rc == nil:
+		return
+	case r.replica.dirty || r.replicaLeft || rc.dbDirty || rc.optionSet || rc.broken || len(rc.pre) > 0:
+		p.put(rc)
+	default:
+		p.keep(rc)
+	}
+	r.replica, r.replicaLeft = replicaState{}, false
+}
+
+// settleReplica, after a command of a multiplexing session, gives its
+// replica connection back unless the client may still read the
+// diagnostics the last read left there: warnings or an error
+// (replicaLeft), or, while the session holds a primary connection, even
+// none, since that connection's diagnostics are not the read's. A session
+// holding neither reads empty diagnostics from the next connection it
+// borrows, which every connection is given back with.
+func (r *routeState) settleReplica(p *pool, holdsPrimary bool) {
+	if r.replica.conn != nil && !(r.diagReplica && (r.replicaLeft || holdsPrimary)) {
+		r.giveBackReplica(p)
+	}
 }
 
 // replicaExecute prepares st on the replica connection if needed and
@@ -297,7 +350,7 @@ func (r *routeState) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte
 	id, ok := r.replica.stmts[st.id]
 	if !ok {
 		var err error
-		if id, err = rc.prepare(st.query); err != nil {
+		if id, err = r.replicaPrepare(rc, st); err != nil {
 			return nil, err
 		}
 		r.replica.stmts[st.id] = id
@@ -312,6 +365,29 @@ func (r *routeState) replicaExecute(rc *backendConn, p []byte, st *stmt) ([]byte
 		r.replica.typed[st.id] = true
 	}
 	return out, nil
+}
+
+// replicaPrepare gives st a statement on rc: under multiplexing, one rc
+// keeps of its text for every session lent it, when rc is in its pool's
+// state (its login's database, no SET replayed), else one prepared there
+// and kept so when it can be (as a primary connection's: pool_stmt.go);
+// otherwise one of the session's own.
+func (r *routeState) replicaPrepare(rc *backendConn, st *stmt) (uint32, error) {
+	pooled := !rc.dbDirty && r.replica.db == rc.key.db && r.replica.sets == 0
+	if cs, ok := rc.stmts[connStmtKey{rc.key.db, st.query}]; ok && pooled && cs.params == st.numParams {
+		r.replica.shared[st.id] = true
+		return cs.id, nil
+	}
+	id, params, err := rc.prepareCounted(st.query)
+	switch {
+	case err != nil:
+		return 0, err
+	case pooled && params == st.numParams && rc.shareStmt(rc.key.db, st.query, id, params):
+		r.replica.shared[st.id] = true
+	default:
+		r.replica.dirty = true
+	}
+	return id, nil
 }
 
 // learnLastGTID asks the primary for the GTID of the session's last write,
@@ -404,7 +480,7 @@ func (r *routeState) dropReplica(pool *pool) {
 		pool.put(r.replica.conn)
 	}
 	r.replica = replicaState{}
-	r.diagReplica = false
+	r.diagReplica, r.replicaLeft = false, false
 	r.sets = nil
 	r.lastGTID, r.needGTID, r.pinnedPrimary, r.nextTxnPrimary = "", false, false, false
 }
@@ -438,6 +514,14 @@ type routeState struct {
 	// diagReplica: the session's diagnostics area (SHOW WARNINGS) is
 	// its replica connection's, which served the last statement;
 	// diagPrev is what diagReplica was before the command being served
-	// (beginCommand).
-	diagReplica, diagPrev bool
+	// (beginCommand); replicaLeft: that statement left warnings or an
+	// error there (kept under multiplexing: settleReplica); readNow: a
+	// replica served the command being served, and readKept: on the
+	// connection that served the one before, leaving its diagnostics
+	// area as it was (keepsReplicaDiagnostics).
+	diagReplica, diagPrev, replicaLeft, readNow, readKept bool
+	// reached is the last GTID the replica reachedAt is known to have
+	// applied (MASTER_GTID_WAIT answers for the server, whichever
+	// connection asks).
+	reachedAt, reached string
 }

@@ -13,11 +13,14 @@ import (
 )
 
 // routedProxy is a proxy with the bed's replica configured.
-func routedProxy(t *testing.T) *testProxy {
+func routedProxy(t *testing.T, edits ...func(*rules.Config)) *testProxy {
 	t.Helper()
 	return startProxy(t, func(c *rules.Config) {
 		c.Backends.Replicas = []string{testbedFor(t).ReplicaAddr}
 		c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
+		for _, e := range edits {
+			e(c)
+		}
 	})
 }
 

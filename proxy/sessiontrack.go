@@ -344,6 +344,9 @@ func (m *modeState) take(name, value string) reportBits {
 // SERVER_SESSION_STATE_CHANGED only when state remains.
 func (s *session) tracked(p []byte, ok bool) []byte {
 	if s.ex.src == nil || !s.ex.src.key.track {
+		if s.ex.src != nil && s.ex.src.key.readOnly && resultWarnings(p, ok) > 0 {
+			s.mux.warned = true // a replica read's, kept with its connection (settleReplica)
+		}
 		return p
 	}
 	if s.ex.src == s.be {

@@ -365,10 +365,13 @@ func (s *session) closeStmt(p []byte) error {
 		return nil
 	}
 	if id, ok := s.route.replica.stmts[st.id]; ok {
-		q := append([]byte(nil), p...)
-		binary.LittleEndian.PutUint32(q[1:], id)
-		_ = s.route.replica.conn.writeCommand(q)
+		if !s.route.replica.shared[st.id] { // the connection keeps a shared one for others
+			q := append([]byte(nil), p...)
+			binary.LittleEndian.PutUint32(q[1:], id)
+			_ = s.route.replica.conn.writeCommand(q)
+		}
 		delete(s.route.replica.stmts, st.id)
+		delete(s.route.replica.shared, st.id)
 	}
 	if s.be == nil {
 		// Multiplexing, between loans (dispatchLent borrows none for a

@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestMultiplexReplicaReads: a multiplexing session borrows a replica
+// connection for each read and gives it back: 24 sessions, each with a
+// time zone of its own (a SET replayed on each connection it borrows),
+// take turns reading by text and by prepared statement through at most
+// two replica connections, and each sees its own session's state, as
+// directly.
+func TestMultiplexReplicaReads(t *testing.T) {
+	p := routedProxy(t, multiplexed(4))
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+		"INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)")
+	waitReplica(t, p)
+	ctx := context.Background()
+	const sessions = 24
+	pool := p.db(t, db, "")
+	pool.SetMaxOpenConns(sessions)
+	conns := make([]*sql.Conn, sessions)
+	for i := range conns {
+		c, err := pool.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if i%2 == 1 {
+			mustConnExec(t, c, fmt.Sprintf("SET time_zone = '+%02d:00'", i%12))
+		}
+		conns[i] = c
+	}
+	replicaReads := func() float64 {
+		return testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "query")) +
+			testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "execute"))
+	}
+	before, reads, most := replicaReads(), 0, 0.0
+	for round := range 6 {
+		for i, c := range conns {
+			wantTZ := "SYSTEM"
+			if i%2 == 1 {
+				wantTZ = fmt.Sprintf("+%02d:00", i%12)
+			}
+			var sid int
+			var tz, d string
+			if err := c.QueryRowContext(ctx, "SELECT @@server_id, @@time_zone, DATABASE()").Scan(&sid, &tz, &d); err != nil {
+				t.Fatal(err)
+			}
+			if tz != wantTZ || d != db {
+				t.Fatalf("session %d read time zone %s in %s, want %s in %s", i, tz, d, wantTZ, db)
+			}
+			id := 1 + (i+round)%3
+			var v int
+			if err := c.QueryRowContext(ctx, "SELECT v FROM t WHERE id = ?", id).Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			if v != 10*id {
+				t.Fatalf("session %d read v %d for id %d", i, v, id)
+			}
+			reads += 2
+			most = max(most, sampleValue(t, p.reg, "lockproxy_backend_connections", "backend", p.bed.ReplicaAddr))
+		}
+	}
+	served := replicaReads() - before
+	t.Logf("%v of %d reads served by the replica; at most %v replica connections open", served, reads, most)
+	if served < float64(reads)/2 {
+		t.Errorf("only %v of %d reads reached the replica", served, reads)
+	}
+	if most > 2 || most == 0 {
+		t.Errorf("%v replica connections open for %d sessions taking turns, want 1 or 2", most, sessions)
+	}
+}
+
+// TestReplicaPreparedInOtherDatabase: a statement prepared in one
+// database reads that database's table when executed after USE of
+// another, as directly, never the other's from a replica; multiplexed,
+// where the connection it borrows cannot prepare it again in its
+// database, it is refused instead (pool_stmt.go).
+func TestReplicaPreparedInOtherDatabase(t *testing.T) {
+	t.Run("pinned", func(t *testing.T) { replicaPreparedInOtherDatabase(t, routedProxy(t), false) })
+	t.Run("multiplexed", func(t *testing.T) { replicaPreparedInOtherDatabase(t, routedProxy(t, multiplexed(4)), true) })
+}
+
+func replicaPreparedInOtherDatabase(t *testing.T, p *testProxy, refused bool) {
+	db := freshDB(t, p)
+	other := db + "_other"
+	testbed.MustExec(t, p.direct(t, "", ""), "DROP DATABASE IF EXISTS "+other, "CREATE DATABASE "+other)
+	t.Cleanup(func() { _, _ = p.direct(t, "", "").Exec("DROP DATABASE IF EXISTS " + other) })
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 10)")
+	testbed.MustExec(t, p.direct(t, other, ""), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 99)")
+	waitReplica(t, p)
+	c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Prepare("SELECT v FROM t WHERE id = ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, use := range []string{other, db, other, db} {
+		if _, err := c.Execute("USE " + use); err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Execute(1)
+		if refused && use != db {
+			var me *mysql.MyError
+			if !errors.As(err, &me) || me.Code != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
+				t.Errorf("execute after USE %s: %v, want lockproxy's 1105", use, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("execute after USE %s: %v", use, err)
+		}
+		if v, _ := r.GetInt(0, 0); v != 10 {
+			t.Errorf("after USE %s the statement prepared in %s read v = %d, want 10", use, db, v)
+		}
+		r.Close()
+	}
+}
