@@ -66,6 +66,7 @@ func TestCompressedProtocol(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Close() // before finish, which waits for the relay: a failure below must not hang
 		var got []string
 		for _, q := range []string{
 			"SELECT REPEAT('z', 1000000)",

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
 )
 
 // What pins a multiplexing session to its primary connection (see
@@ -73,7 +74,7 @@ func (s *session) pinFor(r request) error {
 	if an == nil && len(r.p) > 0 && r.p[0] == mysql.COM_QUERY {
 		an = s.text().lastKnown(string(r.p[1:]))
 	}
-	return s.mux.pinFor(an)
+	return s.mux.pinFor(an, s.srv.ruleSet(), s.reading.db)
 }
 
 // lastKnown analyses text for what it leaves on its connection when
@@ -92,7 +93,7 @@ func (t textReader) lastKnown(text string) *parser.Analysis {
 
 // pinFor pins for what the command analysed as an (nil: not analysed)
 // leaves on its connection; see session.pinFor.
-func (m *muxState) pinFor(an *parser.Analysis) error {
+func (m *muxState) pinFor(an *parser.Analysis, rs *rules.RuleSet, db string) error {
 	fresh := m.fresh
 	m.fresh = false
 	if an == nil || an.Unparsed || an.Uncertain != "" || len(an.Stmts) == 0 {
@@ -108,9 +109,10 @@ func (m *muxState) pinFor(an *parser.Analysis) error {
 		return nil
 	}
 	first := an.Stmts[0]
-	if fresh && (first.Effects.FoundRows || first.Effects.RowCount) {
-		return errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text",
-			map[bool]string{true: "FOUND_ROWS()", false: "ROW_COUNT()"}[first.Effects.FoundRows])
+	if fresh {
+		if what := readsPrevious(first, rs, db); what != "" {
+			return errorf(errStateElsewhere, "%s reads what the previous statement left on its backend connection, which backends.pool.multiplex gave back: run both in one transaction or text", what)
+		}
 	}
 	m.readsDiagnostics = diagnosticsOnly(an)
 	m.keepsDiag = keepsReplicaDiagnostics(an, true, false)
@@ -126,6 +128,21 @@ func (m *muxState) pinFor(an *parser.Analysis) error {
 	}
 	m.pins |= m.cmdPins
 	return nil
+}
+
+// readsPrevious names what of f reads what the statement before it left
+// on its connection (FOUND_ROWS(), ROW_COUNT(), a stored function that
+// may: rules.RuleSet.MayReadPrevious), or "".
+func readsPrevious(f *parser.Facts, rs *rules.RuleSet, db string) string {
+	switch {
+	case f.Effects.FoundRows:
+		return "FOUND_ROWS()"
+	case f.Effects.RowCount:
+		return "ROW_COUNT()"
+	case rs.MayReadPrevious(f, db):
+		return "a stored function that may read ROW_COUNT() or FOUND_ROWS()"
+	}
+	return ""
 }
 
 // factPins are the reasons one statement pins its session for.

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -170,7 +171,7 @@ func (m *muxState) pinForStmt(st *stmt) error {
 	fresh := m.fresh
 	m.fresh = false
 	if fresh && st.readsLeft {
-		return errorf(errStateElsewhere, "prepared statement %d reads what the previous statement left on its backend connection (FOUND_ROWS(), ROW_COUNT()), which backends.pool.multiplex gave back: run both in one transaction", st.id)
+		return errorf(errStateElsewhere, "prepared statement %d reads what the previous statement left on its backend connection (FOUND_ROWS(), ROW_COUNT(), a stored function that may read them), which backends.pool.multiplex gave back: run both in one transaction", st.id)
 	}
 	m.readsDiagnostics = st.readsDiag
 	m.keepsDiag = keepsReplicaDiagnostics(st.an, true, false)
@@ -184,7 +185,7 @@ func (m *muxState) pinForStmt(st *stmt) error {
 // their values are parameters), whether it reads what the previous
 // statement left (readsLeft) and whether it only reads the diagnostics
 // area (readsDiag).
-func stmtPins(an *parser.Analysis) (pins pinReason, readsLeft, readsDiag bool) {
+func stmtPins(an *parser.Analysis, rs *rules.RuleSet, db string) (pins pinReason, readsLeft, readsDiag bool) {
 	switch {
 	case an == nil:
 		return pinUnknown, false, false
@@ -197,8 +198,7 @@ func stmtPins(an *parser.Analysis) (pins pinReason, readsLeft, readsDiag bool) {
 	for _, f := range an.Stmts {
 		pins |= factPins(f)
 	}
-	e := an.Stmts[0].Effects
-	return pins, e.FoundRows || e.RowCount, diagnosticsOnly(an)
+	return pins, readsPrevious(an.Stmts[0], rs, db) != "", diagnosticsOnly(an)
 }
 
 // holding are the reasons the session's prepared statements give to keep

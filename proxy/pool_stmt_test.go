@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/parser"
+	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -157,6 +158,15 @@ func TestMultiplexReprepares(t *testing.T) {
 // everything; long data and an open cursor hold the connection.
 func TestStmtPins(t *testing.T) {
 	cache := parser.NewCache(16)
+	rs, err := rules.Compile(&rules.Config{}, rules.Schema{}.WithObjects(rules.Objects{Routines: []rules.Routine{
+		{Schema: "db", Name: "rc", Function: true, Body: "RETURN ROW_COUNT()", BodyKnown: true},
+		{Schema: "db", Name: "via", Function: true, Body: "RETURN rc() + 1", BodyKnown: true},
+		{Schema: "db", Name: "plain", Function: true, Body: "RETURN 1", BodyKnown: true},
+		{Schema: "db", Name: "hidden", Function: true, BodyKnown: false},
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		sql       string
 		pins      pinReason
@@ -172,18 +182,24 @@ func TestStmtPins(t *testing.T) {
 		{"SET SESSION sql_mode = ?", pinSessionVariable, false},
 		{"SELECT LAST_INSERT_ID()", pinLastInsertID, false},
 		{"CREATE TEMPORARY TABLE tt (a INT)", pinTemporaryTable, false},
+		// Stored functions that may read ROW_COUNT() or FOUND_ROWS(),
+		// themselves or through another, or whose body is not seen.
+		{"SELECT rc()", pinUnknown, true},
+		{"SELECT via() + ?", pinUnknown, true},
+		{"SELECT hidden()", pinUnknown, true},
+		{"SELECT plain(), NOW()", pinUnknown, false},
 	} {
 		an, err := cache.AnalyzeWith(c.sql, "db", parser.Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.sql, err)
 		}
 		// A function call pins for unknown too (factPins), as in a text.
-		pins, readsLeft, _ := stmtPins(an)
+		pins, readsLeft, _ := stmtPins(an, rs, "db")
 		if pins&c.pins != c.pins || c.pins == 0 && pins != 0 || readsLeft != c.readsLeft {
 			t.Errorf("%s: pins %b reads left %v, want %b %v", c.sql, pins, readsLeft, c.pins, c.readsLeft)
 		}
 	}
-	if pins, _, _ := stmtPins(nil); pins != pinUnknown {
+	if pins, _, _ := stmtPins(nil, rs, "db"); pins != pinUnknown {
 		t.Errorf("no analysis: pins %b, want unknown", pins)
 	}
 	tab := stmtTable{stmts: map[uint32]*stmt{1: {}, 2: {}}}

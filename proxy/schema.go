@@ -49,9 +49,14 @@ func (s *Server) compileRulesLogged(cfg *rules.Config, btls *tls.Config, log *za
 }
 
 // readsSchema reports whether cfg needs the primary's schema: rules key
-// guarded tables with it, and replica routing needs the views (a read of
-// a view that calls a stored function stays on the primary).
-func readsSchema(cfg *rules.Config) bool { return len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0 }
+// guarded tables with it, replica routing needs the views (a read of a
+// view that calls a stored function stays on the primary), and
+// multiplexing the stored functions (one that may read ROW_COUNT() is
+// refused on a connection the previous statement did not run on:
+// rules.RuleSet.MayReadPrevious).
+func readsSchema(cfg *rules.Config) bool {
+	return len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0 || cfg.Backends.Pool.Multiplex
+}
 
 func (s *Server) loadSchema(cfg *rules.Config, btls *tls.Config, log *zap.Logger) (rules.Schema, error) {
 	if len(cfg.Users) == 0 {

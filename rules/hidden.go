@@ -45,6 +45,10 @@ type hiddenNode struct {
 	// mayTemp: its body may make a temporary table (it names TEMPORARY,
 	// runs dynamic SQL, or cannot be seen).
 	mayTemp bool
+	// readsLeft: its body may read what the statement before its caller
+	// left on the connection (it names ROW_COUNT or FOUND_ROWS, runs
+	// dynamic SQL, or cannot be seen).
+	readsLeft bool
 }
 
 // firedByWrites reports whether n runs because a write to its table does:
@@ -86,7 +90,7 @@ func (rs *RuleSet) compileObjects(objs Objects) *objectPlan {
 		m[n.name] = n
 		nodes = append(nodes, n)
 		if !r.BodyKnown {
-			n.mayTemp = true
+			n.mayTemp, n.readsLeft = true, true
 			rs.touchAll(n, "lockproxy's backend user cannot see its body")
 			continue
 		}
@@ -150,11 +154,13 @@ func (rs *RuleSet) scanBody(n *hiddenNode, body string) {
 	for _, w := range parser.LexNames(body) {
 		switch w {
 		case "prepare", "execute":
-			n.mayTemp = true
+			n.mayTemp, n.readsLeft = true, true
 			rs.touchAll(n, "it runs dynamic SQL (PREPARE/EXECUTE)")
 			continue
 		case "temporary":
 			n.mayTemp = true
+		case "row_count", "found_rows":
+			n.readsLeft = true
 		}
 		ref := qualify(w, n.schema)
 		name := ref.Schema + "." + ref.Name

@@ -252,6 +252,50 @@ func (rs *RuleSet) MayCreateTemporary(f *parser.Facts, currentDB string) bool {
 	return reachesTemporary(start)
 }
 
+// MayReadPrevious reports whether a stored function f calls (by name or
+// through a view) may read what the statement before f left on its
+// connection: ROW_COUNT() or FOUND_ROWS() in its body or in a routine it
+// calls, dynamic SQL, or a body lockproxy's user cannot see. Without the
+// schema's objects every call may (the parser does not know which
+// names are built in). A CALL's
+// procedure is not asked about: a procedure's ROW_COUNT() reads its own
+// statements' far more often than its caller's.
+func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
+	if len(f.Calls) == 0 && len(f.Tables) == 0 {
+		return false
+	}
+	if rs == nil || rs.objects == nil {
+		return len(f.Calls) > 0
+	}
+	op := rs.objects
+	calls := f.Calls
+	for _, ref := range f.Tables {
+		if v := rs.view(refSchema(ref, currentDB), ref.Name); v != nil {
+			calls = append(calls, v.calls...)
+		}
+	}
+	var start []*hiddenNode
+	for _, c := range calls {
+		if fn := op.funcs[c]; fn != nil {
+			start = append(start, fn)
+		}
+	}
+	seen := map[*hiddenNode]bool{}
+	for len(start) > 0 {
+		n := start[len(start)-1]
+		start = start[:len(start)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if n.readsLeft {
+			return true
+		}
+		start = append(start, n.calls...)
+	}
+	return false
+}
+
 // reachesTemporary reports whether a node of start, or one they call, may
 // make a temporary table.
 func reachesTemporary(start []*hiddenNode) bool {
