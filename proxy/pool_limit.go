@@ -58,10 +58,11 @@ func defaultPoolSettings() rules.PoolConfig {
 }
 
 // bound is the number of connections key's backend may have open: with
-// multiplexing, max_connections for the primary; 0, no bound.
+// multiplexing, max_connections for the primary and for each replica;
+// 0, no bound.
 func (p *pool) bound(key poolKey) int {
 	st := p.bounds.settings()
-	if !st.Multiplex || !key.track {
+	if !st.Multiplex || !key.track && !key.readOnly {
 		return 0
 	}
 	return st.MaxConnections
@@ -98,6 +99,12 @@ func (p *pool) room(ctx context.Context, key poolKey, judged bool) (*backendConn
 		p.mu.Unlock()
 		v.close()
 		return nil, nil
+	}
+	if key.readOnly {
+		// A replica's reads go to the primary rather than wait.
+		p.mu.Unlock()
+		p.bounds.m.waits.WithLabelValues(key.addr, "primary").Inc()
+		return nil, errorf(errPoolExhausted, "backends.pool.max_connections (%d) connections to the replica %s are in use", limit, key.addr)
 	}
 	w := &poolWaiter{key: key, judged: judged, got: make(chan *backendConn, 1)}
 	p.bounds.waiters[key.addr] = append(p.bounds.waiters[key.addr], w)
@@ -282,7 +289,7 @@ func newPoolMetrics() poolMetrics {
 			[]string{"backend", "state"}, nil),
 		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockproxy_backend_connection_waits_total",
-			Help: "Sessions that waited for a backend connection because backends.pool.max_connections were open, by backend and outcome (got|timeout).",
+			Help: "Sessions that waited for a backend connection because backends.pool.max_connections were open, by backend and outcome (got|timeout; primary: a read a replica would have served went to the primary instead of waiting).",
 		}, []string{"backend", "outcome"}),
 		pinned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "lockproxy_sessions_pinned",

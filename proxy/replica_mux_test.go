@@ -89,7 +89,7 @@ func TestMultiplexReplicaReads(t *testing.T) {
 // where the connection it borrows cannot prepare it again in its
 // database, it is refused instead (pool_stmt.go).
 func TestReplicaPreparedInOtherDatabase(t *testing.T) {
-	t.Run("pinned", func(t *testing.T) { replicaPreparedInOtherDatabase(t, routedProxy(t), false) })
+	t.Run("pinned", func(t *testing.T) { replicaPreparedInOtherDatabase(t, routedProxy(t, pinned), false) })
 	t.Run("multiplexed", func(t *testing.T) { replicaPreparedInOtherDatabase(t, routedProxy(t, multiplexed(4)), true) })
 }
 
@@ -130,5 +130,55 @@ func replicaPreparedInOtherDatabase(t *testing.T, p *testProxy, refused bool) {
 			t.Errorf("after USE %s the statement prepared in %s read v = %d, want 10", use, db, v)
 		}
 		r.Close()
+	}
+}
+
+// TestMultiplexReplicaBound: backends.pool.max_connections bounds a
+// replica's connections too; a read that finds them in use goes to the
+// primary at once, and to the replica again once one is free.
+func TestMultiplexReplicaBound(t *testing.T) {
+	p := routedProxy(t, multiplexed(1))
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(3))", "INSERT INTO t VALUES (1, '1x')")
+	waitReplica(t, p)
+	ctx := context.Background()
+	a, err := p.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := p.db(t, db, "").Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	server := func(c *sql.Conn, q string) int {
+		t.Helper()
+		var id int
+		var v any
+		if err := c.QueryRowContext(ctx, q).Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// A read that leaves a warning keeps its replica connection until
+	// the session's next command.
+	if got := server(a, "SELECT @@server_id, CAST(s AS SIGNED) FROM t"); got != replicaID {
+		t.Fatalf("a's read ran on server %d, want the replica", got)
+	}
+	if got := server(b, "SELECT @@server_id, s FROM t"); got != primaryID {
+		t.Errorf("with the replica's one connection held, b's read ran on server %d, want the primary", got)
+	}
+	if n := sampleValue(t, p.reg, "lockproxy_backend_connection_waits_total", "outcome", "primary"); n != 1 {
+		t.Errorf("waits_total{outcome=primary} = %v, want 1", n)
+	}
+	if got := muxAnswer(a, "SHOW WARNINGS"); !strings.Contains(got, "1292") {
+		t.Errorf("a's warnings: %s", got)
+	}
+	if got := server(a, "SELECT @@server_id, s FROM t"); got != replicaID {
+		t.Fatalf("a's clean read ran on server %d, want the replica", got)
+	}
+	if got := server(b, "SELECT @@server_id, s FROM t"); got != replicaID {
+		t.Errorf("with the replica's connection free, b's read ran on server %d, want the replica", got)
 	}
 }

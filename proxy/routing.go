@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"time"
 
@@ -113,6 +114,9 @@ func (x *statementRun) onReplica() (served bool, err error) {
 	env := s.routeEnv()
 	held := s.route.replica.conn
 	rc, err := s.route.replicaConn(env, s.client.backendKey(s.srv, s.user, s.reading.db), addr)
+	if errors.Is(err, errPoolExhausted) {
+		return false, nil // the replica is busy, not broken
+	}
 	if err != nil {
 		s.route.replicaBroken(s.srv, s.log, addr, err)
 		return false, nil
@@ -235,7 +239,7 @@ func kindLabel(st *stmt) string {
 func (r *routeState) replicaBroken(srv *Server, log *zap.Logger, addr string, err error) {
 	log.Debug("replica unusable; reading from the primary", zap.String("replica", addr), zap.Error(err))
 	srv.metrics.backendErrors.WithLabelValues("replica").Inc()
-	if !isMySQLErr(err) {
+	if !isMySQLErr(err) && !errors.Is(err, errPoolExhausted) {
 		if rt := srv.loaded().router; rt != nil {
 			rt.MarkDown(addr, err)
 		}
