@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -29,12 +30,13 @@ import (
 // the batch holds the row's lock) or optimistic (lock: []); its batches
 // write their markers into db.lockproxy_combine, or none with marker
 // rules.CombineMarkerNone.
-func comboRules(db string, locking bool, marker ...string) func(*rules.Config) {
+func comboRules(db string, locking, multiplex bool, marker ...string) func(*rules.Config) {
 	table := db + ".lockproxy_combine"
 	if len(marker) > 0 {
 		table = marker[0]
 	}
 	return func(c *rules.Config) {
+		c.Backends.Pool.Multiplex = multiplex
 		lock := []string{}
 		if locking {
 			lock = []string{rules.LockWrite}
@@ -52,17 +54,26 @@ func comboRules(db string, locking bool, marker ...string) func(*rules.Config) {
 // comboBed is two lockproxy instances sharing one Redis in front of the
 // bed's primary, and a fresh database with the stock table.
 type comboBed struct {
-	db       string
-	p        [2]*testProxy
-	rdb      *redis.Client
-	prefix   string
-	stmtText string
-	stmtPrep string
+	db string
+	// multiplex: the instances multiplex (backends.pool.multiplex).
+	multiplex bool
+	p         [2]*testProxy
+	rdb       *redis.Client
+	prefix    string
+	stmtText  string
+	stmtPrep  string
 }
 
 const comboTTL = 900 * time.Millisecond
 
 func startComboBed(t *testing.T, locking bool, marker ...string) *comboBed {
+	t.Helper()
+	return startComboBedMux(t, locking, true, marker...)
+}
+
+// startComboBedMux is startComboBed with instances that multiplex or
+// pin a connection to each session.
+func startComboBedMux(t *testing.T, locking, multiplex bool, marker ...string) *comboBed {
 	t.Helper()
 	base := startProxy(t, nil)
 	db := freshDB(t, base)
@@ -72,11 +83,11 @@ func startComboBed(t *testing.T, locking bool, marker ...string) *comboBed {
 	// calls it does not name it.
 	testbed.MustExec(t, base.direct(t, db, ""), "CREATE FUNCTION lp_rc() RETURNS BIGINT NOT DETERMINISTIC NO SQL RETURN ROW_COUNT()")
 	rdb, prefix := testRedis(t)
-	cb := &comboBed{db: db, rdb: rdb, prefix: prefix,
+	cb := &comboBed{db: db, multiplex: multiplex, rdb: rdb, prefix: prefix,
 		stmtText: "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1 AND stock >= 1",
 		stmtPrep: "UPDATE sku_stock SET stock = stock - ? WHERE sku_id = ? AND stock >= ?"}
 	for i := range cb.p {
-		cb.p[i] = observedProxy(t, observed{edit: comboRules(db, locking, marker...), log: zap.NewNop(),
+		cb.p[i] = observedProxy(t, observed{edit: comboRules(db, locking, multiplex, marker...), log: zap.NewNop(),
 			locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
 				return redislock.New(rdb, &redislock.Options{TTL: comboTTL, Prefix: prefix, Logger: log, Metrics: m,
 					LocalHandoffs: rules.DefaultLocalHandoffs, LocalHandoffWindow: rules.DefaultLocalHandoffWindow})
@@ -156,6 +167,11 @@ func (cc *comboClient) buy(cb *comboBed, key int64) ([]byte, error) {
 	return cc.do(b)
 }
 
+// errRowCountGone is lockproxy's refusal of ROW_COUNT() under
+// multiplexing when the statement before it ran alone on a connection the
+// session gave back (1105: see pool_pins.go).
+var errRowCountGone = errors.New("ROW_COUNT() refused: the previous statement's connection was given back")
+
 // rowCount asks the session's ROW_COUNT() (a text query's one value),
 // itself or through a stored function (viaFunction).
 func (cc *comboClient) rowCount(viaFunction bool) (string, error) {
@@ -168,6 +184,10 @@ func (cc *comboClient) rowCount(viaFunction bool) (string, error) {
 		return "", err
 	}
 	if p[0] == mysql.ERR_HEADER {
+		if len(p) > 9 && binary.LittleEndian.Uint16(p[1:]) == 1105 && bytes.HasPrefix(p[9:], []byte("lockproxy: ")) &&
+			bytes.Contains(p, []byte("reads what the previous statement left")) {
+			return "", errRowCountGone
+		}
 		return "", fmt.Errorf("ROW_COUNT(): %x", p)
 	}
 	var val string
@@ -212,8 +232,11 @@ func (cb *comboBed) oracleAnswers(t *testing.T, prepared bool, caps ...uint32) (
 // saleTally is what the buyers saw.
 type saleTally struct {
 	bought, lost, wrongAnswers, wrongCounts atomic.Int64
-	mu                                      sync.Mutex
-	firstWrong                              string
+	// refused counts ROW_COUNT() refused under multiplexing after a
+	// statement that ran alone (errRowCountGone).
+	refused    atomic.Int64
+	mu         sync.Mutex
+	firstWrong string
 }
 
 func (s *saleTally) wrong(format string, args ...any) {
@@ -262,11 +285,13 @@ func (cb *comboBed) runComboSale(t *testing.T, clients, stock int, prepared bool
 				}
 				if n%7 == 0 || want == "0" {
 					got, err := b.rowCount(n%2 == 1)
-					if err != nil {
+					switch {
+					case errors.Is(err, errRowCountGone) && cb.multiplex:
+						tally.refused.Add(1)
+					case err != nil:
 						tally.lost.Add(1)
 						return
-					}
-					if got != want {
+					case got != want:
 						tally.wrongCounts.Add(1)
 						tally.wrong("buyer %d: ROW_COUNT() %s after answer %x, want %s", i, got, p, want)
 					}
@@ -299,34 +324,43 @@ func (cb *comboBed) combined(t *testing.T) float64 {
 // instances, text and prepared, under a locking and an optimistic rule:
 // exactly 5,000 buy, the stock ends at 0 (a CHECK keeps it from going
 // below), every answer is byte for byte MariaDB's, and ROW_COUNT()
-// answers as after the client's own statement.
+// answers as after the client's own statement (multiplexed, where the
+// statement ran alone on a connection given back since, lockproxy
+// refuses it: errRowCountGone), with connections pinned to sessions and
+// multiplexed.
 func TestCombineSale(t *testing.T) {
-	for _, locking := range []bool{true, false} {
-		for _, prepared := range []bool{false, true} {
-			t.Run(fmt.Sprintf("locking=%v/prepared=%v", locking, prepared), func(t *testing.T) {
-				cb := startComboBed(t, locking)
-				const stock = 5000
-				tally := cb.runComboSale(t, 64, stock, prepared)
-				if tally.firstWrong != "" {
-					t.Errorf("%d wrong answers, %d wrong ROW_COUNT(): first: %s", tally.wrongAnswers.Load(), tally.wrongCounts.Load(), tally.firstWrong)
-				}
-				if got := tally.bought.Load(); got != stock || tally.lost.Load() != 0 {
-					t.Errorf("%d bought, %d connections lost; want %d bought, none lost", got, tally.lost.Load(), stock)
-				}
-				if final := cb.stock(t); final != 0 {
-					t.Errorf("final stock %d, want 0", final)
-				}
-				if cb.combined(t) == 0 {
-					t.Errorf("no statement was combined")
-				}
-				if handed := value(t, cb.p[0].reg, "lockproxy_lock_local_handoffs_total", "rule=sku") +
-					value(t, cb.p[1].reg, "lockproxy_lock_local_handoffs_total", "rule=sku"); locking && handed == 0 {
-					t.Errorf("the row's lease never passed from one batch to the next inside an instance")
-				}
-				t.Logf("combined %v of %d statements", cb.combined(t), stock)
-			})
+	for _, mode := range []string{"pinned", "multiplexed"} {
+		for _, locking := range []bool{true, false} {
+			for _, prepared := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/locking=%v/prepared=%v", mode, locking, prepared), func(t *testing.T) {
+					combineSale(t, locking, prepared, mode == "multiplexed")
+				})
+			}
 		}
 	}
+}
+
+func combineSale(t *testing.T, locking, prepared, multiplex bool) {
+	cb := startComboBedMux(t, locking, multiplex)
+	const stock = 5000
+	tally := cb.runComboSale(t, 64, stock, prepared)
+	if tally.firstWrong != "" {
+		t.Errorf("%d wrong answers, %d wrong ROW_COUNT(): first: %s", tally.wrongAnswers.Load(), tally.wrongCounts.Load(), tally.firstWrong)
+	}
+	if got := tally.bought.Load(); got != stock || tally.lost.Load() != 0 {
+		t.Errorf("%d bought, %d connections lost; want %d bought, none lost", got, tally.lost.Load(), stock)
+	}
+	if final := cb.stock(t); final != 0 {
+		t.Errorf("final stock %d, want 0", final)
+	}
+	if cb.combined(t) == 0 {
+		t.Errorf("no statement was combined")
+	}
+	if handed := value(t, cb.p[0].reg, "lockproxy_lock_local_handoffs_total", "rule=sku") +
+		value(t, cb.p[1].reg, "lockproxy_lock_local_handoffs_total", "rule=sku"); locking && handed == 0 {
+		t.Errorf("the row's lease never passed from one batch to the next inside an instance")
+	}
+	t.Logf("combined %v of %d statements; ROW_COUNT() refused %d times", cb.combined(t), stock, tally.refused.Load())
 }
 
 // TestCombineFoundRows: a client with CLIENT_FOUND_ROWS and
@@ -366,94 +400,102 @@ func TestCombineFaults(t *testing.T) {
 		{"commit sent", true, []string{rules.CombineMarkerNone}},
 		{"killed", false, nil},
 	} {
-		fault := tc.fault
-		name := fmt.Sprintf("%s/locking=%v", fault, tc.locking)
-		if tc.marker != nil {
-			name += "/no marker"
+		for _, multiplex := range []bool{false, true} {
+			combineFault(t, tc.fault, tc.locking, multiplex, tc.marker)
 		}
-		t.Run(name, func(t *testing.T) {
-			cb := startComboBed(t, tc.locking, tc.marker...)
-			var fired atomic.Bool
-			stage := fault
-			if fault == "lease lost" || fault == "killed" {
-				stage = "before commit"
-			}
-			cb.p[0].srv.combine.setHook(func(at string, b *backendConn) error {
-				if at != stage || !fired.CompareAndSwap(false, true) {
-					return nil
-				}
-				switch fault {
-				case "lease lost":
-					cb.takeOverLock(t)
-					return nil
-				case "killed": // the server ends the batch's thread: the UPDATE and COMMIT go to a dead connection
-					if _, err := cb.p[0].direct(t, cb.db, "").Exec(fmt.Sprintf("KILL CONNECTION %d", b.threadID)); err != nil {
-						t.Error(err)
-					}
-					return nil
-				}
-				_ = b.nc.Close()
-				b.broken = true
-				return fmt.Errorf("the test closed the connection %s", at)
-			})
-			const stock = 3000
-			tally := cb.runComboSale(t, 32, stock, false)
-			if !fired.Load() {
-				t.Fatal("no batch of two or more ran on instance 0")
-			}
-			if tally.firstWrong != "" {
-				t.Errorf("first wrong: %s", tally.firstWrong)
-			}
-			final := cb.stock(t)
-			bought, lost := tally.bought.Load(), tally.lost.Load()
-			applied := int64(0)
-			switch fault {
-			case "before commit":
-				if lost != 1 {
-					t.Errorf("%d clients lost their connection, want the leader's alone", lost)
-				}
-			case "commit sent":
-				committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
-				rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
-				if committed+rolled != 1 || lost < 2 {
-					t.Fatalf("outcome committed %v rolled back %v, %d connections lost: want one learnt outcome, its members' connections closed", committed, rolled, lost)
-				}
-				var marks int
-				err := cb.p[0].direct(t, cb.db, "").QueryRow("SELECT COUNT(*) FROM lockproxy_combine").Scan(&marks)
-				switch {
-				case tc.marker == nil && (err != nil || marks == 0):
-					t.Errorf("the batches wrote no marker: %d rows, %v", marks, err)
-				case tc.marker != nil && err == nil:
-					t.Errorf("marker_table: none, yet a marker table exists with %d rows", marks)
-				}
-				if committed == 1 {
-					applied = lost
-				}
-			case "killed":
-				// Either lockproxy saw the connection die before COMMIT
-				// went out (the leader's client alone loses its
-				// connection), or COMMIT went out and the marker says the
-				// batch rolled back.
-				committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
-				rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
-				if committed != 0 || rolled == 0 && lost != 1 {
-					t.Errorf("outcome committed %v rolled back %v, %d connections lost: want the killed batch rolled back", committed, rolled, lost)
-				}
-				t.Logf("killed: outcomes %v", values(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total"))
-			case "lease lost":
-				if lost != 0 {
-					t.Errorf("%d clients lost their connection, want none", lost)
-				}
-				if v := value(t, cb.p[0].reg, "lockproxy_lock_lease_lost_total", "rule=sku"); v < 1 {
-					t.Errorf("lease lost %v times", v)
-				}
-			}
-			if bought+applied+final != stock {
-				t.Errorf("books: %d bought + %d applied in the lost batch + %d left != %d", bought, applied, final, stock)
-			}
-			t.Logf("%s: bought %d, lost connections %d, left %d", fault, bought, lost, final)
-		})
 	}
+}
+
+func combineFault(t *testing.T, fault string, locking, multiplex bool, marker []string) {
+	name := fmt.Sprintf("%s/locking=%v", fault, locking)
+	if marker != nil {
+		name += "/no marker"
+	}
+	if multiplex {
+		name += "/multiplexed"
+	}
+	t.Run(name, func(t *testing.T) {
+		cb := startComboBedMux(t, locking, multiplex, marker...)
+		var fired atomic.Bool
+		stage := fault
+		if fault == "lease lost" || fault == "killed" {
+			stage = "before commit"
+		}
+		cb.p[0].srv.combine.setHook(func(at string, b *backendConn) error {
+			if at != stage || !fired.CompareAndSwap(false, true) {
+				return nil
+			}
+			switch fault {
+			case "lease lost":
+				cb.takeOverLock(t)
+				return nil
+			case "killed": // the server ends the batch's thread: the UPDATE and COMMIT go to a dead connection
+				if _, err := cb.p[0].direct(t, cb.db, "").Exec(fmt.Sprintf("KILL CONNECTION %d", b.threadID)); err != nil {
+					t.Error(err)
+				}
+				return nil
+			}
+			_ = b.nc.Close()
+			b.broken = true
+			return fmt.Errorf("the test closed the connection %s", at)
+		})
+		const stock = 3000
+		tally := cb.runComboSale(t, 32, stock, false)
+		if !fired.Load() {
+			t.Fatal("no batch of two or more ran on instance 0")
+		}
+		if tally.firstWrong != "" {
+			t.Errorf("first wrong: %s", tally.firstWrong)
+		}
+		final := cb.stock(t)
+		bought, lost := tally.bought.Load(), tally.lost.Load()
+		applied := int64(0)
+		switch fault {
+		case "before commit":
+			if lost != 1 {
+				t.Errorf("%d clients lost their connection, want the leader's alone", lost)
+			}
+		case "commit sent":
+			committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
+			rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
+			if committed+rolled != 1 || lost < 2 {
+				t.Fatalf("outcome committed %v rolled back %v, %d connections lost: want one learnt outcome, its members' connections closed", committed, rolled, lost)
+			}
+			var marks int
+			err := cb.p[0].direct(t, cb.db, "").QueryRow("SELECT COUNT(*) FROM lockproxy_combine").Scan(&marks)
+			switch {
+			case marker == nil && (err != nil || marks == 0):
+				t.Errorf("the batches wrote no marker: %d rows, %v", marks, err)
+			case marker != nil && err == nil:
+				t.Errorf("marker_table: none, yet a marker table exists with %d rows", marks)
+			}
+			if committed == 1 {
+				applied = lost
+			}
+		case "killed":
+			// Either lockproxy saw the connection die before COMMIT
+			// went out (the leader's client alone loses its
+			// connection), or COMMIT went out and the marker says the
+			// batch rolled back.
+			committed := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=committed,rule=sku")
+			rolled := value(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total", "outcome=rolled_back,rule=sku")
+			if committed != 0 || rolled == 0 && lost != 1 {
+				t.Errorf("outcome committed %v rolled back %v, %d connections lost: want the killed batch rolled back", committed, rolled, lost)
+			}
+			t.Logf("killed: outcomes %v", values(t, cb.p[0].reg, "lockproxy_combine_commit_unknown_total"))
+		case "lease lost":
+			if lost != 0 {
+				t.Errorf("%d clients lost their connection, want none", lost)
+			}
+			if v := value(t, cb.p[0].reg, "lockproxy_lock_lease_lost_total", "rule=sku"); v < 1 {
+				t.Errorf("lease lost %v times", v)
+			}
+		}
+		if bought+applied+final != stock {
+			t.Errorf("books: %d bought + %d applied in the lost batch + %d left != %d", bought, applied, final, stock)
+		}
+		t.Logf("%s: bought %d, lost connections %d, left %d", fault, bought, lost, final)
+	})
 }
 
 // takeOverLock gives the row's lock in Redis to another holder and waits
@@ -488,7 +530,7 @@ func (cb *comboBed) takeOverLock(t *testing.T) {
 // table run combined, and why the others do not.
 func TestCombineExplain(t *testing.T) {
 	cfg := &rules.Config{}
-	comboRules("shop", true)(cfg)
+	comboRules("shop", true, false)(cfg)
 	rs, err := rules.Compile(cfg, rules.Schema{})
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func answer(r *mysql.Result, err error) string {
 // the statement before them, as MariaDB shows them directly, whether a
 // replica or the primary ran that statement, by text and prepared.
 func TestDiagnosticsAfterReplicaRead(t *testing.T) {
-	t.Run("pinned", func(t *testing.T) { diagnosticsAfterReplicaRead(t, routedProxy(t)) })
+	t.Run("pinned", func(t *testing.T) { diagnosticsAfterReplicaRead(t, routedProxy(t, pinned)) })
 	// Multiplexed, the replica connection of a read that left warnings
 	// or an error is kept until the next command, and given back at once
 	// otherwise.

@@ -28,9 +28,11 @@ func backendThreadOf(t *testing.T, p *testProxy, id uint32) uint32 {
 // TestPrimaryGoneClosesClient: when MariaDB closes a session's backend connection, lockproxy closes the
 // client's, as MariaDB would: no ERR packet with a client-side code, no
 // session that looks alive because its reads go to a replica, and a
-// client pool's liveness check recovers.
+// client pool's liveness check recovers. The session keeps its
+// connection (multiplexed, one between commands holds none:
+// TestMultiplexIdleWaitTimeout, TestMultiplexKillIdle).
 func TestPrimaryGoneClosesClient(t *testing.T) {
-	p := routedProxy(t)
+	p := routedProxy(t, pinned)
 	db := freshDB(t, p)
 	direct := p.direct(t, db, "")
 	testbed.MustExec(t, direct, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1)")

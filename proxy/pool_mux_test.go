@@ -27,6 +27,12 @@ func multiplexed(max int) func(*rules.Config) {
 	}
 }
 
+// pinned edits a config so that each session keeps the primary
+// connection it logged in with (backends.pool.multiplex: false), for
+// tests of what only such a session has: its backend thread between
+// commands.
+func pinned(c *rules.Config) { c.Backends.Pool.Multiplex = false }
+
 // sampleValue is the value of the gauge or counter name in reg whose
 // label has value (0 when there is none).
 func sampleValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {

@@ -85,7 +85,7 @@ func TestReplicaPinnedByAnyTemporaryTable(t *testing.T) {
 // same with multiplexing, where the session's SETs are replayed on the
 // connections it borrows.
 func TestReplicaSessionIsolation(t *testing.T) {
-	t.Run("pinned", func(t *testing.T) { replicaSessionIsolation(t, routedProxy(t)) })
+	t.Run("pinned", func(t *testing.T) { replicaSessionIsolation(t, routedProxy(t, pinned)) })
 	t.Run("multiplexed", func(t *testing.T) {
 		replicaSessionIsolation(t, startProxy(t, func(c *rules.Config) {
 			c.Backends.Replicas = []string{testbedFor(t).ReplicaAddr}

@@ -122,7 +122,7 @@ type BackendConfig struct {
 // PoolConfig is backends.pool: whether sessions share primary
 // connections, and the bounds of the connections lockproxy keeps.
 type PoolConfig struct {
-	// Multiplex (default false): a session borrows a primary connection
+	// Multiplex (default true): a session borrows a primary connection
 	// for one autocommit statement or one transaction and gives it back
 	// when nothing ties the session to it; false pins one connection to
 	// each session for its whole life.

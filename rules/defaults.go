@@ -43,6 +43,9 @@ const (
 	DefaultLocalHandoffs      = 64
 	DefaultLocalHandoffWindow = 50 * time.Millisecond
 	DefaultMySQLLockTable     = "lockproxy_locks"
+	// DefaultPoolMultiplex is backends.pool.multiplex: sessions share
+	// the primary's connections.
+	DefaultPoolMultiplex = true
 	// DefaultPoolMaxIdle is backends.pool.max_idle: idle connections kept
 	// per login.
 	DefaultPoolMaxIdle = 64
@@ -110,6 +113,9 @@ func applyDefaults(cfg *Config, d *decoder) {
 	proxyLimitDefaults(&cfg.Proxy, d)
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
+	if !d.isSet("backends.pool.multiplex") {
+		cfg.Backends.Pool.Multiplex = DefaultPoolMultiplex
+	}
 	if !d.isSet("backends.pool.max_idle") {
 		cfg.Backends.Pool.MaxIdle = DefaultPoolMaxIdle
 	}

@@ -43,7 +43,9 @@ type ProxyConfig struct {
 	// MaxConnections is proxy.max_connections; 0 means 4096.
 	MaxConnections int
 	// Multiplex turns on backends.pool.multiplex, with at most
-	// PoolConnections primary connections (0 means 200).
+	// PoolConnections primary connections (0 means 200); without it each
+	// session keeps its own connection (multiplex: false), as the stored
+	// results of the scenarios that do not say were measured.
 	Multiplex       bool
 	PoolConnections int
 }
@@ -113,6 +115,8 @@ func renderConfig(p *Proxy, bed *Bed, cfg ProxyConfig) string {
 			pool = 200
 		}
 		fmt.Fprintf(&b, "  pool:\n    multiplex: true\n    max_connections: %d\n", pool)
+	} else {
+		b.WriteString("  pool:\n    multiplex: false\n")
 	}
 	locks := cfg.Locks
 	if locks == "" {
