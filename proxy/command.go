@@ -362,6 +362,11 @@ func (s *session) track(an *parser.Analysis, pl plan) {
 	// Even a text that failed may have run a SET or a USE before its
 	// error: the server says what its state is now.
 	s.reading.noteChange(&s.ex, an, pl, s.srv.unforeseen.Load())
+	if an == nil {
+		// Multiplexing analysed it for what it pins: its DDL may make a
+		// routine the next statements' pins depend on.
+		an = s.mux.known
+	}
 	if an == nil || !s.ex.lastOK {
 		return
 	}

@@ -42,3 +42,24 @@ func TestDDLThenKeyedStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesRoutineOrView: with multiplexing alone reading the schema, the
+// DDL after which it is read again is the DDL that may change a stored
+// routine or view.
+func TestNamesRoutineOrView(t *testing.T) {
+	for ddl, want := range map[string]bool{
+		"CREATE TABLE t (id INT)":                                         false,
+		"ALTER TABLE t ADD COLUMN c INT":                                  false,
+		"DROP TABLE t":                                                    false,
+		"CREATE FUNCTION f() RETURNS INT RETURN 1":                        true,
+		"CREATE OR REPLACE VIEW v AS SELECT 1":                            true,
+		"DROP PROCEDURE IF EXISTS p":                                      true,
+		"CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET @x = 1":    true,
+		"DROP DATABASE d":                                                 true,
+		"/*!50003 CREATE*/ /*!50003 FUNCTION f() RETURNS INT RETURN 1 */": true,
+	} {
+		if got := namesRoutineOrView(ddl); got != want {
+			t.Errorf("%s: %v, want %v", ddl, got, want)
+		}
+	}
+}

@@ -53,6 +53,10 @@ type muxState struct {
 	// fresh: the lent connection was borrowed for the command being
 	// served, so the previous statement ran on another one.
 	fresh bool
+	// known is the analysis pinFor made of the command's text when
+	// nothing else analysed it (lastKnown), for the schema read after
+	// its DDL (track).
+	known *parser.Analysis
 	// cmdPins are the reasons the command's statements gave (pinFor);
 	// readsDiagnostics: they only read the previous statement's
 	// diagnostics; unlocks: one is UNLOCK TABLES.
@@ -241,6 +245,7 @@ func (s *session) dispatchLent(p []byte) error {
 		stmtCommand = true
 	}
 	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks, s.mux.keepsDiag = false, 0, false, false, false
+	s.mux.known = nil
 	s.mux.pending = s.mux.pending[:0]
 	clear(s.mux.replaying)
 	errs := s.errsWritten

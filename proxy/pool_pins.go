@@ -73,6 +73,10 @@ func (s *session) pinFor(r request) error {
 	an := r.an
 	if an == nil && len(r.p) > 0 && r.p[0] == mysql.COM_QUERY {
 		an = s.text().lastKnown(string(r.p[1:]))
+		s.mux.known = an
+	}
+	if an != nil && len(an.Stmts) > 0 && len(an.Stmts[0].Calls) > 0 {
+		s.ddl.awaitSchema(s.srv) // the routines its DDL made are known
 	}
 	return s.mux.pinFor(an, s.srv.ruleSet(), s.reading.db)
 }

@@ -17,18 +17,41 @@ func (s *Server) schemaDDL(an *parser.Analysis) bool {
 		return false
 	}
 	for _, f := range an.Stmts {
-		if f.Kind == parser.KindDDL && !temporaryDDL(f.Text) {
+		if f.Kind == parser.KindDDL && s.refreshesAfter(f.Text) {
 			return true
 		}
 	}
-	return an.Unparsed && an.LexKind == parser.KindDDL && !temporaryDDL(an.SQL)
+	return an.Unparsed && an.LexKind == parser.KindDDL && s.refreshesAfter(an.SQL)
 }
 
 // refreshesAfter reports whether the schema is read again after the DDL
 // ddl succeeded (refreshSchemaAsync). Temporary tables are not in the
-// schema lockproxy reads, and without rules or replicas nothing reads it.
+// schema lockproxy reads, and without rules, replicas or multiplexing
+// nothing reads it; with multiplexing alone only its stored routines and
+// views matter (rules.RuleSet.MayReadPrevious), so only DDL that may
+// name one makes it be read again.
 func (s *Server) refreshesAfter(ddl string) bool {
-	return readsSchema(s.config()) && !temporaryDDL(ddl)
+	cfg := s.config()
+	switch {
+	case !readsSchema(cfg) || temporaryDDL(ddl):
+		return false
+	case len(cfg.Rules) > 0 || len(cfg.Backends.Replicas) > 0:
+		return true
+	}
+	return namesRoutineOrView(ddl)
+}
+
+// namesRoutineOrView reports whether ddl has a word that may make it
+// change a stored routine, a view or a trigger (which may call them):
+// lexical, so a table with a column named view counts too.
+func namesRoutineOrView(ddl string) bool {
+	for _, w := range parser.LexNames(ddl) {
+		switch w {
+		case "function", "procedure", "view", "trigger", "database", "schema", "package":
+			return true
+		}
+	}
+	return false
 }
 
 // temporaryDDL reports whether ddl creates or drops a temporary table or

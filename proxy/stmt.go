@@ -198,6 +198,7 @@ func (s *session) relayPrepare(query string, cost int64) error {
 		if an == nil {
 			an = s.text().lastKnown(query)
 		}
+		s.ddl.awaitSchema(s.srv)
 		st.pins, st.readsLeft, st.readsDiag = stmtPins(an, s.srv.ruleSet(), s.reading.db)
 		st.loan, st.setsGen = s.mux.loan, s.mux.setsGen
 		s.mux.keepPrepared(st, s.be, s.reading.db)
