@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"encoding/binary"
 	"errors"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
@@ -90,6 +92,34 @@ func (m *muxState) keepPrepared(st *stmt, be *backendConn, db string) {
 	if !st.shared {
 		m.changed = true // reset when given back, which drops it
 	}
+}
+
+// prepareAgain reads the first packet of be's answer to a client's
+// prepare, sent on the lent connection be: when the server refused it
+// for its max_prepared_stmt_count while be keeps statements for the
+// sessions lent it (which a client's close does not close on the server,
+// so directly the prepare would have had room), the refusal is consumed,
+// be closes what it keeps, and the caller sends the prepare again (true).
+func (m *muxState) prepareAgain(be *backendConn) (bool, error) {
+	if !m.on || len(be.stmts) == 0 {
+		return false, nil
+	}
+	h, err := be.r.r.Peek(7)
+	if err != nil {
+		return false, err
+	}
+	if h[4] != mysql.ERR_HEADER || binary.LittleEndian.Uint16(h[5:]) != erMaxPreparedStmts {
+		return false, nil
+	}
+	if _, err := be.read(); err != nil {
+		return false, err
+	}
+	// The session's other statements of this loan may have been among
+	// them: they are looked up again as on a new loan.
+	be.dropStmts()
+	m.loan++
+	m.changed = true
+	return true, nil
 }
 
 // dropStmts closes the statements b keeps (COM_STMT_CLOSE has no answer).

@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/parser"
@@ -209,5 +211,52 @@ func TestStmtPins(t *testing.T) {
 	tab.stmts[1].longSent, tab.stmts[2].cursor = true, true
 	if r := tab.holding(); r != pinPreparedStatement|pinCursor {
 		t.Errorf("long data and a cursor hold %b", r)
+	}
+}
+
+// TestMultiplexPrepareAtServerLimit: a client that prepares and closes
+// statement after statement under a low max_prepared_stmt_count works
+// through a multiplexing lockproxy as directly, although the connection
+// keeps the statements it prepared for the sessions lent it after: when
+// the server refuses a prepare for its limit, the connection closes what
+// it keeps and prepares again.
+func TestMultiplexPrepareAtServerLimit(t *testing.T) {
+	one := startProxy(t, multiplexed(1))
+	db := freshDB(t, one)
+	admin := one.direct(t, "", "")
+	var orig int
+	if err := admin.QueryRow("SELECT @@GLOBAL.max_prepared_stmt_count").Scan(&orig); err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	var count int
+	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'").Scan(&name, &count); err != nil {
+		t.Fatal(err)
+	}
+	testbed.MustExec(t, admin, fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", count+4))
+	t.Cleanup(func() { _, _ = admin.Exec(fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", orig)) })
+	for _, target := range []clientTarget{{"direct", one.bed.PrimaryAddr}, {"proxy", one.addr}} {
+		c, err := client.Connect(target.addr, one.bed.User, one.bed.Password, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			st, err := c.Prepare(fmt.Sprintf("SELECT 1 + %d", i))
+			if err != nil {
+				t.Fatalf("%s: prepare %d: %v", target.name, i, err)
+			}
+			r, err := st.Execute()
+			if err != nil {
+				t.Fatalf("%s: execute %d: %v", target.name, i, err)
+			}
+			if v, _ := r.GetInt(0, 0); v != int64(1+i) {
+				t.Fatalf("%s: statement %d answered %d", target.name, i, v)
+			}
+			r.Close()
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Close()
 	}
 }

@@ -135,6 +135,15 @@ func (s *session) prepare(p []byte) error {
 		s.mem.give(cost)
 		return s.backendFailed(s.be, err)
 	}
+	if again, err := s.mux.prepareAgain(s.be); err != nil {
+		s.mem.give(cost)
+		return s.backendFailed(s.be, err)
+	} else if again {
+		if err := s.be.writeCommand(p); err != nil {
+			s.mem.give(cost)
+			return s.backendFailed(s.be, err)
+		}
+	}
 	if err := s.relayPrepare(string(p[1:]), cost); err != nil {
 		return s.backendFailed(s.be, err)
 	}
