@@ -254,6 +254,14 @@ func (s *session) dispatchLent(p []byte) error {
 	}
 	if len(s.mux.pending) > 0 {
 		if s.ex.lastOK && s.errsWritten == errs {
+			if s.mux.replaying["wait_timeout"] && !s.ex.waitReported && s.be != nil {
+				// The server's report did not name it (SET
+				// @@wait_timeout = 1 comes without one): the session's
+				// idle limit is asked for.
+				if v, err := s.be.queryValue("SELECT @@session.wait_timeout"); err == nil {
+					s.ex.waitTimeout, s.ex.waitReported = seconds(v), true
+				}
+			}
 			s.mux.keepPending()
 		} else {
 			// Some of the text may have run: the connection holds what
