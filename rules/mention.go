@@ -234,7 +234,7 @@ func (rs *RuleSet) MayCreateTemporary(f *parser.Facts, currentDB string) bool {
 		}
 		start = append(start, p)
 	}
-	calls := f.Calls
+	calls := f.Calls[:len(f.Calls):len(f.Calls)] // appending copies: f is shared
 	for _, ref := range f.Tables {
 		schema := refSchema(ref, currentDB)
 		if v := rs.view(schema, ref.Name); v != nil {
@@ -252,14 +252,14 @@ func (rs *RuleSet) MayCreateTemporary(f *parser.Facts, currentDB string) bool {
 	return reachesTemporary(start)
 }
 
-// MayReadPrevious reports whether a stored function f calls (by name or
-// through a view) may read what the statement before f left on its
-// connection: ROW_COUNT() or FOUND_ROWS() in its body or in a routine it
-// calls, dynamic SQL, or a body lockproxy's user cannot see. Without the
-// schema's objects every call may (the parser does not know which
-// names are built in). A CALL's
-// procedure is not asked about: a procedure's ROW_COUNT() reads its own
-// statements' far more often than its caller's.
+// MayReadPrevious reports whether a stored function the statement f
+// calls (by name or through a view) may read what the statement before f
+// left on its connection: ROW_COUNT() or FOUND_ROWS() in its body or in a
+// routine it calls, dynamic SQL, or a body lockproxy's user cannot see.
+// Without the schema's objects every call may (the parser does not know
+// which names are built in). A CALL's procedure is not asked about: a
+// procedure's ROW_COUNT() reads its own statements' far more often than
+// its caller's.
 func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
 	if len(f.Calls) == 0 && len(f.Tables) == 0 {
 		return false
@@ -268,7 +268,7 @@ func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
 		return len(f.Calls) > 0
 	}
 	op := rs.objects
-	calls := f.Calls
+	calls := f.Calls[:len(f.Calls):len(f.Calls)] // appending copies: f is shared
 	for _, ref := range f.Tables {
 		if v := rs.view(refSchema(ref, currentDB), ref.Name); v != nil {
 			calls = append(calls, v.calls...)
