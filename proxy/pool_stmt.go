@@ -100,8 +100,8 @@ func (m *muxState) keepPrepared(st *stmt, be *backendConn, db string) {
 // sessions lent it (which a client's close does not close on the server,
 // so directly the prepare would have had room), the refusal is consumed,
 // be closes what it keeps, and the caller sends the prepare again (true).
-func (m *muxState) prepareAgain(be *backendConn) (bool, error) {
-	if !m.on || len(be.stmts) == 0 {
+func (m *muxState) prepareAgain(be *backendConn, p *pool) (bool, error) {
+	if !m.on {
 		return false, nil
 	}
 	h, err := be.r.r.Peek(7)
@@ -110,6 +110,13 @@ func (m *muxState) prepareAgain(be *backendConn) (bool, error) {
 	}
 	if h[4] != mysql.ERR_HEADER || binary.LittleEndian.Uint16(h[5:]) != erMaxPreparedStmts {
 		return false, nil
+	}
+	// The statements the idle connections keep count too (a session
+	// borrows another connection when the one it gave back is being
+	// reset).
+	dropped := p.dropIdleStmts()
+	if len(be.stmts) == 0 && dropped == 0 {
+		return false, nil // the client's own: its answer is MariaDB's
 	}
 	if _, err := be.read(); err != nil {
 		return false, err
@@ -120,6 +127,33 @@ func (m *muxState) prepareAgain(be *backendConn) (bool, error) {
 	m.loan++
 	m.changed = true
 	return true, nil
+}
+
+// dropIdleStmts makes the idle connections close the statements they
+// keep, when the server refused a prepare for its max_prepared_stmt_count,
+// and returns how many they closed.
+func (p *pool) dropIdleStmts() int {
+	p.mu.Lock()
+	var took []*backendConn
+	for k, list := range p.idle {
+		kept := list[:0]
+		for _, b := range list {
+			if len(b.stmts) > 0 {
+				took = append(took, b)
+			} else {
+				kept = append(kept, b)
+			}
+		}
+		p.idle[k] = kept
+	}
+	p.mu.Unlock()
+	n := 0
+	for _, b := range took {
+		n += len(b.stmts)
+		b.dropStmts()
+		p.keep(b)
+	}
+	return n
 }
 
 // dropStmts closes the statements b keeps (COM_STMT_CLOSE has no answer).
@@ -134,7 +168,7 @@ func (b *backendConn) dropStmts() {
 // the session in database db, when the copy it had went with an earlier
 // loan: the statement be keeps of that text, or one prepared again
 // there; reprepared counts those prepares.
-func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared prometheus.Counter) error {
+func (m *muxState) ready(st *stmt, be *backendConn, db string, p *pool, reprepared prometheus.Counter) error {
 	m.onLoan(st)
 	if st.backendID != 0 {
 		return nil
@@ -152,9 +186,10 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared promet
 		var err error
 		id, params, err = be.prepareCounted(st.query)
 		var me *sqlError
-		if errors.As(err, &me) && me.Code == erMaxPreparedStmts && len(be.stmts) > 0 {
+		if errors.As(err, &me) && me.Code == erMaxPreparedStmts && (p.dropIdleStmts() > 0 || len(be.stmts) > 0) {
 			// The server's max_prepared_stmt_count: give back what this
-			// connection keeps for others, and try once more.
+			// connection and the idle ones keep for others, and try
+			// once more.
 			// The session's other statements of this loan may have been
 			// among them: they are looked up again as on a new loan.
 			be.dropStmts()
@@ -183,7 +218,7 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, reprepared promet
 // ok is false when lockproxy answered the client instead (err is what the
 // command returns): the statement could not be prepared again there.
 func (s *session) stmtReady(st *stmt) (ok bool, err error) {
-	err = s.mux.ready(st, s.be, s.reading.db, s.srv.pool.bounds.m.reprepared)
+	err = s.mux.ready(st, s.be, s.reading.db, s.srv.pool, s.srv.pool.bounds.m.reprepared)
 	switch {
 	case err == nil:
 		return true, nil

@@ -259,4 +259,44 @@ func TestMultiplexPrepareAtServerLimit(t *testing.T) {
 		}
 		c.Close()
 	}
+	// What another connection keeps, idle, counts against the limit
+	// too: a keeps its connection (a transaction) while b's prepares go
+	// to the other, then a prepares with every statement closed.
+	testbed.MustExec(t, admin, fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", orig))
+	two := startProxy(t, multiplexed(2))
+	a, err := client.Connect(two.addr, one.bed.User, one.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := client.Connect(two.addr, one.bed.User, one.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Execute("BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		st, err := b.Prepare(fmt.Sprintf("SELECT 2 + %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+	}
+	if _, err := a.Execute("COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'").Scan(&name, &count); err != nil {
+		t.Fatal(err)
+	}
+	testbed.MustExec(t, admin, fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", count))
+	st, err := a.Prepare("SELECT 3")
+	if err != nil {
+		t.Fatalf("a prepare with every client statement closed, while an idle connection keeps 4: %v", err)
+	}
+	_ = st.Close()
 }

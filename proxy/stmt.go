@@ -135,7 +135,7 @@ func (s *session) prepare(p []byte) error {
 		s.mem.give(cost)
 		return s.backendFailed(s.be, err)
 	}
-	if again, err := s.mux.prepareAgain(s.be); err != nil {
+	if again, err := s.mux.prepareAgain(s.be, s.srv.pool); err != nil {
 		s.mem.give(cost)
 		return s.backendFailed(s.be, err)
 	} else if again {
@@ -341,7 +341,7 @@ func (s *session) stmtCommand(p []byte, kind relayKind) error {
 		}
 		return s.writeErrAt(1, unknownStmt(p, "mysqld_stmt_fetch"))
 	}
-	if err := s.mux.ready(st, s.be, s.reading.db, s.srv.pool.bounds.m.reprepared); err != nil {
+	if err := s.mux.ready(st, s.be, s.reading.db, s.srv.pool, s.srv.pool.bounds.m.reprepared); err != nil {
 		switch {
 		case !isMySQLErr(err) && !isKindError(err):
 			return s.backendFailed(s.be, err)
