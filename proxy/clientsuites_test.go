@@ -165,6 +165,11 @@ const (
 		"throttle then answers a login of an account that has not logged in from there before with 1129 before " +
 		"its password is checked, where MariaDB, which does not count wrong passwords, answers the expired " +
 		"password; whether the suite got there within the minute depends on its speed"
+	reasonThrottleAccount = "changes user to an account after lockproxy counted more than 3 failed logins of it " +
+		"from 127.0.0.1 within a minute (the audit log says \"login refused: too many recent failed logins\"; " +
+		"which of the suite's earlier change-user tests it counted was not established): its failed-login " +
+		"throttle refuses the account's next attempts there for a penalty of up to 5 s, correct password or " +
+		"not, where MariaDB does not count them; whether the test falls in it depends on the suite's speed"
 	reasonBackendTLS = "reads Ssl_cipher of a client that connected without TLS: the suite's instances reach " +
 		"the primary with TLS (backends.tls, for the suite's accounts that REQUIRE SSL), and the status is " +
 		"the backend connection's"
@@ -181,12 +186,14 @@ var mysql2Differences = map[string]suiteDifference{
 // mariadbDifferences are Connector/Node's tests that pass directly and
 // are known to fail through lockproxy.
 var mariadbDifferences = map[string]suiteDifference{
-	"test/integration/auth-plugin.test.js::authentication plugin > ed25519 authentication plugin":     {paths: allPaths, reason: reasonPlugin},
-	"test/integration/auth-plugin.test.js::authentication plugin > multi authentication plugin":       {paths: allPaths, reason: reasonPlugin},
-	"test/integration/connection.test.js::connection > expiration > connection with expired user":     {paths: allPaths, reason: reasonSandbox},
-	"test/integration/connection.test.js::connection > expiration > connection error if user expired": {paths: allPaths, reason: reasonThrottle, timing: true},
-	"test/integration/pool.test.js::Pool > pool error event":                                          {paths: allPaths, reason: reasonRereadAccounts, timing: true},
-	"test/integration/pool-callback.test.js::Pool callback > pool error event":                        {paths: allPaths, reason: reasonRereadAccounts, timing: true},
+	"test/integration/auth-plugin.test.js::authentication plugin > ed25519 authentication plugin":      {paths: allPaths, reason: reasonPlugin},
+	"test/integration/auth-plugin.test.js::authentication plugin > multi authentication plugin":        {paths: allPaths, reason: reasonPlugin},
+	"test/integration/connection.test.js::connection > expiration > connection with expired user":      {paths: allPaths, reason: reasonSandbox},
+	"test/integration/connection.test.js::connection > expiration > connection error if user expired":  {paths: allPaths, reason: reasonThrottle, timing: true},
+	"test/integration/change-user.test.js::change user > basic change user using callback no function": {paths: allPaths, reason: reasonThrottleAccount, timing: true},
+	"test/integration/change-user.test.js::change user > basic change user using promise":              {paths: allPaths, reason: reasonThrottleAccount, timing: true},
+	"test/integration/pool.test.js::Pool > pool error event":                                           {paths: allPaths, reason: reasonRereadAccounts, timing: true},
+	"test/integration/pool-callback.test.js::Pool callback > pool error event":                         {paths: allPaths, reason: reasonRereadAccounts, timing: true},
 }
 
 // runMySQL2Suite runs node mysql2's own suite (poku, its unit,
