@@ -234,22 +234,12 @@ func (rs *RuleSet) MayCreateTemporary(f *parser.Facts, currentDB string) bool {
 		}
 		start = append(start, p)
 	}
-	calls := f.Calls[:len(f.Calls):len(f.Calls)] // appending copies: f is shared
 	for _, ref := range f.Tables {
-		schema := refSchema(ref, currentDB)
-		if v := rs.view(schema, ref.Name); v != nil {
-			calls = append(calls, v.calls...)
-		}
 		if ref.Write {
-			start = append(start, op.triggers[schema+"."+ref.Name]...)
+			start = append(start, op.triggers[refSchema(ref, currentDB)+"."+ref.Name]...)
 		}
 	}
-	for _, c := range calls {
-		if fn := op.funcs[c]; fn != nil {
-			start = append(start, fn)
-		}
-	}
-	return reachesTemporary(start)
+	return reaches(rs.calledFunctions(f, currentDB, start), mayTemp)
 }
 
 // MayReadPrevious reports whether a stored function the statement f
@@ -267,19 +257,31 @@ func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
 	if rs == nil || rs.objects == nil {
 		return len(f.Calls) > 0
 	}
-	op := rs.objects
-	calls := f.Calls[:len(f.Calls):len(f.Calls)] // appending copies: f is shared
+	return reaches(rs.calledFunctions(f, currentDB, nil), readsLeft)
+}
+
+// calledFunctions appends to start the stored functions f calls by name
+// or through a view it reads (rs has the schema's objects).
+func (rs *RuleSet) calledFunctions(f *parser.Facts, currentDB string, start []*hiddenNode) []*hiddenNode {
+	add := func(calls []string) {
+		for _, c := range calls {
+			if fn := rs.objects.funcs[c]; fn != nil {
+				start = append(start, fn)
+			}
+		}
+	}
+	add(f.Calls)
 	for _, ref := range f.Tables {
 		if v := rs.view(refSchema(ref, currentDB), ref.Name); v != nil {
-			calls = append(calls, v.calls...)
+			add(v.calls)
 		}
 	}
-	var start []*hiddenNode
-	for _, c := range calls {
-		if fn := op.funcs[c]; fn != nil {
-			start = append(start, fn)
-		}
-	}
+	return start
+}
+
+// reaches reports whether a node of start, or one they call, has what
+// has says (mayTemp, readsLeft).
+func reaches(start []*hiddenNode, has func(*hiddenNode) bool) bool {
 	seen := map[*hiddenNode]bool{}
 	for len(start) > 0 {
 		n := start[len(start)-1]
@@ -288,7 +290,7 @@ func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
 			continue
 		}
 		seen[n] = true
-		if n.readsLeft {
+		if has(n) {
 			return true
 		}
 		start = append(start, n.calls...)
@@ -296,24 +298,8 @@ func (rs *RuleSet) MayReadPrevious(f *parser.Facts, currentDB string) bool {
 	return false
 }
 
-// reachesTemporary reports whether a node of start, or one they call, may
-// make a temporary table.
-func reachesTemporary(start []*hiddenNode) bool {
-	seen := map[*hiddenNode]bool{}
-	for len(start) > 0 {
-		n := start[len(start)-1]
-		start = start[:len(start)-1]
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
-		if n.mayTemp {
-			return true
-		}
-		start = append(start, n.calls...)
-	}
-	return false
-}
+func mayTemp(n *hiddenNode) bool   { return n.mayTemp }
+func readsLeft(n *hiddenNode) bool { return n.readsLeft }
 
 // MayCreateTemporaryText is MayCreateTemporary for a text the parser could
 // not read, by the names in it (parser.LexNames): it names TEMPORARY or
@@ -348,5 +334,5 @@ func (rs *RuleSet) MayCreateTemporaryText(text, currentDB string) bool {
 		}
 		start = append(start, op.triggers[name]...)
 	}
-	return reachesTemporary(start)
+	return reaches(start, mayTemp)
 }
