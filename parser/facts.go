@@ -193,6 +193,10 @@ type Facts struct {
 	// and privilege management, FLUSH, ANALYZE TABLE. The proxy, which
 	// knows the session state, applies the "when" conditions.
 	ImplicitCommit bool
+	// Account is true for a statement that changes accounts: SET
+	// PASSWORD, SET DEFAULT ROLE, CREATE/ALTER/DROP/RENAME USER, GRANT,
+	// REVOKE. The session's own account may no longer log in as it did.
+	Account bool
 	// PrimaryHint mirrors Analysis.PrimaryHint.
 	PrimaryHint bool
 }

@@ -86,7 +86,7 @@ func (an *analyzer) classifyOther(stmt ast.StmtNode) Kind {
 	case *ast.LoadDataStmt:
 		return KindLoadData
 	case *ast.SetPwdStmt, *ast.SetDefaultRoleStmt:
-		f.ImplicitCommit = true
+		f.ImplicitCommit, f.Account = true, true
 		return KindSet
 	case *ast.SetRoleStmt, *ast.SetConfigStmt, *ast.SetSessionStatesStmt,
 		*ast.SetResourceGroupStmt, *ast.SetBindingStmt:
@@ -99,9 +99,11 @@ func (an *analyzer) classifyOther(stmt ast.StmtNode) Kind {
 		f.ImplicitCommit = !isTemporaryDDL(stmt)
 		return KindDDL
 	case *ast.CreateUserStmt, *ast.AlterUserStmt, *ast.DropUserStmt, *ast.RenameUserStmt,
-		*ast.GrantStmt, *ast.RevokeStmt, *ast.GrantRoleStmt, *ast.RevokeRoleStmt,
-		*ast.FlushStmt, *ast.AnalyzeTableStmt:
+		*ast.GrantStmt, *ast.RevokeStmt, *ast.GrantRoleStmt, *ast.RevokeRoleStmt:
 		// MySQL "Statements That Cause an Implicit Commit".
+		f.ImplicitCommit, f.Account = true, true
+		return KindOther
+	case *ast.FlushStmt, *ast.AnalyzeTableStmt:
 		f.ImplicitCommit = true
 		return KindOther
 	}

@@ -96,6 +96,10 @@ type backendConn struct {
 	// waitTimeout is the session's wait_timeout when the connection was
 	// set up or its tracking read again (startTracking).
 	waitTimeout time.Duration
+	// sandbox: the session's account logged in with an expired password
+	// and MariaDB runs only SET until it is changed (startTracking). Such a
+	// connection stays with its session and is never pooled.
+	sandbox bool
 }
 
 // dialBackend connects and authenticates with go-mysql's client, then keeps
@@ -153,7 +157,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 		// a server that accepts and says nothing must not hang a login.
 		_ = nc.SetDeadline(time.Now().Add(dialTimeout))
 		tcp = nc
-		ec = &extCapsConn{Conn: nc, want: key.ext}
+		ec = &extCapsConn{Conn: nc, want: key.ext, caps: key.caps & mysql.CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS}
 		if key.relay.on {
 			tap = &greetingTap{Conn: ec}
 			return tap, nil
@@ -400,7 +404,7 @@ func (p *pool) put(b *backendConn) {
 	if b == nil {
 		return
 	}
-	if b.broken {
+	if b.broken || b.sandbox {
 		b.close()
 		return
 	}

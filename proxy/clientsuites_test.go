@@ -153,9 +153,6 @@ const (
 	reasonPlugin = "logs in as an account the suite creates with an authentication plugin other than " +
 		"mysql_native_password (ed25519, or ed25519 OR mysql_native_password): users.from_backend relays " +
 		"mysql_native_password logins only"
-	reasonSandbox = "logs in as an account whose password expired, in MariaDB's sandbox mode " +
-		"(CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS): users.from_backend turns a connection lockproxy opened as " +
-		"itself into the account with COM_CHANGE_USER, which MariaDB refuses for an expired account"
 	reasonRereadAccounts = "a pool of an account that does not exist, given 2 s to open its first connections: " +
 		"under users.from_backend lockproxy answers a login of an unknown account after reading the accounts " +
 		"again (at most once a second), where MariaDB answers at once, so the pool's error may be its own " +
@@ -188,7 +185,6 @@ var mysql2Differences = map[string]suiteDifference{
 var mariadbDifferences = map[string]suiteDifference{
 	"test/integration/auth-plugin.test.js::authentication plugin > ed25519 authentication plugin":      {paths: allPaths, reason: reasonPlugin},
 	"test/integration/auth-plugin.test.js::authentication plugin > multi authentication plugin":        {paths: allPaths, reason: reasonPlugin},
-	"test/integration/connection.test.js::connection > expiration > connection with expired user":      {paths: allPaths, reason: reasonSandbox},
 	"test/integration/connection.test.js::connection > expiration > connection error if user expired":  {paths: allPaths, reason: reasonThrottle, timing: true},
 	"test/integration/change-user.test.js::change user > basic change user using callback no function": {paths: allPaths, reason: reasonThrottleAccount, timing: true},
 	"test/integration/change-user.test.js::change user > basic change user using promise":              {paths: allPaths, reason: reasonThrottleAccount, timing: true},

@@ -32,6 +32,9 @@ const (
 	erTooDeepNesting  = 1473 // ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT
 	// erMaxPreparedStmts: the server's max_prepared_stmt_count is reached.
 	erMaxPreparedStmts = 1461 // ER_MAX_PREPARED_STMT_COUNT_REACHED
+	// erMustChangePassword: the session's password expired and MariaDB
+	// runs only SET until it is changed (its sandbox).
+	erMustChangePassword = 1820 // ER_MUST_CHANGE_PASSWORD
 	// erConstraintFailed is MariaDB's CHECK-constraint error, SQLSTATE
 	// 23000: a guarded UPDATE that would take its column below min.
 	erConstraintFailed = 4025 // ER_CONSTRAINT_FAILED

@@ -24,13 +24,14 @@ const serverCaps = mysql.CLIENT_LONG_PASSWORD | mysql.CLIENT_FOUND_ROWS | mysql.
 	mysql.CLIENT_SECURE_CONNECTION | mysql.CLIENT_MULTI_STATEMENTS | mysql.CLIENT_MULTI_RESULTS |
 	mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_PLUGIN_AUTH | mysql.CLIENT_CONNECT_ATTRS |
 	mysql.CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA | mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF |
-	mysql.CLIENT_COMPRESS
+	mysql.CLIENT_COMPRESS | mysql.CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS
 
 // mirroredCaps are the client capabilities a backend connection must share
 // with its client for relayed packets to mean the same thing.
 const mirroredCaps = mysql.CLIENT_FOUND_ROWS | mysql.CLIENT_IGNORE_SPACE | mysql.CLIENT_MULTI_STATEMENTS |
 	mysql.CLIENT_MULTI_RESULTS | mysql.CLIENT_PS_MULTI_RESULTS | mysql.CLIENT_LOCAL_FILES |
-	mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF | mysql.CLIENT_INTERACTIVE
+	mysql.CLIENT_SESSION_TRACK | mysql.CLIENT_DEPRECATE_EOF | mysql.CLIENT_INTERACTIVE |
+	mysql.CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS
 
 // defaultCollation is announced in the initial handshake (utf8mb4_general_ci).
 const defaultCollation = 45

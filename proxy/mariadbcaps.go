@@ -89,6 +89,10 @@ func greetingExtCaps(p []byte) (uint32, bool) {
 type extCapsConn struct {
 	net.Conn
 	want uint32
+	// caps are capabilities go-mysql cannot announce, added to the first
+	// answer's (CLIENT_CAN_HANDLE_EXPIRED_PASSWORDS: MariaDB reads the
+	// capabilities of a TLS login from its SSLRequest too).
+	caps uint32
 
 	mu      sync.Mutex
 	greet   []byte // the greeting's bytes until it is whole
@@ -121,9 +125,12 @@ func (c *extCapsConn) Write(b []byte) (int, error) {
 	c.mu.Unlock()
 	// go-mysql writes a packet whole: header, then payload. The first
 	// packet it writes is sequence 1, the answer to the greeting.
-	if first && c.want != 0 && len(b) >= 4+32 && b[3] == 1 {
+	if first && (c.want != 0 || c.caps != 0) && len(b) >= 4+32 && b[3] == 1 {
 		p := append([]byte(nil), b...)
-		binary.LittleEndian.PutUint32(p[4+28:], c.want)
+		binary.LittleEndian.PutUint32(p[4:], binary.LittleEndian.Uint32(p[4:])|c.caps)
+		if c.want != 0 {
+			binary.LittleEndian.PutUint32(p[4+28:], c.want)
+		}
 		return c.Conn.Write(p)
 	}
 	return c.Conn.Write(b)

@@ -209,6 +209,9 @@ func (s *session) startMultiplex() {
 	was := s.mux
 	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: was.shown,
 		loan: was.loan + 1, setsGen: was.setsGen + 1, idle: s.be.waitTimeout}
+	if s.be.sandbox {
+		s.mux.pins |= pinAccount // its password is to change: the session keeps the connection
+	}
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
@@ -271,7 +274,9 @@ func (s *session) dispatchLent(p []byte) error {
 	}
 	switch {
 	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
-		s.mux.pins, s.mux.changed, s.mux.sets = 0, true, nil // the server forgot the session's state
+		// The server forgot the session's state, but not a change of
+		// its account (pinAccount).
+		s.mux.pins, s.mux.changed, s.mux.sets = s.mux.pins&pinAccount, true, nil
 		s.mux.setsGen++
 		s.mux.idle = s.be.waitTimeout // read again with the reset's tracking
 	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:

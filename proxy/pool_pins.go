@@ -32,6 +32,7 @@ const (
 	pinDiagnostics                             // the last statement left warnings or an error, until the next command
 	pinCursor                                  // HANDLER; a prepared statement's cursor, until it is reset, closed or executed again
 	pinKill                                    // KILL run by the server
+	pinAccount                                 // SET PASSWORD, ALTER USER, GRANT ...: the session's account may no longer log in as before
 	pinUnknown                                 // unparsed, uncertain, CALL, stored functions, other statements, unexplained state
 )
 
@@ -45,7 +46,7 @@ var pinReasons = []struct {
 	{pinPreparedStatement, "prepared_statement"}, {pinSessionVariable, "session_variable"},
 	{pinUserLock, "user_lock"}, {pinLockTables, "lock_tables"}, {pinFoundRows, "found_rows"},
 	{pinLastInsertID, "last_insert_id"}, {pinDiagnostics, "diagnostics"}, {pinCursor, "cursor"},
-	{pinKill, "kill"}, {pinUnknown, "unknown"},
+	{pinKill, "kill"}, {pinAccount, "account"}, {pinUnknown, "unknown"},
 }
 
 // statusPins are the reasons the server's last status gives.
@@ -168,6 +169,11 @@ func factPins(f *parser.Facts) pinReason {
 	if len(e.SessionVars) > 0 && !onlyAutocommit(e.SessionVars) || e.SetTransaction && e.SetTransactionScope != "global" {
 		r |= pinSessionVariable
 	}
+	if f.Account {
+		// Its connections log in again with what the login proved; once
+		// the password may have changed, only this one is sure to be in.
+		r |= pinAccount
+	}
 	if f.Impure != "" && !f.Diagnostics && len(f.Impure) > 6 && f.Impure[:6] == "calls " {
 		r |= pinUnknown // a stored function, a sequence: what it leaves is unknown
 	}
@@ -182,6 +188,10 @@ func factPins(f *parser.Facts) pinReason {
 		}
 	case parser.KindLockTables:
 		r |= pinLockTables
+	case parser.KindOther:
+		if !f.Account {
+			r |= lexicalPins(f.Text)
+		}
 	case parser.KindPrepare, parser.KindExecute, parser.KindDeallocate:
 		r |= pinPreparedStatement
 	default:

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,6 +87,17 @@ func (c *clientTracking) setVars(v string) {
 	c.every = slices.Contains(c.vars, "*")
 }
 
+// leaveSandbox starts a sandboxed connection's tracking once its
+// session may run more than SET (its password changed), and reports
+// whether it is out of the sandbox.
+func (b *backendConn) leaveSandbox() bool {
+	if err := b.startTracking(true); err != nil {
+		b.broken = true
+		return false
+	}
+	return !b.sandbox
+}
+
 // isOn reads a boolean variable's value as the server gives it.
 func isOn(b []byte) bool { return string(b) == "1" || strings.EqualFold(string(b), "ON") }
 
@@ -94,8 +106,21 @@ func isOn(b []byte) bool { return string(b) == "1" || strings.EqualFold(string(b
 // what differs from lockproxy's settings, the rest having come in the
 // server's reports) and then turns on what lockproxy needs
 // (trackSession).
+//
+// A session whose account's password expired is in MariaDB's sandbox,
+// which runs SET statements only (SET PASSWORD among them) and refuses
+// the read with 1820: its tracking is left as the login made it, the
+// client's own, whose reports pass whole (sandbox), and is started once
+// the password has been changed (leaveSandbox).
 func (b *backendConn) startTracking(fresh bool) error {
 	row, err := b.queryRow(clientTrackingQuery)
+	var se *sqlError
+	if errors.As(err, &se) && se.Code == erMustChangePassword {
+		b.sandbox = true
+		b.clientTrack = clientTracking{every: true, schema: true, stateChange: true}
+		return nil
+	}
+	b.sandbox = false
 	if err == nil && len(row) != 4 {
 		err = errNoRow
 	}

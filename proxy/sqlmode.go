@@ -54,6 +54,12 @@ func (t textReader) options() parser.Options {
 	if t.be == nil {
 		return parser.Options{Mode: parser.ModeUnknown}
 	}
+	if t.be.sandbox && !t.be.leaveSandbox() {
+		// Until its password changes the session runs SET only, and
+		// its state cannot be read: every text is uncertain.
+		t.m.stale, t.m.unsafe = true, true
+		return parser.Options{Mode: parser.ModeUnknown, ServerVersion: parser.ServerVersionOf(t.be.version)}
+	}
 	if t.m.stale {
 		row, err := t.be.queryRow(sessionStateQuery)
 		if err == nil && len(row) != 5 {
