@@ -34,6 +34,7 @@ import (
 	"github.com/lockproxy/lockproxy/bench/internal/readwrite"
 	"github.com/lockproxy/lockproxy/bench/internal/redisrtt"
 	"github.com/lockproxy/lockproxy/bench/internal/rewrite"
+	"github.com/lockproxy/lockproxy/bench/internal/scale"
 	"github.com/lockproxy/lockproxy/bench/internal/scenario"
 	"github.com/lockproxy/lockproxy/bench/internal/streaming"
 )
@@ -48,6 +49,7 @@ func registry() *scenario.Registry {
 		hotkey.New(),
 		rewrite.New(),
 		disjoint.New(),
+		scale.New(),
 		bank.New(),
 		redisrtt.New(),
 		gobench.New(),

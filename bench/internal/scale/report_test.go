@@ -1,0 +1,49 @@
+package scale
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+)
+
+func TestTargetsAndReport(t *testing.T) {
+	d := Data{Keys: 1000, Clients: []int{8, 64}, Instances: []int{1, 2}, Rounds: 1, Seconds: 3, Arms: []contend.Result{
+		{Name: DirectName(8), DonePerSec: 5000, LostMax: 3},
+		{Name: ProxyName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2000, DoneRatio: 0.4},
+		{Name: ProxyName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 2100, DoneRatio: 0.42},
+		{Name: DirectName(64), DonePerSec: 6000},
+		{Name: ProxyName(64, 1), Baseline: DirectName(64), Instances: 1, DonePerSec: 2500, DoneRatio: 0.41},
+		{Name: ProxyName(64, 2), Baseline: DirectName(64), Instances: 2, DonePerSec: 2400, DoneRatio: 0.4, Errors: 1, ErrorMsg: "1x x"},
+	}}
+	tg := targets(d)
+	if len(tg) != 4 {
+		t.Fatalf("targets = %+v; want lost, errors and one per client count", tg)
+	}
+	if !tg[0].Met || tg[1].Met || !tg[2].Met || tg[3].Met {
+		t.Errorf("targets = %+v; want lost met (direct's own count ignored), errors missed, 8 clients met, 64 clients missed (2500 → 2400)", tg)
+	}
+	if tg[3].Got != "2500 → 2400" {
+		t.Errorf("64 clients target got %q", tg[3].Got)
+	}
+	r := &results.Result{Scenario: "scale"}
+	if err := r.SetData(d); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md, err := New().Report(r, dir, "results")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| " + ProxyName(64, 2) + " |", "from 1000 rows", "scale-throughput.png"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scale-throughput.png")); err != nil {
+		t.Error(err)
+	}
+}

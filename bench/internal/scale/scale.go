@@ -1,0 +1,102 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockproxy/lockproxy/bench/internal/contend"
+	"github.com/lockproxy/lockproxy/bench/internal/env"
+	"github.com/lockproxy/lockproxy/bench/internal/results"
+	"github.com/lockproxy/lockproxy/bench/internal/scenario"
+)
+
+const database = "bench_scale"
+
+// DirectName is the baseline arm of clients clients.
+func DirectName(clients int) string { return fmt.Sprintf("%d clients, direct", clients) }
+
+// ProxyName is the arm of clients clients through n instances.
+func ProxyName(clients, n int) string {
+	return fmt.Sprintf("%d clients, %d instance(s)", clients, n)
+}
+
+// Scenario is the uniform-keys scale benchmark. The zero value is ready
+// to use.
+type Scenario struct{}
+
+// New returns the scale scenario.
+func New() *Scenario { return &Scenario{} }
+
+// Name implements scenario.Scenario.
+func (*Scenario) Name() string { return "scale" }
+
+// Summary implements scenario.Scenario.
+func (*Scenario) Summary() string {
+	return "guarded single-row UPDATE on uniform keys over 100k rows, 8 / 64 / 256 clients through 1, 2, 4 lockproxy instances (lock rule on write, Redis) vs directly"
+}
+
+// Data is the stored result.
+type Data struct {
+	Keys      int              `json:"keys"`
+	Clients   []int            `json:"clients"`
+	Instances []int            `json:"instances"`
+	Rounds    int              `json:"rounds"`
+	Seconds   float64          `json:"seconds"`
+	NProc     int              `json:"nproc"`
+	Arms      []contend.Result `json:"arms"`
+}
+
+type plan struct {
+	keys      int
+	clients   []int
+	instances []int
+	rounds    int
+	seconds   time.Duration
+}
+
+func planFor(opts scenario.Options) plan {
+	if opts.Quick {
+		return plan{keys: 10_000, clients: []int{8, 64}, instances: []int{1, 2}, rounds: 1, seconds: 3 * time.Second}
+	}
+	return plan{keys: 100_000, clients: []int{8, 64, 256}, instances: []int{1, 2, 4}, rounds: 3, seconds: 5 * time.Second}
+}
+
+// uniformKey draws a sku uniformly from 1..keys for every statement.
+func uniformKey(keys int) contend.Key {
+	return func(int) int64 { return rand.Int64N(int64(keys)) + 1 }
+}
+
+// Run implements scenario.Scenario.
+func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r *results.Result) error {
+	pl := planFor(opts)
+	admin, err := contend.Fresh(ctx, e, database)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	nmax := pl.instances[len(pl.instances)-1]
+	px, err := e.StartProxies(ctx, nmax, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), px)
+	op := func(p contend.Pools) contend.Op { return contend.Decrement(p, uniformKey(pl.keys), false) }
+	var arms []contend.Arm
+	for _, c := range pl.clients {
+		t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: c, Keys: pl.keys, Duration: pl.seconds}
+		arms = append(arms, t.TimedArm(DirectName(c), "", nil, op))
+		for _, n := range pl.instances {
+			arms = append(arms, t.TimedArm(ProxyName(c, n), DirectName(c), px[:n], op))
+		}
+	}
+	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("scale: "+f, a...) })
+	if err != nil {
+		return fmt.Errorf("scale: %w", err)
+	}
+	d := Data{Keys: pl.keys, Clients: pl.clients, Instances: pl.instances, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(),
+		NProc: r.Machine.NProc, Arms: res}
+	r.Targets = targets(d)
+	return r.SetData(d)
+}
