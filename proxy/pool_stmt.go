@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -156,6 +157,22 @@ func (p *pool) dropIdleStmts() int {
 	return n
 }
 
+// prepareIn prepares q on b in database db, where b is in database back,
+// and brings b back there. A refusal to enter db (dropped since) or of
+// the prepare is the server's answer; a connection that cannot go back
+// is broken.
+func (b *backendConn) prepareIn(db, back, q string) (uint32, int, error) {
+	if err := b.simpleCommand(append([]byte{mysql.COM_INIT_DB}, db...)); err != nil {
+		return 0, 0, err
+	}
+	id, params, err := b.prepareCounted(q)
+	if berr := b.simpleCommand(append([]byte{mysql.COM_INIT_DB}, back...)); berr != nil {
+		b.broken = true
+		return 0, 0, fmt.Errorf("proxy: returning to database %q after preparing a statement in %q: %w", back, db, berr)
+	}
+	return id, params, err
+}
+
 // dropStmts closes the statements b keeps (COM_STMT_CLOSE has no answer).
 func (b *backendConn) dropStmts() {
 	for _, cs := range b.stmts {
@@ -173,8 +190,17 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, p *pool, reprepar
 	if st.backendID != 0 {
 		return nil
 	}
-	if st.db != db || st.setsGen != m.setsGen {
+	if st.setsGen != m.setsGen || st.db != db && (st.db == "" || db == "") {
 		return errorf(errStateElsewhere, "prepared statement %d was prepared under another database or other session variables than the session has now, and backends.pool.multiplex runs it on another connection, where the server would read its text under the new ones; prepare it again", st.id)
+	}
+	// A statement prepared in another database than the session's now
+	// is prepared again in that one, as MariaDB read it (its tables are
+	// the ones it named there), and the connection goes back to db.
+	prepare := func() (uint32, int, error) {
+		if st.db == db {
+			return be.prepareCounted(st.query)
+		}
+		return be.prepareIn(st.db, db, st.query)
 	}
 	// A connection's statements were prepared in its pool's state: a
 	// session that replays SETs reads its texts otherwise.
@@ -184,7 +210,7 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, p *pool, reprepar
 		id, params, shared = cs.id, cs.params, true
 	} else {
 		var err error
-		id, params, err = be.prepareCounted(st.query)
+		id, params, err = prepare()
 		var me *sqlError
 		if errors.As(err, &me) && me.Code == erMaxPreparedStmts && (p.dropIdleStmts() > 0 || len(be.stmts) > 0) {
 			// The server's max_prepared_stmt_count: give back what this
@@ -196,7 +222,7 @@ func (m *muxState) ready(st *stmt, be *backendConn, db string, p *pool, reprepar
 			m.loan++
 			st.loan = m.loan
 			m.changed = true
-			id, params, err = be.prepareCounted(st.query)
+			id, params, err = prepare()
 		}
 		if err != nil {
 			return err

@@ -123,26 +123,46 @@ func TestMultiplexReprepares(t *testing.T) {
 	}
 	waitPinned(t, one.reg, "cursor", 0)
 
-	// Another database, or another sql_mode, would read the text
-	// differently: refused until the session is back.
-	for _, change := range []struct{ set, back string }{
-		{"USE mysql", "USE " + db},
-		{"SET sql_mode = 'ANSI_QUOTES'", "SET sql_mode = DEFAULT"},
-	} {
-		if _, err := a.query(change.set); err != nil {
+	// After USE of another database the statement still reads the
+	// tables it named where it was prepared, as directly: it is prepared
+	// again there, on a connection that goes back to the session's.
+	for _, c := range []*rawConn{a, direct} {
+		if _, err := c.query("USE mysql"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := int64(1); i <= 2; i++ {
 		if _, err := b.query("SELECT 1"); err != nil { // a's connection goes to b
 			t.Fatal(err)
 		}
-		_, _, err := a.execute(id, true, int64(1))
-		wantError(t, "execute after "+change.set, err, 1105, true)
-		if _, err := a.query(change.back); err != nil {
+		one.srv.pool.dropIdleStmts() // no connection keeps the statement
+		before = reprepared()
+		execute("execute after USE of another database", true, i)
+		if n := reprepared() - before; n != 1 {
+			t.Errorf("lockproxy_statements_reprepared_total rose by %v, want 1", n)
+		}
+		if rows, err := a.query("SELECT DATABASE()"); err != nil || strings.Join(rows, ",") != "mysql" {
+			t.Errorf("DATABASE() after the execute: %v %v, want mysql", rows, err)
+		}
+	}
+	for _, c := range []*rawConn{a, direct} {
+		if _, err := c.query("USE " + db); err != nil {
 			t.Fatal(err)
 		}
-		if change.back == "USE "+db {
-			execute("execute back in its database", true, 1)
-		}
+	}
+	execute("execute back in its database", true, 1)
+	// Another sql_mode would read the text differently: refused until
+	// the session is back.
+	if _, err := a.query("SET sql_mode = 'ANSI_QUOTES'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.query("SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := a.execute(id, true, int64(1))
+	wantError(t, "execute after SET sql_mode", err, 1105, true)
+	if _, err := a.query("SET sql_mode = DEFAULT"); err != nil {
+		t.Fatal(err)
 	}
 	// A replayed SET changed since the prepare, even back to the
 	// default: prepare it again.
