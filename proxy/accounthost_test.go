@@ -195,6 +195,14 @@ func TestParsePriv(t *testing.T) {
 			want: accountRow{user: "u", host: "h", plugin: "mysql_native_password", auth: "*2B60"}},
 		{json: `{"plugin":"mysql_native_password","authentication_string":"*66","auth_or":[{},{"plugin":"unix_socket"}]}`,
 			want: accountRow{user: "u", host: "h", plugin: "mysql_native_password", auth: "*66", several: true}},
+		// Logins lockproxy relays to MariaDB: ed25519, alone or with
+		// mysql_native_password.
+		{json: `{"plugin":"ed25519","authentication_string":"9IaQu55Q"}`,
+			want: accountRow{user: "u", host: "h", plugin: "ed25519", auth: "9IaQu55Q", passed: true}},
+		{json: `{"plugin":"mysql_native_password","authentication_string":"*B2","auth_or":[{"plugin":"ed25519","authentication_string":"9I"},{}]}`,
+			want: accountRow{user: "u", host: "h", plugin: "mysql_native_password", auth: "*B2", several: true, passed: true}},
+		{json: `{"plugin":"ed25519","authentication_string":"9I","auth_or":[{},{"plugin":"pam"}]}`,
+			want: accountRow{user: "u", host: "h", plugin: "ed25519", auth: "9I", several: true}},
 		{json: `{"access":0}`, want: accountRow{user: "u", host: "h", plugin: "mysql_native_password"}},
 		{json: `{"access":0,"is_role":true}`, want: accountRow{user: "u", host: "h", plugin: "mysql_native_password"}, role: true},
 		{json: `not json`, wantFail: true},

@@ -51,12 +51,22 @@ type accountRow struct {
 	// mysql_native_password "*" and the hex of SHA1(SHA1(password)), or
 	// "" for no password.
 	auth string
+	// passed: lockproxy cannot check the account's answer but relays its
+	// login to MariaDB (passLogin): its plugins, every one of them, are
+	// ed25519 or mysql_native_password, and it is not one native
+	// password.
+	passed bool
 }
+
+// passedPlugins are the plugins whose logins lockproxy relays packet for
+// packet: their client side is in the common drivers, and their
+// exchange is the client's answer to the server's request.
+var passedPlugins = map[string]bool{"ed25519": true, mysql.AUTH_NATIVE_PASSWORD: true}
 
 // sameCredentials reports whether a login that r accepts is accepted by
 // o too.
 func (r accountRow) sameCredentials(o accountRow) bool {
-	return r.plugin == o.plugin && r.several == o.several && r.auth == o.auth
+	return r.plugin == o.plugin && r.several == o.several && r.auth == o.auth && r.passed == o.passed
 }
 
 // nativeHash returns the SHA1(SHA1(password)) of a mysql_native_password
@@ -124,6 +134,10 @@ func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, erro
 			user, ip, errAmbiguousHost)
 	}
 	hash, ok := row.nativeHash()
+	if !ok && row.passed {
+		return nil, errorf(errAuthMode, "account '%s'@'%s' logs in with %s, which lockproxy relays to MariaDB at login only, not in COM_CHANGE_USER",
+			user, row.host, row.plugin)
+	}
 	if !ok {
 		plugin := row.plugin
 		if row.several {
@@ -153,6 +167,16 @@ func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, erro
 		return nil, fmt.Errorf("%w: %w", errAccessDenied, errWrongPassword)
 	}
 	return stage1, nil
+}
+
+// passes reports whether the account user logs in as from the client
+// address ip is one whose login lockproxy relays (accountRow.passed).
+func (b *accountBook) passes(user, ip string) bool {
+	b.mu.Lock()
+	named, anon, skip := b.users[user], b.users[""], b.skipNameResolve
+	b.mu.Unlock()
+	row, found, ambiguous := pickRow(named, anon, peerAt(ip, skip))
+	return found && !ambiguous && row.passed
 }
 
 // read makes sure the accounts in force were read from cfg's primary
@@ -268,11 +292,14 @@ func readAccounts(ctx context.Context, cfg *rules.Config, btls *tls.Config) (map
 
 // parsePriv reads the JSON of a mysql.global_priv row.
 func parsePriv(user, host string, priv []byte) (accountRow, bool, error) {
+	type method struct {
+		Plugin string `json:"plugin"`
+	}
 	var p struct {
-		Plugin string            `json:"plugin"`
-		Auth   string            `json:"authentication_string"`
-		AuthOr []json.RawMessage `json:"auth_or"`
-		IsRole bool              `json:"is_role"`
+		Plugin string   `json:"plugin"`
+		Auth   string   `json:"authentication_string"`
+		AuthOr []method `json:"auth_or"`
+		IsRole bool     `json:"is_role"`
 	}
 	if err := json.Unmarshal(priv, &p); err != nil {
 		return accountRow{}, false, err
@@ -281,5 +308,17 @@ func parsePriv(user, host string, priv []byte) (accountRow, bool, error) {
 	if plugin == "" {
 		plugin = mysql.AUTH_NATIVE_PASSWORD // an old row: the default plugin
 	}
-	return accountRow{user: user, host: host, plugin: plugin, several: len(p.AuthOr) > 1, auth: p.Auth}, p.IsRole, nil
+	row := accountRow{user: user, host: host, plugin: plugin, several: len(p.AuthOr) > 1, auth: p.Auth}
+	// auth_or lists the plugins MariaDB tries in order, the row's own
+	// (plugin, authentication_string) standing as an empty entry.
+	row.passed = passedPlugins[plugin]
+	for _, m := range p.AuthOr {
+		if m.Plugin != "" && !passedPlugins[strings.TrimSpace(m.Plugin)] {
+			row.passed = false
+		}
+	}
+	if plugin == mysql.AUTH_NATIVE_PASSWORD && !row.several {
+		row.passed = false // lockproxy checks it itself
+	}
+	return row, p.IsRole, nil
 }

@@ -105,6 +105,12 @@ type backendConn struct {
 // dialBackend connects and authenticates with go-mysql's client, then keeps
 // only the socket: from here on packets are relayed, not interpreted.
 func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
+	return dialBackendWith(ctx, key, nil)
+}
+
+// dialBackendWith is dialBackend whose relayed login the client answers
+// through converse (a passed login: relayLogin).
+func dialBackendWith(ctx context.Context, key poolKey, converse func([]byte) ([]byte, error)) (*backendConn, error) {
 	collation := "utf8mb4_general_ci"
 	if c, err := charset.GetCollationByID(int(key.collation)); err == nil && c.ID < 256 {
 		collation = c.Name
@@ -202,7 +208,7 @@ func dialBackend(ctx context.Context, key poolKey) (*backendConn, error) {
 	if key.relay.on {
 		b.scramble = tap.scramble
 		_ = tcp.SetDeadline(time.Now().Add(dialTimeout))
-		err = b.relayLogin()
+		err = b.relayLogin(converse)
 		_ = tcp.SetDeadline(time.Time{})
 	}
 	if err == nil {
@@ -392,7 +398,7 @@ func (p *pool) take(ctx context.Context, key poolKey, judged bool) (*backendConn
 func (b *backendConn) relogin() error {
 	_ = b.nc.SetDeadline(time.Now().Add(dialTimeout))
 	defer func() { _ = b.nc.SetDeadline(time.Time{}) }()
-	if err := b.relayLogin(); err != nil {
+	if err := b.relayLogin(nil); err != nil {
 		return err
 	}
 	return b.initSession()
@@ -404,7 +410,7 @@ func (p *pool) put(b *backendConn) {
 	if b == nil {
 		return
 	}
-	if b.broken || b.sandbox {
+	if b.broken {
 		b.close()
 		return
 	}
@@ -428,6 +434,10 @@ func (p *pool) putSync(b *backendConn) {
 // keep makes b, clean, idle: handed to a session waiting for a connection
 // to its backend when there is one (pool_limit.go), else kept for reuse.
 func (p *pool) keep(b *backendConn) {
+	if b.sandbox || b.key.relay.passed {
+		b.close() // its session's alone, rolled back by the reset
+		return
+	}
 	b.r.shrink() // an idle connection holds no buffer
 	p.mu.Lock()
 	if p.handLocked(b) {

@@ -20,12 +20,12 @@ func (s *session) changeUser(p []byte) error {
 	if err != nil {
 		return s.writeErrAt(1, errorf(errHandshake, "malformed COM_CHANGE_USER"))
 	}
-	previous, prevPassword, prevStage1, prevRelayed := s.user, s.client.password, s.client.stage1, s.client.relayed
+	previous, prevPassword, prevStage1, prevRelayed, prevPassed := s.user, s.client.password, s.client.stage1, s.client.relayed, s.client.passed
 	s.srv.setUser(s, user)
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
-	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin)
+	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin, false)
 	_ = s.conn.SetReadDeadline(time.Time{})
 	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) {
 		s.srv.setUser(s, previous)
@@ -36,7 +36,7 @@ func (s *session) changeUser(p []byte) error {
 	}
 	if err := s.srv.userRoom(s, user); err != nil {
 		s.srv.setUser(s, previous)
-		s.client.password, s.client.stage1, s.client.relayed = prevPassword, prevStage1, prevRelayed
+		s.client.password, s.client.stage1, s.client.relayed, s.client.passed = prevPassword, prevStage1, prevRelayed, prevPassed
 		if werr := s.writeErrAt(seq, err); werr != nil {
 			return werr
 		}

@@ -150,18 +150,15 @@ func mariadbSuiteRules() []rules.Rule {
 // Reasons node suites' tests fail through lockproxy (the README's client
 // section lists them).
 const (
-	reasonPlugin = "logs in as an account the suite creates with an authentication plugin other than " +
-		"mysql_native_password (ed25519, or ed25519 OR mysql_native_password): users.from_backend relays " +
-		"mysql_native_password logins only"
 	reasonRereadAccounts = "a pool of an account that does not exist, given 2 s to open its first connections: " +
 		"under users.from_backend lockproxy answers a login of an unknown account after reading the accounts " +
 		"again (at most once a second), where MariaDB answers at once, so the pool's error may be its own " +
 		"timeout instead of the 1045 the test expects; it passes or fails by timing"
 	reasonThrottle = "logs in as a new account after the suite's earlier tests failed more than 20 logins from " +
-		"127.0.0.1 within a minute (wrong passwords, unknown accounts, the plugins above): lockproxy's failed-login " +
+		"127.0.0.1 within a minute (wrong passwords, unknown accounts): lockproxy's failed-login " +
 		"throttle then answers a login of an account that has not logged in from there before with 1129 before " +
-		"its password is checked, where MariaDB, which does not count wrong passwords, answers the expired " +
-		"password; whether the suite got there within the minute depends on its speed"
+		"its password is checked, where MariaDB, which does not count wrong passwords, answers for the expired " +
+		"password (its sandbox, or 1862); whether the suite got there within the minute depends on its speed"
 	reasonThrottleAccount = "changes user to an account after lockproxy counted more than 3 failed logins of it " +
 		"from 127.0.0.1 within a minute (the audit log says \"login refused: too many recent failed logins\"; " +
 		"which of the suite's earlier change-user tests it counted was not established): its failed-login " +
@@ -183,8 +180,7 @@ var mysql2Differences = map[string]suiteDifference{
 // mariadbDifferences are Connector/Node's tests that pass directly and
 // are known to fail through lockproxy.
 var mariadbDifferences = map[string]suiteDifference{
-	"test/integration/auth-plugin.test.js::authentication plugin > ed25519 authentication plugin":      {paths: allPaths, reason: reasonPlugin},
-	"test/integration/auth-plugin.test.js::authentication plugin > multi authentication plugin":        {paths: allPaths, reason: reasonPlugin},
+	"test/integration/connection.test.js::connection > expiration > connection with expired user":      {paths: allPaths, reason: reasonThrottle, timing: true},
 	"test/integration/connection.test.js::connection > expiration > connection error if user expired":  {paths: allPaths, reason: reasonThrottle, timing: true},
 	"test/integration/change-user.test.js::change user > basic change user using callback no function": {paths: allPaths, reason: reasonThrottleAccount, timing: true},
 	"test/integration/change-user.test.js::change user > basic change user using promise":              {paths: allPaths, reason: reasonThrottleAccount, timing: true},

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net"
 
@@ -17,15 +18,67 @@ import (
 // An account read from the primary (users.from_backend) is always asked
 // for mysql_native_password, the only answer lockproxy can check against
 // the hash the primary stores and log in to the backend with.
-func (s *session) authenticate(seq byte, plugin string, auth []byte, want string) (byte, error) {
+//
+// At login (atLogin), an account read from the primary whose plugins
+// lockproxy cannot check (ed25519) has its login relayed to MariaDB
+// instead (passLogin): the connection it opens becomes the session's
+// (s.passed).
+func (s *session) authenticate(seq byte, plugin string, auth []byte, want string, atLogin bool) (byte, error) {
 	l := login{srv: s.srv, cr: s.cr, cw: s.cw, tls: s.tls, salt: s.client.salt, user: s.user, refuse: s.writeErrAt}
 	l.host, _, _ = net.SplitHostPort(s.conn.RemoteAddr().String())
+	if atLogin {
+		l.pass = s.passLogin
+	}
 	seq, err := l.run(seq, plugin, auth, want)
 	if err != nil {
 		return 0, err
 	}
 	s.client.password, s.client.stage1, s.client.relayed = l.password, l.stage1, l.relayed
+	s.client.passed = l.passed
 	return seq, nil
+}
+
+// passLogin opens the session's primary connection as its account (an
+// account read from the primary that lockproxy cannot check itself) by
+// relaying MariaDB's authentication requests to the client and its
+// answers back, packet for packet, from sequence id seq on: MariaDB
+// alone judges the login. It returns the next sequence id; refused is
+// MariaDB's refusal, or why the connection could not be opened, and err
+// a failure of the client's connection.
+func (s *session) passLogin(seq byte) (next byte, refused, err error) {
+	key := s.client.backendKey(s.srv, s.user, s.reading.db)
+	cfg := s.srv.config()
+	key.password = ""
+	key.relay = relayedLogin{on: true, passed: true, viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+	var clientErr error
+	converse := func(p []byte) ([]byte, error) {
+		if _, err := s.cw.writePacket(seq, p); err != nil {
+			clientErr = err
+			return nil, err
+		}
+		if err := s.cw.flush(); err != nil {
+			clientErr = err
+			return nil, err
+		}
+		rs, answer, err := s.cr.readLogical(4096)
+		if err != nil {
+			clientErr = err
+			return nil, err
+		}
+		seq = rs + 1
+		return answer, nil
+	}
+	ctx, cancel := context.WithTimeout(s.hardCtx, 2*dialTimeout)
+	defer cancel()
+	be, err := s.srv.pool.dialPassed(ctx, key, converse)
+	switch {
+	case clientErr != nil:
+		return 0, nil, clientErr
+	case err != nil:
+		return seq, err, nil
+	}
+	s.passed = be
+	return seq, nil, nil
 }
 
 // login checks one client's answer: at login and COM_CHANGE_USER.
@@ -39,11 +92,15 @@ type login struct {
 	host string // the client's address without the port
 	// refuse answers an error packet with the sequence id given.
 	refuse func(seq byte, e error) error
+	// pass, when set, relays the login of an account lockproxy cannot
+	// check to MariaDB (session.passLogin).
+	pass func(seq byte) (next byte, refused, err error)
 	// What the login proved: the listed user's password, or the
 	// stage1 of an account read from the primary (relayed).
 	password string
 	stage1   []byte
 	relayed  bool
+	passed   bool // MariaDB judged the login: relayed packet for packet
 }
 
 // run checks the client's answer to the greeting, auth in plugin, when
@@ -64,6 +121,9 @@ func (l *login) run(seq byte, plugin string, auth []byte, want string) (byte, er
 	}
 	defer l.srv.logins.release(turn)
 	u, known, relayed := l.srv.lookupUser(l.user)
+	if relayed && l.pass != nil && l.srv.accounts.passes(l.user, host) {
+		return l.relayPassed(seq, named, host, turn)
+	}
 	announced := want
 	if relayed {
 		want = mysql.AUTH_NATIVE_PASSWORD
@@ -106,6 +166,31 @@ func (l *login) run(seq byte, plugin string, auth []byte, want string) (byte, er
 		seq++
 	}
 	return seq, nil
+}
+
+// relayPassed relays the login of an account lockproxy cannot check to
+// MariaDB (login.pass), which judges it: its refusal counts as a failed
+// login; a client that cannot switch plugins is refused.
+func (l *login) relayPassed(seq byte, named bool, host string, turn loginTurn) (byte, error) {
+	if !named {
+		return 0, l.failed(seq, host, turn, true, false, errorf(errAuthMode,
+			"account '%s' logs in with a plugin lockproxy relays to MariaDB, which this client cannot be asked for (it does not announce CLIENT_PLUGIN_AUTH)", l.user))
+	}
+	next, refused, err := l.pass(seq)
+	if err != nil {
+		return 0, err
+	}
+	if refused != nil {
+		if se, ok := refused.(*sqlError); ok && se.State == "28000" {
+			return 0, l.failed(next, host, turn, true, false, refused)
+		}
+		e := backendDialError(refused)
+		_ = l.refuse(next, e)
+		return 0, e
+	}
+	l.relayed, l.passed = true, true
+	l.srv.logins.succeeded(l.user, host, turn)
+	return next, nil
 }
 
 // askAgain sends an AuthSwitchRequest for plugin with the session's
@@ -215,6 +300,9 @@ type clientSettings struct {
 	// backend connections log in with (relaylogin.go); never logged.
 	relayed bool
 	stage1  []byte
+	// passed: the login was relayed packet for packet (passLogin); the
+	// session's one primary connection cannot log in again.
+	passed bool
 	// multiOption is the client's last COM_SET_OPTION that succeeded:
 	// 0 none, 1 multi-statements on, 2 off (multiStatements).
 	multiOption uint8

@@ -84,6 +84,27 @@ func (p *pool) dial(ctx context.Context, key poolKey, judged bool) (*backendConn
 	return b, nil
 }
 
+// dialPassed opens a connection of key, a passed login (relayLogin)
+// whose requests converse relays to the client, once the backend's bound
+// leaves room for it. It never takes a connection given back: the
+// client's answers log in this one.
+func (p *pool) dialPassed(ctx context.Context, key poolKey, converse func([]byte) ([]byte, error)) (*backendConn, error) {
+	b, err := p.room(ctx, key, false)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil { // a slot comes with it: take the slot, close the connection
+		b.counted = nil
+		b.close()
+	}
+	if b, err = dialBackendWith(ctx, key, converse); err != nil {
+		p.free(key)
+		return nil, err
+	}
+	b.counted = p
+	return b, nil
+}
+
 // room takes a slot for a new connection of key (nil, nil), waiting when
 // the bound is reached, or a connection handed over meanwhile.
 func (p *pool) room(ctx context.Context, key poolKey, judged bool) (*backendConn, error) {

@@ -209,8 +209,10 @@ func (s *session) startMultiplex() {
 	was := s.mux
 	s.mux = muxState{on: s.srv.config().Backends.Pool.Multiplex, key: s.be.key, shown: was.shown,
 		loan: was.loan + 1, setsGen: was.setsGen + 1, idle: s.be.waitTimeout}
-	if s.be.sandbox {
-		s.mux.pins |= pinAccount // its password is to change: the session keeps the connection
+	if s.be.sandbox || s.be.key.relay.passed {
+		// Its password is to change, or no other connection can log in
+		// as its account: the session keeps this one.
+		s.mux.pins |= pinAccount
 	}
 	s.mux.show(s.srv.pool.bounds.m.pinned, s.be, s.status)
 	if s.mux.on && s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {

@@ -36,6 +36,11 @@ import (
 // poolKey itself.
 type relayedLogin struct {
 	on bool
+	// passed: the client itself answered the backend's login, relayed
+	// packet for packet (an account lockproxy cannot check, such as
+	// ed25519: passLogin); the connection cannot log in again and is
+	// never pooled.
+	passed bool
 	// stage1 is SHA1(password); empty for an account without password.
 	stage1 string
 	// viaUser and viaPassword open the connection: lockproxy's own
@@ -111,16 +116,27 @@ func greetingScramble(p []byte) []byte {
 // account: COM_CHANGE_USER with the answer made from stage1, then what a
 // login gives a session that a change of user takes away (IGNORE_SPACE).
 // The backend's refusal (1045, 4151 ...) is returned as it sent it.
-func (b *backendConn) relayLogin() error {
+//
+// With converse (a passed login), every request of the backend's
+// authentication (an AuthSwitchRequest, AuthMoreData) goes to the client
+// and its answer to the backend, until MariaDB accepts or refuses; the
+// COM_CHANGE_USER names no plugin of MariaDB's, so the account's first
+// plugin asks first.
+func (b *backendConn) relayLogin(converse func([]byte) ([]byte, error)) error {
 	k := b.key
 	if len(b.scramble) != 20 {
 		b.broken = true
 		return fmt.Errorf("proxy: the primary's greeting has no mysql_native_password scramble")
 	}
-	if err := b.writeCommand(changeUserPacket(k, nativeAnswer(b.scramble, k.relay.stage1))); err != nil {
+	cu := changeUserPacket(k, nativeAnswer(b.scramble, k.relay.stage1))
+	if converse != nil {
+		cu = changeUserPacketAs(k, nil, passedPlugin)
+	}
+	if err := b.writeCommand(cu); err != nil {
 		return err
 	}
-	for switched := false; ; switched = true {
+	for exchange := 0; ; exchange++ {
+		switched := exchange > 0
 		seq, p, err := b.r.readPhysical()
 		if err != nil {
 			b.broken = true
@@ -139,7 +155,21 @@ func (b *backendConn) relayLogin() error {
 		case len(p) > 0 && p[0] == mysql.ERR_HEADER:
 			b.broken = true // the connection is no one's now
 			return parseErrPayload(p)
-		case len(p) > 0 && p[0] == mysql.EOF_HEADER && !switched:
+		case len(p) > 0 && (p[0] == mysql.EOF_HEADER || p[0] == authMoreData) && converse != nil && exchange < maxPassedExchanges:
+			answer, err := converse(p)
+			if err != nil {
+				b.broken = true
+				return err
+			}
+			if _, err := b.w.writePacket(seq+1, answer); err != nil {
+				b.broken = true
+				return err
+			}
+			if err := b.w.flush(); err != nil {
+				b.broken = true
+				return err
+			}
+		case len(p) > 0 && p[0] == mysql.EOF_HEADER && !switched && converse == nil:
 			// An auth switch: a fresh scramble to answer.
 			plugin, data, _ := bytes.Cut(p[1:], []byte{0})
 			if string(plugin) != mysql.AUTH_NATIVE_PASSWORD || len(data) < 20 {
@@ -168,6 +198,19 @@ func (b *backendConn) relayLogin() error {
 // was opened with CLIENT_SECURE_CONNECTION, CLIENT_PLUGIN_AUTH and
 // CLIENT_CONNECT_ATTRS, so MariaDB reads each field).
 func changeUserPacket(k poolKey, answer []byte) []byte {
+	return changeUserPacketAs(k, answer, mysql.AUTH_NATIVE_PASSWORD)
+}
+
+// passedPlugin is the plugin a passed login's COM_CHANGE_USER names: none
+// of MariaDB's, so that it asks with the account's first plugin.
+const passedPlugin = "lockproxy_passed"
+
+// maxPassedExchanges bounds the requests of one passed login (MariaDB's
+// chains of plugins, IDENTIFIED VIA ... OR ..., take one each).
+const maxPassedExchanges = 16
+
+// changeUserPacketAs is changeUserPacket naming plugin.
+func changeUserPacketAs(k poolKey, answer []byte, plugin string) []byte {
 	b := make([]byte, 0, 64+len(k.user)+len(k.db)+len(k.attrs))
 	b = append(b, mysql.COM_CHANGE_USER)
 	b = append(b, k.user...)
@@ -176,7 +219,7 @@ func changeUserPacket(k poolKey, answer []byte) []byte {
 	b = append(b, k.db...)
 	b = append(b, 0)
 	b = binary.LittleEndian.AppendUint16(b, uint16(backendCollation(k.collation)))
-	b = append(b, mysql.AUTH_NATIVE_PASSWORD...)
+	b = append(b, plugin...)
 	b = append(b, 0)
 	var attrs []byte
 	for name, value := range k.attrs.backend() {

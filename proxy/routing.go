@@ -92,6 +92,11 @@ func (x *statementRun) onReplica() (served bool, err error) {
 	if s.primaryGone() {
 		return true, errPrimaryGone // the session is over; see gone.go
 	}
+	if s.client.passed {
+		// Its login was the client's answer to the primary: no replica
+		// connection can log in as its account.
+		return false, nil
+	}
 	if st != nil && st.db != s.reading.db {
 		// Its text names tables of the database it was prepared in,
 		// which a replica connection, in the session's, would read

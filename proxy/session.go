@@ -39,6 +39,9 @@ type session struct {
 	user   string
 
 	be *backendConn // the pinned primary connection
+	// passed is the primary connection a relayed login opened
+	// (passLogin), until pinBackend makes it be.
+	passed *backendConn
 	// ex is the command being served: how its response is relayed and
 	// what its end does (exchange.go).
 	ex exchange
@@ -219,11 +222,15 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.client.ext = clientExt & ext
 	s.client.attrs = resp.attrs
-	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin)
+	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin, true)
 	if err != nil {
 		return err
 	}
 	if e := s.srv.loggedIn(s); e != nil {
+		if s.passed != nil {
+			s.srv.pool.put(s.passed) // closed: no one else may use its login
+			s.passed = nil
+		}
 		_ = s.writeErrAt(seq, e)
 		return e
 	}
@@ -245,7 +252,11 @@ func (s *session) handshake(ctx context.Context) error {
 // or with the backend's error (unknown database, access denied) when the
 // connection cannot be opened.
 func (s *session) pinBackend(ctx context.Context, seq byte) error {
-	be, err := s.srv.pool.get(ctx, s.client.backendKey(s.srv, s.user, s.reading.db))
+	be, err := s.passed, error(nil)
+	s.passed = nil
+	if be == nil {
+		be, err = s.srv.pool.get(ctx, s.client.backendKey(s.srv, s.user, s.reading.db))
+	}
 	if err != nil {
 		if se, ok := err.(*sqlError); ok && s.client.relayed && se.State == "28000" {
 			// MariaDB refused an account lockproxy let in: what lockproxy
@@ -289,7 +300,10 @@ func (c *clientSettings) backendKey(srv *Server, user, db string) poolKey {
 		track:     true,
 	}
 	if c.relayed {
-		k.relay = relayedLogin{on: true, stage1: string(c.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+		k.relay = relayedLogin{on: true, passed: c.passed, stage1: string(c.stage1), viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}
+	}
+	if c.passed {
+		k.password = ""
 	}
 	return k
 }

@@ -409,6 +409,7 @@ innodb-use-native-aio=0
 sync-binlog=0
 slave-net-timeout=10
 loose-feedback=OFF
+plugin-load-add=auth_ed25519
 EOF
 	[[ $name == replica ]] && echo "read-only=1" >>"$d/my.cnf"
 	if [[ -s $DIR/tls/server.pem ]]; then
