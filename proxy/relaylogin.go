@@ -30,6 +30,12 @@ import (
 //
 // stage1 is kept in the session and in the pool keys of its connections,
 // for as long as they may need to log in again, and is never logged.
+//
+// An account lockproxy cannot check (ed25519, alone or in a chain with
+// mysql_native_password) has its login passed: the same COM_CHANGE_USER
+// names no plugin, and each request MariaDB makes goes to the client and
+// its answer back (session.passLogin). Nothing it proved can log in
+// again, so that connection is its session's alone.
 
 // relayedLogin is how a connection logs in as an account read from the
 // primary. The zero value is a login with the user and password of the
