@@ -134,10 +134,6 @@ func (b *accountBook) verify(user, ip string, salt, answer []byte) ([]byte, erro
 			user, ip, errAmbiguousHost)
 	}
 	hash, ok := row.nativeHash()
-	if !ok && row.passed {
-		return nil, errorf(errAuthMode, "account '%s'@'%s' logs in with %s, which lockproxy relays to MariaDB at login only, not in COM_CHANGE_USER",
-			user, row.host, row.plugin)
-	}
 	if !ok {
 		plugin := row.plugin
 		if row.several {

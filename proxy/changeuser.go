@@ -25,9 +25,11 @@ func (s *session) changeUser(p []byte) error {
 	// The exchange may take more packets (a plugin switch, full
 	// authentication): the client gets as long as for a login.
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
-	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin, false)
+	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin, db, collation)
 	_ = s.conn.SetReadDeadline(time.Time{})
-	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) {
+	var refused *sqlError
+	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) || errors.As(err, &refused) && refused.State == "28000" {
+		// MariaDB's own refusal of a login it judged counts as one too.
 		s.srv.setUser(s, previous)
 		return s.failedChangeUser()
 	}
@@ -35,6 +37,10 @@ func (s *session) changeUser(p []byte) error {
 		return err
 	}
 	if err := s.srv.userRoom(s, user); err != nil {
+		if s.passed != nil {
+			s.srv.pool.put(s.passed) // closed: no one else may use its login
+			s.passed = nil
+		}
 		s.srv.setUser(s, previous)
 		s.client.password, s.client.stage1, s.client.relayed, s.client.passed = prevPassword, prevStage1, prevRelayed, prevPassed
 		if werr := s.writeErrAt(seq, err); werr != nil {

@@ -537,7 +537,8 @@ func stmtPayload(cmd byte, id uint32, rest ...byte) []byte {
 // changeUser sends COM_CHANGE_USER with a mysql_native_password answer
 // to the initial handshake's scramble and returns the outcome. A server may
 // insist on a fresh scramble (MariaDB does): then it sends an
-// AuthSwitchRequest, answered here over the new scramble.
+// AuthSwitchRequest, answered here over the new scramble
+// (mysql_native_password or client_ed25519).
 func (r *rawConn) changeUser(user, password, db string) error {
 	r.t.Helper()
 	return r.changeUserWith(user, password, db, 45) // utf8mb4_general_ci
@@ -553,13 +554,24 @@ func (r *rawConn) changeUserWith(user, password, db string, collation byte) erro
 	b = append(append(b, mysql.AUTH_NATIVE_PASSWORD...), 0)
 	r.send(append(b, 0)...) // no connection attributes (MariaDB wants the length)
 	p := r.read()
-	if p[0] == mysql.EOF_HEADER {
+	for switches := 0; p[0] == mysql.EOF_HEADER && switches < 4; switches++ {
+		// MariaDB asks again, with a fresh scramble, with the account's
+		// plugin (and, for IDENTIFIED VIA ... OR ..., the next one's
+		// when an answer fails).
 		plugin, salt, _ := bytes.Cut(p[1:], []byte{0})
-		if string(plugin) != mysql.AUTH_NATIVE_PASSWORD {
+		var answer []byte
+		switch string(plugin) {
+		case mysql.AUTH_NATIVE_PASSWORD:
+			answer = mysql.CalcNativePassword(bytes.TrimSuffix(salt, []byte{0}), []byte(password))
+		case mysql.AUTH_MARIADB_ED25519:
+			var err error
+			if answer, err = mysql.CalcEd25519Password(salt, password); err != nil {
+				r.t.Fatal(err)
+			}
+		default:
 			r.t.Fatalf("COM_CHANGE_USER: switch to %q", plugin)
 		}
-		salt = bytes.TrimSuffix(salt, []byte{0})
-		if err := r.c.WritePacket(append(make([]byte, 4), mysql.CalcNativePassword(salt, []byte(password))...)); err != nil {
+		if err := r.c.WritePacket(append(make([]byte, 4), answer...)); err != nil {
 			r.t.Fatal(err)
 		}
 		p = r.read()

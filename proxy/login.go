@@ -19,16 +19,14 @@ import (
 // for mysql_native_password, the only answer lockproxy can check against
 // the hash the primary stores and log in to the backend with.
 //
-// At login (atLogin), an account read from the primary whose plugins
-// lockproxy cannot check (ed25519) has its login relayed to MariaDB
-// instead (passLogin): the connection it opens becomes the session's
-// (s.passed).
-func (s *session) authenticate(seq byte, plugin string, auth []byte, want string, atLogin bool) (byte, error) {
+// An account read from the primary whose plugins lockproxy cannot check
+// (ed25519) has its login relayed to MariaDB instead (passLogin), into
+// database db with collation id collation: the connection it opens
+// becomes the session's (s.passed).
+func (s *session) authenticate(seq byte, plugin string, auth []byte, want, db string, collation uint8) (byte, error) {
 	l := login{srv: s.srv, cr: s.cr, cw: s.cw, tls: s.tls, salt: s.client.salt, user: s.user, refuse: s.writeErrAt}
 	l.host, _, _ = net.SplitHostPort(s.conn.RemoteAddr().String())
-	if atLogin {
-		l.pass = s.passLogin
-	}
+	l.pass = func(seq byte) (byte, error, error) { return s.passLogin(seq, db, collation) }
 	seq, err := l.run(seq, plugin, auth, want)
 	if err != nil {
 		return 0, err
@@ -45,8 +43,11 @@ func (s *session) authenticate(seq byte, plugin string, auth []byte, want string
 // alone judges the login. It returns the next sequence id; refused is
 // MariaDB's refusal, or why the connection could not be opened, and err
 // a failure of the client's connection.
-func (s *session) passLogin(seq byte) (next byte, refused, err error) {
-	key := s.client.backendKey(s.srv, s.user, s.reading.db)
+func (s *session) passLogin(seq byte, db string, collation uint8) (next byte, refused, err error) {
+	key := s.client.backendKey(s.srv, s.user, db)
+	if collation != 0 {
+		key.collation = collation
+	}
 	cfg := s.srv.config()
 	key.password = ""
 	key.relay = relayedLogin{on: true, passed: true, viaUser: cfg.Users[0].User, viaPassword: cfg.Users[0].Password}

@@ -121,6 +121,37 @@ func TestFromBackendPassedLogin(t *testing.T) {
 		}
 	}
 
+	// COM_CHANGE_USER to such an account is relayed too, from and to an
+	// account lockproxy checks itself; a refusal leaves the session as
+	// the user it was, as MariaDB leaves it.
+	native, secret := secretUser(t, base, db)
+	for _, addr := range []string{base.bed.PrimaryAddr, p.addr} {
+		r := dialRaw(t, addr, native, secret, db, true)
+		steps := []struct{ user, password, want string }{
+			{ed, "Ed-secret-1", ed},
+			{chain, "Chain-native-3", chain},
+			{chain, "Chain-ed-2", chain},
+			{native, secret, native},
+			{ed, "wrong", native},
+			{ed, "Ed-secret-1", ed},
+		}
+		for _, st := range steps {
+			err := r.changeUser(st.user, st.password, db)
+			if st.password == "wrong" {
+				var me *mysql.MyError
+				if !errors.As(err, &me) || me.Code != 1045 {
+					t.Errorf("%s: COM_CHANGE_USER to %s with a wrong password: %v, want 1045", addr, st.user, err)
+				}
+			} else if err != nil {
+				t.Fatalf("%s: COM_CHANGE_USER to %s: %v", addr, st.user, err)
+			}
+			rows, err := r.query("SELECT CURRENT_USER()")
+			if err != nil || strings.Join(rows, ",") != st.want+"@127.0.0.1" {
+				t.Errorf("%s: after COM_CHANGE_USER to %s: CURRENT_USER() %v %v, want %s", addr, st.user, rows, err, st.want)
+			}
+		}
+	}
+
 	// The chain's second plugin: the mariadb CLI answers MariaDB's
 	// switch from ed25519 to mysql_native_password.
 	cli := requireTool(t, "mariadb", "--version")

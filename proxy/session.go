@@ -222,7 +222,7 @@ func (s *session) handshake(ctx context.Context) error {
 	}
 	s.client.ext = clientExt & ext
 	s.client.attrs = resp.attrs
-	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin, true)
+	seq, err = s.authenticate(seq+1, resp.plugin, resp.auth, plugin, s.reading.db, s.client.collation)
 	if err != nil {
 		return err
 	}
