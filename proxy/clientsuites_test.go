@@ -154,16 +154,6 @@ const (
 		"under users.from_backend lockproxy answers a login of an unknown account after reading the accounts " +
 		"again (at most once a second), where MariaDB answers at once, so the pool's error may be its own " +
 		"timeout instead of the 1045 the test expects; it passes or fails by timing"
-	reasonThrottle = "logs in as a new account after the suite's earlier tests failed more than 20 logins from " +
-		"127.0.0.1 within a minute (wrong passwords, unknown accounts): lockproxy's failed-login " +
-		"throttle then answers a login of an account that has not logged in from there before with 1129 before " +
-		"its password is checked, where MariaDB, which does not count wrong passwords, answers for the expired " +
-		"password (its sandbox, or 1862); whether the suite got there within the minute depends on its speed"
-	reasonThrottleAccount = "changes user to an account after lockproxy counted more than 3 failed logins of it " +
-		"from 127.0.0.1 within a minute (the audit log says \"login refused: too many recent failed logins\"; " +
-		"which of the suite's earlier change-user tests it counted was not established): its failed-login " +
-		"throttle refuses the account's next attempts there for a penalty of up to 5 s, correct password or " +
-		"not, where MariaDB does not count them; whether the test falls in it depends on the suite's speed"
 	reasonBackendTLS = "reads Ssl_cipher of a client that connected without TLS: the suite's instances reach " +
 		"the primary with TLS (backends.tls, for the suite's accounts that REQUIRE SSL), and the status is " +
 		"the backend connection's"
@@ -180,12 +170,8 @@ var mysql2Differences = map[string]suiteDifference{
 // mariadbDifferences are Connector/Node's tests that pass directly and
 // are known to fail through lockproxy.
 var mariadbDifferences = map[string]suiteDifference{
-	"test/integration/connection.test.js::connection > expiration > connection with expired user":      {paths: allPaths, reason: reasonThrottle, timing: true},
-	"test/integration/connection.test.js::connection > expiration > connection error if user expired":  {paths: allPaths, reason: reasonThrottle, timing: true},
-	"test/integration/change-user.test.js::change user > basic change user using callback no function": {paths: allPaths, reason: reasonThrottleAccount, timing: true},
-	"test/integration/change-user.test.js::change user > basic change user using promise":              {paths: allPaths, reason: reasonThrottleAccount, timing: true},
-	"test/integration/pool.test.js::Pool > pool error event":                                           {paths: allPaths, reason: reasonRereadAccounts, timing: true},
-	"test/integration/pool-callback.test.js::Pool callback > pool error event":                         {paths: allPaths, reason: reasonRereadAccounts, timing: true},
+	"test/integration/pool.test.js::Pool > pool error event":                   {paths: allPaths, reason: reasonRereadAccounts, timing: true},
+	"test/integration/pool-callback.test.js::Pool callback > pool error event": {paths: allPaths, reason: reasonRereadAccounts, timing: true},
 }
 
 // runMySQL2Suite runs node mysql2's own suite (poku, its unit,
@@ -247,10 +233,14 @@ func runMariaDBSuite(t *testing.T, p *testProxy, node, src, side, addr string) m
 // read from the primary (users.from_backend), so the accounts a suite
 // creates log in and change user through lockproxy, and TLS on both
 // sides (the bed's certificate to clients, its CA to the backends), so
-// accounts that REQUIRE SSL or X509 log in too.
+// accounts that REQUIRE SSL or X509 log in too. The suites fail logins
+// on purpose, many from one address within a minute, so the failed-login
+// throttle is off (proxy.login_throttle: false), as for a deployment
+// whose clients all come from one address: MariaDB has no such throttle.
 func suiteAccounts(bed *testbed.Bed) func(*rules.Config) {
 	return func(c *rules.Config) {
 		c.UsersFromBackend = true
+		c.Proxy.LoginThrottle = false
 		if bed.TLSCert != "" && bed.TLSCA != "" {
 			c.Proxy.TLS = &rules.TLSConfig{Cert: bed.TLSCert, Key: bed.TLSKey}
 			c.Backends.TLS = &rules.TLSClientConfig{CA: bed.TLSCA}

@@ -827,3 +827,64 @@ func readResult(t *testing.T, c *client.Conn, r *bufio.Reader) {
 		}
 	}
 }
+
+// TestLoginThrottleOff: with proxy.login_throttle: false a login is
+// answered as MariaDB answers it however many failed before: 40 wrong
+// passwords from one address, in parallel, each get 1045, and the correct
+// one logs in at once; on by default, the same run refuses guesses with
+// 1129, the correct password among them.
+func TestLoginThrottleOff(t *testing.T) {
+	bed := testbedFor(t)
+	for _, throttle := range []bool{false, true} {
+		yaml := "users:\n  - user: " + bed.User + "\n    password: \"" + bed.Password + "\"\nbackends:\n  primary: " + bed.PrimaryAddr + "\n"
+		if !throttle {
+			yaml = "proxy:\n  login_throttle: false\n" + yaml
+		}
+		cfg, err := rules.LoadBytes("t.yaml", []byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Proxy.LoginThrottle != throttle {
+			t.Fatalf("proxy.login_throttle read as %v, want %v", cfg.Proxy.LoginThrottle, throttle)
+		}
+		reg := prometheus.NewRegistry()
+		p := serveProxy(t, bed, cfg, Options{Logger: zap.NewNop(), Registry: reg}, reg)
+		var wg sync.WaitGroup
+		codes := make(chan uint16, 40)
+		for i := 0; i < 40; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := client.ConnectWithTimeout(p.addr, bed.User, "hunter2-guess", "", 20*time.Second)
+				var me *mysql.MyError
+				if errors.As(err, &me) {
+					codes <- me.Code
+				} else {
+					codes <- 0
+				}
+			}()
+		}
+		wg.Wait()
+		close(codes)
+		got := map[uint16]int{}
+		for c := range codes {
+			got[c]++
+		}
+		_, loginErr := client.ConnectWithTimeout(p.addr, bed.User, bed.Password, "", 20*time.Second)
+		if throttle {
+			if got[1129] == 0 {
+				t.Errorf("throttle on: answers %v to 40 guesses, want some 1129", got)
+			}
+			continue
+		}
+		if got[1045] != 40 {
+			t.Errorf("throttle off: answers %v to 40 guesses, want 40 times 1045", got)
+		}
+		if loginErr != nil {
+			t.Errorf("throttle off: the correct password after 40 guesses: %v", loginErr)
+		}
+		if n := testutil.ToFloat64(p.srv.metrics.loginsThrottled); n != 0 {
+			t.Errorf("throttle off: %v logins counted throttled", n)
+		}
+	}
+}

@@ -102,6 +102,8 @@ type login struct {
 	stage1   []byte
 	relayed  bool
 	passed   bool // MariaDB judged the login: relayed packet for packet
+	// throttled: proxy.login_throttle counts this attempt.
+	throttled bool
 }
 
 // run checks the client's answer to the greeting, auth in plugin, when
@@ -112,7 +114,11 @@ func (l *login) run(seq byte, plugin string, auth []byte, want string) (byte, er
 		plugin = mysql.AUTH_NATIVE_PASSWORD
 	}
 	host := l.host
-	turn, admitted := l.srv.logins.admit(l.user, host)
+	l.throttled = l.srv.config().Proxy.LoginThrottle
+	turn, admitted := loginTurn{}, true
+	if l.throttled {
+		turn, admitted = l.srv.logins.admit(l.user, host)
+	}
 	if !admitted {
 		l.srv.metrics.loginsThrottled.Inc()
 		l.srv.audit.Debug("login refused: too many recent failed logins", zap.String("user", l.user), zap.String("client", host))
@@ -159,7 +165,9 @@ func (l *login) run(seq byte, plugin string, auth []byte, want string) (byte, er
 		return 0, l.failed(seq, host, turn, known || relayed, len(auth) == 0, refused)
 	}
 	l.password, l.stage1, l.relayed = u.Password, stage1, relayed
-	l.srv.logins.succeeded(l.user, host, turn)
+	if l.throttled {
+		l.srv.logins.succeeded(l.user, host, turn)
+	}
 	if plugin == mysql.AUTH_CACHING_SHA2_PASSWORD && fast {
 		if _, err := l.cw.writePacket(seq, []byte{authMoreData, mysql.CACHE_SHA2_FAST_AUTH}); err != nil {
 			return 0, err
@@ -190,7 +198,9 @@ func (l *login) relayPassed(seq byte, named bool, host string, turn loginTurn) (
 		return 0, e
 	}
 	l.relayed, l.passed = true, true
-	l.srv.logins.succeeded(l.user, host, turn)
+	if l.throttled {
+		l.srv.logins.succeeded(l.user, host, turn)
+	}
 	return next, nil
 }
 
@@ -253,7 +263,9 @@ func (l *login) verifyRelayed(host string, auth []byte) ([]byte, error) {
 // access denied.
 func (l *login) failed(seq byte, host string, turn loginTurn, known, noPassword bool, reason error) error {
 	l.srv.metrics.authFailures.Inc()
-	l.srv.logins.failed(l.user, host, turn)
+	if l.throttled {
+		l.srv.logins.failed(l.user, host, turn)
+	}
 	usingPw := "YES"
 	if noPassword {
 		usingPw = "NO"

@@ -69,6 +69,11 @@ type ProxyConfig struct {
 	// MaxNesting is the deepest nesting of parentheses a statement may
 	// have; deeper ones are refused with 1473 before the parser sees them.
 	MaxNesting int `yaml:"max_nesting"` // default 256
+	// LoginThrottle (default true) slows password guessing: past a few
+	// failed logins of an account, or many from one address, attempts
+	// are refused (1129) while earlier failures hold their slots. Off, a
+	// login is answered as MariaDB answers it, however many failed before.
+	LoginThrottle bool `yaml:"login_throttle"`
 }
 
 // TLSConfig names a PEM certificate and key for client TLS.

@@ -43,6 +43,9 @@ const (
 	DefaultLocalHandoffs      = 64
 	DefaultLocalHandoffWindow = 50 * time.Millisecond
 	DefaultMySQLLockTable     = "lockproxy_locks"
+	// DefaultLoginThrottle is proxy.login_throttle: failed logins slow
+	// the next ones down.
+	DefaultLoginThrottle = true
 	// DefaultPoolMultiplex is backends.pool.multiplex: sessions share
 	// the primary's connections.
 	DefaultPoolMultiplex = true
@@ -111,6 +114,9 @@ func applyDefaults(cfg *Config, d *decoder) {
 		cfg.Proxy.MaxAllowedPacket = DefaultMaxAllowedPacket
 	}
 	proxyLimitDefaults(&cfg.Proxy, d)
+	if !d.isSet("proxy.login_throttle") {
+		cfg.Proxy.LoginThrottle = DefaultLoginThrottle
+	}
 	setDur(d, "backends.max_replica_lag", &cfg.Backends.MaxReplicaLag, DefaultMaxReplicaLag)
 	setDur(d, "backends.schema_refresh", &cfg.Backends.SchemaRefresh, DefaultSchemaRefresh)
 	if !d.isSet("backends.pool.multiplex") {
