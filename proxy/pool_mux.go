@@ -74,6 +74,11 @@ type muxState struct {
 	// session that holds no connection is ended after that long idle, as
 	// MariaDB ends its connection (idleLimit).
 	idle time.Duration
+	// askIdle: a SET of wait_timeout came without the server's report,
+	// so idle is asked for before the connection is given back (asked
+	// earlier, the question would be what ROW_COUNT() and FOUND_ROWS()
+	// next describe on a connection the session keeps).
+	askIdle bool
 	// sets are the session's SETs of session variables replayed on each
 	// connection it borrows (replaySets), in order, the last per set of
 	// variables; pending are the command's, kept once it succeeded, and
@@ -259,13 +264,12 @@ func (s *session) dispatchLent(p []byte) error {
 	}
 	if len(s.mux.pending) > 0 {
 		if s.ex.lastOK && s.errsWritten == errs {
-			if s.mux.replaying["wait_timeout"] && !s.ex.waitReported && s.be != nil {
+			if s.mux.replaying["wait_timeout"] && !s.ex.waitReported {
 				// The server's report did not name it (SET
 				// @@wait_timeout = 1 comes without one): the session's
-				// idle limit is asked for.
-				if v, err := s.be.queryValue("SELECT @@session.wait_timeout"); err == nil {
-					s.ex.waitTimeout, s.ex.waitReported = seconds(v), true
-				}
+				// idle limit is asked for before it gives the
+				// connection back.
+				s.mux.askIdle = true
 			}
 			s.mux.keepPending()
 		} else {
@@ -280,12 +284,12 @@ func (s *session) dispatchLent(p []byte) error {
 		// its account (pinAccount).
 		s.mux.pins, s.mux.changed, s.mux.sets = s.mux.pins&pinAccount, true, nil
 		s.mux.setsGen++
-		s.mux.idle = s.be.waitTimeout // read again with the reset's tracking
+		s.mux.idle, s.mux.askIdle = s.be.waitTimeout, false // read again with the reset's tracking
 	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
 	}
 	if s.ex.waitReported {
-		s.mux.idle, s.ex.waitReported = s.ex.waitTimeout, false
+		s.mux.idle, s.ex.waitReported, s.mux.askIdle = s.ex.waitTimeout, false, false
 	}
 	if stmtCommand || p[0] == mysql.COM_RESET_CONNECTION || p[0] == mysql.COM_CHANGE_USER {
 		s.mux.held = s.prep.holding()
@@ -306,6 +310,12 @@ func (s *session) dispatchLent(p []byte) error {
 		if left && !s.route.diagReplica {
 			s.mux.pins |= pinDiagnostics // SHOW WARNINGS must find them
 		}
+	}
+	if s.mux.askIdle && s.mux.mayGiveBack(s.be, s.reading.db, s.status) {
+		if v, err := s.be.queryValue("SELECT @@session.wait_timeout"); err == nil {
+			s.mux.idle = seconds(v)
+		}
+		s.mux.askIdle = false
 	}
 	if s.mux.giveBack(s.srv.pool, s.be, s.reading.db, s.status) {
 		s.be = nil
@@ -364,6 +374,12 @@ func (m *muxState) giveBack(p *pool, be *backendConn, db string, status uint16) 
 		p.put(be) // reset in the background
 	}
 	return true
+}
+
+// mayGiveBack reports whether giveBack would give be back.
+func (m *muxState) mayGiveBack(be *backendConn, db string, status uint16) bool {
+	return be != nil && !be.broken && statusPins(status)|m.pins|m.held == 0 && len(be.pre) == 0 &&
+		!(db == "" && be.key.db != "")
 }
 
 // show brings the gauge g (lockproxy_sessions_pinned) up to date with

@@ -584,6 +584,34 @@ func TestMultiplexIdleWaitTimeout(t *testing.T) {
 	}
 }
 
+// TestMultiplexWaitTimeoutRowCount: a SET @@wait_timeout, which MariaDB
+// does not report, in a session that keeps its connection leaves
+// ROW_COUNT() and FOUND_ROWS() of the next command as directly: lockproxy
+// asks for the value only when the session gives its connection back.
+func TestMultiplexWaitTimeoutRowCount(t *testing.T) {
+	p := startProxy(t, multiplexed(4))
+	db := freshDB(t, p)
+	ctx := context.Background()
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2), (3)")
+	var answers []string
+	for _, side := range []*sql.DB{p.direct(t, db, ""), p.db(t, db, "")} {
+		c, err := side.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, q := range []string{"BEGIN", "SELECT * FROM t", "SET @@wait_timeout = 100", "SELECT ROW_COUNT(), FOUND_ROWS()",
+			"COMMIT", "SET @@wait_timeout = 200", "SELECT @@session.wait_timeout"} {
+			got = append(got, q+" → "+muxAnswer(c, q))
+		}
+		_ = c.Close()
+		answers = append(answers, strings.Join(got, "\n"))
+	}
+	if answers[0] != answers[1] {
+		t.Errorf("directly:\n%s\nthrough lockproxy:\n%s", answers[0], answers[1])
+	}
+}
+
 // TestMultiplexTransactionCharacteristics: the session's isolation level
 // and access mode are two settings replayed on every connection it
 // borrows: a SET of one does not replace an earlier SET of the other, and
