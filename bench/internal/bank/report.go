@@ -18,13 +18,7 @@ const targetRatio = 0.5
 // every run, sees no error but 1205/1213, and through two instances
 // reaches targetRatio of FOR UPDATE directly, in text and prepared form.
 func targets(d Data) []results.Target {
-	var drift int64
-	errs := 0
-	for _, a := range d.Arms {
-		if a.Instances > 0 {
-			drift, errs = max(drift, a.LostMax), errs+a.Errors
-		}
-	}
+	drift, errs := contend.ProxiedLosses(d.Arms)
 	out := []results.Target{
 		{Name: "drift of the total through lockproxy (worst run)", Want: "0", Got: fmt.Sprint(drift), Met: drift == 0},
 		{Name: "errors through lockproxy", Want: "0", Got: fmt.Sprint(errs), Met: errs == 0},

@@ -13,17 +13,7 @@ import (
 // targets: no target for speed here (the machine cannot show scaling);
 // correctness and no errors.
 func targets(d Data) []results.Target {
-	var lost int64
-	errs := 0
-	for _, a := range d.Arms {
-		if a.Instances > 0 {
-			lost, errs = max(lost, a.LostMax), errs+a.Errors
-		}
-	}
-	return []results.Target{
-		{Name: "lost updates through lockproxy", Want: "0", Got: fmt.Sprint(lost), Met: lost == 0},
-		{Name: "errors through lockproxy", Want: "0", Got: fmt.Sprint(errs), Met: errs == 0},
-	}
+	return contend.SafetyTargets(d.Arms)
 }
 
 // CPUModel is the ratio of the server-side CPU per statement of the two

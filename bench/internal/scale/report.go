@@ -14,17 +14,7 @@ import (
 // throughput that does not fall as instances are added (each step's
 // median updates/s at least the step before's).
 func targets(d Data) []results.Target {
-	var lost int64
-	errs := 0
-	for _, a := range d.Arms {
-		if a.Instances > 0 {
-			lost, errs = max(lost, a.LostMax), errs+a.Errors
-		}
-	}
-	ts := []results.Target{
-		{Name: "lost updates through lockproxy", Want: "0", Got: fmt.Sprint(lost), Met: lost == 0},
-		{Name: "errors through lockproxy", Want: "0", Got: fmt.Sprint(errs), Met: errs == 0},
-	}
+	ts := contend.SafetyTargets(d.Arms)
 	for _, c := range d.Clients {
 		var steps []string
 		met := true
