@@ -75,6 +75,9 @@ func loginCode(t *testing.T, addr, user, password, db string, canHandle bool) ui
 // until SET PASSWORD, after which the session goes on as any other, a
 // reset included, and the new password logs in; one that cannot gets
 // 1862 under disconnect_on_expired_password, and the sandbox without it.
+// The sandbox runs SET, and MariaDB runs a function a SET calls, writes
+// and all: through lockproxy, which cannot read a sandboxed session's
+// state, a SET calling a function that writes a guarded row is refused.
 // A multiplexing session that changed its password keeps its connection
 // (lockproxy_sessions_pinned{reason="account"}): one logged in again with
 // what the login proved would be refused.
