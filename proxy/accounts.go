@@ -51,6 +51,9 @@ type accountRow struct {
 	// mysql_native_password "*" and the hex of SHA1(SHA1(password)), or
 	// "" for no password.
 	auth string
+	// or is the row's auth_or as stored: the plugins and credentials
+	// MariaDB tries before and after the row's own.
+	or string
 	// passed: lockproxy cannot check the account's answer but relays its
 	// login to MariaDB (passLogin): its plugins, every one of them, are
 	// ed25519 or mysql_native_password, and it is not one native
@@ -66,7 +69,7 @@ var passedPlugins = map[string]bool{"ed25519": true, mysql.AUTH_NATIVE_PASSWORD:
 // sameCredentials reports whether a login that r accepts is accepted by
 // o too.
 func (r accountRow) sameCredentials(o accountRow) bool {
-	return r.plugin == o.plugin && r.several == o.several && r.auth == o.auth && r.passed == o.passed
+	return r.plugin == o.plugin && r.several == o.several && r.auth == o.auth && r.or == o.or && r.passed == o.passed
 }
 
 // nativeHash returns the SHA1(SHA1(password)) of a mysql_native_password
@@ -173,6 +176,32 @@ func (b *accountBook) passes(user, ip string) bool {
 	b.mu.Unlock()
 	row, found, ambiguous := pickRow(named, anon, peerAt(ip, skip))
 	return found && !ambiguous && row.passed
+}
+
+// matchedAlike checks a passed login, which MariaDB judged against the
+// row it matched for lockproxy's own address, current (CURRENT_USER() of
+// the connection: user@host): that row must have the credentials of the
+// row lockproxy picks for user from the client address ip, or a client
+// would log in with another host's password. Its error wraps
+// errAccessDenied.
+func (b *accountBook) matchedAlike(user, ip, current string) error {
+	at := strings.LastIndexByte(current, '@')
+	if at < 0 {
+		return errorf(errAccessDenied, "Access denied for user '%s'@'%s': MariaDB matched %q, not an account row", user, ip, current)
+	}
+	cu, ch := current[:at], current[at+1:]
+	b.mu.Lock()
+	named, anon, skip := b.users[user], b.users[""], b.skipNameResolve
+	rows := b.users[cu]
+	b.mu.Unlock()
+	row, found, ambiguous := pickRow(named, anon, peerAt(ip, skip))
+	for _, r := range rows {
+		if found && !ambiguous && r.host == ch && r.sameCredentials(row) {
+			return nil
+		}
+	}
+	return errorf(errAccessDenied, "Access denied for user '%s'@'%s': MariaDB matched lockproxy's login to '%s'@'%s', whose credentials differ from those of '%s'@'%s' (give the account the same credentials on every host)",
+		user, ip, cu, ch, user, row.host)
 }
 
 // read makes sure the accounts in force were read from cfg's primary
@@ -292,23 +321,29 @@ func parsePriv(user, host string, priv []byte) (accountRow, bool, error) {
 		Plugin string `json:"plugin"`
 	}
 	var p struct {
-		Plugin string   `json:"plugin"`
-		Auth   string   `json:"authentication_string"`
-		AuthOr []method `json:"auth_or"`
-		IsRole bool     `json:"is_role"`
+		Plugin string          `json:"plugin"`
+		Auth   string          `json:"authentication_string"`
+		AuthOr json.RawMessage `json:"auth_or"`
+		IsRole bool            `json:"is_role"`
 	}
 	if err := json.Unmarshal(priv, &p); err != nil {
 		return accountRow{}, false, err
+	}
+	var chain []method
+	if len(p.AuthOr) > 0 {
+		if err := json.Unmarshal(p.AuthOr, &chain); err != nil {
+			return accountRow{}, false, err
+		}
 	}
 	plugin := strings.TrimSpace(p.Plugin)
 	if plugin == "" {
 		plugin = mysql.AUTH_NATIVE_PASSWORD // an old row: the default plugin
 	}
-	row := accountRow{user: user, host: host, plugin: plugin, several: len(p.AuthOr) > 1, auth: p.Auth}
+	row := accountRow{user: user, host: host, plugin: plugin, several: len(chain) > 1, auth: p.Auth, or: string(p.AuthOr)}
 	// auth_or lists the plugins MariaDB tries in order, the row's own
 	// (plugin, authentication_string) standing as an empty entry.
 	row.passed = passedPlugins[plugin]
-	for _, m := range p.AuthOr {
+	for _, m := range chain {
 		if m.Plugin != "" && !passedPlugins[strings.TrimSpace(m.Plugin)] {
 			row.passed = false
 		}

@@ -78,6 +78,21 @@ func (s *session) passLogin(seq byte, db string, collation uint8) (next byte, re
 	case err != nil:
 		return seq, err, nil
 	}
+	// MariaDB judged the row it matched for lockproxy's address: it is
+	// asked which, and that row must be the one the client's address
+	// picks, credentials and all.
+	row, qerr := be.queryRow("SELECT CURRENT_USER()")
+	if qerr == nil && len(row) != 1 {
+		qerr = errNoRow
+	}
+	if qerr == nil {
+		ip, _, _ := net.SplitHostPort(s.conn.RemoteAddr().String())
+		qerr = s.srv.accounts.matchedAlike(s.user, ip, string(row[0]))
+	}
+	if qerr != nil {
+		s.srv.pool.put(be) // closed: a passed login is no one else's
+		return seq, qerr, nil
+	}
 	s.passed = be
 	return seq, nil, nil
 }
@@ -190,7 +205,7 @@ func (l *login) relayPassed(seq byte, named bool, host string, turn loginTurn) (
 		return 0, err
 	}
 	if refused != nil {
-		if se, ok := refused.(*sqlError); ok && se.State == "28000" {
+		if se, ok := refused.(*sqlError); ok && se.State == "28000" || errors.Is(refused, errAccessDenied) {
 			return 0, l.failed(next, host, turn, true, false, refused)
 		}
 		e := backendDialError(refused)

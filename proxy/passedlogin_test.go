@@ -173,3 +173,60 @@ func TestFromBackendPassedLogin(t *testing.T) {
 		}
 	}
 }
+
+// TestFromBackendPassedLoginHosts: MariaDB judges a passed login against
+// the row it matches for lockproxy's address; lockproxy asks which
+// (CURRENT_USER()) and refuses unless that row has the credentials of
+// the row the client's address picks. Attack: an account with one
+// ed25519 password for 127.0.0.2, where the client connects from, and
+// another for 127.0.0.1, lockproxy's address: the second password, which
+// MariaDB refuses from 127.0.0.2 directly, must not log in through
+// lockproxy.
+func TestFromBackendPassedLoginHosts(t *testing.T) {
+	base, db := lockSchema(t)
+	requireEd25519(t, base)
+	root := base.direct(t, "", "")
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	user := "edh_" + hex.EncodeToString(rnd[:])
+	testbed.MustExec(t, root,
+		"CREATE USER '"+user+"'@'127.0.0.2' IDENTIFIED VIA ed25519 USING PASSWORD('From-client-host')",
+		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('From-proxy-host')",
+		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.2'", "GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
+	t.Cleanup(func() {
+		_, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.2'")
+		_, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'")
+	})
+	p, _ := fromBackendProxy(t, nil)
+	from2 := func(addr, password string) (uint16, error) {
+		dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+			return d.DialContext(ctx, network, address)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := client.ConnectWithDialer(ctx, "tcp", addr, user, password, db, dial)
+		if err == nil {
+			cur := answerOf(c, "SELECT CURRENT_USER()")
+			c.Close()
+			if cur != user+"@127.0.0.2" && addr == base.bed.PrimaryAddr {
+				t.Errorf("directly from 127.0.0.2: CURRENT_USER() = %s", cur)
+			}
+			return 0, nil
+		}
+		var me *mysql.MyError
+		if !errors.As(err, &me) {
+			return 0, err
+		}
+		return me.Code, nil
+	}
+	if code, err := from2(base.bed.PrimaryAddr, "From-client-host"); code != 0 || err != nil {
+		t.Fatalf("directly from 127.0.0.2 with its own password: %d %v", code, err)
+	}
+	for _, addr := range []string{base.bed.PrimaryAddr, p.addr} {
+		if code, err := from2(addr, "From-proxy-host"); code != 1045 || err != nil {
+			t.Errorf("%s from 127.0.0.2 with the password of the 127.0.0.1 row: %d %v, want 1045", addr, code, err)
+		}
+	}
+}
+
