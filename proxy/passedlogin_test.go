@@ -229,4 +229,3 @@ func TestFromBackendPassedLoginHosts(t *testing.T) {
 		}
 	}
 }
-
