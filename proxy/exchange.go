@@ -61,9 +61,11 @@ type exchange struct {
 	// sharedGTID: shareWrites learnt the GTID of the statement served.
 	sharedGTID bool
 	// cap is the capture of the result being relayed, rw the guarded
-	// UPDATE being served and rwConflict whether it lost its race.
+	// UPDATE being served (nil for any other command: a pointer keeps the
+	// session, which every idle connection holds, small) and rwConflict
+	// whether it lost its race.
 	cap        *capture
-	rw         rewriteStep
+	rw         *rewriteStep
 	rwConflict bool
 	// lastReport: what the server's report at the end of the command's
 	// last result named (sessiontrack.go), for confirmed.

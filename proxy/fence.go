@@ -80,8 +80,8 @@ func (x *statementRun) runFenced(fs fenceStep) error {
 			return s.abortTxn(fmt.Errorf("%w: %w (rule %q key %q token %d)", lockmgr.ErrLeaseLost, errFenced, fs.rule, fs.key, fs.token), fs.rule)
 		}
 		s.status = b.status
-		if s.ex.rw.sql != "" {
-			return x.answerGuarded(s.ex.rw, reply)
+		if s.ex.rw != nil && s.ex.rw.sql != "" {
+			return x.answerGuarded(*s.ex.rw, reply)
 		}
 	}
 	return s.ex.writeReply(s.cw, reply)

@@ -68,7 +68,7 @@ type rewriteStep struct {
 // than 1024 rows are remembered.
 func (r *rewriterState) planRewrite(env rewriteEnv, x *exchange, pl plan, params []any, binary bool) rewriteStep {
 	an := pl.an
-	x.rw, x.rwConflict = rewriteStep{}, false
+	x.rw, x.rwConflict = nil, false
 	if an == nil || !env.srv.hasRewrites() {
 		return rewriteStep{}
 	}
@@ -102,11 +102,12 @@ func (r *rewriterState) stepFor(env rewriteEnv, x *exchange, pl plan, params []a
 	case f.Kind != parser.KindUpdate:
 		return rewriteStep{}, false
 	}
-	x.rw = r.planUpdate(env, f, rule, keys, params, env.txn.fenceFor(pl))
-	if x.rw.key == "" { // several rows: none of them is paired
+	step := r.planUpdate(env, f, rule, keys, params, env.txn.fenceFor(pl))
+	x.rw = &step
+	if step.key == "" { // several rows: none of them is paired
 		r.forgetOthers(pl)
 	}
-	return x.rw, true
+	return step, true
 }
 
 // longDataStep is the rewrite step of an execute whose parameters went
@@ -259,7 +260,7 @@ func (x *statementRun) refuseUnpaired(step rewriteStep) error {
 	s := x.s
 	s.ex.lastOK = false
 	s.rwr.forget(step.key)
-	s.ex.rw = rewriteStep{}
+	s.ex.rw = nil
 	s.afterCommand()
 	return s.writeErrAt(1, step.reject)
 }
@@ -268,7 +269,7 @@ func (x *statementRun) refuseUnpaired(step rewriteStep) error {
 // command's response (x) has been relayed; inTxn: the session is in a
 // transaction.
 func (r *rewriterState) finishRewrite(x *exchange, step rewriteStep, inTxn bool, m *metrics) {
-	x.rw = rewriteStep{}
+	x.rw = nil
 	switch {
 	case step.capture != nil:
 		session := step.scope == rules.ScopeSession

@@ -20,13 +20,19 @@ import (
 //     log) or at login (user): eviction, KILL and shutdown read them and
 //     close conn.
 type session struct {
-	srv  *Server
-	id   uint32
-	conn net.Conn
-	cr   *packetReader
-	cw   *packetWriter
-	log  *zap.Logger
-	tls  bool
+	srv    *Server
+	id     uint32
+	status uint16 // server status after the last response the client saw
+	tls    bool
+	// resetOnClose: the primary connection went away, and the client's
+	// is reset when the session ends, as MariaDB resets it (see gone.go).
+	// (The four small fields share one word: the struct stays within
+	// a smaller allocation size class.)
+	resetOnClose bool
+	conn         net.Conn
+	cr           *packetReader
+	cw           *packetWriter
+	log          *zap.Logger
 	// mem is the session's memory budget (see memory.go).
 	mem *sessionMem
 	// host is the client's address without the port.
@@ -46,8 +52,7 @@ type session struct {
 	// what its end does (exchange.go).
 	ex exchange
 	// prep is the prepared statements (stmt.go).
-	prep   stmtTable
-	status uint16 // server status after the last response the client saw
+	prep stmtTable
 
 	errsWritten uint64 // ERR packets lockproxy wrote itself
 	// txn is the locks of the transaction or autocommit statement (guard.go).
@@ -72,10 +77,6 @@ type session struct {
 
 	// priv is the PROCESS privilege as the backend last said (privilege.go).
 	priv privCache
-
-	// resetOnClose: the primary connection went away, and the client's
-	// is reset when the session ends, as MariaDB resets it (see gone.go).
-	resetOnClose bool
 
 	// comb is what hot-row combining keeps of the session (combine.go).
 	comb combineState

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/parser"
@@ -64,13 +65,77 @@ type clientTracking struct {
 	own []string
 }
 
-// trackedList splits a session_track_system_variables value.
-func trackedList(v string) []string {
+// trackedList splits a session_track_system_variables value. The list is
+// shared (trackedLists) and read-only: every primary connection tracks
+// the same few lists, and each keeping its own copies cost a pinned
+// session's connection most of a KiB.
+func trackedList(v []byte) []string {
+	trackedLists.mu.Lock()
+	defer trackedLists.mu.Unlock()
+	if l, ok := trackedLists.m[string(v)]; ok {
+		return l
+	}
 	var out []string
-	for _, n := range strings.Split(strings.ToLower(v), ",") {
+	for _, n := range strings.Split(strings.ToLower(string(v)), ",") {
 		if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
+	}
+	out = slices.Clip(out)
+	if trackedLists.m == nil {
+		trackedLists.m = make(map[string][]string)
+	}
+	if len(trackedLists.m) < maxTrackedLists {
+		trackedLists.m[string(v)] = out
+	}
+	return out
+}
+
+// trackedLists is trackedList's lists by the value they were read from,
+// and withOwnTracked's by the list they extend.
+var trackedLists struct {
+	mu  sync.Mutex
+	m   map[string][]string
+	own map[string][]string
+}
+
+// maxTrackedLists bounds trackedLists: clients may set lists of their own.
+const maxTrackedLists = 64
+
+// withOwnTracked is list with ownTracked's names it lacks added at its
+// end, shared and read-only as trackedList's lists are.
+func withOwnTracked(list []string) []string {
+	if slices.Contains(list, "*") {
+		return list
+	}
+	missing := false
+	for _, n := range ownTracked {
+		if !slices.Contains(list, n) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return list
+	}
+	k := strings.Join(list, ",")
+	trackedLists.mu.Lock()
+	defer trackedLists.mu.Unlock()
+	if l, ok := trackedLists.own[k]; ok {
+		return l
+	}
+	out := slices.Clone(list)
+	for _, n := range ownTracked {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	out = slices.Clip(out)
+	if trackedLists.own == nil {
+		trackedLists.own = make(map[string][]string)
+	}
+	if len(trackedLists.own) < maxTrackedLists {
+		trackedLists.own[k] = out
 	}
 	return out
 }
@@ -82,7 +147,7 @@ func sameNames(a, b []string) bool {
 }
 
 // setVars takes a session_track_system_variables value as the client's.
-func (c *clientTracking) setVars(v string) {
+func (c *clientTracking) setVars(v []byte) {
 	c.vars = trackedList(v)
 	c.every = slices.Contains(c.vars, "*")
 }
@@ -129,9 +194,9 @@ func (b *backendConn) startTracking(fresh bool) error {
 	}
 	b.waitTimeout = seconds(row[3])
 	c := &b.clientTrack
-	list := trackedList(string(row[0]))
+	list := trackedList(row[0])
 	if fresh || !sameNames(list, c.own) {
-		c.setVars(string(row[0]))
+		c.setVars(row[0])
 	}
 	if fresh || !isOn(row[1]) {
 		c.schema = isOn(row[1])
@@ -139,14 +204,7 @@ func (b *backendConn) startTracking(fresh bool) error {
 	if fresh || !isOn(row[2]) {
 		c.stateChange = isOn(row[2])
 	}
-	c.own = list
-	if !slices.Contains(list, "*") {
-		for _, n := range ownTracked {
-			if !slices.Contains(c.own, n) {
-				c.own = append(c.own, n)
-			}
-		}
-	}
+	c.own = withOwnTracked(list)
 	if !sameNames(c.own, list) || !isOn(row[1]) || !isOn(row[2]) {
 		own := strings.ReplaceAll(strings.ReplaceAll(strings.Join(c.own, ","), `\`, `\\`), "'", "''")
 		return b.simpleCommand(append([]byte{mysql.COM_QUERY}, fmt.Sprintf(trackSession, own)...))
@@ -323,7 +381,7 @@ func (m *modeState) noteReport(x *exchange, be *backendConn, state []byte) (sche
 		case string(name) == "collation_connection":
 			collation = true
 		case string(name) == "session_track_system_variables":
-			be.clientTrack.setVars(string(value))
+			be.clientTrack.setVars(value)
 			x.trackChanged = true
 		case string(name) == "session_track_schema":
 			be.clientTrack.schema = isOn(value)

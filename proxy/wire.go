@@ -28,10 +28,10 @@ type packetReader struct {
 	// connections); charged is what buf holds of it now.
 	mem     *sessionMem
 	charged int64
-	// pooled: buf came from packetBufs, as bufp, and goes back there
-	// (shrink).
-	pooled bool
-	bufp   *[]byte
+	// pool is where buf came from, as bufp, and goes back to (shrink):
+	// packetBufs or smallPacketBufs; nil when buf is the reader's own.
+	pool *sync.Pool
+	bufp *[]byte
 }
 
 // freePacketBuf is the packet buffer every client connection may keep
@@ -163,26 +163,36 @@ func (p *packetReader) grow(n int) error {
 	return nil
 }
 
-// pooledPacketBuf is the size of the packet buffers taken from a pool
-// (packets up to it) and given back when the connection is idle (shrink);
-// smallPacketBuf is what a connection keeps of a buffer of its own.
+// Packets up to pooledPacketBuf are read into buffers taken from a pool
+// (packetBufs, or smallPacketBufs for packets up to smallPacketBuf) and
+// given back once the command is over (shrink): an idle connection holds
+// no packet buffer, and a pinned session has two connections.
 const (
 	pooledPacketBuf = 16 << 10
 	smallPacketBuf  = 1 << 10
 )
 
-var packetBufs sync.Pool // of *[]byte, pooledPacketBuf long
+var packetBufs, smallPacketBufs sync.Pool // of *[]byte, pooledPacketBuf and smallPacketBuf long
 
 // resize replaces buf with one of length n and at least capacity size,
-// keeping its first keep bytes: from the pool when n is more than a
-// connection keeps and the pool's buffers hold it.
+// keeping its first keep bytes: from a pool when one's buffers hold n.
 func (p *packetReader) resize(n, size, keep int) {
+	var pool *sync.Pool
 	var bp *[]byte
 	var nb []byte
-	if n > smallPacketBuf && n <= pooledPacketBuf {
-		bp, _ = packetBufs.Get().(*[]byte)
+	switch {
+	case n <= smallPacketBuf:
+		pool = &smallPacketBufs
+	case n <= pooledPacketBuf:
+		pool = &packetBufs
+	}
+	if pool != nil {
+		bp, _ = pool.Get().(*[]byte)
 		if bp == nil {
-			b := make([]byte, pooledPacketBuf)
+			b := make([]byte, smallPacketBuf)
+			if pool == &packetBufs {
+				b = make([]byte, pooledPacketBuf)
+			}
 			bp = &b
 		}
 		nb = (*bp)[:n]
@@ -191,14 +201,14 @@ func (p *packetReader) resize(n, size, keep int) {
 	}
 	copy(nb, p.buf[:keep])
 	p.putBack()
-	p.buf, p.bufp, p.pooled = nb, bp, bp != nil
+	p.buf, p.bufp, p.pool = nb, bp, pool
 }
 
 // putBack gives a pooled packet buffer back.
 func (p *packetReader) putBack() {
-	if p.pooled {
-		packetBufs.Put(p.bufp)
-		p.buf, p.bufp, p.pooled = nil, nil, false
+	if p.pool != nil {
+		p.pool.Put(p.bufp)
+		p.buf, p.bufp, p.pool = nil, nil, nil
 	}
 }
 
@@ -219,18 +229,19 @@ func (p *packetReader) skip(n int) error {
 	}
 }
 
-// shrink drops a buffer grown beyond freePacketBuf by a large packet and
-// returns its charge, so an idle session holds no more than that.
+// shrink gives the packet buffer back (to its pool, or to the collector
+// with its charge when a large packet grew it), so an idle connection
+// holds none.
 func (p *packetReader) shrink() {
 	p.r.release()
 	switch {
-	case p.pooled:
+	case p.pool != nil:
 		p.putBack()
 	case cap(p.buf) > freePacketBuf:
 		p.buf = nil
 		p.mem.give(p.charged)
 		p.charged = 0
-	case cap(p.buf) > smallPacketBuf:
+	default:
 		p.buf = nil
 	}
 }
