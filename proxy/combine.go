@@ -377,11 +377,12 @@ func (t *txnLocks) detachCommitted(committed bool) *lockmgr.Set {
 	return t.locks.Detach()
 }
 
-// adopt takes lease, the row's lease handed over to the session's owner,
-// into its lock set; false (the lease given back) if it cannot.
+// adopt takes lease, a row's lease handed over to the session's owner (by
+// a combined batch, or lingering), into its lock set; false (the lease
+// given back) if it cannot.
 func (t *txnLocks) adopt(lease *lockmgr.Lease) bool {
 	if err := t.locks.Adopt(lease); err != nil {
-		t.log.Warn("combined batch: the row's lease handed on could not be taken; it is given back", zap.Error(err))
+		t.log.Warn("the row's lease handed on could not be taken; it is given back", zap.Error(err))
 		ctx, cancel := releaseCtxFor(t.locks)
 		_ = lease.Release(ctx)
 		cancel()

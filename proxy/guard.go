@@ -322,6 +322,11 @@ type lockService struct {
 	releasers       *releasers
 	instance        string
 	observeInstance string
+	log             *zap.Logger
+	// linger is locks.redis.linger as the configuration in force says,
+	// and lingering the row locks lingering now (linger.go).
+	linger    func() time.Duration
+	lingering lingerLocks
 }
 
 // acquire takes g's keys within ctx, the guard's wait. A lock service
@@ -344,6 +349,9 @@ func (t *txnLocks) acquire(ctx context.Context, g guard, passthrough bool) error
 		return ctx.Err()
 	}
 	away, t.awayBefore = t.awayBefore, nil
+	if t.takeLingering(g) {
+		return nil
+	}
 	for {
 		err := t.set().Acquire(ctx, g.keys)
 		switch {
@@ -412,6 +420,9 @@ func (t *txnLocks) releaseBehind() {
 		return
 	}
 	held := t.locks.Detach()
+	if t.svc.park(held) {
+		return
+	}
 	ctx, cancel := releaseCtxFor(held)
 	r := &release{done: make(chan struct{})}
 	t.releasing = r

@@ -160,7 +160,8 @@ func New(cfg *rules.Config, opts Options) (*Server, error) {
 	if s.instance == "" {
 		s.instance = newInstanceID()
 	}
-	s.lockSvc = lockService{locker: s.locker, releasers: s.releasers, instance: s.instance, observeInstance: s.instance + "/observe"}
+	s.lockSvc = lockService{locker: s.locker, releasers: s.releasers, instance: s.instance, observeInstance: s.instance + "/observe",
+		log: s.log, linger: s.linger}
 	s.lockSvc.observer, _ = s.locker.(lockmgr.Observer)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hardCtx, s.hardCancel = context.WithCancel(context.Background())
@@ -358,6 +359,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for {
 		select {
 		case <-done:
+			s.releaseLingering()
 			s.closeBackends()
 			s.releasers.stop()
 			return nil
@@ -385,11 +387,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			case <-time.After(shutdownStraggle):
 				s.log.Warn("sessions still ending after the shutdown grace; returning without them")
 			}
+			s.releaseLingering()
 			s.closeBackends()
 			s.releasers.stop()
 			return ctx.Err()
 		}
 	}
+}
+
+// releaseLingering gives back the row locks lingering with the instance
+// (linger.go), so no other instance waits for their leases to end.
+func (s *Server) releaseLingering() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	s.lockSvc.releaseLingering(ctx)
+}
+
+// linger is locks.redis.linger in force.
+func (s *Server) linger() time.Duration {
+	if r := s.config().Locks.Redis; r != nil {
+		return r.Linger.D()
+	}
+	return 0
 }
 
 // shutdownStraggle is how long Shutdown waits, once its grace is over and

@@ -219,6 +219,14 @@ type RedisConfig struct {
 	// transactions do not keep other instances waiting for LocalHandoffs
 	// of them; nil: DefaultLocalHandoffWindow, 0: no time bound.
 	LocalHandoffWindow *Duration `yaml:"local_handoff_window"`
+	// Linger, when positive, keeps a row lock that a statement or
+	// transaction holding only it gave back with the instance for that
+	// long: the next statement of any of its sessions that needs that
+	// key alone takes it over without Redis (a local hand-off, within
+	// LocalHandoffs and LocalHandoffWindow), else it is released when
+	// the time is up. 0 (the default): released at once. Not with mode
+	// redlock.
+	Linger Duration `yaml:"linger"`
 	// MinReplicasAck, when positive, makes each grant wait (Redis WAIT)
 	// until that many replicas of the master holding the key have it,
 	// before the statement runs; 0: no wait. Not with mode redlock.

@@ -42,7 +42,11 @@ const (
 	// long holds for up to 50ms of them.
 	DefaultLocalHandoffs      = 64
 	DefaultLocalHandoffWindow = 50 * time.Millisecond
-	DefaultMySQLLockTable     = "lockproxy_locks"
+	// MaxLinger bounds locks.redis.linger: a lingering lock keeps other
+	// instances' waiters waiting, so it is a pause between statements,
+	// not a hold.
+	MaxLinger             = 100 * time.Millisecond
+	DefaultMySQLLockTable = "lockproxy_locks"
 	// DefaultLoginThrottle is proxy.login_throttle: failed logins slow
 	// the next ones down.
 	DefaultLoginThrottle = true

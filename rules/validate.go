@@ -279,6 +279,9 @@ func (v *validator) redis(r *RedisConfig) {
 	if h := r.LocalHandoffs; h != nil && (*h < 0 || (*h > 0 && r.Mode == RedisModeRedlock)) {
 		v.add("locks.redis.local_handoffs", "must be 0 or more (and 0 with mode redlock), got %d", *h)
 	}
+	if d := r.Linger.D(); d < 0 || d > MaxLinger || (d > 0 && (r.Mode == RedisModeRedlock || r.Handoffs() == 0)) {
+		v.add("locks.redis.linger", "must be between 0 and %s (and 0 with mode redlock or local_handoffs 0, which hand nothing over), got %s", MaxLinger, d)
+	}
 	if n := r.MinReplicasAck; n < 0 || (n > 0 && r.Mode == RedisModeRedlock) {
 		v.add("locks.redis.min_replicas_ack", "must be 0 or more (and 0 with mode redlock, whose servers are independent), got %d", n)
 	}

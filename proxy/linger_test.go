@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/lockproxy/lockproxy/rules"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+)
+
+// lingerBed is two lockproxy instances sharing one Redis lock space, a
+// rule guarding db.sku by sku_id with every lock kind, and
+// locks.redis.linger as given (set after validation: tests may linger
+// longer than MaxLinger so that a slow host cannot end it early); window
+// is the Redis backend's local_handoff_window.
+type lingerBed struct {
+	db     string
+	rdb    *redis.Client
+	prefix string
+	p      [2]*testProxy
+	direct *sql.DB
+}
+
+func startLingerBed(t *testing.T, linger, window time.Duration) *lingerBed {
+	t.Helper()
+	base := startProxy(t, nil)
+	lb := &lingerBed{db: freshDB(t, base)}
+	lb.direct = base.direct(t, lb.db, "")
+	testbed.MustExec(t, lb.direct, "CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (1, 100000), (2, 100000)")
+	lb.rdb, lb.prefix = testRedis(t)
+	all := []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn}
+	for i := range lb.p {
+		lb.p[i] = observedProxy(t, observed{log: zap.NewNop(),
+			edit: func(c *rules.Config) {
+				c.Locks.Redis = &rules.RedisConfig{Addrs: []string{testbed.Get(t).RedisAddr}, Linger: rules.Duration(linger)}
+				c.Rules = []rules.Rule{{Name: "sku", Table: lb.db + ".sku", Key: []string{"sku_id"}, Lock: all,
+					OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(10 * time.Second)}}
+			},
+			locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
+				return redislock.New(lb.rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: lb.prefix, Logger: log, Metrics: m,
+					LocalHandoffs: rules.DefaultLocalHandoffs, LocalHandoffWindow: window})
+			}})
+	}
+	return lb
+}
+
+// lockKey is the Redis key holding sku_id id's row lock.
+func (lb *lingerBed) lockKey(id int) string { return fmt.Sprintf("%s:{%s.sku/%d}", lb.prefix, lb.db, id) }
+
+func (lb *lingerBed) stock(t *testing.T, id int) int {
+	t.Helper()
+	var n int
+	if err := lb.direct.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLingerHandsOverToNextStatement: with locks.redis.linger, the row
+// lock an autocommit UPDATE gave back stays with the instance, and the
+// next UPDATE of the row, from another connection of that instance, takes
+// it over without Redis (a local hand-off); without linger every UPDATE
+// goes to Redis. Another instance's UPDATE of the row waits for the
+// linger and then runs.
+func TestLingerHandsOverToNextStatement(t *testing.T) {
+	for _, linger := range []time.Duration{0, 2 * time.Second} {
+		t.Run(fmt.Sprint(linger), func(t *testing.T) {
+			lb := startLingerBed(t, linger, 0)
+			a := lb.p[0].db(t, lb.db, "")
+			a.SetMaxIdleConns(4)
+			ctx := context.Background()
+			c1, err := a.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c1.Close()
+			c2, err := a.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			for _, c := range []*sql.Conn{c1, c2, c1} {
+				if _, err := c.ExecContext(ctx, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			handoffs := counterValue(t, lb.p[0], "lockproxy_lock_local_handoffs_total")
+			if linger == 0 && handoffs != 0 {
+				t.Errorf("without linger: %v local hand-offs, want 0 (every UPDATE asks Redis)", handoffs)
+			}
+			if linger > 0 {
+				if handoffs != 2 {
+					t.Errorf("with linger %v: %v local hand-offs, want 2 (the second and third UPDATE take the lingering lock)", linger, handoffs)
+				}
+				if n, err := lb.rdb.Exists(ctx, lb.lockKey(1)).Result(); err != nil || n != 1 {
+					t.Errorf("while the lock lingers its Redis key %s exists: %d, %v", lb.lockKey(1), n, err)
+				}
+			}
+			// The other instance: its UPDATE runs once the linger is over.
+			if _, err := lb.p[1].db(t, lb.db, "").Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := lb.stock(t, 1); got != 100000-4 {
+				t.Errorf("stock %d, want %d", got, 100000-4)
+			}
+		})
+	}
+}
+
+// TestLingerNoLostUpdates: clients on two instances with linger run the
+// unsafe read-then-write transaction on two rows; every transaction's
+// write counts (the lock passes between sessions of one instance through
+// lingering, between instances through Redis).
+func TestLingerNoLostUpdates(t *testing.T) {
+	lb := startLingerBed(t, 2*time.Millisecond, rules.DefaultLocalHandoffWindow)
+	const clients, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		h := lb.p[i%2].db(t, lb.db, "")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				id := 1 + (i+j)%2
+				if err := readThenWrite(h, id); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, want := lb.stock(t, 1)+lb.stock(t, 2), 2*100000-clients*each; got != want {
+		t.Errorf("stock of both rows %d, want %d: %d updates lost", got, want, got-want)
+	}
+	if counterValue(t, lb.p[0], "lockproxy_lock_local_handoffs_total")+counterValue(t, lb.p[1], "lockproxy_lock_local_handoffs_total") == 0 {
+		t.Error("no local hand-off in the run: the lingering path was not exercised")
+	}
+}
+
+// readThenWrite is one unsafe transaction: read the stock, write it back
+// less one.
+func readThenWrite(h *sql.DB, id int) error {
+	tx, err := h.Begin()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var n int
+	if err := tx.QueryRow("SELECT stock FROM sku WHERE sku_id = ?", id).Scan(&n); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("UPDATE sku SET stock = ? WHERE sku_id = ?", n-1, id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// TestLingerReleasedAtShutdown: a lock lingering when lockproxy shuts
+// down is given back to Redis before Shutdown returns, so no other
+// instance waits for its lease to end.
+func TestLingerReleasedAtShutdown(t *testing.T) {
+	lb := startLingerBed(t, 5*time.Second, 0)
+	ctx := context.Background()
+	h := lb.p[0].db(t, lb.db, "")
+	if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 2"); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Close()
+	if n, err := lb.rdb.Exists(ctx, lb.lockKey(2)).Result(); err != nil || n != 1 {
+		t.Fatalf("the lock lingers: its Redis key %s exists: %d, %v", lb.lockKey(2), n, err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := lb.p[0].srv.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := lb.rdb.Exists(ctx, lb.lockKey(2)).Result(); err != nil || n != 0 {
+		t.Errorf("after Shutdown the lingering lock's Redis key %s exists: %d, %v", lb.lockKey(2), n, err)
+	}
+}
