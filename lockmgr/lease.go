@@ -24,6 +24,7 @@ type Lease struct {
 	ledger  *Ledger
 	release func(ctx context.Context) error
 	pass    func(to Owner) (*Lease, bool)
+	waiters Waiters
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -53,6 +54,14 @@ type LeaseSpec struct {
 	// holds them by, or false when the backend's bounds on such hand-offs
 	// (or the lease's state) do not allow it now (see Lease.HandOver).
 	HandOver func(to Owner) (*Lease, bool)
+	// Waiters, optional, tells whether owners of the same Locker wait
+	// for a key (Lease.Waited).
+	Waiters Waiters
+}
+
+// Waiters counts the owners of a Locker waiting for a key in its process.
+type Waiters interface {
+	Waiting(key string) int
 }
 
 // Keeper is the backend's side of a Lease: it extends validity after a
@@ -69,6 +78,7 @@ func NewLease(spec LeaseSpec) (*Lease, *Keeper) {
 		ledger:     spec.Ledger,
 		release:    spec.Release,
 		pass:       spec.HandOver,
+		waiters:    spec.Waiters,
 		validUntil: spec.ValidUntil,
 		done:       make(chan struct{}),
 	}
@@ -165,6 +175,21 @@ func (l *Lease) HandOver(to Owner) (*Lease, bool) {
 	l.end(ErrReleased)
 	l.released = true
 	return next, true
+}
+
+// Waited reports whether another owner of the same Locker, in this
+// process, waits for one of the lease's keys; false when the backend
+// does not say.
+func (l *Lease) Waited() bool {
+	if l.waiters == nil {
+		return false
+	}
+	for _, k := range l.keys {
+		if l.waiters.Waiting(k.Name) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // end closes the lease with err unless it already ended. It reports

@@ -204,6 +204,19 @@ func (s *Set) HandOver(key string, to Owner) (*Lease, bool) {
 	return next, true
 }
 
+// Waited reports whether another owner of the same Locker, in this
+// process, waits for a key the Set holds (Lease.Waited).
+func (s *Set) Waited() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.leases {
+		if l.Waited() {
+			return true
+		}
+	}
+	return false
+}
+
 // Adopt adds l, a lease handed over to the Set's owner (HandOver), to the
 // Set, which releases it with the rest. It fails, adding nothing, when l
 // is another owner's or holds a key the Set holds already.

@@ -46,8 +46,8 @@ type lingering struct {
 // releases it as usual.
 func (svc *lockService) park(held *lockmgr.Set) bool {
 	d := svc.linger()
-	if d <= 0 || held.Len() != 1 {
-		return false
+	if d <= 0 || held.Len() != 1 || held.Waited() {
+		return false // a session of the instance waits: the release hands it on
 	}
 	key := held.Keys()[0]
 	if key.NoHandoff {

@@ -193,3 +193,44 @@ func TestLingerReleasedAtShutdown(t *testing.T) {
 		t.Errorf("after Shutdown the lingering lock's Redis key %s exists: %d, %v", lb.lockKey(2), n, err)
 	}
 }
+
+// TestLingerNotWhileASessionWaits: a lock that a session of the instance
+// waits for when its transaction ends is handed to that session at once,
+// not kept lingering.
+func TestLingerNotWhileASessionWaits(t *testing.T) {
+	const linger = 5 * time.Second
+	lb := startLingerBed(t, linger, 0)
+	h := lb.p[0].db(t, lb.db, "")
+	tx, err := h.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+			t.Error(err)
+		}
+		waited <- time.Since(start)
+	}()
+	// The second UPDATE waits in the instance for the row's lock.
+	deadline := time.Now().Add(10 * time.Second)
+	for values(t, lb.p[0].reg, "lockproxy_lock_waiters")[""] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second UPDATE never waited for the lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-waited; d >= linger {
+		t.Errorf("the waiting UPDATE ran %v after it was sent: the lock lingered (%v) instead of passing to it", d, linger)
+	}
+	if got := lb.stock(t, 1); got != 100000-2 {
+		t.Errorf("stock %d, want %d", got, 100000-2)
+	}
+}

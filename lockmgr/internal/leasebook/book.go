@@ -127,7 +127,7 @@ func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lock
 	b.mu.Unlock()
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
 		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
-		Release: release, Ledger: ledger, HandOver: handOver,
+		Release: release, Ledger: ledger, HandOver: handOver, Waiters: b,
 	})
 	// From here on renewal talks to the keeper; a loss before that is
 	// reported as the error of this Acquire.
