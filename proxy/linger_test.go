@@ -54,7 +54,9 @@ func startLingerBed(t *testing.T, linger, window time.Duration) *lingerBed {
 }
 
 // lockKey is the Redis key holding sku_id id's row lock.
-func (lb *lingerBed) lockKey(id int) string { return fmt.Sprintf("%s:{%s.sku/%d}", lb.prefix, lb.db, id) }
+func (lb *lingerBed) lockKey(id int) string {
+	return fmt.Sprintf("%s:{%s.sku/%d}", lb.prefix, lb.db, id)
+}
 
 func (lb *lingerBed) stock(t *testing.T, id int) int {
 	t.Helper()
