@@ -3,6 +3,7 @@ package disjoint
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/contend"
@@ -18,6 +19,17 @@ const DirectName = "guarded UPDATE, direct"
 
 // ProxyName is the arm through n instances.
 func ProxyName(n int) string { return fmt.Sprintf("guarded UPDATE, lock rule, %d instance(s)", n) }
+
+// Linger is the locks.redis.linger of the linger arms.
+const Linger = "2ms"
+
+// LingerName is the arm through n instances with locks.redis.linger.
+func LingerName(n int) string {
+	return fmt.Sprintf("guarded UPDATE, lock rule, linger %s, %d instance(s)", Linger, n)
+}
+
+// Target is the ratio to direct asked of one instance.
+const Target = 0.75
 
 // Scenario is the disjoint-keys benchmark. The zero value is ready to use.
 type Scenario struct{}
@@ -35,12 +47,15 @@ func (*Scenario) Summary() string {
 
 // Data is the stored result.
 type Data struct {
-	Clients   int              `json:"clients"`
-	Rounds    int              `json:"rounds"`
-	Seconds   float64          `json:"seconds"`
-	Instances []int            `json:"instances"`
-	NProc     int              `json:"nproc"`
-	Arms      []contend.Result `json:"arms"`
+	Clients   int     `json:"clients"`
+	Rounds    int     `json:"rounds"`
+	Seconds   float64 `json:"seconds"`
+	Instances []int   `json:"instances"`
+	// LingerInstances are the instance counts of the linger arms (none
+	// in runs before they existed).
+	LingerInstances []int            `json:"linger_instances,omitempty"`
+	NProc           int              `json:"nproc"`
+	Arms            []contend.Result `json:"arms"`
 }
 
 type plan struct {
@@ -48,13 +63,14 @@ type plan struct {
 	rounds    int
 	seconds   time.Duration
 	instances []int
+	linger    []int
 }
 
 func planFor(opts scenario.Options) plan {
 	if opts.Quick {
-		return plan{clients: 8, rounds: 1, seconds: 3 * time.Second, instances: []int{1, 2}}
+		return plan{clients: 8, rounds: 1, seconds: 3 * time.Second, instances: []int{1, 2}, linger: []int{1}}
 	}
-	return plan{clients: 16, rounds: 3, seconds: 6 * time.Second, instances: []int{1, 2, 4}}
+	return plan{clients: 16, rounds: 3, seconds: 6 * time.Second, instances: []int{1, 2, 4}, linger: []int{1, 2}}
 }
 
 // Run implements scenario.Scenario.
@@ -71,17 +87,32 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), px)
+	lmax := pl.linger[len(pl.linger)-1]
+	lx, err := e.StartProxies(ctx, lmax, env.ProxyConfig{Locks: LingerLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), lx)
 	t := contend.Timing{Env: e, Admin: admin, Database: database, Clients: pl.clients, Keys: pl.clients, Duration: pl.seconds}
 	op := func(p contend.Pools) contend.Op { return contend.Decrement(p, contend.OwnKey, false) }
 	arms := []contend.Arm{t.TimedArm(DirectName, "", nil, op)}
 	for _, n := range pl.instances {
 		arms = append(arms, t.TimedArm(ProxyName(n), DirectName, px[:n], op))
 	}
+	for _, n := range pl.linger {
+		arms = append(arms, t.TimedArm(LingerName(n), DirectName, lx[:n], op))
+	}
 	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("disjoint: "+f, a...) })
 	if err != nil {
 		return fmt.Errorf("disjoint: %w", err)
 	}
-	d := Data{Clients: pl.clients, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(), Instances: pl.instances, NProc: r.Machine.NProc, Arms: res}
+	d := Data{Clients: pl.clients, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(), Instances: pl.instances, LingerInstances: pl.linger,
+		NProc: r.Machine.NProc, Arms: res}
 	r.Targets = targets(d)
 	return r.SetData(d)
+}
+
+// LingerLocks is contend.RedisLocks with locks.redis.linger set to Linger.
+func LingerLocks(redisAddr string) string {
+	return strings.Replace(contend.RedisLocks(redisAddr), "    addrs:", "    linger: "+Linger+"\n    addrs:", 1)
 }
