@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // database/sql driver
@@ -18,6 +19,12 @@ const TableName = "sku_stock"
 // a 10 s wait_timeout.
 func RedisLocks(redisAddr string) string {
 	return fmt.Sprintf("  backend: redis\n  redis:\n    addrs: [%s]\n  ttl: 10s\n  wait_timeout: 10s\n", redisAddr)
+}
+
+// LingerLocks is RedisLocks with locks.redis.linger set to linger (a
+// duration such as "2ms").
+func LingerLocks(redisAddr, linger string) string {
+	return strings.Replace(RedisLocks(redisAddr), "    addrs:", "    linger: "+linger+"\n    addrs:", 1)
 }
 
 // LockRule is a rule guarding db.sku_stock by sku_id with the given lock

@@ -3,7 +3,6 @@ package disjoint
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockproxy/lockproxy/bench/internal/contend"
@@ -88,7 +87,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	}
 	defer env.StopAll(context.Background(), px)
 	lmax := pl.linger[len(pl.linger)-1]
-	lx, err := e.StartProxies(ctx, lmax, env.ProxyConfig{Locks: LingerLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write")})
+	lx, err := e.StartProxies(ctx, lmax, env.ProxyConfig{Locks: contend.LingerLocks(e.Bed.Redis, Linger), Rules: contend.LockRule(database, "write")})
 	if err != nil {
 		return err
 	}
@@ -110,9 +109,4 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		NProc: r.Machine.NProc, Arms: res}
 	r.Targets = targets(d)
 	return r.SetData(d)
-}
-
-// LingerLocks is contend.RedisLocks with locks.redis.linger set to Linger.
-func LingerLocks(redisAddr string) string {
-	return strings.Replace(contend.RedisLocks(redisAddr), "    addrs:", "    linger: "+Linger+"\n    addrs:", 1)
 }

@@ -15,25 +15,34 @@ import (
 // median updates/s at least the step before's).
 func targets(d Data) []results.Target {
 	ts := contend.SafetyTargets(d.Arms)
-	for _, c := range d.Clients {
-		var steps []string
-		met := true
-		prev := -1.0
-		for _, n := range d.Instances {
-			a, ok := contend.Find(d.Arms, ProxyName(c, n))
-			if !ok {
-				continue
-			}
-			steps = append(steps, fmt.Sprintf("%.0f", a.DonePerSec))
-			if prev >= 0 && a.DonePerSec < prev {
-				met = false
-			}
-			prev = a.DonePerSec
+	arms := []struct {
+		name  func(clients, n int) string
+		label string
+	}{{ProxyName, ""}, {LingerName, ", linger " + Linger}}
+	for _, arm := range arms {
+		if arm.label != "" && !d.Lingering {
+			continue
 		}
-		ts = append(ts, results.Target{
-			Name: fmt.Sprintf("%d clients: updates/s as instances are added (%s)", c, instancesList(d.Instances)),
-			Want: "not falling", Got: strings.Join(steps, " → "), Met: met,
-		})
+		for _, c := range d.Clients {
+			var steps []string
+			met := true
+			prev := -1.0
+			for _, n := range d.Instances {
+				a, ok := contend.Find(d.Arms, arm.name(c, n))
+				if !ok {
+					continue
+				}
+				steps = append(steps, fmt.Sprintf("%.0f", a.DonePerSec))
+				if prev >= 0 && a.DonePerSec < prev {
+					met = false
+				}
+				prev = a.DonePerSec
+			}
+			ts = append(ts, results.Target{
+				Name: fmt.Sprintf("%d clients%s: updates/s as instances are added (%s)", c, arm.label, instancesList(d.Instances)),
+				Want: "not falling", Got: strings.Join(steps, " → "), Met: met,
+			})
+		}
 	}
 	return ts
 }
@@ -56,7 +65,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	fmt.Fprintf(&b, "Each client loops on `UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = k` (autocommit, text protocol), k drawn uniformly from %d rows "+
 		"for every statement, so two statements seldom want the same lock; %.0f s per run, %d interleaved round(s), every arm of every client count in each round. "+
 		"Through lockproxy the rule locks on `write` (Redis backend) and clients are spread over the instances. Ratios are medians of per-round ratios "+
-		"against the direct run with as many clients.\n\n", d.Keys, d.Seconds, d.Rounds)
+		"against the direct run with as many clients. The *linger* arms (runs from 2026-12-06 on) set `locks.redis.linger: %s`.\n\n", d.Keys, d.Seconds, d.Rounds, Linger)
 	b.WriteString(contend.Table(d.Arms, "updates"))
 	b.WriteString(contend.Errors(d.Arms))
 	b.WriteString("CPU per UPDATE (median over rounds):\n\n| arm | lockproxy CPU µs/update | mysqld CPU µs/update | Redis CPU µs/update | host busy |\n|---|--:|--:|--:|--:|\n")

@@ -22,6 +22,15 @@ func ProxyName(clients, n int) string {
 	return fmt.Sprintf("%d clients, %d instance(s)", clients, n)
 }
 
+// Linger is the locks.redis.linger of the linger arms.
+const Linger = "2ms"
+
+// LingerName is the arm of clients through n instances with
+// locks.redis.linger.
+func LingerName(clients, n int) string {
+	return fmt.Sprintf("%d clients, %d instance(s), linger %s", clients, n, Linger)
+}
+
 // Scenario is the uniform-keys scale benchmark. The zero value is ready
 // to use.
 type Scenario struct{}
@@ -46,6 +55,8 @@ type Data struct {
 	Seconds   float64          `json:"seconds"`
 	NProc     int              `json:"nproc"`
 	Arms      []contend.Result `json:"arms"`
+	// Lingering: the run has the linger arms (runs before them do not).
+	Lingering bool `json:"lingering,omitempty"`
 }
 
 type plan struct {
@@ -82,6 +93,11 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), px)
+	lx, err := e.StartProxies(ctx, nmax, env.ProxyConfig{Locks: contend.LingerLocks(e.Bed.Redis, Linger), Rules: contend.LockRule(database, "write")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), lx)
 	op := func(p contend.Pools) contend.Op { return contend.Decrement(p, uniformKey(pl.keys), false) }
 	var arms []contend.Arm
 	for _, c := range pl.clients {
@@ -90,13 +106,16 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		for _, n := range pl.instances {
 			arms = append(arms, t.TimedArm(ProxyName(c, n), DirectName(c), px[:n], op))
 		}
+		for _, n := range pl.instances {
+			arms = append(arms, t.TimedArm(LingerName(c, n), DirectName(c), lx[:n], op))
+		}
 	}
 	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("scale: "+f, a...) })
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
 	d := Data{Keys: pl.keys, Clients: pl.clients, Instances: pl.instances, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(),
-		NProc: r.Machine.NProc, Arms: res}
+		NProc: r.Machine.NProc, Arms: res, Lingering: true}
 	r.Targets = targets(d)
 	return r.SetData(d)
 }
