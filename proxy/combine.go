@@ -406,15 +406,7 @@ func (t *txnLocks) adoptRowLease(row string, parked *lockmgr.Set, release func(*
 
 // releaseRowLocks releases held, a batch's locks no session holds any
 // more, in the background (as releaseBehind).
-func (s *Server) releaseRowLocks(held *lockmgr.Set) {
-	s.releasers.run(func() {
-		ctx, cancel := releaseCtxFor(held)
-		defer cancel()
-		if err := held.Release(ctx); err != nil {
-			s.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
-		}
-	})
-}
+func (s *Server) releaseRowLocks(held *lockmgr.Set) { s.lockSvc.releaseBehind(held) }
 
 // combineMax is the rule's max_batch as the rules in force say.
 func (s *Server) combineMax(rule *rules.Rule) int {
