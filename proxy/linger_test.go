@@ -41,6 +41,7 @@ func startLingerBed(t *testing.T, linger, window time.Duration) *lingerBed {
 	for i := range lb.p {
 		lb.p[i] = observedProxy(t, observed{log: zap.NewNop(),
 			edit: func(c *rules.Config) {
+				c.Locks.Backend = rules.LockBackendRedis
 				c.Locks.Redis = &rules.RedisConfig{Addrs: []string{testbed.Get(t).RedisAddr}, Linger: rules.Duration(linger)}
 				c.Rules = []rules.Rule{{Name: "sku", Table: lb.db + ".sku", Key: []string{"sku_id"}, Lock: all,
 					OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(10 * time.Second)}}

@@ -403,10 +403,11 @@ func (s *Server) releaseLingering() {
 	s.lockSvc.releaseLingering(ctx)
 }
 
-// linger is locks.redis.linger in force.
+// linger is locks.redis.linger in force (0 unless the backend is redis:
+// the section of another backend's configuration is not read).
 func (s *Server) linger() time.Duration {
-	if r := s.config().Locks.Redis; r != nil {
-		return r.Linger.D()
+	if l := s.config().Locks; l.Backend == rules.LockBackendRedis && l.Redis != nil {
+		return l.Redis.Linger.D()
 	}
 	return 0
 }
