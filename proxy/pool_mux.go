@@ -245,8 +245,12 @@ func (s *session) dispatchLent(p []byte) error {
 		s.mux.fresh = true
 		s.mux.loan++
 	}
+	// The command byte is read here once: p is the reader's buffer, which
+	// a command that reads more packets (LOAD DATA LOCAL's file) reuses
+	// or replaces before dispatch returns.
+	cmd := p[0]
 	stmtCommand := false
-	switch p[0] {
+	switch cmd {
 	case mysql.COM_SET_OPTION:
 		s.mux.pins |= pinSessionVariable
 	case mysql.COM_STMT_PREPARE, mysql.COM_STMT_EXECUTE, comStmtBulkExecute, mysql.COM_STMT_FETCH,
@@ -279,23 +283,23 @@ func (s *session) dispatchLent(p []byte) error {
 		}
 	}
 	switch {
-	case p[0] == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
+	case cmd == mysql.COM_RESET_CONNECTION && s.ex.lastOK:
 		// The server forgot the session's state, but not a change of
 		// its account (pinAccount).
 		s.mux.pins, s.mux.changed, s.mux.sets = s.mux.pins&pinAccount, true, nil
 		s.mux.setsGen++
 		s.mux.idle, s.mux.askIdle = s.be.waitTimeout, false // read again with the reset's tracking
-	case p[0] == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
+	case cmd == mysql.COM_QUERY && s.mux.unlocks && s.ex.lastOK && s.mux.cmdPins&pinLockTables == 0:
 		s.mux.pins &^= pinLockTables
 	}
 	if s.ex.waitReported {
 		s.mux.idle, s.ex.waitReported, s.mux.askIdle = s.ex.waitTimeout, false, false
 	}
-	if stmtCommand || p[0] == mysql.COM_RESET_CONNECTION || p[0] == mysql.COM_CHANGE_USER {
+	if stmtCommand || cmd == mysql.COM_RESET_CONNECTION || cmd == mysql.COM_CHANGE_USER {
 		s.mux.held = s.prep.holding()
 	}
-	answers := p[0] == mysql.COM_QUERY || p[0] == mysql.COM_INIT_DB || p[0] == mysql.COM_STMT_PREPARE ||
-		p[0] == mysql.COM_STMT_EXECUTE || p[0] == comStmtBulkExecute
+	answers := cmd == mysql.COM_QUERY || cmd == mysql.COM_INIT_DB || cmd == mysql.COM_STMT_PREPARE ||
+		cmd == mysql.COM_STMT_EXECUTE || cmd == comStmtBulkExecute
 	if answers && !s.mux.readsDiagnostics {
 		// The diagnostics area holds the warnings and errors of the
 		// last statement that cleared it: one that names a table or

@@ -32,6 +32,17 @@ type packetReader struct {
 	// packetBufs or smallPacketBufs; nil when buf is the reader's own.
 	pool *sync.Pool
 	bufp *[]byte
+	// retired are pooled buffers resize replaced during the command:
+	// what was read into them may still be read (the command's first
+	// packet, while a LOAD DATA LOCAL reads the file after it), so they
+	// go back to their pools only when the command is over (shrink).
+	retired []pooledBuf
+}
+
+// pooledBuf is a buffer taken from pool.
+type pooledBuf struct {
+	pool *sync.Pool
+	bufp *[]byte
 }
 
 // freePacketBuf is the packet buffer every client connection may keep
@@ -200,7 +211,9 @@ func (p *packetReader) resize(n, size, keep int) {
 		nb = make([]byte, n, size)
 	}
 	copy(nb, p.buf[:keep])
-	p.putBack()
+	if p.pool != nil {
+		p.retired = append(p.retired, pooledBuf{p.pool, p.bufp})
+	}
 	p.buf, p.bufp, p.pool = nb, bp, pool
 }
 
@@ -234,6 +247,11 @@ func (p *packetReader) skip(n int) error {
 // holds none.
 func (p *packetReader) shrink() {
 	p.r.release()
+	for i, r := range p.retired {
+		r.pool.Put(r.bufp)
+		p.retired[i] = pooledBuf{}
+	}
+	p.retired = p.retired[:0]
 	switch {
 	case p.pool != nil:
 		p.putBack()

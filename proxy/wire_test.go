@@ -1,0 +1,49 @@
+package proxy
+
+import (
+	"bytes"
+	"testing"
+)
+
+// packet frames payload as one physical packet with sequence id seq.
+func packet(seq byte, payload []byte) []byte {
+	n := len(payload)
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...)
+}
+
+// TestPacketReaderKeepsReplacedBuffers: a packet read into a pooled
+// buffer stays readable while the same command reads a larger packet
+// (LOAD DATA LOCAL reads the file after the statement's packet): the
+// buffer the larger one replaced goes back to its pool only at shrink,
+// never to another session's reader while the command still holds it.
+func TestPacketReaderKeepsReplacedBuffers(t *testing.T) {
+	first := bytes.Repeat([]byte{'q'}, 100)
+	var in []byte
+	in = append(in, packet(0, first)...)
+	in = append(in, packet(1, bytes.Repeat([]byte{'f'}, 4000))...)
+	r := newPacketReader(bytes.NewReader(in), clientBufSize)
+	_, a, err := r.readPhysical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.readPhysical(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.retired) != 1 {
+		t.Fatalf("%d buffers kept for the command, want 1 (the first packet's)", len(r.retired))
+	}
+	// Whatever the small-buffer pool holds now is not the first packet's
+	// buffer: scribbling over it leaves the first packet as it was.
+	for range 8 {
+		if bp, ok := smallPacketBufs.Get().(*[]byte); ok {
+			clear(*bp)
+		}
+	}
+	if !bytes.Equal(a, first) {
+		t.Errorf("the first packet changed after a larger one was read: %q", a[:10])
+	}
+	r.shrink()
+	if len(r.retired) != 0 || r.buf != nil {
+		t.Errorf("after shrink: %d buffers kept, buffer %d bytes; want none", len(r.retired), len(r.buf))
+	}
+}
