@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,9 @@ type lingerLocks struct {
 	mu     sync.Mutex
 	rows   map[string]*lingering
 	closed bool // Shutdown released them all: nothing lingers any more
+	// n is len(rows), read without mu: a guarded statement looks for a
+	// lingering lock only when one lingers (never with linger off).
+	n atomic.Int32
 }
 
 // lingering is one lingering lock: set holds its lease alone.
@@ -71,10 +75,12 @@ func (svc *lockService) park(held *lockmgr.Set) bool {
 			return // taken over, or released by Shutdown
 		}
 		delete(lg.rows, name)
+		lg.n.Store(int32(len(lg.rows)))
 		lg.mu.Unlock()
 		svc.releaseBehind(held)
 	})
 	lg.rows[name] = p
+	lg.n.Store(int32(len(lg.rows)))
 	return true
 }
 
@@ -82,6 +88,9 @@ func (svc *lockService) park(held *lockmgr.Set) bool {
 // it over or releases it.
 func (svc *lockService) unpark(key lockmgr.Key) *lockmgr.Set {
 	lg := &svc.lingering
+	if lg.n.Load() == 0 {
+		return nil
+	}
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	p := lg.rows[key.Name]
@@ -92,6 +101,7 @@ func (svc *lockService) unpark(key lockmgr.Key) *lockmgr.Set {
 	// to the caller.
 	p.timer.Stop()
 	delete(lg.rows, key.Name)
+	lg.n.Store(int32(len(lg.rows)))
 	return p.set
 }
 
@@ -137,6 +147,7 @@ func (svc *lockService) releaseLingering(ctx context.Context) {
 	lg.closed = true
 	rows := lg.rows
 	lg.rows = nil
+	lg.n.Store(0)
 	lg.mu.Unlock()
 	for _, p := range rows {
 		p.timer.Stop()

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"net"
@@ -48,14 +49,8 @@ func TestFromBackendPassedLogin(t *testing.T) {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	ed, chain := "ed_"+hex.EncodeToString(rnd[:]), "chain_"+hex.EncodeToString(rnd[:])
-	testbed.MustExec(t, root,
-		"CREATE USER '"+ed+"'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('Ed-secret-1')",
-		"CREATE USER '"+chain+"'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('Chain-ed-2') OR mysql_native_password USING PASSWORD('Chain-native-3')",
-		"GRANT ALL ON `"+db+"`.* TO '"+ed+"'@'127.0.0.1'", "GRANT ALL ON `"+db+"`.* TO '"+chain+"'@'127.0.0.1'")
-	t.Cleanup(func() {
-		_, _ = root.Exec("DROP USER '" + ed + "'@'127.0.0.1'")
-		_, _ = root.Exec("DROP USER '" + chain + "'@'127.0.0.1'")
-	})
+	createAccount(t, root, db, ed, "127.0.0.1", "ed25519 USING PASSWORD('Ed-secret-1')")
+	createAccount(t, root, db, chain, "127.0.0.1", "ed25519 USING PASSWORD('Chain-ed-2') OR mysql_native_password USING PASSWORD('Chain-native-3')")
 	p, _ := fromBackendProxy(t, func(c *rules.Config) {
 		c.Backends.Replicas = []string{testbedFor(t).ReplicaAddr}
 		c.Backends.MaxReplicaLag = rules.Duration(2 * time.Second)
@@ -189,14 +184,8 @@ func TestFromBackendPassedLoginHosts(t *testing.T) {
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	user := "edh_" + hex.EncodeToString(rnd[:])
-	testbed.MustExec(t, root,
-		"CREATE USER '"+user+"'@'127.0.0.2' IDENTIFIED VIA ed25519 USING PASSWORD('From-client-host')",
-		"CREATE USER '"+user+"'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('From-proxy-host')",
-		"GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.2'", "GRANT ALL ON `"+db+"`.* TO '"+user+"'@'127.0.0.1'")
-	t.Cleanup(func() {
-		_, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.2'")
-		_, _ = root.Exec("DROP USER '" + user + "'@'127.0.0.1'")
-	})
+	createAccount(t, root, db, user, "127.0.0.2", "ed25519 USING PASSWORD('From-client-host')")
+	createAccount(t, root, db, user, "127.0.0.1", "ed25519 USING PASSWORD('From-proxy-host')")
 	p, _ := fromBackendProxy(t, nil)
 	from2 := func(addr, password string) (uint16, error) {
 		dial := func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -228,4 +217,13 @@ func TestFromBackendPassedLoginHosts(t *testing.T) {
 			t.Errorf("%s from 127.0.0.2 with the password of the 127.0.0.1 row: %d %v, want 1045", addr, code, err)
 		}
 	}
+}
+
+// createAccount creates user@host IDENTIFIED VIA via with every privilege
+// on db, dropped when the test ends.
+func createAccount(t *testing.T, root *sql.DB, db, user, host, via string) {
+	t.Helper()
+	account := "'" + user + "'@'" + host + "'"
+	testbed.MustExec(t, root, "CREATE USER "+account+" IDENTIFIED VIA "+via, "GRANT ALL ON `"+db+"`.* TO "+account)
+	t.Cleanup(func() { _, _ = root.Exec("DROP USER " + account) })
 }

@@ -5,12 +5,6 @@ import (
 	"testing"
 )
 
-// packet frames payload as one physical packet with sequence id seq.
-func packet(seq byte, payload []byte) []byte {
-	n := len(payload)
-	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...)
-}
-
 // TestPacketReaderKeepsReplacedBuffers: a packet read into a pooled
 // buffer stays readable while the same command reads a larger packet
 // (LOAD DATA LOCAL reads the file after the statement's packet): the
@@ -19,8 +13,8 @@ func packet(seq byte, payload []byte) []byte {
 func TestPacketReaderKeepsReplacedBuffers(t *testing.T) {
 	first := bytes.Repeat([]byte{'q'}, 100)
 	var in []byte
-	in = append(in, packet(0, first)...)
-	in = append(in, packet(1, bytes.Repeat([]byte{'f'}, 4000))...)
+	in = append(in, frame(0, first)...)
+	in = append(in, frame(1, bytes.Repeat([]byte{'f'}, 4000))...)
 	r := newPacketReader(bytes.NewReader(in), clientBufSize)
 	_, a, err := r.readPhysical()
 	if err != nil {
