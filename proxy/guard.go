@@ -138,6 +138,9 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	if len(g.keys) == 0 || s.srv.locker == nil {
 		return true, nil
 	}
+	if s.txn.takeLingeringNow(g) {
+		return true, nil // no wait: no timeout to set up
+	}
 	ctx, cancel := context.WithTimeout(s.hardCtx, g.waitTimeout)
 	defer cancel()
 	var trace lockmgr.WaitTrace

@@ -29,20 +29,32 @@ import (
 // Redis under its first grant, by no session, and only one statement can
 // take it over (unpark removes it under the mutex).
 
-// lingerLocks is an instance's lingering row locks by key name.
+// lingerLocks is an instance's lingering row locks by key name. One timer
+// serves them all: parking a lock costs a map entry and a place in a
+// queue ordered by deadline, not a timer of its own (a statement that
+// takes a lock over would otherwise stop one, and every statement that
+// gives one back start one).
 type lingerLocks struct {
-	mu     sync.Mutex
-	rows   map[string]*lingering
-	closed bool // Shutdown released them all: nothing lingers any more
+	mu   sync.Mutex
+	rows map[string]*lingering
+	// queue holds the locks parked, oldest first; an entry taken over
+	// stays until the timer passes it (rows no longer names it).
+	queue []*lingering
+	timer *time.Timer // runs sweep; armed while queue is not empty
+	armed bool
+	// closed: Shutdown released them all and nothing lingers any more.
+	closed bool
 	// n is len(rows), read without mu: a guarded statement looks for a
 	// lingering lock only when one lingers (never with linger off).
 	n atomic.Int32
 }
 
-// lingering is one lingering lock: set holds its lease alone.
+// lingering is one lingering lock: set holds its lease alone until
+// deadline.
 type lingering struct {
-	set   *lockmgr.Set
-	timer *time.Timer
+	set      *lockmgr.Set
+	name     string
+	deadline time.Time
 }
 
 // park keeps held, a set its owner is done with, lingering when the
@@ -57,31 +69,64 @@ func (svc *lockService) park(held *lockmgr.Set) bool {
 	if key.NoHandoff {
 		return false // a fenced rule's key: every grant comes from Redis
 	}
-	name := key.Name
 	lg := &svc.lingering
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	if lg.closed || lg.rows[name] != nil {
+	if lg.closed || lg.rows[key.Name] != nil {
 		return false
 	}
 	if lg.rows == nil {
 		lg.rows = make(map[string]*lingering)
 	}
-	p := &lingering{set: held}
-	p.timer = time.AfterFunc(d, func() {
-		lg.mu.Lock()
-		if lg.rows[name] != p {
-			lg.mu.Unlock()
-			return // taken over, or released by Shutdown
-		}
-		delete(lg.rows, name)
-		lg.n.Store(int32(len(lg.rows)))
-		lg.mu.Unlock()
-		svc.releaseBehind(held)
-	})
-	lg.rows[name] = p
+	p := &lingering{set: held, name: key.Name, deadline: time.Now().Add(d)}
+	lg.rows[key.Name] = p
 	lg.n.Store(int32(len(lg.rows)))
+	lg.queue = append(lg.queue, p)
+	if !lg.armed {
+		lg.armed = true
+		if lg.timer == nil {
+			lg.timer = time.AfterFunc(d, func() { svc.sweepLingering() })
+		} else {
+			lg.timer.Reset(d)
+		}
+	}
 	return true
+}
+
+// sweepLingering releases the lingering locks whose time is up and arms
+// the timer for the next. Deadlines are in parking order except after a
+// reload shortened the linger: a lock parked after the change then waits
+// for the older ones' deadlines, at most the old linger.
+func (svc *lockService) sweepLingering() {
+	lg := &svc.lingering
+	now := time.Now()
+	var expired []*lockmgr.Set
+	lg.mu.Lock()
+	lg.armed = false
+	i := 0
+	for ; i < len(lg.queue); i++ {
+		p := lg.queue[i]
+		if lg.rows[p.name] != p {
+			continue // taken over, or released by Shutdown
+		}
+		if p.deadline.After(now) {
+			break
+		}
+		delete(lg.rows, p.name)
+		expired = append(expired, p.set)
+	}
+	n := copy(lg.queue, lg.queue[i:])
+	clear(lg.queue[n:])
+	lg.queue = lg.queue[:n]
+	if n > 0 && !lg.closed {
+		lg.armed = true
+		lg.timer.Reset(lg.queue[0].deadline.Sub(now))
+	}
+	lg.n.Store(int32(len(lg.rows)))
+	lg.mu.Unlock()
+	for _, set := range expired {
+		svc.releaseBehind(set)
+	}
 }
 
 // unpark takes key's lingering lock out, if one lingers: the caller hands
@@ -97,9 +142,7 @@ func (svc *lockService) unpark(key lockmgr.Key) *lockmgr.Set {
 	if p == nil {
 		return nil
 	}
-	// A timer that already fired finds its entry gone and leaves the set
-	// to the caller.
-	p.timer.Stop()
+	// Its queue entry stays for the timer to pass over.
 	delete(lg.rows, key.Name)
 	lg.n.Store(int32(len(lg.rows)))
 	return p.set
@@ -126,6 +169,28 @@ func (t *txnLocks) takeLingering(g guard) bool {
 	return false
 }
 
+// takeLingeringNow is acquire's first step when it needs no wait: the
+// session's last release has been answered (or parked) and the lock of
+// g's one key lingers and can be handed over.
+func (t *txnLocks) takeLingeringNow(g guard) bool {
+	if t.svc.lingering.n.Load() == 0 {
+		return false
+	}
+	if t.releasing != nil {
+		select {
+		case <-t.releasing.done:
+			t.finished(t.releasing)
+		default:
+			return false // acquire waits for it within the statement's wait
+		}
+	}
+	if !t.takeLingering(g) {
+		return false
+	}
+	t.awayBefore = nil
+	return true
+}
+
 // releaseBehind releases held, which no session holds any more, on a
 // background releaser.
 func (svc *lockService) releaseBehind(held *lockmgr.Set) {
@@ -146,11 +211,13 @@ func (svc *lockService) releaseLingering(ctx context.Context) {
 	lg.mu.Lock()
 	lg.closed = true
 	rows := lg.rows
-	lg.rows = nil
+	lg.rows, lg.queue = nil, nil
 	lg.n.Store(0)
+	if lg.timer != nil {
+		lg.timer.Stop()
+	}
 	lg.mu.Unlock()
 	for _, p := range rows {
-		p.timer.Stop()
 		if err := p.set.Release(ctx); err != nil {
 			svc.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
 		}

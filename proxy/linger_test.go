@@ -235,3 +235,43 @@ func TestLingerNotWhileASessionWaits(t *testing.T) {
 		t.Errorf("stock %d, want %d", got, 100000-2)
 	}
 }
+
+// TestLingerEachLockEndsWithItsTime: several locks linger at once under
+// the instance's one timer, one of them taken over and parked again in
+// between; each is given back to Redis when its own linger is over, the
+// one parked last included.
+func TestLingerEachLockEndsWithItsTime(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	lb := startLingerBed(t, linger, 0)
+	ctx := context.Background()
+	h := lb.p[0].db(t, lb.db, "")
+	for _, id := range []int{1, 2, 1} {
+		if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = ?", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counterValue(t, lb.p[0], "lockproxy_lock_local_handoffs_total"); got != 1 {
+		t.Errorf("%v local hand-offs, want 1 (the second UPDATE of row 1 takes its lingering lock)", got)
+	}
+	// Both keys are gone from Redis once their lingers are over; the
+	// bound only keeps a lock that never ends from hanging the test.
+	deadline := time.Now().Add(20 * linger)
+	for _, id := range []int{1, 2} {
+		for {
+			n, err := lb.rdb.Exists(ctx, lb.lockKey(id)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("row %d's lock %s still held %v after its statement: its linger never ended", id, lb.lockKey(id), 20*linger)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if n := lb.p[0].srv.lockSvc.lingering.n.Load(); n != 0 {
+		t.Errorf("%d locks still listed as lingering", n)
+	}
+}
