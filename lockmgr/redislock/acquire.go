@@ -63,8 +63,18 @@ func (l *Locker) attach(h *leasebook.Held, keys []lockmgr.Key, fences []uint64) 
 // bounds of local hand-offs (Options.LocalHandoffs, LocalHandoffWindow):
 // Redis keeps the grant under h's token and first owner, as after a
 // hand-off to a local waiter. Never while the server may evict lock keys.
+//
+// At those bounds, when nobody else has asked Redis for the key since it
+// was granted (keep.lua), the instance keeps it for another turn: one
+// round trip that extends the lock, where giving it back and taking it
+// again took two, and a statement queued behind its own release.
 func (l *Locker) handOver(h *leasebook.Held, to lockmgr.Owner) (*lockmgr.Lease, bool) {
-	if l.evict.risk() != "" || !l.book.HandOver(h, to, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
+	if l.evict.risk() != "" {
+		return nil, false
+	}
+	limit, window := l.opt.LocalHandoffs, l.opt.LocalHandoffWindow
+	if !l.book.HandOver(h, to, limit, window) &&
+		(!l.book.TurnOver(h, limit, window) || !l.keepTurn(h) || !l.book.HandOver(h, to, limit, window)) {
 		return nil, false
 	}
 	keys, fences := l.book.Keys(h)
@@ -76,6 +86,30 @@ func (l *Locker) handOver(h *leasebook.Held, to lockmgr.Owner) (*lockmgr.Lease, 
 	}
 	l.ledger.Metrics().ObserveLocalHandoff(keys[0].Rule)
 	return lease, true
+}
+
+// keepTurn asks Redis to extend h's one key when nobody else has asked
+// for it, and on yes starts a new turn of hand-offs with it (as after a
+// grant at the moment the request was sent).
+func (l *Locker) keepTurn(h *leasebook.Held) bool {
+	keys, _ := l.book.Keys(h)
+	if len(keys) != 1 {
+		return false
+	}
+	n := l.names(keys[0].Name)
+	ctx, cancel := l.freshCtx()
+	defer cancel()
+	sent := time.Now()
+	cmds, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		return []*redis.Cmd{l.sc.keep.EvalSha(ctx, p, []string{n.lock, n.queue}, h.Tok, l.opt.TTL.Milliseconds())}
+	})
+	if err != nil {
+		return false
+	}
+	if v, err := cmds[0].Int64(); err != nil || v != 1 {
+		return false
+	}
+	return l.book.NewTurn(h, sent, sent.Add(leasebook.Validity(l.opt.TTL)))
 }
 
 // releaseCtx is the lease's release: to the next local waiter when it may

@@ -131,7 +131,13 @@
 // waiters queued before Redis's grant are handed the lease; once the next
 // one came later, after LocalHandoffs hand-offs in a row, or once
 // LocalHandoffWindow has passed since Redis's grant, the release goes to
-// Redis, whose queue orders every Locker's waiters by age. Across Lockers
+// Redis, whose queue orders every Locker's waiters by age. A lease passed
+// on with Lease.HandOver (to an owner that did not wait: the next batch
+// of a combined row, a statement taking over a lingering lock) meets the
+// same bounds, but there the Locker first asks Redis to keep the key for
+// another turn (keep.lua): when nobody else has asked for it since the
+// grant (the fast path's lock string, no queue) Redis extends it and the
+// turn starts again, one round trip instead of a release and an acquire. Across Lockers
 // a key is then served in rounds rather than strictly by age. A local head behind a
 // lease held by its own Locker waits for it in process (a hand-off wait
 // without a ticket in Redis; another keeps its ticket fresh) and wounds a

@@ -301,6 +301,8 @@ func waitingOn(l lockmgr.Locker, key string) []lockmgr.Entry {
 // local waiters are: LocalHandoffs in a row, within LocalHandoffWindow of
 // Redis's grant. The last owner's release frees the key for another
 // Locker; a key that must get a new fence with every grant never passes.
+// At the bounds a key nobody else asked Redis for is kept for another
+// turn; one another Locker asked for is not.
 func TestHandOver(t *testing.T) {
 	bed := testbed.Get(t)
 	rdb := newClient(t, bed.RedisAddr)
@@ -344,18 +346,23 @@ func TestHandOver(t *testing.T) {
 		}
 		lease = next
 	}
+	// Meanwhile the key stayed held: another Locker cannot take it. Its
+	// ask is on record in Redis from then on.
+	askOther := func(o lockmgr.Owner) {
+		t.Helper()
+		short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancelShort()
+		if _, err := other.Acquire(short, o, []lockmgr.Key{key}); !errors.Is(err, lockmgr.ErrWaitTimeout) {
+			t.Errorf("another Locker's acquire while handed over: %v, want a wait timeout", err)
+		}
+	}
+	askOther(owner(5))
 	if _, ok := lease.HandOver(owner(4)); ok {
-		t.Fatal("a third hand-over in a row passed; LocalHandoffs is 2")
+		t.Fatal("a third hand-over in a row passed though another Locker had asked for the key; LocalHandoffs is 2")
 	}
 	if v := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_local_handoffs_total")); v != 2 {
 		t.Errorf("local hand-offs counted %v, want 2", v)
 	}
-	// Meanwhile the key stayed held: another Locker cannot take it.
-	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
-	if _, err := other.Acquire(short, owner(5), []lockmgr.Key{key}); !errors.Is(err, lockmgr.ErrWaitTimeout) {
-		t.Errorf("another Locker's acquire while handed over: %v, want a wait timeout", err)
-	}
-	cancelShort()
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -377,12 +384,59 @@ func TestHandOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(40 * time.Millisecond) // past the window: nothing to wait for
-	if _, ok := held.HandOver(owner(8)); ok {
-		t.Error("handed over after LocalHandoffWindow")
+	// Nobody else asked: the key is kept for another turn.
+	kept, ok := held.HandOver(owner(8))
+	if !ok {
+		t.Fatal("not handed over after LocalHandoffWindow though nobody else asked for the key")
 	}
-	if err := held.Release(ctx); err != nil {
+	askOther(owner(12))
+	time.Sleep(40 * time.Millisecond)
+	if _, ok := kept.HandOver(owner(13)); ok {
+		t.Error("handed over after LocalHandoffWindow though another Locker had asked for the key")
+	}
+	if err := kept.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Nobody else asks: after LocalHandoffs in a row Redis extends the
+	// key for a new turn (keep.lua) and the hand-overs go on, with the
+	// same fence; once another Locker has asked, the turn ends at the
+	// bound and the last owner's release lets it in.
+	solo := lockmgr.Key{Name: "solo", Rule: "r"}
+	lease, err = l.Acquire(ctx, owner(20), []lockmgr.Key{solo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	soloFence := lease.Fence(solo.Name)
+	for i := uint64(21); i <= 26; i++ {
+		next, ok := lease.HandOver(owner(i))
+		if !ok {
+			t.Fatalf("hand-over %d refused though nobody else asked for the key", i-20)
+		}
+		if next.Fence(solo.Name) != soloFence || !next.Valid() {
+			t.Fatalf("kept lease: fence %d valid %v; want %d, valid", next.Fence(solo.Name), next.Valid(), soloFence)
+		}
+		lease = next
+	}
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	if _, err := other.Acquire(short, owner(27), []lockmgr.Key{solo}); !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Errorf("another Locker's acquire of a kept key: %v, want a wait timeout", err)
+	}
+	cancelShort()
+	// Six passed, three turns of two: the seventh would start a fourth.
+	if _, ok := lease.HandOver(owner(28)); ok {
+		t.Fatal("a turn's bound passed though another Locker had asked for the key")
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err = other.Acquire(ctx, owner(29), []lockmgr.Key{solo})
+	if err != nil {
+		t.Fatalf("after the kept key's release: %v", err)
+	}
+	if got.Fence(solo.Name) <= soloFence {
+		t.Errorf("Redis's next grant has fence %d, not above %d", got.Fence(solo.Name), soloFence)
+	}
+	_ = got.Release(ctx)
 	// NoHandoff keys never pass.
 	fenced := lockmgr.Key{Name: "fenced", Rule: "r", NoHandoff: true}
 	fl, err := l.Acquire(ctx, owner(10), []lockmgr.Key{fenced})

@@ -16,11 +16,13 @@ var (
 	releaseSrc string
 	//go:embed renew.lua
 	renewSrc string
+	//go:embed keep.lua
+	keepSrc string
 )
 
 // scripts are the Lua scripts of one Locker.
 type scripts struct {
-	acquire, release, renew, observe *redis.Script
+	acquire, release, renew, observe, keep *redis.Script
 }
 
 func newScripts() scripts {
@@ -29,6 +31,7 @@ func newScripts() scripts {
 		release: redis.NewScript(grantscript.FastForm + releaseSrc),
 		renew:   redis.NewScript(renewSrc),
 		observe: redis.NewScript(grantscript.ObserveSource),
+		keep:    redis.NewScript(keepSrc),
 	}
 }
 
@@ -36,7 +39,7 @@ func newScripts() scripts {
 // so the first EVALSHA does not miss.
 func (s scripts) load(ctx context.Context, rdb redis.UniversalClient) error {
 	var errs []error
-	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew, s.observe} {
+	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew, s.observe, s.keep} {
 		errs = append(errs, sc.Load(ctx, rdb).Err())
 	}
 	return errors.Join(errs...)

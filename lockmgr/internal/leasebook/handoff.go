@@ -26,6 +26,10 @@ import (
 // same fence stays with the key, so a key that must get a new fence with
 // every grant (lockmgr.Key.NoHandoff) is never handed off.
 
+// isWounded reports whether the owner st stands for was wounded (an older
+// transaction elsewhere waits for a key it holds).
+func (st *ownerState) isWounded() bool { return st != nil && st.wounded }
+
 // priority is the age owner o asks with: its own, or the older one it
 // inherited with a handed-off lease.
 func (st *ownerState) priority(o lockmgr.Owner) int64 {
@@ -157,6 +161,43 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	h.Owner = to
 	h.keeper = nil // the old owner's Lease ends; the new one attaches
 	h.handoffs++
+	return true
+}
+
+// TurnOver reports whether h, held by its owner, could be handed over
+// (HandOver) but for the bounds of its turn: limit hand-offs in a row or
+// window since the service's grant. The caller may then ask the service
+// to keep the key for another turn (NewTurn).
+func (b *Book) TurnOver(h *Held, limit int, window time.Duration) bool {
+	if limit <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if len(h.keys) != 1 || h.keys[0].NoHandoff || h.lost != nil || h.releasing || h.released ||
+		!now.Before(h.validUntil) || b.owners[h.Owner].isWounded() {
+		return false
+	}
+	return h.handoffs >= limit || h.windowOver(now, window)
+}
+
+// NewTurn starts a new turn of hand-offs for h after the service extended
+// its one key (nobody else had asked for it): as after a grant at at, with
+// validity until; false when h was lost or given back meanwhile.
+func (b *Book) NewTurn(h *Held, at, until time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.lost != nil || h.releasing || h.released || len(h.keys) != 1 {
+		return false
+	}
+	h.handoffs, h.granted, h.cohort = 0, at, b.seq.Load()
+	if until.After(h.validUntil) {
+		h.validUntil = until
+		if h.keeper != nil {
+			h.keeper.Extend(until)
+		}
+	}
 	return true
 }
 

@@ -229,6 +229,61 @@ func TestKeyHandoffWindow(t *testing.T) {
 	}
 }
 
+// TestNewTurn: a lease at its hand-off bounds (count or window) reports
+// TurnOver, and after NewTurn (the service kept the key) it is handed
+// over again, from a fresh count and window; a lease handed over within
+// its bounds, one being released, or one whose owner was wounded is not
+// at a turn's end.
+func TestNewTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		handoffs int
+		age      time.Duration
+		wounded  bool
+		want     bool
+	}{
+		{"within the bounds", 1, time.Millisecond, false, false},
+		{"count reached", 2, time.Millisecond, false, true},
+		{"window over", 0, time.Second, false, true},
+		{"wounded", 2, time.Millisecond, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(nil)
+			from := owner("a", time.Now())
+			h := b.Begin("tok", from)
+			b.Granted(h, lockmgr.Key{Name: "k"}, 1, time.Now().Add(time.Second))
+			h.handoffs, h.granted = tc.handoffs, time.Now().Add(-tc.age)
+			if tc.wounded {
+				b.owners[from].wounded = true
+			}
+			to := lockmgr.Owner{Instance: "a", Session: 2, Txn: 1, Start: time.Now()}
+			if got := b.TurnOver(h, 2, 100*time.Millisecond); got != tc.want {
+				t.Fatalf("TurnOver %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			if b.HandOver(h, to, 2, 100*time.Millisecond) {
+				t.Fatal("handed over past its bounds")
+			}
+			until := time.Now().Add(time.Hour)
+			if !b.NewTurn(h, time.Now(), until) {
+				t.Fatal("NewTurn refused for a held lease")
+			}
+			if !b.HandOver(h, to, 2, 100*time.Millisecond) {
+				t.Fatal("not handed over after NewTurn")
+			}
+			if h.handoffs != 1 || !h.validUntil.Equal(until) {
+				t.Errorf("after NewTurn and a hand-over: %d hand-offs, valid until %v; want 1, %v", h.handoffs, h.validUntil, until)
+			}
+			b.StartRelease(h)
+			if b.TurnOver(h, 2, 100*time.Millisecond) || b.NewTurn(h, time.Now(), until) {
+				t.Error("a lease being released starts a new turn")
+			}
+		})
+	}
+}
+
 // TestReleaseStartsHandoffClock: a release's start starts the hand-off
 // clock of the key's local head without waking it (the service does not
 // have the release yet); forgetting the lease then wakes it, keeping the
