@@ -2,7 +2,7 @@ package rules
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/lockproxy/lockproxy/parser"
@@ -28,7 +28,6 @@ type pendingTuple struct {
 
 // builder accumulates a Decision's hits, keys and unkeyed rules.
 type builder struct {
-	seen    map[*Rule]bool
 	pending []pendingTuple
 	keys    []Key
 	unk     []Unkeyed
@@ -50,14 +49,13 @@ type builder struct {
 	tunk         []*Rule
 }
 
+// hit notes that rule r applies to the statement d decides, once.
+// d.Rules is the set of rules seen so far (a few at most: a linear
+// search costs less than a map per statement).
 func (b *builder) hit(d *Decision, r *Rule) {
-	if b.seen == nil {
-		b.seen = map[*Rule]bool{}
-	}
-	if b.seen[r] {
+	if slices.Contains(d.Rules, r) {
 		return
 	}
-	b.seen[r] = true
 	if d.Rule == nil {
 		d.Rule = r
 	}
@@ -159,7 +157,12 @@ func (t pendingTuple) needsParams() bool {
 func (b *builder) resolve(t pendingTuple, params []any) {
 	b.via, b.read, b.target, b.only = t.via, t.read, t.target, t.only
 	defer func() { b.via, b.read, b.target, b.only = "", false, false, false }()
-	vals := make([][]byte, len(t.vals))
+	var buf [4][]byte // most keys have a column or two: no allocation
+	vals := buf[:0]
+	if len(t.vals) > len(buf) {
+		vals = make([][]byte, 0, len(t.vals))
+	}
+	vals = vals[:len(t.vals)]
 	for i, v := range t.vals {
 		if t.several && temporalAgainstOther(t.info.Column(t.cols[i]), v, params) {
 			b.unkeyed(t.rule, t.schema, t.table, fmt.Sprintf("%s: parameter %d: a date or time among several values; MariaDB may compare the whole list as dates, where other numbers name the same date", t.cols[i], v.Param+1))
@@ -214,7 +217,10 @@ func normalizeBound(col *Column, v parser.Value, use Use, params []any, cs TextC
 
 // sortKeys sorts by name and drops repeats (keeping the first rule).
 func sortKeys(keys []Key) []Key {
-	sort.SliceStable(keys, func(i, j int) bool { return keys[i].Name < keys[j].Name })
+	if len(keys) < 2 {
+		return keys
+	}
+	slices.SortStableFunc(keys, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
 	out := keys[:0]
 	for i, k := range keys {
 		if i > 0 && k.Name == out[len(out)-1].Name {
