@@ -24,6 +24,7 @@ type Lease struct {
 	ledger  *Ledger
 	release func(ctx context.Context) error
 	pass    func(to Owner) (*Lease, bool)
+	handOff func() bool
 	waiters Waiters
 
 	mu         sync.Mutex
@@ -54,6 +55,12 @@ type LeaseSpec struct {
 	// holds them by, or false when the backend's bounds on such hand-offs
 	// (or the lease's state) do not allow it now (see Lease.HandOver).
 	HandOver func(to Owner) (*Lease, bool)
+	// HandOff, optional, releases the keys by passing them to the next
+	// owner of the same Locker that waits for them in this process,
+	// without the lock service (no I/O), when the backend's bounds on
+	// such hand-offs allow it; false: nothing changed (see
+	// Lease.ReleaseLocal).
+	HandOff func() bool
 	// Waiters, optional, tells whether owners of the same Locker wait
 	// for a key (Lease.Waited).
 	Waiters Waiters
@@ -78,6 +85,7 @@ func NewLease(spec LeaseSpec) (*Lease, *Keeper) {
 		ledger:     spec.Ledger,
 		release:    spec.Release,
 		pass:       spec.HandOver,
+		handOff:    spec.HandOff,
 		waiters:    spec.Waiters,
 		validUntil: spec.ValidUntil,
 		done:       make(chan struct{}),
@@ -175,6 +183,25 @@ func (l *Lease) HandOver(to Owner) (*Lease, bool) {
 	l.end(ErrReleased)
 	l.released = true
 	return next, true
+}
+
+// ReleaseLocal releases the lease when that needs no call to the lock
+// service: its keys pass to the next owner of the same Locker waiting for
+// them in this process, within the backend's bounds on such hand-offs
+// (as Release would). On false nothing changed: the lease is still held
+// and must be released as usual.
+func (l *Lease) ReleaseLocal() bool {
+	if l.handOff == nil {
+		return false
+	}
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.released || l.Err() != nil || !l.handOff() {
+		return false
+	}
+	l.end(ErrReleased)
+	l.released = true
+	return true
 }
 
 // Waited reports whether another owner of the same Locker, in this

@@ -172,6 +172,20 @@ func (s *Set) Release(ctx context.Context) error {
 	return releaseLeases(ctx, leases)
 }
 
+// ReleaseLocal releases the Set when that needs no call to the lock
+// service: it holds one lease and that lease passes to the next owner of
+// the same Locker waiting for its keys in this process
+// (Lease.ReleaseLocal). On false nothing changed.
+func (s *Set) ReleaseLocal() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.leases) != 1 || !s.leases[0].ReleaseLocal() {
+		return false
+	}
+	s.leases, s.held = nil, map[string]*Lease{}
+	return true
+}
+
 // Detach empties s and returns what it held as a new Set of the same
 // owner, for the caller to release apart (in the background, say) while s
 // goes on to the next transaction. Until that release has returned, the

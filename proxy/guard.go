@@ -423,7 +423,10 @@ func (t *txnLocks) releaseBehind() {
 		return
 	}
 	held := t.locks.Detach()
-	if t.svc.park(held) {
+	if t.svc.park(held) || held.ReleaseLocal() {
+		// Lingering, or passed to a session of the instance that waits
+		// for it (no Redis call to wait for): that session runs before
+		// this one answers its client.
 		return
 	}
 	ctx, cancel := releaseCtxFor(held)

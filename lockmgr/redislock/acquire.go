@@ -56,7 +56,21 @@ func (l *Locker) acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 func (l *Locker) attach(h *leasebook.Held, keys []lockmgr.Key, fences []uint64) (*lockmgr.Lease, error) {
 	return l.book.Attach(h, keys, fences, l.ledger,
 		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx,
-		func(to lockmgr.Owner) (*lockmgr.Lease, bool) { return l.handOver(h, to) })
+		func(to lockmgr.Owner) (*lockmgr.Lease, bool) { return l.handOver(h, to) },
+		func() bool { return l.handOffLocal(h) })
+}
+
+// handOffLocal is the release of h when it needs no round trip: to the
+// next local waiter, within the bounds of local hand-offs.
+func (l *Locker) handOffLocal(h *leasebook.Held) bool {
+	if l.evict.risk() != "" || !l.book.HandOff(h, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
+		return false
+	}
+	// The new holder's goroutine is now runnable on this P: let it run
+	// (and send the statement it waited to send) before the releasing
+	// session goes on, so the key is not idle meanwhile.
+	runtime.Gosched()
+	return true
 }
 
 // handOver passes h to owner to of this Locker without Redis, within the
@@ -117,12 +131,7 @@ func (l *Locker) keepTurn(h *leasebook.Held) bool {
 // server may evict lock keys (evictGuard) nothing is handed on: the key
 // goes back to Redis, which grants no more.
 func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
-	if l.evict.risk() == "" && l.book.HandOff(h, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
-		// The new holder's goroutine is now runnable on this P: let it
-		// run (and send the statement it waited to send) before the
-		// releasing session goes on to answer its own client, so the key
-		// is not idle meanwhile.
-		runtime.Gosched()
+	if l.handOffLocal(h) {
 		return nil
 	}
 	keys, _ := l.book.StartRelease(h)

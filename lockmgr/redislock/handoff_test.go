@@ -93,6 +93,17 @@ func TestLocalHandoff(t *testing.T) {
 		for i := 1; i < len(owners); i++ {
 			before(i)
 			trips := rt.n.Load()
+			local := local(i)
+			// Every other release first tries ReleaseLocal, which hands
+			// the lease on exactly when Release would without Redis, and
+			// otherwise leaves it held.
+			if i%2 == 0 {
+				if handed := prev.ReleaseLocal(); handed != local {
+					t.Errorf("hand-off %d: ReleaseLocal %v; want %v", i, handed, local)
+				} else if !handed && prev.Err() != nil {
+					t.Errorf("hand-off %d: a lease ReleaseLocal kept has ended: %v", i, prev.Err())
+				}
+			}
 			if err := prev.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +112,6 @@ func TestLocalHandoff(t *testing.T) {
 			if next == nil {
 				t.FailNow()
 			}
-			local := local(i)
 			switch {
 			case local && releaseTrips != 0:
 				t.Errorf("hand-off %d: the release sent %d pipelines to Redis; want 0", i, releaseTrips)

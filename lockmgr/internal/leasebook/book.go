@@ -121,13 +121,13 @@ func (b *Book) Granted(h *Held, k lockmgr.Key, fence uint64, until time.Time) {
 // the error wraps lockmgr.ErrLeaseLost.
 func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lockmgr.Ledger,
 	release func(context.Context) error, fresh func() (context.Context, context.CancelFunc),
-	handOver func(lockmgr.Owner) (*lockmgr.Lease, bool)) (*lockmgr.Lease, error) {
+	handOver func(lockmgr.Owner) (*lockmgr.Lease, bool), handOff func() bool) (*lockmgr.Lease, error) {
 	b.mu.Lock()
 	validUntil, owner := h.validUntil, h.Owner
 	b.mu.Unlock()
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
 		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
-		Release: release, Ledger: ledger, HandOver: handOver, Waiters: b,
+		Release: release, Ledger: ledger, HandOver: handOver, HandOff: handOff, Waiters: b,
 	})
 	// From here on renewal talks to the keeper; a loss before that is
 	// reported as the error of this Acquire.

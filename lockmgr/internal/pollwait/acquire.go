@@ -21,7 +21,7 @@ func (e *Engine) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 			return nil, err
 		}
 		return e.book.Attach(h, keys, fences, e.ledger,
-			func(ctx context.Context) error { return e.releaseCtx(ctx, h) }, e.freshCtx, nil)
+			func(ctx context.Context) error { return e.releaseCtx(ctx, h) }, e.freshCtx, nil, nil)
 	})
 }
 
