@@ -22,8 +22,14 @@ import (
 // When the time is up, it is released as it would have been. An
 // application that updates the same rows over and over (a session per
 // account, per warehouse) then pays a Redis round trip per run of
-// statements, not two per statement; one whose keys seldom repeat pays a
-// timer per statement and keeps other instances waiting up to the linger.
+// statements, not two per statement.
+//
+// Only a key that comes back lingers: one the instance gave back (or
+// parked) less than the linger before. The first statement of a run goes
+// to Redis and back as without linger; the next, and each one after it
+// that comes within the linger, keep the lock. Keys that seldom repeat
+// (uniform keys over a large table) thus never linger: they cost a note
+// of when they were last given back, not a lock held longer.
 //
 // Mutual exclusion is the lease's: while it lingers the key is held in
 // Redis under its first grant, by no session, and only one statement can
@@ -47,6 +53,44 @@ type lingerLocks struct {
 	// n is len(rows), read without mu: a guarded statement looks for a
 	// lingering lock only when one lingers (never with linger off).
 	n atomic.Int32
+	// last is when each key was last given back or parked, for keys
+	// given back within the linger (older notes are dropped in the order
+	// they were made, from notes; a reload that lengthens the linger
+	// takes keys noted before it as new); a key lingers only when it
+	// comes back.
+	last  map[string]time.Time
+	notes []keyNote
+}
+
+// keyNote is one entry of lingerLocks.last, in the order they were made.
+type keyNote struct {
+	name string
+	at   time.Time
+}
+
+// maxKeyNotes bounds the notes of keys given back (kept for the linger):
+// past it the oldest are dropped, and such a key is taken as not having
+// come back.
+const maxKeyNotes = 1 << 16
+
+// cameBack notes that key name is given back at now and reports whether
+// it was given back or parked less than d before. Called with mu held.
+func (lg *lingerLocks) cameBack(name string, now time.Time, d time.Duration) bool {
+	for len(lg.notes) > 0 && (now.Sub(lg.notes[0].at) > d || len(lg.notes) >= maxKeyNotes) {
+		n := lg.notes[0]
+		if lg.last[n.name].Equal(n.at) {
+			delete(lg.last, n.name)
+		}
+		lg.notes[0] = keyNote{}
+		lg.notes = lg.notes[1:]
+	}
+	if lg.last == nil {
+		lg.last = make(map[string]time.Time)
+	}
+	before, seen := lg.last[name]
+	lg.last[name] = now
+	lg.notes = append(lg.notes, keyNote{name: name, at: now})
+	return seen && now.Sub(before) <= d
 }
 
 // lingering is one lingering lock: set holds its lease alone until
@@ -72,13 +116,14 @@ func (svc *lockService) park(held *lockmgr.Set) bool {
 	lg := &svc.lingering
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
-	if lg.closed || lg.rows[key.Name] != nil {
+	now := time.Now()
+	if lg.closed || lg.rows[key.Name] != nil || !lg.cameBack(key.Name, now, d) {
 		return false
 	}
 	if lg.rows == nil {
 		lg.rows = make(map[string]*lingering)
 	}
-	p := &lingering{set: held, name: key.Name, deadline: time.Now().Add(d)}
+	p := &lingering{set: held, name: key.Name, deadline: now.Add(d)}
 	lg.rows[key.Name] = p
 	lg.n.Store(int32(len(lg.rows)))
 	lg.queue = append(lg.queue, p)

@@ -91,7 +91,7 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c2.Close()
-			for _, c := range []*sql.Conn{c1, c2, c1} {
+			for _, c := range []*sql.Conn{c1, c2, c1, c2} {
 				if _, err := c.ExecContext(ctx, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
 					t.Fatal(err)
 				}
@@ -102,7 +102,7 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 			}
 			if linger > 0 {
 				if handoffs != 2 {
-					t.Errorf("with linger %v: %v local hand-offs, want 2 (the second and third UPDATE take the lingering lock)", linger, handoffs)
+					t.Errorf("with linger %v: %v local hand-offs, want 2 (the third and fourth UPDATE take the lingering lock; the first is the row's first, so its lock goes back to Redis)", linger, handoffs)
 				}
 				if n, err := lb.rdb.Exists(ctx, lb.lockKey(1)).Result(); err != nil || n != 1 {
 					t.Errorf("while the lock lingers its Redis key %s exists: %d, %v", lb.lockKey(1), n, err)
@@ -112,8 +112,8 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 			if _, err := lb.p[1].db(t, lb.db, "").Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
 				t.Fatal(err)
 			}
-			if got := lb.stock(t, 1); got != 100000-4 {
-				t.Errorf("stock %d, want %d", got, 100000-4)
+			if got := lb.stock(t, 1); got != 100000-5 {
+				t.Errorf("stock %d, want %d", got, 100000-5)
 			}
 		})
 	}
@@ -180,8 +180,10 @@ func TestLingerReleasedAtShutdown(t *testing.T) {
 	lb := startLingerBed(t, time.Hour, 0)
 	ctx := context.Background()
 	h := lb.p[0].db(t, lb.db, "")
-	if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 2"); err != nil {
-		t.Fatal(err)
+	for range 2 { // the second time the row comes back: its lock lingers
+		if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 2"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_ = h.Close()
 	if n, err := lb.rdb.Exists(ctx, lb.lockKey(2)).Result(); err != nil || n != 1 {
@@ -245,13 +247,15 @@ func TestLingerEachLockEndsWithItsTime(t *testing.T) {
 	lb := startLingerBed(t, linger, 0)
 	ctx := context.Background()
 	h := lb.p[0].db(t, lb.db, "")
-	for _, id := range []int{1, 2, 1} {
+	// Each row's first UPDATE gives its lock back to Redis; the second
+	// leaves it lingering, the third takes it over and leaves it again.
+	for _, id := range []int{1, 2, 1, 2, 1} {
 		if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = ?", id); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if got := counterValue(t, lb.p[0], "lockproxy_lock_local_handoffs_total"); got != 1 {
-		t.Errorf("%v local hand-offs, want 1 (the second UPDATE of row 1 takes its lingering lock)", got)
+		t.Errorf("%v local hand-offs, want 1 (the third UPDATE of row 1 takes its lingering lock)", got)
 	}
 	// Both keys are gone from Redis once their lingers are over; the
 	// bound only keeps a lock that never ends from hanging the test.
@@ -273,5 +277,49 @@ func TestLingerEachLockEndsWithItsTime(t *testing.T) {
 	}
 	if n := lb.p[0].srv.lockSvc.lingering.n.Load(); n != 0 {
 		t.Errorf("%d locks still listed as lingering", n)
+	}
+}
+
+// TestLingerOnlyKeysThatComeBack: a row lock lingers only when its key
+// comes back within the linger: a row's first UPDATE gives its lock back
+// to Redis, one that comes after the linger is over does too, and one
+// that comes within it leaves its lock lingering.
+func TestLingerOnlyKeysThatComeBack(t *testing.T) {
+	const linger = 300 * time.Millisecond
+	lb := startLingerBed(t, linger, 0)
+	ctx := context.Background()
+	h := lb.p[0].db(t, lb.db, "")
+	update := func() {
+		t.Helper()
+		if _, err := h.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func() bool {
+		t.Helper()
+		n, err := lb.rdb.Exists(ctx, lb.lockKey(1)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	// given back: the release runs in the background, so wait for it
+	// (bounded: a lock left lingering would be gone after linger too,
+	// and lingering shows in the instance's list at once).
+	givenBack := func(what string) {
+		t.Helper()
+		if n := lb.p[0].srv.lockSvc.lingering.n.Load(); n != 0 {
+			t.Fatalf("%s: %d locks lingering, want none", what, n)
+		}
+		testbed.Eventually(t, 10*time.Second, what+": the lock's Redis key is deleted", func() bool { return !exists() })
+	}
+	update()
+	givenBack("after the row's first UPDATE")
+	time.Sleep(2 * linger) // the next comes after the linger is over
+	update()
+	givenBack("after an UPDATE a linger after the last")
+	update()
+	if n := lb.p[0].srv.lockSvc.lingering.n.Load(); n != 1 || !exists() {
+		t.Errorf("after an UPDATE right after the last: %d locks lingering, Redis key exists %v; want 1, true", n, exists())
 	}
 }
