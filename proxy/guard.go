@@ -283,7 +283,11 @@ type txnLocks struct {
 	// owners' Session) and its log.
 	svc     *lockService
 	session uint32
-	log     *zap.Logger
+	// cameBack: the one key the transaction's locks hold is one the
+	// session came back for (locks.redis.linger: its lock may linger
+	// when they end); next to session, in its padding.
+	cameBack bool
+	log      *zap.Logger
 	// releasing, when not nil, is the release of the last transaction's
 	// locks, given back in the background (releaseBehind); awayBefore is
 	// the lock service's failure to answer such a release, which the next
@@ -355,10 +359,14 @@ func (t *txnLocks) acquire(ctx context.Context, g guard, passthrough bool) error
 	if t.takeLingering(g) {
 		return nil
 	}
+	first := len(g.keys) == 1 && !t.held()
 	for {
 		err := t.set().Acquire(ctx, g.keys)
 		switch {
 		case err == nil:
+			if first {
+				t.cameBack = t.svc.cameBack(g.keys[0].Name)
+			}
 			return nil
 		case away != nil && errors.Is(err, lockmgr.ErrWaitTimeout):
 			return serviceAway(g, away)
@@ -423,7 +431,9 @@ func (t *txnLocks) releaseBehind() {
 		return
 	}
 	held := t.locks.Detach()
-	if t.svc.park(held) || held.ReleaseLocal() {
+	cameBack := t.cameBack
+	t.cameBack = false
+	if t.svc.park(held, cameBack) || held.ReleaseLocal() {
 		// Lingering, or passed to a session of the instance that waits
 		// for it (no Redis call to wait for): that session runs before
 		// this one answers its client.

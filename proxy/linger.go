@@ -24,8 +24,9 @@ import (
 // account, per warehouse) then pays a Redis round trip per run of
 // statements, not two per statement.
 //
-// Only a key that comes back lingers: one the instance gave back (or
-// parked) less than the linger before. The first statement of a run goes
+// Only a key that comes back lingers: one a statement took over from a
+// lingering lock, or took from Redis less than the linger after the
+// instance gave it back (or parked it). The first statement of a run goes
 // to Redis and back as without linger; the next, and each one after it
 // that comes within the linger, keep the lock. Keys that seldom repeat
 // (uniform keys over a large table) thus never linger: they cost a note
@@ -73,9 +74,9 @@ type keyNote struct {
 // come back.
 const maxKeyNotes = 1 << 16
 
-// cameBack notes that key name is given back at now and reports whether
-// it was given back or parked less than d before. Called with mu held.
-func (lg *lingerLocks) cameBack(name string, now time.Time, d time.Duration) bool {
+// note records that key name is given back (or parked) at now, and
+// drops the notes older than d. Called with mu held.
+func (lg *lingerLocks) note(name string, now time.Time, d time.Duration) {
 	for len(lg.notes) > 0 && (now.Sub(lg.notes[0].at) > d || len(lg.notes) >= maxKeyNotes) {
 		n := lg.notes[0]
 		if lg.last[n.name].Equal(n.at) {
@@ -87,10 +88,23 @@ func (lg *lingerLocks) cameBack(name string, now time.Time, d time.Duration) boo
 	if lg.last == nil {
 		lg.last = make(map[string]time.Time)
 	}
-	before, seen := lg.last[name]
 	lg.last[name] = now
 	lg.notes = append(lg.notes, keyNote{name: name, at: now})
-	return seen && now.Sub(before) <= d
+}
+
+// cameBack reports whether the instance gave key name back, or parked
+// it, less than the linger ago: a statement that has just taken that key
+// from Redis came back for it, and its lock lingers when it ends.
+func (svc *lockService) cameBack(name string) bool {
+	d := svc.linger()
+	lg := &svc.lingering
+	if d <= 0 {
+		return false
+	}
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	at, ok := lg.last[name]
+	return ok && time.Since(at) <= d
 }
 
 // lingering is one lingering lock: set holds its lease alone until
@@ -102,9 +116,11 @@ type lingering struct {
 }
 
 // park keeps held, a set its owner is done with, lingering when the
-// configuration asks for it and held holds one key; false: the caller
-// releases it as usual.
-func (svc *lockService) park(held *lockmgr.Set) bool {
+// configuration asks for it, held holds one key and its holder came back
+// for that key (took it over from a lingering lock, or took it from
+// Redis less than the linger after the instance gave it back: cameBack);
+// false: the caller releases it as usual.
+func (svc *lockService) park(held *lockmgr.Set, cameBack bool) bool {
 	d := svc.linger()
 	if d <= 0 || held.Len() != 1 || held.Waited() {
 		return false // a session of the instance waits: the release hands it on
@@ -117,7 +133,11 @@ func (svc *lockService) park(held *lockmgr.Set) bool {
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
 	now := time.Now()
-	if lg.closed || lg.rows[key.Name] != nil || !lg.cameBack(key.Name, now, d) {
+	if lg.closed || lg.rows[key.Name] != nil {
+		return false
+	}
+	lg.note(key.Name, now, d)
+	if !cameBack {
 		return false
 	}
 	if lg.rows == nil {
@@ -207,6 +227,7 @@ func (t *txnLocks) takeLingering(g guard) bool {
 	if held := parked.Keys(); held[0].Rule == g.keys[0].Rule {
 		set := t.set()
 		if lease, ok := parked.HandOver(g.keys[0].Name, set.Owner()); ok {
+			t.cameBack = true
 			return t.adopt(lease)
 		}
 	}
