@@ -213,6 +213,19 @@ func (svc *lockService) unpark(key lockmgr.Key) *lockmgr.Set {
 	return p.set
 }
 
+// lingersAs reports whether key's lock lingers with the instance under
+// owner (lockmgr.Owner.ID of the lease's holder), for the lock lists.
+func (svc *lockService) lingersAs(key, owner string) bool {
+	lg := &svc.lingering
+	if lg.n.Load() == 0 {
+		return false
+	}
+	lg.mu.Lock()
+	p := lg.rows[key]
+	lg.mu.Unlock()
+	return p != nil && p.set.Owner().ID() == owner
+}
+
 // takeLingering gives the session's new owner the lingering lock of
 // g's one key, if one lingers and can be handed over (true); a lingering
 // lock that cannot is released, and the caller acquires as usual.

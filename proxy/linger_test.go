@@ -322,4 +322,15 @@ func TestLingerOnlyKeysThatComeBack(t *testing.T) {
 	if n := lb.p[0].srv.lockSvc.lingering.n.Load(); n != 1 || !exists() {
 		t.Errorf("after an UPDATE right after the last: %d locks lingering, Redis key exists %v; want 1, true", n, exists())
 	}
+	// The lock lists show it as lingering, without a statement: no
+	// session holds it.
+	var shown []LockInfo
+	for _, li := range lb.p[0].srv.Locks() {
+		if li.Key == fmt.Sprintf("%s.sku/1", lb.db) {
+			shown = append(shown, li)
+		}
+	}
+	if len(shown) != 1 || shown[0].State != "lingering" || shown[0].Statement != "" {
+		t.Errorf("lock list for the row: %+v; want one entry, state lingering, no statement", shown)
+	}
 }

@@ -15,7 +15,7 @@ import (
 type LockInfo struct {
 	Key       string    `json:"key"`
 	Rule      string    `json:"rule"`
-	State     string    `json:"state"` // held | waiting
+	State     string    `json:"state"` // held | waiting | lingering (see Locks)
 	Session   uint64    `json:"session"`
 	Owner     string    `json:"owner"`
 	User      string    `json:"user,omitempty"`
@@ -31,6 +31,9 @@ type LockInfo struct {
 }
 
 // Locks lists what this instance's sessions hold and wait for, oldest first.
+// A row lock no session holds that the instance keeps after its last
+// holder's statement or transaction ended (locks.redis.linger) is listed
+// as lingering, under that last holder's session, without a statement.
 // It is what /debug/locks shows (behind the admin token): statements are
 // shown with their literals unless a rule has sensitive columns.
 func (s *Server) Locks() []LockInfo {
@@ -61,9 +64,12 @@ func (s *Server) locks(shown func(owner *session) bool) []LockInfo {
 		}
 		li := LockInfo{Key: e.Key, Rule: e.Rule, State: e.State, Session: e.Session, Owner: e.Owner,
 			Since: e.Since, AgeSec: now.Sub(e.Since).Seconds(), Holder: e.Holder, Position: e.Position}
+		if e.State == "held" && s.lockSvc.lingersAs(e.Key, e.Owner) {
+			li.State = "lingering"
+		}
 		if sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
-			if q := sess.pub.current.Load(); q != nil {
+			if q := sess.pub.current.Load(); q != nil && li.State != "lingering" {
 				li.Statement = shownStatement(*q, hide)
 			}
 		}
