@@ -243,7 +243,9 @@ func TestLingerNotWhileASessionWaits(t *testing.T) {
 // between; each is given back to Redis when its own linger is over, the
 // one parked last included.
 func TestLingerEachLockEndsWithItsTime(t *testing.T) {
-	const linger = 300 * time.Millisecond
+	// Long enough that the statements meant to come within it do so on a
+	// busy host.
+	const linger = time.Second
 	lb := startLingerBed(t, linger, 0)
 	ctx := context.Background()
 	h := lb.p[0].db(t, lb.db, "")
@@ -285,7 +287,9 @@ func TestLingerEachLockEndsWithItsTime(t *testing.T) {
 // to Redis, one that comes after the linger is over does too, and one
 // that comes within it leaves its lock lingering.
 func TestLingerOnlyKeysThatComeBack(t *testing.T) {
-	const linger = 300 * time.Millisecond
+	// Long enough that the statements meant to come within it do so on a
+	// busy host.
+	const linger = time.Second
 	lb := startLingerBed(t, linger, 0)
 	ctx := context.Background()
 	h := lb.p[0].db(t, lb.db, "")

@@ -77,8 +77,7 @@ func (b *Book) HandOff(h *Held, limit int, window time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	if len(h.keys) != 1 || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
-		!now.Before(h.validUntil) || h.windowOver(now, window) {
+	if !h.passable(now) || h.turnOver(now, limit, window) {
 		return false
 	}
 	from := b.owners[h.Owner]
@@ -133,8 +132,7 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	if len(h.keys) != 1 || h.keys[0].NoHandoff || h.lost != nil || h.releasing || h.released || h.handoffs >= limit ||
-		!now.Before(h.validUntil) || h.windowOver(now, window) || h.Owner == to {
+	if !h.passable(now) || h.keys[0].NoHandoff || h.turnOver(now, limit, window) || h.Owner == to {
 		return false
 	}
 	from := b.owners[h.Owner]
@@ -175,11 +173,10 @@ func (b *Book) TurnOver(h *Held, limit int, window time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	if len(h.keys) != 1 || h.keys[0].NoHandoff || h.lost != nil || h.releasing || h.released ||
-		!now.Before(h.validUntil) || b.owners[h.Owner].isWounded() {
+	if !h.passable(now) || h.keys[0].NoHandoff || b.owners[h.Owner].isWounded() {
 		return false
 	}
-	return h.handoffs >= limit || h.windowOver(now, window)
+	return h.turnOver(now, limit, window)
 }
 
 // NewTurn starts a new turn of hand-offs for h after the service extended
@@ -268,6 +265,19 @@ func (b *Book) Fences(h *Held) []uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(h.fences)
+}
+
+// passable reports whether h may pass to another owner of its Book at now
+// but for the bounds of its turn: it holds one key, is neither lost nor
+// being released, and is still valid.
+func (h *Held) passable(now time.Time) bool {
+	return len(h.keys) == 1 && h.lost == nil && !h.releasing && !h.released && now.Before(h.validUntil)
+}
+
+// turnOver reports whether h's turn of hand-offs is over at now: limit of
+// them in a row, or window (or its key's own) since the service's grant.
+func (h *Held) turnOver(now time.Time, limit int, window time.Duration) bool {
+	return h.handoffs >= limit || h.windowOver(now, window)
 }
 
 // windowOver reports whether the hand-offs of h, a lease on one key, are
