@@ -227,6 +227,13 @@ type RedisConfig struct {
 	// the time is up. 0 (the default): released at once. Not with mode
 	// redlock.
 	Linger Duration `yaml:"linger"`
+	// ReleaseWindow, when positive, lets the release of a row lock
+	// nobody else asked for while it was held wait up to that long to go
+	// to Redis with the instance's next lock request (one round trip for
+	// both instead of two); a session of the instance that wants the key
+	// sends it at once, one of another instance waits up to that much
+	// longer. 0 (the default): sent when made. Not with mode redlock.
+	ReleaseWindow Duration `yaml:"release_window"`
 	// MinReplicasAck, when positive, makes each grant wait (Redis WAIT)
 	// until that many replicas of the master holding the key have it,
 	// before the statement runs; 0: no wait. Not with mode redlock.

@@ -45,7 +45,10 @@ const (
 	// MaxLinger bounds locks.redis.linger: a lingering lock keeps other
 	// instances' waiters waiting, so it is a pause between statements,
 	// not a hold.
-	MaxLinger             = 100 * time.Millisecond
+	MaxLinger = 100 * time.Millisecond
+	// MaxReleaseWindow bounds locks.redis.release_window: a held release
+	// makes other instances' waiters wait, so it is a batching delay.
+	MaxReleaseWindow      = 10 * time.Millisecond
 	DefaultMySQLLockTable = "lockproxy_locks"
 	// DefaultLoginThrottle is proxy.login_throttle: failed logins slow
 	// the next ones down.

@@ -129,15 +129,34 @@ func (l *Locker) keepTurn(h *leasebook.Held) bool {
 // releaseCtx is the lease's release: to the next local waiter when it may
 // be handed off (no round trip), else one pipelined round trip. While the
 // server may evict lock keys (evictGuard) nothing is handed on: the key
-// goes back to Redis, which grants no more.
+// goes back to Redis, which grants no more. With Options.ReleaseWindow,
+// the release of a lease nobody else wanted is held (batcher.hold) and
+// returns at once: Redis gets it with the Locker's next acquire, or when
+// the window has passed, and the lease's keys stay held here until then.
 func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 	if l.handOffLocal(h) {
 		return nil
 	}
 	keys, _ := l.book.StartRelease(h)
+	stale := l.book.StaleTickets(h)
+	if l.opt.ReleaseWindow > 0 && len(keys) > 0 && l.book.Uncontended(h) && !l.closed() {
+		// Bounded as a release sent when the window ends would be.
+		c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, stale)}
+		c.after = func(cmds []*redis.Cmd, err error) {
+			l.afterRelease(keys, cmds)
+			l.book.Forget(h)
+			if err != nil {
+				owner, _ := l.book.OwnerOf(h)
+				l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
+					zap.String("owner", owner.ID()), zap.Error(err))
+			}
+		}
+		l.batch.hold(c, l.opt.ReleaseWindow)
+		return nil
+	}
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
-	err := l.releaseKeys(ctx, h.Tok, keys, true, l.book.StaleTickets(h)...)
+	err := l.releaseKeys(ctx, h.Tok, keys, true, stale...)
 	l.book.Forget(h)
 	if err != nil {
 		if unavailable(err) {
@@ -170,6 +189,13 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 	if len(keys) == 0 {
 		return nil
 	}
+	cmds, err := l.batch.do(ctx, l.releaseQueue(tok, keys, grant, stale))
+	l.afterRelease(keys, cmds)
+	return err
+}
+
+// releaseQueue is the queue of releaseKeys's calls, for a batch.
+func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale []string) func(p redis.Pipeliner) []*redis.Cmd {
 	lease := ""
 	if grant {
 		lease = strconv.FormatInt(l.grantLease().Milliseconds(), 10)
@@ -179,7 +205,7 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 	for _, t := range stale {
 		args = append(args, t)
 	}
-	cmds, err := l.batch.do(ctx, func(p redis.Pipeliner) []*redis.Cmd {
+	return func(p redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
 			n := l.names(k.Name)
@@ -188,10 +214,14 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 			if !k.NoHandoff {
 				a[5] = "s" // most likely taken by the fast path: a string
 			}
-			cmds[i] = l.sc.release.EvalSha(ctx, p, n.keys(), a...)
+			cmds[i] = l.sc.release.EvalSha(context.Background(), p, n.keys(), a...)
 		}
 		return cmds
-	})
+	}
+}
+
+// afterRelease reads the replies of releaseQueue's calls for keys.
+func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) {
 	dials := l.restart.dials.Load()
 	for i, c := range cmds {
 		// A grant to a waiter of this Locker is known here before its
@@ -204,7 +234,6 @@ func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key
 			}
 		}
 	}
-	return err
 }
 
 // granted passes a grant Redis made to one of this Locker's tickets to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,11 +15,27 @@ import (
 // them instead of a round trip each. It adds no wait: a call made while no batch is on its way is sent at once;
 // calls made while one is on its way go together in the next, which is
 // sent as soon as that one is answered (group commit).
+//
+// With Options.ReleaseWindow, the release of a lease nobody else wanted
+// is held instead (hold): it rides in the pipeline of this Locker's next
+// acquire (take), or goes on its own when the window has passed since the
+// first release held (unhold), whichever comes first. Its caller does not
+// wait for it: what matters is that every later call of the Locker
+// reaches Redis after it, and both ways see to that.
 type batcher struct {
 	l       *Locker
 	mu      sync.Mutex
 	pending []*batchCall
 	busy    bool // a batch is on its way, or about to be
+
+	held  []*batchCall
+	nheld atomic.Int32 // len(held) + unheld calls not yet answered: read without mu
+	timer *time.Timer
+	// sendMu orders the sends of unhold; sent is closed when the last
+	// calls unhold took are answered: take waits for it, so an acquire
+	// does not overtake a release held before it.
+	sendMu sync.Mutex
+	sent   chan struct{}
 }
 
 // batchCall is one caller's part of a batch.
@@ -29,6 +46,28 @@ type batchCall struct {
 	queue    func(p redis.Pipeliner) []*redis.Cmd
 	cmds     []*redis.Cmd
 	done     chan struct{}
+	// after, for a held call, is run with its outcome instead of
+	// closing done (nobody waits for it).
+	after func(cmds []*redis.Cmd, err error)
+}
+
+// finish ends c with the outcome of its commands.
+func (c *batchCall) finish() {
+	if c.after == nil {
+		close(c.done)
+		return
+	}
+	c.after(c.cmds, cmdsErr(c.cmds))
+}
+
+// cmdsErr is the first error among cmds other than redis.Nil.
+func cmdsErr(cmds []*redis.Cmd) error {
+	for _, cmd := range cmds {
+		if e := cmd.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return e
+		}
+	}
+	return nil
 }
 
 // do queues the calls queue makes into the next batch and waits for their
@@ -61,14 +100,7 @@ func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	var err error
-	for _, cmd := range c.cmds {
-		if e := cmd.Err(); e != nil && !errors.Is(e, redis.Nil) {
-			err = e
-			break
-		}
-	}
-	return c.cmds, err
+	return c.cmds, cmdsErr(c.cmds)
 }
 
 // drain sends batches until none is pending.
@@ -104,7 +136,7 @@ func (b *batcher) flush() bool {
 	})
 	cancel()
 	for _, c := range calls {
-		close(c.done)
+		c.finish()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -113,4 +145,158 @@ func (b *batcher) flush() bool {
 		return false
 	}
 	return true
+}
+
+// hold keeps c, a release, for the next acquire of the Locker to carry
+// (take), or sends it when the window has passed since the first call
+// held (unhold). c.after gets its outcome.
+func (b *batcher) hold(c *batchCall, window time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held = append(b.held, c)
+	b.nheld.Add(1)
+	if len(b.held) > 1 {
+		return
+	}
+	if b.timer == nil {
+		b.timer = time.AfterFunc(window, b.unhold)
+	} else {
+		b.timer.Reset(window)
+	}
+}
+
+// take returns the held calls for the caller to send ahead of its own in
+// one pipeline (ride, or its own pipeline and then landed), once the
+// calls unhold sent are answered (or ctx ends): a call of the Locker
+// made after a release was held reaches Redis after it.
+func (b *batcher) take(ctx context.Context) []*batchCall {
+	if b.nheld.Load() == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	calls := b.held
+	b.held = nil
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	sent := b.sent
+	b.mu.Unlock()
+	if sent != nil {
+		select {
+		case <-sent:
+		case <-ctx.Done():
+		}
+	}
+	return calls
+}
+
+// ride sends the held calls and then own's in one pipeline, bounded by
+// ctx (the caller's), and finishes the held calls. A held call that
+// failed (its script not loaded, ctx ended for the caller's sake) is
+// sent again on its own, with its own deadline: a release is a
+// compare-and-delete of its own token, harmless whenever it runs.
+func (b *batcher) ride(ctx context.Context, calls []*batchCall, own func(p redis.Pipeliner) []*redis.Cmd) []*redis.Cmd {
+	var mine []*redis.Cmd
+	_, _ = b.l.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range calls {
+			c.cmds = c.queue(p)
+		}
+		mine = own(p)
+		return nil
+	})
+	b.landed(calls)
+	return mine
+}
+
+// landed finishes held calls sent ahead of an acquire's own (take).
+func (b *batcher) landed(calls []*batchCall) {
+	var again []*batchCall
+	for _, c := range calls {
+		if cmdsErr(c.cmds) != nil {
+			again = append(again, c)
+			continue
+		}
+		b.nheld.Add(-1)
+		c.finish()
+	}
+	if len(again) > 0 {
+		b.mu.Lock()
+		done := b.sending(again)
+		b.mu.Unlock()
+		go b.send(again, done)
+	}
+}
+
+// unhold sends what is held now, on its own (the window has passed, or a
+// caller needs the keys freed at once).
+func (b *batcher) unhold() {
+	b.mu.Lock()
+	calls := b.held
+	b.held = nil
+	done := b.sending(calls)
+	b.mu.Unlock()
+	if len(calls) > 0 {
+		b.send(calls, done)
+	}
+}
+
+// sending marks calls as on their way, with b.mu held: take waits for
+// the returned channel, which send closes.
+func (b *batcher) sending(calls []*batchCall) chan struct{} {
+	if len(calls) == 0 {
+		return nil
+	}
+	b.sent = make(chan struct{})
+	return b.sent
+}
+
+// send sends held calls in one pipeline (reloading the scripts if the
+// server lost them), bounded by the latest of their deadlines, after
+// every send before it is answered, and closes done.
+func (b *batcher) send(calls []*batchCall, done chan struct{}) {
+	b.sendMu.Lock()
+	defer b.sendMu.Unlock()
+	var until time.Time
+	for _, c := range calls {
+		until = later(until, c.deadline)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	_, _ = b.l.sc.pipelined(ctx, b.l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		var all []*redis.Cmd
+		for _, c := range calls {
+			c.cmds = c.queue(p)
+			all = append(all, c.cmds...)
+		}
+		return all
+	})
+	cancel()
+	for _, c := range calls {
+		b.nheld.Add(-1)
+		c.finish()
+	}
+	b.mu.Lock()
+	if b.sent == done {
+		b.sent = nil
+	}
+	b.mu.Unlock()
+	close(done)
+}
+
+// drop ends what is held without sending it (the Locker was abandoned).
+func (b *batcher) drop(err error) {
+	b.mu.Lock()
+	calls := b.held
+	b.held = nil
+	b.mu.Unlock()
+	for _, c := range calls {
+		b.nheld.Add(-1)
+		c.after(nil, err)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -44,7 +44,11 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 		}
 	}
 	prio := l.book.Priority(h.Owner)
+	held := l.batch.take(octx)
 	cmds, _ := l.sc.pipelined(octx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		for _, c := range held {
+			c.cmds = c.queue(p) // the releases held for a ride go first
+		}
 		out := make([]*redis.Cmd, len(ask))
 		for i, k := range ask {
 			if fast[i] != 0 {
@@ -58,6 +62,7 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 		}
 		return out
 	})
+	l.batch.landed(held)
 	var got []lockmgr.Key
 	fences := map[string]uint64{}
 	for i, c := range cmds {

@@ -57,6 +57,16 @@ type Options struct {
 	// long holds do not keep other instances waiting for LocalHandoffs of
 	// them. 0: only LocalHandoffs bounds them.
 	LocalHandoffWindow time.Duration
+	// ReleaseWindow, when positive, lets the release of a lease whose
+	// keys were all free when asked for, and never passed between owners,
+	// wait up to that long for this Locker's next acquire and go to Redis
+	// in the same pipeline (one write and one read for both), or on its
+	// own when the window is over. Release returns at once; every later
+	// acquire or observe of this Locker reaches Redis after it, and a local owner
+	// waiting for one of its keys sends it at once. An owner of another
+	// instance that asks for such a key meanwhile waits up to that much
+	// longer. 0 (the default): releases are sent when made.
+	ReleaseWindow time.Duration
 	// MinReplicasAck, when positive, makes every grant wait (WAIT) until
 	// that many replicas of the master holding the key have it, so a
 	// failover to one of them does not forget it; a grant not
@@ -188,6 +198,11 @@ func (l *Locker) Abandon() { l.stop(false) }
 
 func (l *Locker) stop(release bool) {
 	l.stopper.Stop(release, l.ledger, l.freshCtx, func(bool) {
+		if release {
+			l.batch.unhold()
+		} else {
+			l.batch.drop(lockmgr.ErrClosed)
+		}
 		l.cancel()
 		l.notify.close()
 		l.wg.Wait()

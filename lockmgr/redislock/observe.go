@@ -26,7 +26,11 @@ func (l *Locker) Observe(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
 	id, ttl := owner.ID(), l.opt.TTL.Milliseconds()
+	held := l.batch.take(ctx) // a release held for a ride goes first: it was made before
 	cmds, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		for _, c := range held {
+			c.cmds = c.queue(p)
+		}
 		cmds := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
 			n := l.names(k.Name)
@@ -34,6 +38,10 @@ func (l *Locker) Observe(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		}
 		return cmds
 	})
+	l.batch.landed(held)
+	if err != nil && cmdsErr(cmds) == nil {
+		err = nil // only a held release failed; landed sends it again
+	}
 	if err != nil {
 		return nil, observeErr("observe", err)
 	}

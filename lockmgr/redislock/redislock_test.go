@@ -62,17 +62,26 @@ func newLockersWith(t *testing.T, addr, pfx string, n int, opt redislock.Options
 // localHandoffs (Options.LocalHandoffs) on the bed's Redis, and on a
 // private one for the restart test.
 func conformance(t *testing.T, localHandoffs int) locktest.Backend {
+	return conformanceWith(t, redislock.Options{LocalHandoffs: localHandoffs})
+}
+
+// conformanceWith is conformance with more options (TTL is set).
+func conformanceWith(t *testing.T, opt redislock.Options) locktest.Backend {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
+	localHandoffs := opt.LocalHandoffs
+	opt.TTL = testTTL
 	return locktest.Backend{
 		Lockers: func(t *testing.T, n int) []lockmgr.Locker {
-			return newLockersWith(t, bed.RedisAddr, pfx, n, redislock.Options{TTL: testTTL, LocalHandoffs: localHandoffs})
+			return newLockersWith(t, bed.RedisAddr, pfx, n, opt)
 		},
 		TTL:     testTTL,
 		Abandon: func(l lockmgr.Locker) { l.(*redislock.Locker).Abandon() },
 		Restartable: func(t *testing.T) ([]lockmgr.Locker, time.Duration, func()) {
 			own := testbed.Private(t)
-			ls := newLockersWith(t, own.RedisAddr, pfx, 2, redislock.Options{TTL: restartTTL, LocalHandoffs: localHandoffs})
+			o := opt
+			o.TTL = restartTTL
+			ls := newLockersWith(t, own.RedisAddr, pfx, 2, o)
 			return ls, restartTTL, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -87,6 +96,12 @@ func conformance(t *testing.T, localHandoffs int) locktest.Backend {
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, conformance(t, 0))
+}
+
+// TestConformanceReleaseWindow: the suite with releases held for a ride
+// (Options.ReleaseWindow), next to local hand-offs.
+func TestConformanceReleaseWindow(t *testing.T) {
+	locktest.Run(t, conformanceWith(t, redislock.Options{ReleaseWindow: 5 * time.Millisecond, LocalHandoffs: 3}))
 }
 
 // roundTrips counts commands and pipelines sent: one round trip each.

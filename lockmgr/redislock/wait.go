@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -64,6 +65,13 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 		l.book.AcceptHandoffs(a.w)
 	}
 	defer func() { a.end(err) }()
+	if l.batch.nheld.Load() > 0 {
+		if holder, _, ok := l.book.LocalHolder(k.Name); ok && holder != h.Owner {
+			// Its holder's release may be held for a ride (batcher.hold):
+			// we would wait here for it, so it goes now.
+			go l.batch.unhold()
+		}
+	}
 	for {
 		if hh := l.book.TakeHanded(a.w); hh != nil {
 			a.waitDone.Granted(l.book.TakeFreed(a.w))
@@ -76,6 +84,7 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 				// A release in Redis granted us the key and said so: no
 				// round trip. Its short lease is renewed to the TTL if
 				// still held halfway.
+				l.book.MarkContended(h)
 				a.won(g.Fence, until, l.book.TakeFreed(a.w))
 				l.ledger.Metrics().ObserveReleaseGrant(k.Rule)
 				l.renewBefore(h, until)
@@ -138,6 +147,9 @@ func (l *Locker) acquireKey(ctx context.Context, h *leasebook.Held, k lockmgr.Ke
 			// pttl is the lease left: all of it for a grant made by this
 			// call, less for one a release made (short, and earlier).
 			lease := min(l.opt.TTL, max(r.pttl, 0))
+			if a.waitDone != nil || !a.miss.sent.IsZero() || announced {
+				l.book.MarkContended(h)
+			}
 			a.won(r.fence, sent.Add(leasebook.Validity(lease)), freed)
 			if lease < l.opt.TTL {
 				l.renewBefore(h, sent.Add(leasebook.Validity(lease)))
@@ -304,6 +316,12 @@ func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
+	if held := l.batch.take(octx); held != nil {
+		c := l.batch.ride(octx, held, func(p redis.Pipeliner) []*redis.Cmd {
+			return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
+		})
+		return fastGranted(c[0])
+	}
 	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
 }
 
@@ -319,10 +337,19 @@ func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) 
 	if l.notify.listening(a.n.channel) {
 		hears = "1"
 	}
-	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(),
-		a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
+	args := []any{a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
 		l.ticketTTL().Milliseconds(), l.woundChannel(), "1",
-		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID(), hears).Slice()
+		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID(), hears}
+	if held := l.batch.take(octx); held != nil {
+		c := l.batch.ride(octx, held, func(p redis.Pipeliner) []*redis.Cmd {
+			return []*redis.Cmd{l.sc.acquire.EvalSha(octx, p, a.n.keys(), args...)}
+		})
+		if v, err := c[0].Slice(); err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return v, err
+		}
+		// The server lost its scripts: Run loads them.
+	}
+	return l.sc.acquire.Run(octx, l.rdb, a.n.keys(), args...).Slice()
 }
 
 // parseTry reads the acquire script's reply.

@@ -27,6 +27,12 @@ func LingerLocks(redisAddr, linger string) string {
 	return strings.Replace(RedisLocks(redisAddr), "    addrs:", "    linger: "+linger+"\n    addrs:", 1)
 }
 
+// ReleaseWindowLocks is RedisLocks with locks.redis.release_window set to
+// window (a duration such as "1ms").
+func ReleaseWindowLocks(redisAddr, window string) string {
+	return strings.Replace(RedisLocks(redisAddr), "    addrs:", "    release_window: "+window+"\n    addrs:", 1)
+}
+
 // LockRule is a rule guarding db.sku_stock by sku_id with the given lock
 // kinds, e.g. "write, locking_read, read_in_txn".
 func LockRule(db, kinds string) string {

@@ -18,9 +18,10 @@ func targets(d Data) []results.Target {
 	arms := []struct {
 		name  func(clients, n int) string
 		label string
-	}{{ProxyName, ""}, {LingerName, ", linger " + Linger}}
+		in    bool
+	}{{ProxyName, "", true}, {LingerName, ", linger " + Linger, d.Lingering}, {ReleaseWindowName, ", release window " + ReleaseWindow, d.Windowed}}
 	for _, arm := range arms {
-		if arm.label != "" && !d.Lingering {
+		if !arm.in {
 			continue
 		}
 		for _, c := range d.Clients {
@@ -65,7 +66,8 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	fmt.Fprintf(&b, "Each client loops on `UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = k` (autocommit, text protocol), k drawn uniformly from %d rows "+
 		"for every statement, so two statements seldom want the same lock; %.0f s per run, %d interleaved round(s), every arm of every client count in each round. "+
 		"Through lockproxy the rule locks on `write` (Redis backend) and clients are spread over the instances. Ratios are medians of per-round ratios "+
-		"against the direct run with as many clients. The *linger* arms (runs from 2026-12-06 on) set `locks.redis.linger: %s`.\n\n", d.Keys, d.Seconds, d.Rounds, Linger)
+		"against the direct run with as many clients. The *linger* arms (runs from 2026-12-06 on) set `locks.redis.linger: %s`; the *release window* arms (runs from 2026-12-06 10:00 on) "+
+		"set `locks.redis.release_window: %s`.\n\n", d.Keys, d.Seconds, d.Rounds, Linger, ReleaseWindow)
 	b.WriteString(contend.Table(d.Arms, "updates"))
 	b.WriteString(contend.Errors(d.Arms))
 	b.WriteString("CPU per UPDATE (median over rounds):\n\n| arm | lockproxy CPU µs/update | mysqld CPU µs/update | Redis CPU µs/update | host busy |\n|---|--:|--:|--:|--:|\n")

@@ -47,3 +47,22 @@ func TestTargetsAndReport(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestWindowedTargets: a run with the release-window arms has their
+// not-falling targets too, by their own figures.
+func TestWindowedTargets(t *testing.T) {
+	d := Data{Keys: 1000, Clients: []int{8}, Instances: []int{1, 2}, Rounds: 1, Seconds: 3, Windowed: true, Arms: []contend.Result{
+		{Name: DirectName(8), DonePerSec: 5000},
+		{Name: ProxyName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2000},
+		{Name: ProxyName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 1900},
+		{Name: ReleaseWindowName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2100},
+		{Name: ReleaseWindowName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 2200},
+	}}
+	tg := targets(d)
+	if len(tg) != 4 {
+		t.Fatalf("targets = %+v; want lost, errors, and one per arm kind", tg)
+	}
+	if tg[2].Met || !tg[3].Met || tg[3].Got != "2100 → 2200" || !strings.Contains(tg[3].Name, "release window "+ReleaseWindow) {
+		t.Errorf("targets = %+v; want the plain arm missed (2000 → 1900) and the release-window arm met (2100 → 2200)", tg)
+	}
+}

@@ -31,6 +31,16 @@ func LingerName(clients, n int) string {
 	return fmt.Sprintf("%d clients, %d instance(s), linger %s", clients, n, Linger)
 }
 
+// ReleaseWindow is the locks.redis.release_window of the release-window
+// arms.
+const ReleaseWindow = "1ms"
+
+// ReleaseWindowName is the arm of clients through n instances with
+// locks.redis.release_window.
+func ReleaseWindowName(clients, n int) string {
+	return fmt.Sprintf("%d clients, %d instance(s), release window %s", clients, n, ReleaseWindow)
+}
+
 // Scenario is the uniform-keys scale benchmark. The zero value is ready
 // to use.
 type Scenario struct{}
@@ -57,6 +67,8 @@ type Data struct {
 	Arms      []contend.Result `json:"arms"`
 	// Lingering: the run has the linger arms (runs before them do not).
 	Lingering bool `json:"lingering,omitempty"`
+	// Windowed: the run has the release-window arms.
+	Windowed bool `json:"windowed,omitempty"`
 }
 
 type plan struct {
@@ -98,6 +110,11 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), lx)
+	rx, err := e.StartProxies(ctx, nmax, env.ProxyConfig{Locks: contend.ReleaseWindowLocks(e.Bed.Redis, ReleaseWindow), Rules: contend.LockRule(database, "write")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), rx)
 	op := func(p contend.Pools) contend.Op { return contend.Decrement(p, uniformKey(pl.keys), false) }
 	var arms []contend.Arm
 	for _, c := range pl.clients {
@@ -109,13 +126,16 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		for _, n := range pl.instances {
 			arms = append(arms, t.TimedArm(LingerName(c, n), DirectName(c), lx[:n], op))
 		}
+		for _, n := range pl.instances {
+			arms = append(arms, t.TimedArm(ReleaseWindowName(c, n), DirectName(c), rx[:n], op))
+		}
 	}
 	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("scale: "+f, a...) })
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
 	d := Data{Keys: pl.keys, Clients: pl.clients, Instances: pl.instances, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(),
-		NProc: r.Machine.NProc, Arms: res, Lingering: true}
+		NProc: r.Machine.NProc, Arms: res, Lingering: true, Windowed: true}
 	r.Targets = targets(d)
 	return r.SetData(d)
 }

@@ -70,6 +70,8 @@ type Held struct {
 	keeper     *lockmgr.Keeper
 	releasing  bool // a release was sent: renewal must not restore keys
 	released   bool
+	// contended is set when a key of h was waited for (see Contended).
+	contended bool
 }
 
 // New makes an empty Book; log (nil: no-op) gets the lost-lease warnings.

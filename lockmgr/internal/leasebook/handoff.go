@@ -251,6 +251,23 @@ func (b *Book) StaleTickets(h *Held) []string {
 	return h.stale
 }
 
+// MarkContended notes that a key of h was not granted at the first ask:
+// someone else held it or waited for it.
+func (b *Book) MarkContended(h *Held) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h.contended = true
+}
+
+// Uncontended reports whether every key of h was granted at the first
+// ask and h never passed between owners: nobody else is known to want
+// its keys.
+func (b *Book) Uncontended(h *Held) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !h.contended && h.handoffs == 0 && len(h.stale) == 0
+}
+
 // Older reports whether an owner o asking with age p has precedence over
 // an owner q asking with age r (lockmgr.Owner.Older with inherited ages).
 func Older(o lockmgr.Owner, p int64, q lockmgr.Owner, r int64) bool {

@@ -1,0 +1,147 @@
+package redislock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+)
+
+// TestReleaseWindow: with Options.ReleaseWindow the release of a lease
+// nobody else wanted is held: Redis gets it in the pipeline of the
+// Locker's next acquire (one round trip for both), or on its own when the
+// window is over, or at once when an owner of the same Locker wants its
+// key, or at Close. A lease that was waited for is released at once.
+func TestReleaseWindow(t *testing.T) {
+	bed := testbed.Get(t)
+	const window = 3 * time.Second // longer than any step below but the one that waits for it
+	pfx := prefix(t)
+	rdb := newClient(t, bed.RedisAddr)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	l := redislock.New(rdb, &redislock.Options{TTL: 20 * time.Second, Prefix: pfx, ReleaseWindow: window})
+	defer l.Close()
+	other := redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{TTL: 20 * time.Second, Prefix: pfx})
+	defer other.Close()
+	check := newClient(t, bed.RedisAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inRedis := func(key string) bool {
+		t.Helper()
+		n, err := check.Exists(ctx, pfx+":{"+key+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	session := 0
+	acquire := func(l *redislock.Locker, key string) *lockmgr.Lease {
+		t.Helper()
+		session++
+		lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "rw", Session: uint64(session), Start: time.Now()},
+			[]lockmgr.Key{{Name: key, Rule: "r"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	release := func(lease *lockmgr.Lease) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	release(acquire(l, "warm-up"))
+	release(acquire(l, "warm-up-2")) // sends warm-up's release with its acquire
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		n := rt.n.Load()
+		time.Sleep(100 * time.Millisecond)
+		if rt.n.Load() == n {
+			break
+		}
+	}
+
+	t.Run("rides with the next acquire", func(t *testing.T) {
+		before := rt.n.Load()
+		release(acquire(l, "a"))
+		if !inRedis("a") {
+			t.Fatal("a release held for a ride was sent at once")
+		}
+		b := acquire(l, "b")
+		if got := rt.n.Load() - before; got != 2 {
+			t.Errorf("acquire a, release a, acquire b: %d round trips; want 2 (the release rides with b's acquire)", got)
+		}
+		if inRedis("a") {
+			t.Error("a is still in Redis after the next acquire carried its release")
+		}
+		release(b)
+	})
+
+	t.Run("the window ends the wait", func(t *testing.T) {
+		// b's release is held from the subtest before; nothing else asks.
+		start := time.Now()
+		for inRedis("b") {
+			if time.Since(start) > window+5*time.Second {
+				t.Fatal("a held release was never sent")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if waited := time.Since(start); waited < window/2 {
+			t.Errorf("b was released after %s; want about the window (%s)", waited, window)
+		}
+	})
+
+	t.Run("a local owner of the key sends it at once", func(t *testing.T) {
+		release(acquire(l, "c"))
+		start := time.Now()
+		c := acquire(l, "c")
+		if took := time.Since(start); took > window/2 {
+			t.Errorf("a second owner of the same Locker took c after %s; want it sent at once, not after the window", took)
+		}
+		release(c)
+	})
+
+	t.Run("another instance gets it within the window", func(t *testing.T) {
+		release(acquire(l, "d"))
+		start := time.Now()
+		d := acquire(other, "d")
+		took := time.Since(start)
+		if took > window+5*time.Second {
+			t.Errorf("another Locker took d after %s; want within the window (%s)", took, window)
+		}
+		release(d)
+		// The waited-for lease is not held: released when Release returns.
+		e := acquire(l, "e")
+		done := make(chan *lockmgr.Lease)
+		go func() { done <- acquire(other, "e") }()
+		time.Sleep(300 * time.Millisecond)
+		release(e)
+		release(<-done)
+		f := acquire(other, "f")
+		waited := make(chan *lockmgr.Lease)
+		go func() { waited <- acquire(l, "f") }()
+		time.Sleep(300 * time.Millisecond)
+		release(f)
+		g := <-waited
+		release(g)
+		if inRedis("f") {
+			t.Error("a lease that was waited for had its release held")
+		}
+	})
+
+	t.Run("Close sends what is held", func(t *testing.T) {
+		release(acquire(l, "h"))
+		if !inRedis("h") {
+			t.Fatal("h's release was not held")
+		}
+		_ = l.Close()
+		if inRedis("h") {
+			t.Error("h is still in Redis after Close")
+		}
+	})
+}
