@@ -99,6 +99,14 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer admin.Close()
+	// Every arm's connections may still be open on the primary (a
+	// pool's idle ones) when the next arm opens as many: room for the
+	// direct clients and each set of instances.
+	restore, err := e.RoomOnPrimary(ctx, 4*pl.clients[len(pl.clients)-1]+200)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	nmax := pl.instances[len(pl.instances)-1]
 	px, err := e.StartProxies(ctx, nmax, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write")})
 	if err != nil {
