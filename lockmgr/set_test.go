@@ -3,6 +3,9 @@ package lockmgr_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 type grantAll struct {
 	asked   [][]string
 	keepers []*lockmgr.Keeper
+	release func(context.Context) error // nil: every release succeeds
 }
 
 func (g *grantAll) Acquire(_ context.Context, o lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
@@ -28,8 +32,12 @@ func (g *grantAll) Acquire(_ context.Context, o lockmgr.Owner, keys []lockmgr.Ke
 		fences[i] = uint64(len(g.asked)*10 + i + 1)
 	}
 	g.asked = append(g.asked, names)
+	release := g.release
+	if release == nil {
+		release = func(context.Context) error { return nil }
+	}
 	l, k := lockmgr.NewLease(lockmgr.LeaseSpec{Owner: o, Keys: keys, Fences: fences,
-		ValidUntil: time.Now().Add(time.Hour), Release: func(context.Context) error { return nil }})
+		ValidUntil: time.Now().Add(time.Hour), Release: release})
 	g.keepers = append(g.keepers, k)
 	return l, nil
 }
@@ -241,5 +249,45 @@ func TestSetHandOver(t *testing.T) {
 	}
 	if len(passed) != 1 {
 		t.Errorf("backend asked to hand over %d times, want 1", len(passed))
+	}
+}
+
+// TestSetReleasesTogether: a Set's leases (one per statement of a
+// transaction) are released at the same time, so a backend that sends
+// the calls of one moment together can give them back in one round trip:
+// here each release waits until every one has begun, which one after
+// another never would. Every error is returned.
+func TestSetReleasesTogether(t *testing.T) {
+	const n = 4
+	all := make(chan struct{})
+	var calls atomic.Int32
+	var failed atomic.Bool
+	errOne := errors.New("one lease's release failed")
+	g := &grantAll{release: func(context.Context) error {
+		if calls.Add(1) == n {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			return errors.New("released one after another")
+		}
+		if failed.CompareAndSwap(false, true) {
+			return errOne
+		}
+		return nil
+	}}
+	s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
+	for i := range n {
+		if err := s.Acquire(context.Background(), ruleKeys(fmt.Sprint("k", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Release(context.Background())
+	if !errors.Is(err, errOne) || strings.Contains(err.Error(), "one after another") {
+		t.Errorf("Release = %v; want the leases released together and the one failure returned", err)
+	}
+	if s.Len() != 0 {
+		t.Errorf("Set holds %d leases after Release", s.Len())
 	}
 }
