@@ -55,11 +55,13 @@ type LeaseSpec struct {
 	// holds them by, or false when the backend's bounds on such hand-offs
 	// (or the lease's state) do not allow it now (see Lease.HandOver).
 	HandOver func(to Owner) (*Lease, bool)
-	// HandOff, optional, releases the keys by passing them to the next
-	// owner of the same Locker that waits for them in this process,
-	// without the lock service (no I/O), when the backend's bounds on
-	// such hand-offs allow it; false: nothing changed (see
-	// Lease.ReleaseLocal).
+	// HandOff, optional, releases the keys without waiting for the lock
+	// service (no I/O on the caller's goroutine): by passing them to the
+	// next owner of the same Locker that waits for them in this process,
+	// when the backend's bounds on such hand-offs allow it, or by queueing
+	// the release for a later call that the backend orders before its
+	// next ones (redislock's release window); false: nothing changed
+	// (see Lease.ReleaseLocal).
 	HandOff func() bool
 	// Waiters, optional, tells whether owners of the same Locker wait
 	// for a key (Lease.Waited).
@@ -185,11 +187,12 @@ func (l *Lease) HandOver(to Owner) (*Lease, bool) {
 	return next, true
 }
 
-// ReleaseLocal releases the lease when that needs no call to the lock
+// ReleaseLocal releases the lease when that needs no wait for the lock
 // service: its keys pass to the next owner of the same Locker waiting for
 // them in this process, within the backend's bounds on such hand-offs
-// (as Release would). On false nothing changed: the lease is still held
-// and must be released as usual.
+// (as Release would), or the backend queues the release to send later,
+// before any later call of the Locker (as Release would too). On false
+// nothing changed: the lease is still held and must be released as usual.
 func (l *Lease) ReleaseLocal() bool {
 	if l.handOff == nil {
 		return false

@@ -172,10 +172,10 @@ func (s *Set) Release(ctx context.Context) error {
 	return releaseLeases(ctx, leases)
 }
 
-// ReleaseLocal releases the Set when that needs no call to the lock
+// ReleaseLocal releases the Set when that needs no wait for the lock
 // service: it holds one lease and that lease passes to the next owner of
-// the same Locker waiting for its keys in this process
-// (Lease.ReleaseLocal). On false nothing changed.
+// the same Locker waiting for its keys in this process, or its release is
+// queued by the backend (Lease.ReleaseLocal). On false nothing changed.
 func (s *Set) ReleaseLocal() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -435,8 +435,9 @@ func (t *txnLocks) releaseBehind() {
 	t.cameBack = false
 	if t.svc.park(held, cameBack) || held.ReleaseLocal() {
 		// Lingering, or passed to a session of the instance that waits
-		// for it (no Redis call to wait for): that session runs before
-		// this one answers its client.
+		// for it (that session runs before this one answers its client),
+		// or its release queued by the lock service for its next call
+		// (release_window): no Redis call to wait for.
 		return
 	}
 	ctx, cancel := releaseCtxFor(held)

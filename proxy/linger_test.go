@@ -31,6 +31,13 @@ type lingerBed struct {
 
 func startLingerBed(t *testing.T, linger, window time.Duration) *lingerBed {
 	t.Helper()
+	return startLingerBedWith(t, linger, window, 0)
+}
+
+// startLingerBedWith is startLingerBed with the Redis backend's
+// release_window.
+func startLingerBedWith(t *testing.T, linger, window, releaseWindow time.Duration) *lingerBed {
+	t.Helper()
 	base := startProxy(t, nil)
 	lb := &lingerBed{db: freshDB(t, base)}
 	lb.direct = base.direct(t, lb.db, "")
@@ -48,7 +55,7 @@ func startLingerBed(t *testing.T, linger, window time.Duration) *lingerBed {
 			},
 			locker: func(t *testing.T, m *lockmgr.Metrics, log *zap.Logger) lockmgr.Locker {
 				return redislock.New(lb.rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: lb.prefix, Logger: log, Metrics: m,
-					LocalHandoffs: rules.DefaultLocalHandoffs, LocalHandoffWindow: window})
+					LocalHandoffs: rules.DefaultLocalHandoffs, LocalHandoffWindow: window, ReleaseWindow: releaseWindow})
 			}})
 	}
 	return lb

@@ -57,7 +57,7 @@ func (l *Locker) attach(h *leasebook.Held, keys []lockmgr.Key, fences []uint64) 
 	return l.book.Attach(h, keys, fences, l.ledger,
 		func(ctx context.Context) error { return l.releaseCtx(ctx, h) }, l.freshCtx,
 		func(to lockmgr.Owner) (*lockmgr.Lease, bool) { return l.handOver(h, to) },
-		func() bool { return l.handOffLocal(h) })
+		func() bool { return l.handOffLocal(h) || l.holdRelease(h) })
 }
 
 // handOffLocal is the release of h when it needs no round trip: to the
@@ -130,33 +130,15 @@ func (l *Locker) keepTurn(h *leasebook.Held) bool {
 // be handed off (no round trip), else one pipelined round trip. While the
 // server may evict lock keys (evictGuard) nothing is handed on: the key
 // goes back to Redis, which grants no more. With Options.ReleaseWindow,
-// the release of a lease nobody else wanted is held (batcher.hold) and
-// returns at once: Redis gets it with the Locker's next acquire, or when
-// the window has passed, and the lease's keys stay held here until then.
+// the release of a lease nobody else wanted is held (holdRelease).
 func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
-	if l.handOffLocal(h) {
+	if l.handOffLocal(h) || l.holdRelease(h) {
 		return nil
 	}
 	keys, _ := l.book.StartRelease(h)
-	stale := l.book.StaleTickets(h)
-	if l.opt.ReleaseWindow > 0 && len(keys) > 0 && l.book.Uncontended(h) && !l.closed() {
-		// Bounded as a release sent when the window ends would be.
-		c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, stale)}
-		c.after = func(cmds []*redis.Cmd, err error) {
-			l.afterRelease(keys, cmds)
-			l.book.Forget(h)
-			if err != nil {
-				owner, _ := l.book.OwnerOf(h)
-				l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
-					zap.String("owner", owner.ID()), zap.Error(err))
-			}
-		}
-		l.batch.hold(c, l.opt.ReleaseWindow)
-		return nil
-	}
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
-	err := l.releaseKeys(ctx, h.Tok, keys, true, stale...)
+	err := l.releaseKeys(ctx, h.Tok, keys, true, l.book.StaleTickets(h)...)
 	l.book.Forget(h)
 	if err != nil {
 		if unavailable(err) {
@@ -165,6 +147,34 @@ func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 		return fmt.Errorf("redislock: release: %w", err)
 	}
 	return nil
+}
+
+// holdRelease releases h without waiting for Redis when Options.ReleaseWindow
+// allows (h's keys were free when asked for and never waited for): the
+// release is held for the Locker's next acquire to carry (batcher.hold),
+// and h's keys stay held here until Redis has it. False: nothing changed.
+func (l *Locker) holdRelease(h *leasebook.Held) bool {
+	if l.opt.ReleaseWindow <= 0 || l.closed() || !l.book.Uncontended(h) {
+		return false
+	}
+	keys, _ := l.book.StartRelease(h)
+	if len(keys) == 0 {
+		l.book.Forget(h)
+		return true
+	}
+	// Bounded as a release sent when the window ends would be.
+	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil)}
+	c.after = func(cmds []*redis.Cmd, err error) {
+		l.afterRelease(keys, cmds)
+		l.book.Forget(h)
+		if err != nil {
+			owner, _ := l.book.OwnerOf(h)
+			l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
+				zap.String("owner", owner.ID()), zap.Error(err))
+		}
+	}
+	l.batch.hold(c, l.opt.ReleaseWindow)
+	return true
 }
 
 // release gives back what h holds, on a fresh bounded context, after a

@@ -82,17 +82,35 @@ func TestReleaseWindow(t *testing.T) {
 		release(b)
 	})
 
+	t.Run("ReleaseLocal holds it too", func(t *testing.T) {
+		lease := acquire(l, "local")
+		if !lease.ReleaseLocal() {
+			t.Fatal("ReleaseLocal of a lease nobody else wanted = false; want its release held")
+		}
+		if lease.Err() == nil {
+			t.Error("the lease ReleaseLocal held the release of has not ended")
+		}
+		if !inRedis("local") {
+			t.Fatal("a release ReleaseLocal held was sent at once")
+		}
+		release(acquire(l, "carrier"))
+		if inRedis("local") {
+			t.Error("local is still in Redis after the next acquire carried its release")
+		}
+		// carrier's release is held now, for the next subtest.
+	})
+
 	t.Run("the window ends the wait", func(t *testing.T) {
-		// b's release is held from the subtest before; nothing else asks.
+		// carrier's release is held from the subtest before; nothing else asks.
 		start := time.Now()
-		for inRedis("b") {
+		for inRedis("carrier") {
 			if time.Since(start) > window+5*time.Second {
 				t.Fatal("a held release was never sent")
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if waited := time.Since(start); waited < window/2 {
-			t.Errorf("b was released after %s; want about the window (%s)", waited, window)
+			t.Errorf("carrier was released after %s; want about the window (%s)", waited, window)
 		}
 	})
 

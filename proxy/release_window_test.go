@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestReleaseWindowStatements: with locks.redis.release_window, an
+// autocommit UPDATE's row lock is given back to Redis later (it is still
+// there after the answer), yet neither the same session's next UPDATE of
+// the row nor another session of the instance waits for the window; an
+// UPDATE through another instance runs once the window is over; and
+// clients on both instances lose no update.
+func TestReleaseWindowStatements(t *testing.T) {
+	const window = 3 * time.Second
+	lb := startLingerBedWith(t, 0, 0, window)
+	a := lb.p[0].db(t, lb.db, "")
+	a.SetMaxIdleConns(4)
+	ctx := context.Background()
+	c1, err := a.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	c2, err := a.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	run := func(what string, exec func() error) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if err := exec(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return time.Since(start)
+	}
+	const q = "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"
+	run("first UPDATE", func() error { _, err := c1.ExecContext(ctx, q); return err })
+	if n, err := lb.rdb.Exists(ctx, lb.lockKey(1)).Result(); err != nil || n != 1 {
+		t.Fatalf("right after the UPDATE its lock's Redis key %s exists: %d, %v; want 1 (the release held)", lb.lockKey(1), n, err)
+	}
+	if took := run("the session's next UPDATE", func() error { _, err := c1.ExecContext(ctx, q); return err }); took > window/2 {
+		t.Errorf("the same session's next UPDATE of the row took %s; want it not to wait for the window (%s)", took, window)
+	}
+	if took := run("another session's UPDATE", func() error { _, err := c2.ExecContext(ctx, q); return err }); took > window/2 {
+		t.Errorf("another session of the instance took %s for the row; want it not to wait for the window (%s)", took, window)
+	}
+	if took := run("the other instance's UPDATE", func() error {
+		_, err := lb.p[1].db(t, lb.db, "").Exec(q)
+		return err
+	}); took > window+5*time.Second {
+		t.Errorf("the other instance's UPDATE took %s; want it within about the window (%s)", took, window)
+	}
+	if got := lb.stock(t, 1); got != 100000-4 {
+		t.Errorf("stock %d, want %d", got, 100000-4)
+	}
+}
+
+// TestReleaseWindowNoLostUpdates: clients on two instances with a short
+// release_window run the unsafe read-then-write transaction on two rows;
+// every transaction's write counts.
+func TestReleaseWindowNoLostUpdates(t *testing.T) {
+	lb := startLingerBedWith(t, 0, 0, time.Millisecond)
+	const clients, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		h := lb.p[i%2].db(t, lb.db, "")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				if err := readThenWrite(h, 1+(i+j)%2); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := lb.stock(t, 1) + lb.stock(t, 2); got != 2*100000-clients*each {
+		t.Errorf("stock of both rows %d, want %d: updates lost", got, 2*100000-clients*each)
+	}
+}
