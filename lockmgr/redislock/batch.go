@@ -28,10 +28,6 @@ type batcher struct {
 	pending []*batchCall
 	busy    bool // a batch is on its way, or about to be
 
-	// carry, on the batcher of acquires, is the batcher whose held
-	// releases each batch takes along, ahead of its own calls.
-	carry *batcher
-
 	held  []*batchCall
 	nheld atomic.Int32 // len(held) + unheld calls not yet answered: read without mu
 	timer *time.Timer
@@ -120,18 +116,25 @@ func (b *batcher) flush() bool {
 	calls := b.pending
 	b.pending = nil
 	b.mu.Unlock()
+	l := b.l
 	// The batch is waited for as long as its most patient call would
 	// have waited alone: a slow server is not taken for a dead one.
-	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
-	var held []*batchCall
-	if b.carry != nil {
-		held = b.carry.take(ctx) // released before these calls were made
+	var until time.Time
+	for _, c := range calls {
+		if c.deadline.After(until) {
+			until = c.deadline
+		}
 	}
-	b.pipeline(ctx, held, calls)
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	_, _ = l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		var all []*redis.Cmd
+		for _, c := range calls {
+			c.cmds = c.queue(p)
+			all = append(all, c.cmds...)
+		}
+		return all
+	})
 	cancel()
-	if b.carry != nil {
-		b.carry.landed(held)
-	}
 	for _, c := range calls {
 		c.finish()
 	}
@@ -253,8 +256,19 @@ func (b *batcher) sending(calls []*batchCall) chan struct{} {
 func (b *batcher) send(calls []*batchCall, done chan struct{}) {
 	b.sendMu.Lock()
 	defer b.sendMu.Unlock()
-	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
-	b.pipeline(ctx, nil, calls)
+	var until time.Time
+	for _, c := range calls {
+		until = later(until, c.deadline)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	_, _ = b.l.sc.pipelined(ctx, b.l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		var all []*redis.Cmd
+		for _, c := range calls {
+			c.cmds = c.queue(p)
+			all = append(all, c.cmds...)
+		}
+		return all
+	})
 	cancel()
 	for _, c := range calls {
 		b.nheld.Add(-1)
@@ -280,29 +294,9 @@ func (b *batcher) drop(err error) {
 	}
 }
 
-// pipeline sends the calls of ahead and then those of calls in one
-// pipeline (reloading the scripts if the server lost them); each call
-// reads its own replies.
-func (b *batcher) pipeline(ctx context.Context, ahead, calls []*batchCall) {
-	_, _ = b.l.sc.pipelined(ctx, b.l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
-		var all []*redis.Cmd
-		for _, list := range [2][]*batchCall{ahead, calls} {
-			for _, c := range list {
-				c.cmds = c.queue(p)
-				all = append(all, c.cmds...)
-			}
-		}
-		return all
-	})
-}
-
-// latest is the latest deadline of calls.
-func latest(calls []*batchCall) time.Time {
-	var until time.Time
-	for _, c := range calls {
-		if c.deadline.After(until) {
-			until = c.deadline
-		}
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
-	return until
+	return a
 }

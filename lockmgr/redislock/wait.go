@@ -308,26 +308,21 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 }
 
 // setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
-// It goes with the fast-path acquires other sessions make at the same
-// moment (Locker.acquires, group commit as for releases: no wait when
-// none is on its way), behind the releases held for a ride
-// (batcher.carry). Pipelines use the client's
-// one pool (ClientOptions): with a pool of their own, its first
-// connections were dialled under load, and through a slow server (700 ms
-// a reply) the grant checks a new connection calls for outlasted the
-// statement's wait (TestLockServiceSlowerThanAFixedTimeout).
+// It is sent on its own, not batched with other sessions' calls: through
+// a slow server (700 ms a reply) a batched acquire left the client's pool
+// dialling afresh for the grant's checks (TestLockServiceSlowerThanAFixedTimeout).
 func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
-	cmds, err := l.acquires.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
-		return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
-	})
-	if len(cmds) == 0 {
-		return false, err // the wait ended first
+	if held := l.batch.take(octx); held != nil {
+		c := l.batch.ride(octx, held, func(p redis.Pipeliner) []*redis.Cmd {
+			return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
+		})
+		return fastGranted(c[0])
 	}
-	return fastGranted(cmds[0])
+	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
 }
 
 func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {
