@@ -407,6 +407,7 @@ innodb-flush-log-at-trx-commit=2
 innodb-doublewrite=0
 innodb-use-native-aio=0
 sync-binlog=0
+binlog-expire-logs-seconds=3600
 slave-net-timeout=10
 loose-feedback=OFF
 plugin-load-add=auth_ed25519
