@@ -52,6 +52,9 @@ func unavailable(err error) bool {
 // serverAway reports errors that say Redis is not there, as opposed to
 // a call that was merely cut short by its context.
 func serverAway(err error) bool {
+	if errors.As(err, new(wentAway)) {
+		return true
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
@@ -61,3 +64,10 @@ func serverAway(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset")
 }
+
+// wentAway is a call's failure for want of Redis that its caller's time
+// ran out after (twice): Redis was away in the wait.
+type wentAway struct{ err error }
+
+func (w wentAway) Error() string { return w.err.Error() }
+func (w wentAway) Unwrap() error { return w.err }

@@ -283,10 +283,7 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 	next, nextTok, _ := book.NextInLine(a.k.Name, a.w)
 	if fast && nextTok == "" {
 		fence := fastFence()
-		ok, err := a.setNX(ctx, fence)
-		if err != nil && ctx.Err() == nil && unavailable(err) {
-			ok, err = a.setNX(ctx, fence)
-		}
+		ok, err := twice(ctx, func() (bool, error) { return a.setNX(ctx, fence) })
 		if err != nil {
 			return try{}, err
 		}
@@ -297,14 +294,28 @@ func (a *attempt) run(ctx context.Context, book *leasebook.Book, fast bool) (try
 			return try{status: 1, fence: fastFence(), pttl: a.l.opt.TTL, rank: -1}, nil
 		}
 	}
-	v, err := a.eval(ctx, next, nextTok)
-	if err != nil && ctx.Err() == nil && unavailable(err) {
-		v, err = a.eval(ctx, next, nextTok)
-	}
+	v, err := twice(ctx, func() ([]interface{}, error) { return a.eval(ctx, next, nextTok) })
 	if err != nil {
 		return try{}, err
 	}
 	return parseTry(v)
+}
+
+// twice makes call, and once more if it failed for want of Redis while
+// ctx allows: a hiccup is not an outage. A second call cut short by ctx
+// reports the first one's failure, marked as Redis seen away (wentAway):
+// the wait learned that the lock service did not answer, and its caller
+// is told so rather than that the wait merely timed out.
+func twice[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	v, err := call()
+	if err == nil || ctx.Err() != nil || !unavailable(err) {
+		return v, err
+	}
+	first := err
+	if v, err = call(); err != nil && ctx.Err() != nil && !serverAway(err) {
+		return v, wentAway{first}
+	}
+	return v, err
 }
 
 // setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
