@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -105,5 +106,82 @@ func TestBatchedReleases(t *testing.T) {
 		if v := rdb.Exists(ctx, l.names(fmt.Sprintf("k%d", i)).lock).Val(); v != 0 {
 			t.Errorf("key k%d still held after its release", i)
 		}
+	}
+}
+
+// TestBatchedAcquires: the fast-path acquires that sessions of one Locker
+// make while another is on its way to Redis go together in the next
+// pipeline, one round trip for all; each gets its own reply (a key
+// another Locker holds is not granted, the free ones are).
+func TestBatchedAcquires(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
+	t.Cleanup(func() { _ = rdb.Close() })
+	pfx := servertest.Unique("lptest-")
+	l := New(rdb, &Options{TTL: time.Minute, Prefix: pfx, RestartGrace: -1, Logger: zaptest.NewLogger(t)})
+	t.Cleanup(func() { _ = l.Close() })
+	other := New(redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false)),
+		&Options{TTL: time.Minute, Prefix: pfx, RestartGrace: -1, Logger: zaptest.NewLogger(t)})
+	t.Cleanup(func() { _ = other.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
+		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 9
+	// k8 is held by another instance: its acquire in the batch misses
+	// and waits (here: until its short wait ends).
+	if _, err := other.Acquire(ctx, lockmgr.Owner{Instance: "other", Session: 1, Start: time.Now()},
+		[]lockmgr.Key{{Name: fmt.Sprintf("k%d", n-1), Rule: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{hold: make(chan struct{})}
+	rdb.AddHook(g)
+	pending := func() int {
+		l.acquires.mu.Lock()
+		defer l.acquires.mu.Unlock()
+		return len(l.acquires.pending)
+	}
+	var wg sync.WaitGroup
+	got := make([]error, n)
+	acquire := func(i int) {
+		defer wg.Done()
+		wait := 20 * time.Second
+		if i == n-1 {
+			wait = time.Second
+		}
+		actx, acancel := context.WithTimeout(ctx, wait)
+		defer acancel()
+		o := lockmgr.Owner{Instance: "b", Session: uint64(i + 1), Start: time.Now()}
+		_, got[i] = l.Acquire(actx, o, []lockmgr.Key{{Name: fmt.Sprintf("k%d", i), Rule: "r"}})
+	}
+	wg.Add(1)
+	go acquire(0)
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return g.held.Load() })
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go acquire(i)
+	}
+	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return pending() == n-1 })
+	close(g.hold)
+	wg.Wait()
+	g.mu.Lock()
+	batches := g.batches
+	g.mu.Unlock()
+	if !slices.Contains(batches, n-1) {
+		t.Errorf("acquire pipelines of %v commands; want the %d waiting ones in one", batches, n-1)
+	}
+	for i := range n - 1 {
+		if got[i] != nil {
+			t.Errorf("acquire of free key k%d: %v", i, got[i])
+		}
+	}
+	if !errors.Is(got[n-1], lockmgr.ErrWaitTimeout) {
+		t.Errorf("acquire of k%d, held by another instance: %v; want a wait timeout", n-1, got[n-1])
 	}
 }

@@ -28,6 +28,13 @@ func ClientOptions(addrs []string, masterName string, cluster bool) *redis.Unive
 		MaxRetries:            1,
 		MinRetryBackoff:       8 * time.Millisecond,
 		MaxRetryBackoff:       64 * time.Millisecond,
+		// Pipelines (batched acquires and releases) share the connections
+		// of single commands: a pool of their own would dial its first
+		// connections under load, and a new connection makes the next
+		// grant check whether the server restarted (restartGuard), a
+		// round trip more on the client's path; their 128 KiB buffers
+		// are not needed for lock calls either.
+		PipelinePoolSize: -1,
 	}
 }
 

@@ -88,9 +88,11 @@
 // make while another is on its way go together in the next pipeline, sent
 // as soon as that one is answered (group commit): no timer, no wait when
 // nothing else is on its way, and concurrent sessions share one write and
-// one read per batch. Acquires are sent on their own, but for the
-// releases held for them: with Options.ReleaseWindow, the release of a
-// lease whose keys were free when asked for and never waited for waits
+// one read per batch. The fast path's acquires (SET NX) of concurrent
+// sessions are batched the same way, apart from the releases (an
+// acquire never waits behind a batch of releases). With
+// Options.ReleaseWindow, the release of a lease whose keys were free
+// when asked for and never waited for waits
 // up to that long for the Locker's next acquire (or observe) and goes in
 // its pipeline, ahead of it; else it is sent alone when the window ends,
 // or at once when an owner of the Locker waits for one of its keys. The

@@ -103,16 +103,17 @@ func (o *Options) withDefaults() Options {
 // Locker is the Redis lockmgr.Locker. Safe for concurrent use. The
 // redis client stays the caller's: Close does not close it.
 type Locker struct {
-	rdb     redis.UniversalClient
-	opt     Options
-	id      string // unique per Locker: in tokens and the wound channel
-	wound   string // the wound channel (woundChannel), named once
-	sc      scripts
-	ledger  *lockmgr.Ledger
-	notify  *notifier
-	restart restartGuard
-	evict   evictGuard
-	batch   batcher // releases of all sessions, pipelined
+	rdb      redis.UniversalClient
+	opt      Options
+	id       string // unique per Locker: in tokens and the wound channel
+	wound    string // the wound channel (woundChannel), named once
+	sc       scripts
+	ledger   *lockmgr.Ledger
+	notify   *notifier
+	restart  restartGuard
+	evict    evictGuard
+	batch    batcher // releases of all sessions, pipelined
+	acquires batcher // the fast path's acquires of all sessions, pipelined
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close
@@ -145,6 +146,7 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 	}
 	l.wound = opt.Prefix + ":locker:" + l.id
 	l.batch.l = l
+	l.acquires.l = l
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		l.followCluster(cc)
 	} else {

@@ -319,9 +319,14 @@ func twice[T any](ctx context.Context, call func() (T, error)) (T, error) {
 }
 
 // setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
-// It is sent on its own, not batched with other sessions' calls: through
-// a slow server (700 ms a reply) a batched acquire left the client's pool
-// dialling afresh for the grant's checks (TestLockServiceSlowerThanAFixedTimeout).
+// It goes in the pipeline of the releases held for a ride when there are
+// any (batcher.take), else with the fast-path acquires other sessions
+// make at the same moment (Locker.acquires, group commit as for
+// releases: no wait when none is on its way). Pipelines use the client's
+// one pool (ClientOptions): with a pool of their own, its first
+// connections were dialled under load, and through a slow server (700 ms
+// a reply) the grant checks a new connection calls for outlasted the
+// statement's wait (TestLockServiceSlowerThanAFixedTimeout).
 func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	l := a.l
 	octx, cancel := l.opCtx(ctx)
@@ -333,7 +338,13 @@ func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 		})
 		return fastGranted(c[0])
 	}
-	return fastGranted(l.fastSet(octx, l.rdb, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence))
+	cmds, err := l.acquires.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
+		return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
+	})
+	if len(cmds) == 0 {
+		return false, err // the wait ended first
+	}
+	return fastGranted(cmds[0])
 }
 
 func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) ([]interface{}, error) {
