@@ -28,6 +28,10 @@ type batcher struct {
 	pending []*batchCall
 	busy    bool // a batch is on its way, or about to be
 
+	// carry, on the batcher of acquires, is the batcher whose held
+	// releases each batch takes along, ahead of its own calls.
+	carry *batcher
+
 	held  []*batchCall
 	nheld atomic.Int32 // len(held) + unheld calls not yet answered: read without mu
 	timer *time.Timer
@@ -126,7 +130,14 @@ func (b *batcher) flush() bool {
 		}
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), until)
+	var held []*batchCall
+	if b.carry != nil {
+		held = b.carry.take(ctx)
+	}
 	_, _ = l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		for _, c := range held {
+			c.cmds = c.queue(p) // released before these calls were made
+		}
 		var all []*redis.Cmd
 		for _, c := range calls {
 			c.cmds = c.queue(p)
@@ -135,6 +146,9 @@ func (b *batcher) flush() bool {
 		return all
 	})
 	cancel()
+	if b.carry != nil {
+		b.carry.landed(held)
+	}
 	for _, c := range calls {
 		c.finish()
 	}

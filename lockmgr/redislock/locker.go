@@ -146,7 +146,7 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 	}
 	l.wound = opt.Prefix + ":locker:" + l.id
 	l.batch.l = l
-	l.acquires.l = l
+	l.acquires.l, l.acquires.carry = l, &l.batch
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		l.followCluster(cc)
 	} else {

@@ -319,10 +319,10 @@ func twice[T any](ctx context.Context, call func() (T, error)) (T, error) {
 }
 
 // setNX is the fast path's acquire (see fastSet), bounded by OpTimeout.
-// It goes in the pipeline of the releases held for a ride when there are
-// any (batcher.take), else with the fast-path acquires other sessions
-// make at the same moment (Locker.acquires, group commit as for
-// releases: no wait when none is on its way). Pipelines use the client's
+// It goes with the fast-path acquires other sessions make at the same
+// moment (Locker.acquires, group commit as for releases: no wait when
+// none is on its way), behind the releases held for a ride
+// (batcher.carry). Pipelines use the client's
 // one pool (ClientOptions): with a pool of their own, its first
 // connections were dialled under load, and through a slow server (700 ms
 // a reply) the grant checks a new connection calls for outlasted the
@@ -332,12 +332,6 @@ func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
-	if held := l.batch.take(octx); held != nil {
-		c := l.batch.ride(octx, held, func(p redis.Pipeliner) []*redis.Cmd {
-			return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
-		})
-		return fastGranted(c[0])
-	}
 	cmds, err := l.acquires.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
 		return []*redis.Cmd{l.fastSet(octx, p, a.n.lock, a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), fence)}
 	})
