@@ -120,31 +120,14 @@ func (b *batcher) flush() bool {
 	calls := b.pending
 	b.pending = nil
 	b.mu.Unlock()
-	l := b.l
 	// The batch is waited for as long as its most patient call would
 	// have waited alone: a slow server is not taken for a dead one.
-	var until time.Time
-	for _, c := range calls {
-		if c.deadline.After(until) {
-			until = c.deadline
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), until)
+	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
 	var held []*batchCall
 	if b.carry != nil {
-		held = b.carry.take(ctx)
+		held = b.carry.take(ctx) // released before these calls were made
 	}
-	_, _ = l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
-		for _, c := range held {
-			c.cmds = c.queue(p) // released before these calls were made
-		}
-		var all []*redis.Cmd
-		for _, c := range calls {
-			c.cmds = c.queue(p)
-			all = append(all, c.cmds...)
-		}
-		return all
-	})
+	b.pipeline(ctx, held, calls)
 	cancel()
 	if b.carry != nil {
 		b.carry.landed(held)
@@ -270,19 +253,8 @@ func (b *batcher) sending(calls []*batchCall) chan struct{} {
 func (b *batcher) send(calls []*batchCall, done chan struct{}) {
 	b.sendMu.Lock()
 	defer b.sendMu.Unlock()
-	var until time.Time
-	for _, c := range calls {
-		until = later(until, c.deadline)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), until)
-	_, _ = b.l.sc.pipelined(ctx, b.l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
-		var all []*redis.Cmd
-		for _, c := range calls {
-			c.cmds = c.queue(p)
-			all = append(all, c.cmds...)
-		}
-		return all
-	})
+	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
+	b.pipeline(ctx, nil, calls)
 	cancel()
 	for _, c := range calls {
 		b.nheld.Add(-1)
@@ -308,9 +280,29 @@ func (b *batcher) drop(err error) {
 	}
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// pipeline sends the calls of ahead and then those of calls in one
+// pipeline (reloading the scripts if the server lost them); each call
+// reads its own replies.
+func (b *batcher) pipeline(ctx context.Context, ahead, calls []*batchCall) {
+	_, _ = b.l.sc.pipelined(ctx, b.l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
+		var all []*redis.Cmd
+		for _, list := range [2][]*batchCall{ahead, calls} {
+			for _, c := range list {
+				c.cmds = c.queue(p)
+				all = append(all, c.cmds...)
+			}
+		}
+		return all
+	})
+}
+
+// latest is the latest deadline of calls.
+func latest(calls []*batchCall) time.Time {
+	var until time.Time
+	for _, c := range calls {
+		if c.deadline.After(until) {
+			until = c.deadline
+		}
 	}
-	return a
+	return until
 }
