@@ -10,16 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher sends the releases that sessions of one Locker make at the
-// same moment to Redis as one pipeline: one write and one read for all of
-// them instead of a round trip each. It adds no wait: a call made while no batch is on its way is sent at once;
-// calls made while one is on its way go together in the next, which is
-// sent as soon as that one is answered (group commit).
+// batcher sends the calls that sessions of one Locker make at the same
+// moment to Redis as one pipeline: one write and one read for all of them
+// instead of a round trip each. A Locker has two: one for releases
+// (Locker.batch) and one for the fast path's acquires (Locker.acquires),
+// so that an acquire never waits behind a batch of releases. It adds no
+// wait: a call made while no batch is on its way is sent at once; calls
+// made while one is on its way go together in the next, which is sent as
+// soon as that one is answered (group commit).
 //
 // With Options.ReleaseWindow, the release of a lease nobody else wanted
 // is held instead (hold): it rides in the pipeline of this Locker's next
-// acquire (take), or goes on its own when the window has passed since the
-// first release held (unhold), whichever comes first. Its caller does not
+// acquire (take: the next batch of acquires, through carry, or another
+// call that takes it), or goes on its own when the window has passed
+// since the first release held (unhold), whichever comes first. Its caller does not
 // wait for it: what matters is that every later call of the Locker
 // reaches Redis after it, and both ways see to that.
 type batcher struct {
