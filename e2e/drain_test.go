@@ -17,8 +17,8 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	const dbName = "e2e_drain"
 	keyedTable(t, bed, dbName)
 	in := start(t, bed, "locks:\n  backend: memory\n", saleRule(dbName))
-	busy := pinned(t, open(t, bed, in.addr, dbName, "", 2))
-	idle := pinned(t, open(t, bed, in.addr, dbName, "", 2))
+	busy := testbed.Conn(t, open(t, bed, in.addr, dbName, "", 2))
+	idle := testbed.Conn(t, open(t, bed, in.addr, dbName, "", 2))
 	ctx := context.Background()
 	execOn(t, busy, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
 

@@ -376,7 +376,7 @@ func redisDownRejects(t *testing.T, r *rig) {
 			_ = r.bed.Start(context.Background(), testbed.Redis)
 		}
 	}()
-	c := pinned(t, r.nodes[0].db)
+	c := testbed.Conn(t, r.nodes[0].db)
 	var me *mysql.MySQLError
 	for i := range 2 {
 		began := time.Now()

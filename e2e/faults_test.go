@@ -12,17 +12,6 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// pinned returns one connection of db, so a transaction's statements share it.
-func pinned(t *testing.T, db *sql.DB) *sql.Conn {
-	t.Helper()
-	c, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
 func execOn(t *testing.T, c *sql.Conn, stmts ...string) {
 	t.Helper()
 	for _, s := range stmts {
@@ -52,8 +41,8 @@ func TestDeadlockAcrossProxies(t *testing.T) {
 	locks := redisLocks(bed, "10s", "20s")
 	a := start(t, bed, locks, saleRule(dbName))
 	b := start(t, bed, locks, saleRule(dbName))
-	ca := pinned(t, open(t, bed, a.addr, dbName, "", 2))
-	cb := pinned(t, open(t, bed, b.addr, dbName, "", 2))
+	ca := testbed.Conn(t, open(t, bed, a.addr, dbName, "", 2))
+	cb := testbed.Conn(t, open(t, bed, b.addr, dbName, "", 2))
 	execOn(t, ca, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
 	time.Sleep(10 * time.Millisecond) // a's transaction is the older one
 	execOn(t, cb, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 2")
@@ -116,11 +105,11 @@ func TestKilledProxyLockExpires(t *testing.T) {
 	locks := redisLocks(bed, ttl.String(), "15s")
 	a := start(t, bed, locks, saleRule(dbName))
 	b := start(t, bed, locks, saleRule(dbName))
-	ca := pinned(t, open(t, bed, a.addr, dbName, "", 2))
+	ca := testbed.Conn(t, open(t, bed, a.addr, dbName, "", 2))
 	execOn(t, ca, "BEGIN", "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1")
 	killed := time.Now()
 	a.kill()
-	cb := pinned(t, open(t, bed, b.addr, dbName, "", 2))
+	cb := testbed.Conn(t, open(t, bed, b.addr, dbName, "", 2))
 	if _, err := cb.ExecContext(context.Background(), "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
 		t.Fatalf("the key of a killed proxy never became free: %v", err)
 	}

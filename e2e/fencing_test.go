@@ -34,8 +34,8 @@ func TestPausedHolderCannotWrite(t *testing.T) {
 	a := start(t, bed, locks, rule)
 	b := start(t, bed, locks, rule)
 	ctx := context.Background()
-	ca := pinned(t, open(t, bed, a.addr, dbName, "", 2))
-	cb := pinned(t, open(t, bed, b.addr, dbName, "", 2))
+	ca := testbed.Conn(t, open(t, bed, a.addr, dbName, "", 2))
+	cb := testbed.Conn(t, open(t, bed, b.addr, dbName, "", 2))
 
 	execOn(t, ca, "BEGIN")
 	var read int

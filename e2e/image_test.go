@@ -142,7 +142,7 @@ func TestImage(t *testing.T) {
 	if _, err := db.Exec("DELETE FROM sku_stock"); !errors.As(err, &me) || me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy:") {
 		t.Fatalf("an unkeyed write under the rule: %v; want 1105 from lockproxy", err)
 	}
-	busy := pinned(t, db)
+	busy := testbed.Conn(t, db)
 	execOn(t, busy, "BEGIN")
 	var stock int
 	if err := busy.QueryRowContext(context.Background(), "SELECT stock FROM sku_stock WHERE sku_id = 2 FOR UPDATE").Scan(&stock); err != nil || stock != 10 {
@@ -175,7 +175,7 @@ func TestImage(t *testing.T) {
 	// The lock the drained container held is free at once (wait_timeout
 	// 2s; a leaked one would last its 30s lease).
 	other := start(t, bed, redisLocks(bed, "30s", "2s"), saleRule(dbName))
-	c := pinned(t, open(t, bed, other.addr, dbName, "", 1))
+	c := testbed.Conn(t, open(t, bed, other.addr, dbName, "", 1))
 	execOn(t, c, "BEGIN", "SELECT stock FROM sku_stock WHERE sku_id = 2 FOR UPDATE", "COMMIT")
 }
 

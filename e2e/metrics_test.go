@@ -137,7 +137,7 @@ func TestMetricsExposition(t *testing.T) {
 	in := start(t, bed, redisLocks(bed, "1s", "300ms"), saleRule(dbName))
 	h := open(t, bed, in.addr, dbName, "", 4)
 	ctx := context.Background()
-	holder, waiter := pinned(t, h), pinned(t, h)
+	holder, waiter := testbed.Conn(t, h), testbed.Conn(t, h)
 
 	for range 3 {
 		execOn(t, waiter, "UPDATE sku_stock SET stock = stock - 1 WHERE sku_id = 2")

@@ -62,7 +62,7 @@ func TestObserveThenEnforce(t *testing.T) {
 	b := start(t, bed, locks, observing)
 	const params = "interpolateParams=false"
 	pools := []*sql.DB{open(t, bed, a.addr, dbName, params, buyers/2), open(t, bed, b.addr, dbName, params, buyers/2)}
-	pinnedA := pinned(t, pools[0])
+	pinnedA := testbed.Conn(t, pools[0])
 	ctx := context.Background()
 	const unkeyed = "UPDATE sku_stock SET stock = stock"
 

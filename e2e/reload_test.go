@@ -48,7 +48,7 @@ func TestReload(t *testing.T) {
 	const dbName = "e2e_reload"
 	keyedTable(t, bed, dbName)
 	in := start(t, bed, "locks:\n  backend: memory\n", "")
-	conn := pinned(t, open(t, bed, in.addr, dbName, "", 2))
+	conn := testbed.Conn(t, open(t, bed, in.addr, dbName, "", 2))
 	ctx := context.Background()
 	unkeyed := func() error {
 		_, err := conn.ExecContext(ctx, "UPDATE sku_stock SET stock = stock")

@@ -88,16 +88,7 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 			a := lb.p[0].db(t, lb.db, "")
 			a.SetMaxIdleConns(4)
 			ctx := context.Background()
-			c1, err := a.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c1.Close()
-			c2, err := a.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c2.Close()
+			c1, c2 := testbed.Conn(t, a), testbed.Conn(t, a)
 			for _, c := range []*sql.Conn{c1, c2, c1, c2} {
 				if _, err := c.ExecContext(ctx, "UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
 					t.Fatal(err)

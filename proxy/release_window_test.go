@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
 // TestReleaseWindowStatements: with locks.redis.release_window, an
@@ -19,16 +21,7 @@ func TestReleaseWindowStatements(t *testing.T) {
 	a := lb.p[0].db(t, lb.db, "")
 	a.SetMaxIdleConns(4)
 	ctx := context.Background()
-	c1, err := a.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close()
-	c2, err := a.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c1, c2 := testbed.Conn(t, a), testbed.Conn(t, a)
 	run := func(what string, exec func() error) time.Duration {
 		t.Helper()
 		start := time.Now()

@@ -28,16 +28,7 @@ func TestReadYourWritesAcrossConnections(t *testing.T) {
 			waitReplica(t, p)
 			ctx := context.Background()
 			h := p.db(t, db, "interpolateParams=true")
-			w, err := h.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			r, err := h.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			w, r := testbed.Conn(t, h), testbed.Conn(t, h)
 			const n = 300
 			stale, onReplica := 0, 0
 			for i := 1; i <= n; i++ {

@@ -125,6 +125,19 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// Conn returns one connection of db's pool, closed when t ends: a
+// transaction's statements share it, and two of them are a pooled
+// client's read and write on different connections.
+func Conn(t testing.TB, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // MustExec runs each statement on db in order and fails t at the first
 // error, naming the statement.
 func MustExec(t testing.TB, db Execer, stmts ...string) {

@@ -43,6 +43,37 @@ func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 	}
 }
 
+// together makes call(0) and holds its pipeline on its way, makes call(1)
+// to call(n-1) meanwhile, lets the pipeline go once those n-1 calls wait
+// in b, and returns the sizes of the pipelines sent when every call has
+// returned.
+func (g *gate) together(t *testing.T, b *batcher, n int, call func(i int)) []int {
+	t.Helper()
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call(i)
+		}()
+	}
+	start(0)
+	testbed.Eventually(t, 10*time.Second, "the first call's pipeline held", func() bool { return g.held.Load() })
+	for i := 1; i < n; i++ {
+		start(i)
+	}
+	testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls waiting for the next batch", n-1), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.pending) == n-1
+	})
+	close(g.hold)
+	wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.batches)
+}
+
 // TestBatchedReleases: the releases that sessions of one Locker make while
 // another is on its way to Redis go together in the next pipeline, one
 // round trip for all; each gets its own reply.
@@ -71,34 +102,14 @@ func TestBatchedReleases(t *testing.T) {
 	}
 	g := &gate{hold: make(chan struct{})}
 	rdb.AddHook(g)
-	pending := func() int {
-		l.batch.mu.Lock()
-		defer l.batch.mu.Unlock()
-		return len(l.batch.pending)
-	}
-	var wg sync.WaitGroup
 	// The first release is held on its way; eight more sessions give
 	// theirs back meanwhile: one pipeline for the eight, and every key is
 	// free after.
-	release := func(i int) {
-		defer wg.Done()
+	got := g.together(t, &l.batch, n, func(i int) {
 		if err := leases[i].Release(ctx); err != nil {
 			t.Errorf("release %d: %v", i, err)
 		}
-	}
-	wg.Add(1)
-	go release(0)
-	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return g.held.Load() })
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go release(i)
-	}
-	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return pending() == n-1 })
-	close(g.hold)
-	wg.Wait()
-	g.mu.Lock()
-	got := g.batches
-	g.mu.Unlock()
+	})
 	if !slices.Contains(got, n-1) {
 		t.Errorf("release pipelines of %v commands; want the %d waiting ones in one", got, n-1)
 	}
@@ -142,15 +153,8 @@ func TestBatchedAcquires(t *testing.T) {
 	}
 	g := &gate{hold: make(chan struct{})}
 	rdb.AddHook(g)
-	pending := func() int {
-		l.acquires.mu.Lock()
-		defer l.acquires.mu.Unlock()
-		return len(l.acquires.pending)
-	}
-	var wg sync.WaitGroup
 	got := make([]error, n)
-	acquire := func(i int) {
-		defer wg.Done()
+	batches := g.together(t, &l.acquires, n, func(i int) {
 		wait := 20 * time.Second
 		if i == n-1 {
 			wait = time.Second
@@ -159,20 +163,7 @@ func TestBatchedAcquires(t *testing.T) {
 		defer acancel()
 		o := lockmgr.Owner{Instance: "b", Session: uint64(i + 1), Start: time.Now()}
 		_, got[i] = l.Acquire(actx, o, []lockmgr.Key{{Name: fmt.Sprintf("k%d", i), Rule: "r"}})
-	}
-	wg.Add(1)
-	go acquire(0)
-	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return g.held.Load() })
-	for i := 1; i < n; i++ {
-		wg.Add(1)
-		go acquire(i)
-	}
-	testbed.Eventually(t, 10*time.Second, "condition", func() bool { return pending() == n-1 })
-	close(g.hold)
-	wg.Wait()
-	g.mu.Lock()
-	batches := g.batches
-	g.mu.Unlock()
+	})
 	if !slices.Contains(batches, n-1) {
 		t.Errorf("acquire pipelines of %v commands; want the %d waiting ones in one", batches, n-1)
 	}
