@@ -196,10 +196,15 @@ func (l *Locker) release(h *leasebook.Held) {
 // is granted to the oldest of them in the same script (see release.lua);
 // without, they are only woken.
 func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key, grant bool, stale ...string) error {
+	return l.releaseKeysIn(ctx, &l.batch, tok, keys, grant, stale)
+}
+
+// releaseKeysIn is releaseKeys through batcher b.
+func (l *Locker) releaseKeysIn(ctx context.Context, b *batcher, tok string, keys []lockmgr.Key, grant bool, stale []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	cmds, err := l.batch.do(ctx, l.releaseQueue(tok, keys, grant, stale))
+	cmds, err := b.do(ctx, l.releaseQueue(tok, keys, grant, stale))
 	l.afterRelease(keys, cmds)
 	return err
 }

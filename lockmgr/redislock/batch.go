@@ -80,8 +80,10 @@ func cmdsErr(cmds []*redis.Cmd) error {
 
 // do queues the calls queue makes into the next batch and waits for their
 // replies (each Cmd carries its own), or for the end of ctx. A call whose
-// wait ended with ctx may still run later: a release is a
-// compare-and-delete of its own token, harmless whenever it runs.
+// wait ended with ctx may still run later, in a batch that another call's
+// later deadline sends: a release is a compare-and-delete of its own
+// token, harmless whenever it runs; an acquire is undone by its failed
+// wait's cleanup, which goes through the same batcher (attempt.fail).
 // Batches run one after another, so a call runs after every call queued
 // before it.
 func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {

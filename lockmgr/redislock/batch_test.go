@@ -176,3 +176,59 @@ func TestBatchedAcquires(t *testing.T) {
 		t.Errorf("acquire of k%d, held by another instance: %v; want a wait timeout", n-1, got[n-1])
 	}
 }
+
+// TestBatchedAcquireGivenUp: an acquire whose wait ends while its SET NX
+// is still queued behind a batch on its way, in a batch that goes anyway
+// (another session's acquire in it waits longer), leaves nothing in Redis:
+// the failed wait's cleanup goes after that SET, not ahead of it (which
+// would leave the key held by nobody until its TTL).
+func TestBatchedAcquireGivenUp(t *testing.T) {
+	bed := testbed.Get(t)
+	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := New(rdb, &Options{TTL: time.Minute, Prefix: servertest.Unique("lptest-"), RestartGrace: -1,
+		Logger: zaptest.NewLogger(t)})
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
+		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{hold: make(chan struct{})}
+	rdb.AddHook(g)
+	patient := make(chan error, 2)
+	acquire := func(session uint64, key string) {
+		_, err := l.Acquire(ctx, lockmgr.Owner{Instance: "b", Session: session, Start: time.Now()},
+			[]lockmgr.Key{{Name: key, Rule: "r"}})
+		patient <- err
+	}
+	go acquire(1, "first")
+	testbed.Eventually(t, 10*time.Second, "the first acquire's pipeline held", func() bool { return g.held.Load() })
+	go acquire(2, "patient")
+	testbed.Eventually(t, 10*time.Second, "the patient acquire queued", func() bool {
+		l.acquires.mu.Lock()
+		defer l.acquires.mu.Unlock()
+		return len(l.acquires.pending) == 1
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer wcancel()
+	if _, err := l.Acquire(wctx, lockmgr.Owner{Instance: "b", Session: 3, Start: time.Now()},
+		[]lockmgr.Key{{Name: "given-up", Rule: "r"}}); !errors.Is(err, lockmgr.ErrWaitTimeout) {
+		t.Fatalf("acquire queued behind a held batch, its wait ended: %v; want a wait timeout", err)
+	}
+	close(g.hold)
+	for range 2 {
+		if err := <-patient; err != nil {
+			t.Fatalf("acquire that waited long enough: %v", err)
+		}
+	}
+	key := l.names("given-up").lock
+	testbed.Eventually(t, 5*time.Second, "the given-up key not held in Redis", func() bool {
+		return rdb.Exists(ctx, key).Val() == 0
+	})
+}

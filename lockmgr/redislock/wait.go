@@ -422,7 +422,11 @@ func (a *attempt) fail(err error) error {
 		leasebook.CleanupWithin(a.ctx, func() {
 			ctx, cancel := a.l.freshCtx()
 			defer cancel()
-			if cerr := a.l.releaseKeys(ctx, a.h.Tok, []lockmgr.Key{a.k}, true); cerr != nil {
+			// Through the batcher of acquires: a SET NX of this wait that
+			// is still queued there, or on its way, reaches Redis first,
+			// so the cleanup deletes what it may take instead of running
+			// before it and leaving the key held until its TTL.
+			if cerr := a.l.releaseKeysIn(ctx, &a.l.acquires, a.h.Tok, []lockmgr.Key{a.k}, true, nil); cerr != nil {
 				a.l.opt.Logger.Warn("cleanup after a failed lock wait failed; the ticket or lock expires on its own",
 					zap.String("key", a.k.Name), zap.Error(cerr))
 			}
