@@ -27,6 +27,15 @@ func LingerName(n int) string {
 	return fmt.Sprintf("guarded UPDATE, lock rule, linger %s, %d instance(s)", Linger, n)
 }
 
+// The floors, each through one instance: NoRuleName with no rule on the
+// table (the relay's own cost), MemoryName with the lock rule on the
+// in-memory lock backend (a lock service that costs no round trip and no
+// other process: what any lock service behind this relay can reach).
+const (
+	NoRuleName = "UPDATE, no rule, 1 instance(s)"
+	MemoryName = "guarded UPDATE, lock rule, in-memory lock, 1 instance(s)"
+)
+
 // Target is the ratio to direct asked of one instance.
 const Target = 0.75
 
@@ -41,7 +50,7 @@ func (*Scenario) Name() string { return "disjoint" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "each client updates its own row through 1, 2, 4 lockproxy instances (lock rule on write, Redis) vs directly; throughput and CPU per statement"
+	return "each client updates its own row through 1, 2, 4 lockproxy instances (lock rule on write, Redis) vs directly, with the floors of one instance with no rule and with the rule on the in-memory lock; throughput and CPU per statement"
 }
 
 // Data is the stored result.
@@ -86,6 +95,16 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), px)
+	relay, err := e.StartProxies(ctx, 1, env.ProxyConfig{})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), relay)
+	mem, err := e.StartProxies(ctx, 1, env.ProxyConfig{Rules: contend.LockRule(database, "write")})
+	if err != nil {
+		return err
+	}
+	defer env.StopAll(context.Background(), mem)
 	lmax := pl.linger[len(pl.linger)-1]
 	lx, err := e.StartProxies(ctx, lmax, env.ProxyConfig{Locks: contend.LingerLocks(e.Bed.Redis, Linger), Rules: contend.LockRule(database, "write")})
 	if err != nil {
@@ -101,6 +120,7 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	for _, n := range pl.linger {
 		arms = append(arms, t.TimedArm(LingerName(n), DirectName, lx[:n], op))
 	}
+	arms = append(arms, t.TimedArm(NoRuleName, DirectName, relay, op), t.TimedArm(MemoryName, DirectName, mem, op))
 	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("disjoint: "+f, a...) })
 	if err != nil {
 		return fmt.Errorf("disjoint: %w", err)

@@ -47,6 +47,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		d.Clients, d.Seconds, d.Rounds, Linger)
 	b.WriteString(contend.Table(d.Arms, "updates"))
 	b.WriteString(contend.Errors(d.Arms))
+	b.WriteString(floors(d))
 	b.WriteString("CPU per UPDATE (median over rounds); *CPU model* = direct (mysqld + Redis) CPU / (mysqld + lockproxy + Redis) CPU of the arm (client CPU left out), the throughput ratio to expect while the host's cores are the bottleneck:\n\n")
 	direct, _ := contend.Find(d.Arms, DirectName)
 	b.WriteString("| arm | lockproxy CPU µs/update | mysqld CPU µs/update | Redis CPU µs/update | CPU model | measured ratio | host busy |\n|---|--:|--:|--:|--:|--:|--:|\n")
@@ -60,7 +61,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	ratio, model := chart.Series{Name: "updates/s / direct"}, chart.Series{Name: "CPU model"}
 	for _, a := range d.Arms {
 		if a.Baseline != "" {
-			labels = append(labels, fmt.Sprintf("%d instance(s)", a.Instances))
+			labels = append(labels, label(a.Name))
 			ratio.Values = append(ratio.Values, a.DoneRatio)
 			model.Values = append(model.Values, CPUModel(direct, a))
 		}
@@ -73,3 +74,31 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 	fmt.Fprintf(&b, "![%s](%s)\n\n", name, filepath.ToSlash(filepath.Join(relDir, name)))
 	return b.String(), nil
 }
+
+// label is an arm's name on the chart: what sets it apart.
+func label(name string) string {
+	for _, p := range []string{"guarded ", "UPDATE, ", "lock rule, "} {
+		name = strings.TrimPrefix(name, p)
+	}
+	return name
+}
+
+// floors says where the floor arms (no rule; the lock rule on the
+// in-memory lock) stand against direct and the Redis arm of one instance
+// against them; "" for runs without them.
+func floors(d Data) string {
+	relay, ok1 := contend.Find(d.Arms, NoRuleName)
+	mem, ok2 := contend.Find(d.Arms, MemoryName)
+	redis, ok3 := contend.Find(d.Arms, ProxyName(1))
+	if !ok1 || !ok2 || !ok3 {
+		return ""
+	}
+	return fmt.Sprintf("The floors, through one instance: with no rule on the table (the relay's own cost: two hops, no analysis that finds a rule, no lock) "+
+		"**%s** direct; with the lock rule on the in-memory lock backend (`locks.backend: memory`: the lock taken and given back inside the instance, "+
+		"no round trip and no other process, so no lock service behind this relay can cost less) **%s** direct. "+
+		"The Redis arm of one instance reached %s of the in-memory one and %s of the relay's throughput (medians of the per-round ratios).\n\n",
+		contend.X(relay.DoneRatio), contend.X(mem.DoneRatio), pct(contend.PairedRatio(redis, mem, contend.Run.DonePerSec)), pct(contend.PairedRatio(redis, relay, contend.Run.DonePerSec)))
+}
+
+// pct formats a share as a whole percentage.
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", x*100) }

@@ -36,6 +36,10 @@ func TestTargetsAndReport(t *testing.T) {
 		{Name: ProxyName(1), Baseline: DirectName, Instances: 1, DoneRatio: 0.4, MysqldCPUUs: 40, ProxyCPUUs: 40},
 		{Name: ProxyName(2), Baseline: DirectName, Instances: 2, DoneRatio: 0.45, Errors: 1, ErrorMsg: "1x x"},
 	}}
+	d.Arms[1].Samples = done(1, 400)
+	d.Arms = append(d.Arms,
+		contend.Result{Name: NoRuleName, Baseline: DirectName, Instances: 1, DoneRatio: 0.7, Samples: done(1, 700)},
+		contend.Result{Name: MemoryName, Baseline: DirectName, Instances: 1, DoneRatio: 0.6, Samples: done(1, 500)})
 	tg := targets(d)
 	if !tg[0].Met || tg[1].Met {
 		t.Errorf("targets = %+v; want lost met (direct's own count ignored), errors missed", tg)
@@ -49,7 +53,9 @@ func TestTargetsAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| " + ProxyName(1) + " | 40.0 | 40.0 | 0.0 | 0.50× | 0.40× |", "disjoint-ratio.png"} {
+	for _, want := range []string{"| " + ProxyName(1) + " | 40.0 | 40.0 | 0.0 | 0.50× | 0.40× |", "disjoint-ratio.png",
+		"with no rule on the table (the relay's own cost: two hops, no analysis that finds a rule, no lock) **0.70×** direct",
+		"so no lock service behind this relay can cost less) **0.60×** direct. The Redis arm of one instance reached 80% of the in-memory one and 57% of the relay's"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
@@ -57,4 +63,9 @@ func TestTargetsAndReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "disjoint-ratio.png")); err != nil {
 		t.Error(err)
 	}
+}
+
+// done is one round's sample of n operations a second.
+func done(round, n int) []contend.Sample {
+	return []contend.Sample{{Round: round, Run: contend.Run{Done: n, Seconds: 1}}}
 }

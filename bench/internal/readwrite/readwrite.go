@@ -26,6 +26,9 @@ const (
 	Direct  = "direct"
 	NoRules = "lockproxy, no rules"
 	Locked  = "lockproxy, lock rule"
+	// Memory is the lock rule on the in-memory lock backend: a lock
+	// service with no round trip, the floor of any behind the relay.
+	Memory = "lockproxy, lock rule, in-memory lock"
 )
 
 // Target is the least throughput through the instance with the lock rule,
@@ -53,7 +56,7 @@ func (*Scenario) Name() string { return "readwrite" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "sysbench oltp_read_write on one table, direct vs one lockproxy with no rules vs one with a lock rule on sbtest1 (write, locking_read, read_in_txn; Redis), text and prepared, interleaved; throughput ratio, CPU and Redis commands per query"
+	return "sysbench oltp_read_write on one table, direct vs one lockproxy with no rules vs one with a lock rule on sbtest1 (write, locking_read, read_in_txn; Redis) vs the same rule on the in-memory lock, text and prepared, interleaved; throughput ratio, CPU and Redis commands per query"
 }
 
 // Run is one sysbench run of one arm.
@@ -106,12 +109,17 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer locked.Stop(context.Background())
+	mem, err := e.StartProxy(ctx, env.ProxyConfig{Rules: rule})
+	if err != nil {
+		return err
+	}
+	defer mem.Stop(context.Background())
 	rdb := contend.NewRedis(e.Bed.Redis, 1)
 	defer rdb.Close()
-	m := meter{e: e, rdb: rdb, redis: contend.RedisPID(e.Bed), proxies: map[string]*env.Proxy{NoRules: plain, Locked: locked}}
+	m := meter{e: e, rdb: rdb, redis: contend.RedisPID(e.Bed), proxies: map[string]*env.Proxy{NoRules: plain, Locked: locked, Memory: mem}}
 	m.mysqld, _ = e.Bed.PrimaryPID()
 	d := Data{Threads: threads, Seconds: pl.seconds, Rounds: pl.rounds, TableSize: tableSize}
-	arms := []string{Direct, NoRules, Locked}
+	arms := []string{Direct, NoRules, Locked, Memory}
 	for round := 1; round <= pl.rounds; round++ {
 		for _, ps := range []string{"disable", "auto"} {
 			for j := range arms {
