@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"strings"
 	"unsafe"
@@ -103,7 +102,7 @@ func (m modeState) admitReading(status uint16, be *backendConn) parser.ScanOptio
 func textCost(q []byte, limit int, o parser.ScanOptions, unsure bool) (over bool, literal int) {
 	text := unsafe.String(unsafe.SliceData(q), len(q)) // q is not changed while it is read
 	over, literal = nesting(text, limit, o)
-	if !unsure && !bytes.Contains(bytes.ToLower(q), []byte("sql_mode")) {
+	if !unsure && !containsFolded(q, "sql_mode") {
 		return over, literal
 	}
 	var flip parser.Mode

@@ -37,6 +37,7 @@ func TestScanTextLiterals(t *testing.T) {
 			{"SELECT " + code + " FROM t WHERE b = 'x'", 3, 3},
 			// '\' ends under NO_BACKSLASH_ESCAPES, which the text may set.
 			{`SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT '\', ` + code + `, '`, 0, 40},
+			{`SET SQL_Mode = 'NO_BACKSLASH_ESCAPES'; SELECT '\', ` + code + `, '`, 0, 40},
 			{"SELECT `a\\`, " + code + ", `x`", 0, 0},
 		} {
 			if n := literal(tc.q); n < tc.min || n > tc.max {

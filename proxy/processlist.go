@@ -18,8 +18,8 @@ import (
 
 // isShowProcesslist reports whether q is SHOW [FULL] PROCESSLIST alone.
 func isShowProcesslist(q []byte) bool {
-	if len(q) > 64 {
-		return false
+	if len(q) > 64 || !containsFolded(q, "processlist") {
+		return false // most texts: no allocation
 	}
 	w := strings.Fields(strings.ToLower(strings.TrimSuffix(strings.TrimSpace(string(q)), ";")))
 	switch len(w) {

@@ -264,6 +264,17 @@ func mentionsTracking[T string | []byte](q T) bool {
 	return false
 }
 
+// containsFolded reports whether q holds word (lower-case ASCII),
+// ignoring ASCII case, without allocating.
+func containsFolded[T string | []byte](q T, word string) bool {
+	for i := 0; i+len(word) <= len(q); i++ {
+		if foldedIs(q[i:], word) {
+			return true
+		}
+	}
+	return false
+}
+
 // foldedIs reports whether b, ASCII letters folded to lower case, is word.
 func foldedIs[T string | []byte](b T, word string) bool {
 	for i := range len(word) {
