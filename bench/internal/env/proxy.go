@@ -48,6 +48,10 @@ type ProxyConfig struct {
 	// results of the scenarios that do not say were measured.
 	Multiplex       bool
 	PoolConnections int
+	// GOMAXPROCS, when positive, is the instance's GOMAXPROCS (the cores
+	// its goroutines run on at once), as a container's CPU limit sets it;
+	// 0 leaves the Go runtime's default (every core of the host).
+	GOMAXPROCS int
 }
 
 // Proxy is one running lockproxy process. Its methods are not safe for
@@ -86,6 +90,9 @@ func StartProxy(ctx context.Context, bin, workDir string, bed *Bed, cfg ProxyCon
 	defer logf.Close()
 	cmd := exec.Command(bin, "--config", cfgPath, "--log-format", "console", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if cfg.GOMAXPROCS > 0 {
+		cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", cfg.GOMAXPROCS))
+	}
 	if err := p.start(cmd); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %v", ErrProxy, bin, err)
 	}

@@ -66,3 +66,27 @@ func TestWindowedTargets(t *testing.T) {
 		t.Errorf("targets = %+v; want the plain arm missed (2000 → 1900) and the release-window arm met (2100 → 2200)", tg)
 	}
 }
+
+// TestSharedTargets: the shared-cores series starts from the plain
+// 1-instance arm and goes on with its own.
+func TestSharedTargets(t *testing.T) {
+	d := Data{Keys: 1000, Clients: []int{8}, Instances: []int{1, 2, 4}, Rounds: 1, Seconds: 3, Shared: true, Arms: []contend.Result{
+		{Name: DirectName(8), DonePerSec: 5000},
+		{Name: ProxyName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2000},
+		{Name: ProxyName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 1900},
+		{Name: ProxyName(8, 4), Baseline: DirectName(8), Instances: 4, DonePerSec: 1800},
+		{Name: SharedName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 2050},
+		{Name: SharedName(8, 4), Baseline: DirectName(8), Instances: 4, DonePerSec: 2040},
+	}}
+	tg := targets(d)
+	if len(tg) != 4 {
+		t.Fatalf("targets = %+v; want lost, errors, and one per arm kind", tg)
+	}
+	if tg[2].Met || tg[3].Met || tg[3].Got != "2000 → 2050 → 2040" || !strings.Contains(tg[3].Name, "cores shared out") {
+		t.Errorf("targets = %+v; want the plain arm missed (2000 → 1900 → 1800) and the shared one missed at 4 (2000 → 2050 → 2040)", tg)
+	}
+	d.Arms[5].DonePerSec = 2050
+	if tg := targets(d); !tg[3].Met {
+		t.Errorf("shared-cores target %+v missed at 2000 → 2050 → 2050", tg[3])
+	}
+}

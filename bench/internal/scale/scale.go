@@ -41,6 +41,23 @@ func ReleaseWindowName(clients, n int) string {
 	return fmt.Sprintf("%d clients, %d instance(s), release window %s", clients, n, ReleaseWindow)
 }
 
+// SharedName is the arm of clients through n instances that share the
+// host's cores out: each runs with GOMAXPROCS = cores / n (at least 1),
+// as a CPU limit of cores / n per instance would set it. With one
+// instance that is the default, so the series starts from ProxyName's
+// arm (sharedStep).
+func SharedName(clients, n int) string {
+	return fmt.Sprintf("%d clients, %d instance(s), cores shared out", clients, n)
+}
+
+// sharedStep is the arm of the shared-cores series at n instances.
+func sharedStep(clients, n int) string {
+	if n == 1 {
+		return ProxyName(clients, 1)
+	}
+	return SharedName(clients, n)
+}
+
 // Scenario is the uniform-keys scale benchmark. The zero value is ready
 // to use.
 type Scenario struct{}
@@ -53,7 +70,7 @@ func (*Scenario) Name() string { return "scale" }
 
 // Summary implements scenario.Scenario.
 func (*Scenario) Summary() string {
-	return "guarded single-row UPDATE on uniform keys over 100k rows, 8 / 64 / 256 clients through 1, 2, 4 lockproxy instances (lock rule on write, Redis) vs directly"
+	return "guarded single-row UPDATE on uniform keys over 100k rows, 8 / 64 / 256 clients through 1, 2, 4 lockproxy instances (lock rule on write, Redis; also with the host's cores shared out among the instances) vs directly"
 }
 
 // Data is the stored result.
@@ -69,6 +86,8 @@ type Data struct {
 	Lingering bool `json:"lingering,omitempty"`
 	// Windowed: the run has the release-window arms.
 	Windowed bool `json:"windowed,omitempty"`
+	// Shared: the run has the shared-cores arms.
+	Shared bool `json:"shared,omitempty"`
 }
 
 type plan struct {
@@ -101,8 +120,9 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 	defer admin.Close()
 	// Every arm's connections may still be open on the primary (a
 	// pool's idle ones) when the next arm opens as many: room for the
-	// direct clients and each set of instances.
-	restore, err := e.RoomOnPrimary(ctx, 4*pl.clients[len(pl.clients)-1]+200)
+	// direct clients and each set of instances (four of the plain
+	// configuration and two that share the cores out).
+	restore, err := e.RoomOnPrimary(ctx, 6*pl.clients[len(pl.clients)-1]+200)
 	if err != nil {
 		return err
 	}
@@ -123,6 +143,21 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		return err
 	}
 	defer env.StopAll(context.Background(), rx)
+	// The shared-cores instances, by how many share the host: n of them
+	// with GOMAXPROCS = cores / n each.
+	shared := map[int][]*env.Proxy{}
+	for _, n := range pl.instances {
+		if n == 1 {
+			continue
+		}
+		sx, err := e.StartProxies(ctx, n, env.ProxyConfig{Locks: contend.RedisLocks(e.Bed.Redis), Rules: contend.LockRule(database, "write"),
+			GOMAXPROCS: max(1, r.Machine.NProc/n)})
+		if err != nil {
+			return err
+		}
+		defer env.StopAll(context.Background(), sx)
+		shared[n] = sx
+	}
 	op := func(p contend.Pools) contend.Op { return contend.Decrement(p, uniformKey(pl.keys), false) }
 	var arms []contend.Arm
 	for _, c := range pl.clients {
@@ -137,13 +172,18 @@ func (s *Scenario) Run(ctx context.Context, e *env.Env, opts scenario.Options, r
 		for _, n := range pl.instances {
 			arms = append(arms, t.TimedArm(ReleaseWindowName(c, n), DirectName(c), rx[:n], op))
 		}
+		for _, n := range pl.instances {
+			if sx := shared[n]; sx != nil {
+				arms = append(arms, t.TimedArm(SharedName(c, n), DirectName(c), sx, op))
+			}
+		}
 	}
 	res, err := contend.Interleave(ctx, arms, pl.rounds, func(f string, a ...any) { e.Log.Printf("scale: "+f, a...) })
 	if err != nil {
 		return fmt.Errorf("scale: %w", err)
 	}
 	d := Data{Keys: pl.keys, Clients: pl.clients, Instances: pl.instances, Rounds: pl.rounds, Seconds: pl.seconds.Seconds(),
-		NProc: r.Machine.NProc, Arms: res, Lingering: true, Windowed: true}
+		NProc: r.Machine.NProc, Arms: res, Lingering: true, Windowed: true, Shared: true}
 	r.Targets = targets(d)
 	return r.SetData(d)
 }
