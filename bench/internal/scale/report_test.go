@@ -48,45 +48,42 @@ func TestTargetsAndReport(t *testing.T) {
 	}
 }
 
-// TestWindowedTargets: a run with the release-window arms has their
-// not-falling targets too, by their own figures.
-func TestWindowedTargets(t *testing.T) {
-	d := Data{Keys: 1000, Clients: []int{8}, Instances: []int{1, 2}, Rounds: 1, Seconds: 3, Windowed: true, Arms: []contend.Result{
+// TestSeriesTargets: a run with the release-window or the shared-cores
+// arms has their not-falling targets too, by their own figures; the
+// shared-cores series starts from the plain 1-instance arm.
+func TestSeriesTargets(t *testing.T) {
+	plain := []contend.Result{
 		{Name: DirectName(8), DonePerSec: 5000},
 		{Name: ProxyName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2000},
 		{Name: ProxyName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 1900},
-		{Name: ReleaseWindowName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2100},
-		{Name: ReleaseWindowName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 2200},
-	}}
-	tg := targets(d)
-	if len(tg) != 4 {
-		t.Fatalf("targets = %+v; want lost, errors, and one per arm kind", tg)
 	}
-	if tg[2].Met || !tg[3].Met || tg[3].Got != "2100 → 2200" || !strings.Contains(tg[3].Name, "release window "+ReleaseWindow) {
-		t.Errorf("targets = %+v; want the plain arm missed (2000 → 1900) and the release-window arm met (2100 → 2200)", tg)
-	}
-}
-
-// TestSharedTargets: the shared-cores series starts from the plain
-// 1-instance arm and goes on with its own.
-func TestSharedTargets(t *testing.T) {
-	d := Data{Keys: 1000, Clients: []int{8}, Instances: []int{1, 2, 4}, Rounds: 1, Seconds: 3, Shared: true, Arms: []contend.Result{
-		{Name: DirectName(8), DonePerSec: 5000},
-		{Name: ProxyName(8, 1), Baseline: DirectName(8), Instances: 1, DonePerSec: 2000},
-		{Name: ProxyName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 1900},
-		{Name: ProxyName(8, 4), Baseline: DirectName(8), Instances: 4, DonePerSec: 1800},
-		{Name: SharedName(8, 2), Baseline: DirectName(8), Instances: 2, DonePerSec: 2050},
-		{Name: SharedName(8, 4), Baseline: DirectName(8), Instances: 4, DonePerSec: 2040},
-	}}
-	tg := targets(d)
-	if len(tg) != 4 {
-		t.Fatalf("targets = %+v; want lost, errors, and one per arm kind", tg)
-	}
-	if tg[2].Met || tg[3].Met || tg[3].Got != "2000 → 2050 → 2040" || !strings.Contains(tg[3].Name, "cores shared out") {
-		t.Errorf("targets = %+v; want the plain arm missed (2000 → 1900 → 1800) and the shared one missed at 4 (2000 → 2050 → 2040)", tg)
-	}
-	d.Arms[5].DonePerSec = 2050
-	if tg := targets(d); !tg[3].Met {
-		t.Errorf("shared-cores target %+v missed at 2000 → 2050 → 2050", tg[3])
+	for _, tc := range []struct {
+		name string
+		d    Data
+		arms []contend.Result
+		got  string // the series' figures
+		met  bool
+	}{
+		{"release window", Data{Windowed: true}, []contend.Result{
+			{Name: ReleaseWindowName(8, 1), Instances: 1, DonePerSec: 2100},
+			{Name: ReleaseWindowName(8, 2), Instances: 2, DonePerSec: 2200}}, "2100 → 2200", true},
+		{"cores shared out", Data{Shared: true}, []contend.Result{
+			{Name: SharedName(8, 2), Instances: 2, DonePerSec: 2050}}, "2000 → 2050", true},
+		{"cores shared out", Data{Shared: true}, []contend.Result{
+			{Name: SharedName(8, 2), Instances: 2, DonePerSec: 1990}}, "2000 → 1990", false},
+	} {
+		d := tc.d
+		d.Keys, d.Clients, d.Instances, d.Rounds, d.Seconds = 1000, []int{8}, []int{1, 2}, 1, 3
+		d.Arms = append(append([]contend.Result(nil), plain...), tc.arms...)
+		tg := targets(d)
+		if len(tg) != 4 {
+			t.Fatalf("%s: targets = %+v; want lost, errors, and one per arm kind", tc.name, tg)
+		}
+		if tg[2].Met || tg[2].Got != "2000 → 1900" {
+			t.Errorf("%s: plain series %+v, want missed at 2000 → 1900", tc.name, tg[2])
+		}
+		if tg[3].Met != tc.met || tg[3].Got != tc.got || !strings.Contains(tg[3].Name, tc.name) {
+			t.Errorf("%s: series %+v, want %s met=%v", tc.name, tg[3], tc.got, tc.met)
+		}
 	}
 }
