@@ -17,14 +17,15 @@ import (
 
 // BenchmarkGuardedUpdate is one client's autocommit UPDATE of its own row,
 // one at a time: directly, through lockproxy with no rule on the table
-// (the relay's cost) and through lockproxy with a lock rule on write and
+// (the relay's cost), through lockproxy with a lock rule on write and
 // the Redis lock backend (the guarded statement's cost: the relay's, the
 // analysis, the lock set and one Redis round trip; the release is in the
 // background), and the same with locks.redis.release_window at 1 ms (the
-// release rides in the next statement's acquire pipeline). The client is in this process, so time, CPU (cpu-ns/op:
-// the process's user and system time per statement, which on a loaded
-// host moves less than the time) and allocations per op include the
-// driver's; compare the arms, or one arm across commits.
+// release rides in the next statement's acquire pipeline). The client is
+// in this process, so time, CPU (cpu-ns/op: the process's user and
+// system time per statement, which on a loaded host moves less than the
+// time) and allocations per op include the driver's; compare the arms,
+// or one arm across commits.
 func BenchmarkGuardedUpdate(b *testing.B) {
 	bed := testbed.Get(b)
 	base := startProxy(b, nil)
