@@ -74,22 +74,34 @@ func (g *gate) together(t *testing.T, b *batcher, n int, call func(i int)) []int
 	return slices.Clone(g.batches)
 }
 
+// warmLocker is a Locker with prefix pfx on its own client of the bed's
+// Redis, its connection and scripts warmed by one acquire and release, and
+// a context that bounds the test.
+func warmLocker(t *testing.T, pfx string) (redis.UniversalClient, *Locker, context.Context) {
+	t.Helper()
+	bed := testbed.Get(t)
+	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := New(rdb, &Options{TTL: time.Minute, Prefix: pfx, RestartGrace: -1, Logger: zaptest.NewLogger(t)})
+	t.Cleanup(func() { _ = l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
+		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rdb, l, ctx
+}
+
 // TestBatchedReleases: the releases that sessions of one Locker make while
 // another is on its way to Redis go together in the next pipeline, one
 // round trip for all; each gets its own reply.
 func TestBatchedReleases(t *testing.T) {
-	bed := testbed.Get(t)
-	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
-	t.Cleanup(func() { _ = rdb.Close() })
-	l := New(rdb, &Options{TTL: time.Minute, Prefix: servertest.Unique("lptest-"), RestartGrace: -1,
-		Logger: zaptest.NewLogger(t)})
-	t.Cleanup(func() { _ = l.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
-		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}}); err != nil {
-		t.Fatal(err)
-	}
+	rdb, l, ctx := warmLocker(t, servertest.Unique("lptest-"))
 	const n = 9
 	leases := make([]*lockmgr.Lease, n)
 	for i := range leases {
@@ -125,25 +137,9 @@ func TestBatchedReleases(t *testing.T) {
 // pipeline, one round trip for all; each gets its own reply (a key
 // another Locker holds is not granted, the free ones are).
 func TestBatchedAcquires(t *testing.T) {
-	bed := testbed.Get(t)
-	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
-	t.Cleanup(func() { _ = rdb.Close() })
 	pfx := servertest.Unique("lptest-")
-	l := New(rdb, &Options{TTL: time.Minute, Prefix: pfx, RestartGrace: -1, Logger: zaptest.NewLogger(t)})
-	t.Cleanup(func() { _ = l.Close() })
-	other := New(redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false)),
-		&Options{TTL: time.Minute, Prefix: pfx, RestartGrace: -1, Logger: zaptest.NewLogger(t)})
-	t.Cleanup(func() { _ = other.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
-		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rdb, l, ctx := warmLocker(t, pfx)
+	_, other, _ := warmLocker(t, pfx)
 	const n = 9
 	// k8 is held by another instance: its acquire in the batch misses
 	// and waits (here: until its short wait ends).
@@ -183,22 +179,7 @@ func TestBatchedAcquires(t *testing.T) {
 // the failed wait's cleanup goes after that SET, not ahead of it (which
 // would leave the key held by nobody until its TTL).
 func TestBatchedAcquireGivenUp(t *testing.T) {
-	bed := testbed.Get(t)
-	rdb := redis.NewUniversalClient(ClientOptions([]string{bed.RedisAddr}, "", false))
-	t.Cleanup(func() { _ = rdb.Close() })
-	l := New(rdb, &Options{TTL: time.Minute, Prefix: servertest.Unique("lptest-"), RestartGrace: -1,
-		Logger: zaptest.NewLogger(t)})
-	t.Cleanup(func() { _ = l.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "warm", Session: 1, Start: time.Now()},
-		[]lockmgr.Key{{Name: "warm-up", Rule: "r"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rdb, l, ctx := warmLocker(t, servertest.Unique("lptest-"))
 	g := &gate{hold: make(chan struct{})}
 	rdb.AddHook(g)
 	patient := make(chan error, 2)
