@@ -15,6 +15,7 @@ import (
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -46,6 +47,12 @@ func startProxyWith(t testing.TB, edit func(*rules.Config), locker lockmgr.Locke
 // test may break).
 func startProxyOn(t testing.TB, bed *testbed.Bed, edit func(*rules.Config), locker lockmgr.Locker) *testProxy {
 	t.Helper()
+	return startProxyLogging(t, bed, edit, locker, zaptest.NewLogger(t))
+}
+
+// startProxyLogging is startProxyOn with the proxy's logger.
+func startProxyLogging(t testing.TB, bed *testbed.Bed, edit func(*rules.Config), locker lockmgr.Locker, log *zap.Logger) *testProxy {
+	t.Helper()
 	yaml := fmt.Sprintf(`proxy:
   handshake_timeout: 5s
 users:
@@ -64,7 +71,7 @@ locks:
 		edit(cfg)
 	}
 	reg := prometheus.NewRegistry()
-	return serveProxy(t, bed, cfg, Options{Logger: zaptest.NewLogger(t), Registry: reg, Locker: locker}, reg)
+	return serveProxy(t, bed, cfg, Options{Logger: log, Registry: reg, Locker: locker}, reg)
 }
 
 // serveProxy runs a Server for cfg on a free loopback port until the test

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"database/sql"
-	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
 )
 
 // The client matrix: each client library runs one scenario script
@@ -156,7 +156,11 @@ func TestClientMatrix(t *testing.T) {
 		Lock:      []string{rules.LockWrite, rules.LockLockingRead, rules.LockReadInTxn},
 		OnUnkeyed: rules.OnUnkeyedReject, OnUnkeyedRead: rules.OnUnkeyedAllow}}
 	proxyWith := func(requireTLS bool, backendCA string, edits ...func(*rules.Config)) *testProxy {
-		return startProxyWith(t, func(c *rules.Config) {
+		// Errors only: the four proxies serve every client's six runs, and
+		// their session and audit lines in the parent test's output would
+		// bury a failing client's report below them.
+		quiet := zaptest.NewLogger(t, zaptest.Level(zapcore.ErrorLevel))
+		return startProxyLogging(t, bed, func(c *rules.Config) {
 			// The default, as MariaDB's connect_timeout: a JVM's first TLS
 			// handshake on a busy machine may take more than the tests' 2s.
 			c.Proxy.HandshakeTimeout = rules.Duration(10 * time.Second)
@@ -170,7 +174,7 @@ func TestClientMatrix(t *testing.T) {
 			for _, e := range edits {
 				e(c)
 			}
-		}, memlock.New(nil, nil))
+		}, memlock.New(nil, nil), quiet)
 	}
 	p, pTLS, pBackendTLS := proxyWith(false, ""), proxyWith(true, ""), proxyWith(true, bed.TLSCA)
 	pMux := proxyWith(false, "", multiplexed(16))
@@ -304,6 +308,3 @@ func checkLines(t *testing.T, side, out string, want []string) {
 		}
 	}
 }
-
-var _ = fmt.Sprint
-var _ = os.Getenv
