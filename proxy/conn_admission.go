@@ -15,9 +15,17 @@ import (
 )
 
 // Serve accepts connections on ln until Shutdown. It returns nil after a
-// shutdown and the accept error otherwise.
+// shutdown and the accept error otherwise. Called after Shutdown has
+// begun, it closes ln and returns nil at once: Shutdown closes only the
+// listener it finds, so a Serve that started after it would otherwise
+// accept forever.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
 	s.ln = ln
 	s.mu.Unlock()
 	rt := s.loaded().router

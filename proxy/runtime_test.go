@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
 )
 
 // TestReloadUnderLoad swaps configurations (rules on and off, replicas on
@@ -96,6 +100,47 @@ func TestReloadUnderLoad(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("load during reloads: %v", err)
 		}
+	}
+}
+
+// TestShutdownBeforeServe: a Serve that starts after Shutdown has begun
+// (a SIGTERM at start-up, a test's cleanup racing the goroutine that
+// serves) returns at once and closes its listener, rather than accepting
+// forever past a shutdown that found no listener to close.
+func TestShutdownBeforeServe(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, err := rules.LoadBytes("test.yaml", []byte(fmt.Sprintf("users: [{user: %s, password: %q}]\nbackends: {primary: %q}\nlocks: {backend: memory}\n",
+		bed.User, bed.Password, bed.PrimaryAddr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cfg, Options{Logger: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with nothing served: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown: %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = ln.Close()
+		t.Fatal("Serve after Shutdown still accepts")
+	}
+	if c, err := net.DialTimeout("tcp", ln.Addr().String(), 2*time.Second); err == nil {
+		c.Close()
+		t.Fatal("Serve after Shutdown left its listener open")
 	}
 }
 
