@@ -345,22 +345,31 @@ func newPool() *pool {
 // login: an account read from the primary logs in again on an idle
 // connection, so MariaDB judges the login.
 func (p *pool) get(ctx context.Context, key poolKey) (*backendConn, error) {
-	return p.take(ctx, key, false)
+	return p.take(ctx, key, false, 0)
 }
 
 // lend is get for a session whose login MariaDB judged already (a
 // multiplexing session borrowing again): an idle connection of its key
 // is logged in as its account with its password, and is lent as it is.
-func (p *pool) lend(ctx context.Context, key poolKey) (*backendConn, error) {
-	return p.take(ctx, key, true)
+// limit, when positive, bounds the wait for room and the dial when no
+// idle connection is left (an idle one is lent without a timer).
+func (p *pool) lend(ctx context.Context, key poolKey, limit time.Duration) (*backendConn, error) {
+	return p.take(ctx, key, true, limit)
 }
 
-func (p *pool) take(ctx context.Context, key poolKey, judged bool) (*backendConn, error) {
+// take is get (judged false) or lend (judged true); limit, when
+// positive, bounds only the wait for room and the dial.
+func (p *pool) take(ctx context.Context, key poolKey, judged bool, limit time.Duration) (*backendConn, error) {
 	for {
 		p.mu.Lock()
 		list := p.idle[key]
 		if len(list) == 0 {
 			p.mu.Unlock()
+			if limit > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, limit)
+				defer cancel()
+			}
 			return p.dial(ctx, key, judged)
 		}
 		b := list[len(list)-1]

@@ -334,9 +334,7 @@ func (s *session) dispatchLent(p []byte) error {
 // current database db; ctx ends when lockproxy stops for good.
 func (m *muxState) borrow(ctx context.Context, srv *Server, db string) (*backendConn, error) {
 	wait := srv.config().Backends.Pool.WaitTimeout.D()
-	ctx, cancel := context.WithTimeout(ctx, wait+dialTimeout)
-	defer cancel()
-	be, err := srv.pool.lend(ctx, m.key) // the login was judged (pinBackend)
+	be, err := srv.pool.lend(ctx, m.key, wait+dialTimeout) // the login was judged (pinBackend)
 	if err != nil {
 		if !errors.Is(err, errPoolExhausted) {
 			srv.metrics.backendErrors.WithLabelValues("primary").Inc()

@@ -290,15 +290,12 @@ func (r *routeState) replicaConn(env routeEnv, key poolKey, addr string) (*backe
 	}
 	if r.replica.conn == nil {
 		key.addr, key.db, key.readOnly, key.track = addr, "", true, false
-		take := env.srv.pool.get
 		if env.mux {
 			// The login was judged (pinBackend); the connection is the
 			// pool's, in the session's database, as the primary's are.
-			key.db, take = env.db, env.srv.pool.lend
+			key.db = env.db
 		}
-		ctx, cancel := context.WithTimeout(env.ctx, dialTimeout)
-		b, err := take(ctx, key)
-		cancel()
+		b, err := env.srv.pool.take(env.ctx, key, env.mux, dialTimeout)
 		if err != nil {
 			return nil, err
 		}

@@ -136,7 +136,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 		return nil
 	}
 	keys, _ := l.book.StartRelease(h)
-	ctx, cancel := l.opCtx(ctx)
+	ctx, cancel := l.batchCtx(ctx)
 	defer cancel()
 	err := l.releaseKeys(ctx, h.Tok, keys, true, l.book.StaleTickets(h)...)
 	l.book.Forget(h)
@@ -211,12 +211,12 @@ func (l *Locker) releaseKeysIn(ctx context.Context, b *batcher, tok string, keys
 
 // releaseQueue is the queue of releaseKeys's calls, for a batch.
 func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale []string) func(p redis.Pipeliner) []*redis.Cmd {
-	lease := ""
+	lease := any("")
 	if grant {
-		lease = strconv.FormatInt(l.grantLease().Milliseconds(), 10)
+		lease = l.relArgs.lease
 	}
 	args := make([]any, 0, 6+len(stale))
-	args = append(args, tok, "", lease, l.opt.FenceTTL.Milliseconds(), l.ticketTTL().Milliseconds(), "")
+	args = append(args, tok, "", lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, "")
 	for _, t := range stale {
 		args = append(args, t)
 	}

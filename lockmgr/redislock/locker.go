@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +115,9 @@ type Locker struct {
 	evict    evictGuard
 	batch    batcher // releases of all sessions, pipelined
 	acquires batcher // the fast path's acquires of all sessions, pipelined
+	// relArgs are the release script's arguments that depend only on
+	// the options (releaseQueue), boxed once rather than per release.
+	relArgs struct{ lease, fenceTTL, ticketTTL any }
 
 	seq     atomic.Uint64
 	ctx     context.Context // ends at Close
@@ -145,6 +149,8 @@ func New(rdb redis.UniversalClient, o *Options) *Locker {
 		book: leasebook.New(opt.Logger),
 	}
 	l.wound = opt.Prefix + ":locker:" + l.id
+	l.relArgs.lease = strconv.FormatInt(l.grantLease().Milliseconds(), 10)
+	l.relArgs.fenceTTL, l.relArgs.ticketTTL = opt.FenceTTL.Milliseconds(), l.ticketTTL().Milliseconds()
 	l.batch.l = l
 	l.acquires.l, l.acquires.carry = l, &l.batch
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
@@ -259,6 +265,17 @@ func itoa(n uint64) string {
 // (see leasebook.CallCtx).
 func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return leasebook.CallCtx(ctx, l.opt.OpTimeout)
+}
+
+// batchCtx is opCtx for a call that only waits in a batcher (do): a ctx
+// with a deadline bounds it as it is, with no child context (and timer)
+// made and cancelled for each statement. Nothing outlives the call on
+// it but the batch's own, which has a context of its own (flush).
+func (l *Locker) batchCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.opt.OpTimeout)
 }
 
 // freshCtx is for cleanup: bounded, independent of the caller's dead ctx.

@@ -329,7 +329,7 @@ func twice[T any](ctx context.Context, call func() (T, error)) (T, error) {
 // statement's wait (TestLockServiceSlowerThanAFixedTimeout).
 func (a *attempt) setNX(ctx context.Context, fence uint64) (bool, error) {
 	l := a.l
-	octx, cancel := l.opCtx(ctx)
+	octx, cancel := l.batchCtx(ctx)
 	defer cancel()
 	a.queued, a.asked = true, time.Now()
 	cmds, err := l.acquires.do(octx, func(p redis.Pipeliner) []*redis.Cmd {
