@@ -90,6 +90,26 @@ func BenchmarkShapeHitString(b *testing.B) {
 	})
 }
 
+// BenchmarkShapeHitRange: a range read (sysbench oltp_read_write's
+// simple range) with new BETWEEN bounds in each text, answered by its
+// shape; BenchmarkAnalyzeRange is the same text analysed from scratch.
+func BenchmarkShapeHitRange(b *testing.B) {
+	benchShapeHit(b, func(i int) string {
+		return "SELECT c FROM sbtest1 WHERE id BETWEEN " + strconv.Itoa(i) + " AND " + strconv.Itoa(i+99)
+	})
+}
+
+// BenchmarkAnalyzeRange is a range read analysed from its text.
+func BenchmarkAnalyzeRange(b *testing.B) {
+	const sql = "SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze(sql, "shop"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchShapeHit times AnalyzeShaped over 1000 texts of one shape, text(i),
 // once the shape was analysed from another text of it.
 func benchShapeHit(b *testing.B, text func(i int) string) {

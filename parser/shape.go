@@ -29,7 +29,9 @@ import (
 // lone `=` and is not part of a word, a number with a fraction or
 // exponent, or a signed number, and a single-quoted string of printable
 // ASCII without a backslash that follows a lone `=` with no introducer,
-// no doubled quote, no string next to it and no COLLATE (shapeableString).
+// no doubled quote, no string next to it and no COLLATE (shapeableString),
+// and the two bounds of `BETWEEN lo AND hi` when both are such digit runs,
+// differ, and nothing after hi can extend it (betweenPair: range reads).
 // A shape is used only when its analysis
 // is that of one INSERT, REPLACE, UPDATE, DELETE or SELECT that parsed
 // with certainty, and only after the analysis of the first text seen with
@@ -55,12 +57,18 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 	// NO_BACKSLASH_ESCAPES): a string holding a backslash is never shaped,
 	// and a backslash outside one gives up.
 	sc := NewScanner(sql, ScanOptions{Mode: ModeNoBackslashEscapes})
+	afterBetween := false // the last token outside blanks was the word BETWEEN
+	hiAt := -1            // where the upper bound of a shaped BETWEEN pair starts
 	for {
 		t, more := sc.Next()
 		if !more {
 			break
 		}
 		c := sql[t.Start]
+		wasBetween := afterBetween
+		if t.Kind != TokenSpace {
+			afterBetween = false
+		}
 		switch t.Kind {
 		case TokenComment, TokenExecStart, TokenExecEnd:
 			return "", nil, false
@@ -85,6 +93,25 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 			prev2, prev = prev, c
 		case TokenWord:
 			run := sql[t.Start:t.End]
+			bound := t.Start == hiAt
+			if !bound && wasBetween {
+				if at := betweenPair(sql, t.Start, t.End); at >= 0 {
+					hiAt, bound = at, true
+				}
+			}
+			if bound { // a BETWEEN pair's bound (betweenPair)
+				n, _ := strconv.ParseInt(run, 10, 64) // digits only, at most 18 of them
+				if b.Len() == 0 {
+					b.Grow(len(sql))
+				}
+				b.WriteString(sql[last:t.Start])
+				b.WriteByte('?')
+				last = t.End
+				vals = append(vals, Value{Kind: ValueInt, Int: n, Text: strconv.FormatInt(n, 10)})
+				prev2, prev = prev, '?'
+				continue
+			}
+			afterBetween = strings.EqualFold(run, "between")
 			if !shapeable(sql, t.Start, t.End, prev, prev2) {
 				prev2, prev = prev, run[len(run)-1]
 				continue
@@ -142,6 +169,77 @@ func shapeable(sql string, start, end int, prev, prev2 byte) bool {
 		return false
 	}
 	return end == len(sql) || sql[end] != '.'
+}
+
+// betweenPair reports where the upper bound of a BETWEEN pair starts
+// when sql[start:end], the word right after a BETWEEN, is its lower bound
+// and both are shaped together; -1 if they are not. Only the narrowest
+// form is: `BETWEEN lo AND hi` with lo and hi runs of at most
+// maxShapeDigits decimal digits, only blanks between them and the AND,
+// and after hi only the end of the text, a closing parenthesis or one of
+// AND, OR, ORDER, GROUP, LIMIT, FOR and LOCK, none of which an operand
+// of BETWEEN can continue into (hi + 1, hi COLLATE x, hi IS NULL are not
+// shaped). And lo must differ from hi: the analysis reads `e BETWEEN k
+// AND k` as `e = k` and keys it, which a shape, whose placeholders it
+// cannot compare, would not.
+func betweenPair(sql string, start, end int) int {
+	lo, ok := digitRun(sql, start, end)
+	if !ok {
+		return -1
+	}
+	i := skipBlanks(sql, end)
+	if !wordAt(sql, i, "and") {
+		return -1
+	}
+	hiStart := skipBlanks(sql, i+len("and"))
+	hiEnd := hiStart
+	for hiEnd < len(sql) && IsWordByte(sql[hiEnd]) {
+		hiEnd++
+	}
+	hi, ok := digitRun(sql, hiStart, hiEnd)
+	if !ok || hi == lo {
+		return -1
+	}
+	j := skipBlanks(sql, hiEnd)
+	if j == len(sql) || sql[j] == ')' {
+		return hiStart
+	}
+	for _, w := range [...]string{"and", "or", "order", "group", "limit", "for", "lock"} {
+		if wordAt(sql, j, w) {
+			return hiStart
+		}
+	}
+	return -1
+}
+
+// digitRun returns the value of sql[start:end], a maximal run of word
+// bytes, when it is 1 to maxShapeDigits decimal digits not next to a dot.
+func digitRun(sql string, start, end int) (int64, bool) {
+	if end <= start || end-start > maxShapeDigits || start > 0 && sql[start-1] == '.' || end < len(sql) && sql[end] == '.' {
+		return 0, false
+	}
+	for i := start; i < end; i++ {
+		if sql[i] < '0' || sql[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(sql[start:end], 10, 64)
+	return n, err == nil
+}
+
+// skipBlanks returns the index of the first byte at or after i that is
+// not a blank.
+func skipBlanks(sql string, i int) int {
+	for i < len(sql) && isSpace(sql[i]) {
+		i++
+	}
+	return i
+}
+
+// wordAt reports whether the word at sql[i:] is w, in any case.
+func wordAt(sql string, i int, w string) bool {
+	return len(sql)-i >= len(w) && strings.EqualFold(sql[i:i+len(w)], w) &&
+		(len(sql) == i+len(w) || !IsWordByte(sql[i+len(w)]))
 }
 
 // shapeableString reports whether sql[open:closing+1], a single-quoted

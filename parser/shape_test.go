@@ -3,6 +3,7 @@ package parser
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"strconv"
 	"testing"
@@ -26,6 +27,11 @@ func TestShapeOf(t *testing.T) {
 		{"SELECT * FROM t WHERE s = '' AND n = 'x y ' AND q='\"?;'", "SELECT * FROM t WHERE s = ? AND n = ? AND q=?", []Value{sv(""), sv("x y "), sv(`"?;`)}},
 		{"UPDATE t SET note = 'paid' WHERE code='AB'", "UPDATE t SET note = ? WHERE code=?", []Value{sv("paid"), sv("AB")}},
 		{"SELECT s = 'a' collated FROM t", "SELECT s = ? collated FROM t", []Value{sv("a")}}, // an alias, not COLLATE
+		// Range reads: both bounds of BETWEEN, when nothing can extend hi.
+		{"SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111", "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", []Value{iv(5012), iv(5111)}},
+		{"SELECT DISTINCT c FROM sbtest1 WHERE id between 1\tand 0100 ORDER BY c", "SELECT DISTINCT c FROM sbtest1 WHERE id between ?\tand ? ORDER BY c", []Value{iv(1), iv(100)}},
+		{"SELECT * FROM t WHERE (a NOT BETWEEN 1 AND 2) AND b = 3 FOR UPDATE", "SELECT * FROM t WHERE (a NOT BETWEEN ? AND ?) AND b = ? FOR UPDATE", []Value{iv(1), iv(2), iv(3)}},
+		{"DELETE FROM t WHERE k BETWEEN 7 AND 9 OR k = 1 LIMIT 5", "DELETE FROM t WHERE k BETWEEN ? AND ? OR k = ? LIMIT 5", []Value{iv(7), iv(9), iv(1)}},
 	} {
 		shape, vals, ok := shapeOf(tt.sql)
 		if !ok || shape != tt.shape || len(vals) != len(tt.vals) {
@@ -70,6 +76,20 @@ func TestShapeOf(t *testing.T) {
 		"SELECT * FROM t WHERE id = 5 /*!100100 OR 1=1 */", "SELECT * FROM t WHERE id = ?", "SELECT * FROM t WHERE id = 5 AND s = 'a\\'=1'",
 		"SELECT * FROM t WHERE id = @v := 5", "SELECT * FROM t WHERE id = 5 INTO @x", `SELECT * FROM t WHERE "a" = 5`,
 		"SELECT * FROM t WHERE s = 'unterminated = 5", "SELECT * FROM t WHERE id = 5a",
+		// BETWEEN pairs that are not shaped: equal bounds (keyed as e = k),
+		// a bound that is not a plain digit run, something that extends
+		// hi, something other than blanks between the bounds and AND.
+		"SELECT * FROM t WHERE id BETWEEN 5 AND 5", "SELECT * FROM t WHERE id BETWEEN 5 AND 05",
+		"SELECT * FROM t WHERE id BETWEEN -5 AND 5", "SELECT * FROM t WHERE id BETWEEN 5 AND -1",
+		"SELECT * FROM t WHERE id BETWEEN 1.5 AND 5", "SELECT * FROM t WHERE id BETWEEN 1 AND 5.5",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 5 + 1", "SELECT * FROM t WHERE id BETWEEN 1 + 1 AND 5",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 5 IS TRUE", "SELECT * FROM t WHERE id BETWEEN 1 AND 5 COLLATE x",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 5 DIV 2", "SELECT * FROM t WHERE id BETWEEN 1 AND 5 || 1",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 0x5", "SELECT * FROM t WHERE id BETWEEN 1 AND 5e1",
+		"SELECT * FROM t WHERE id BETWEEN 1 && 5", "SELECT * FROM t WHERE id BETWEEN '1' AND '5'",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 1234567890123456789", "SELECT * FROM t WHERE id BETWEEN 1 /* x */ AND 5",
+		"SELECT * FROM t WHERE id BETWEEN 1 AND 5;", "SELECT * FROM t WHERE id BETWEEN @a AND 5",
+		"SELECT * FROM t WHERE id BETWEENX 1 AND 5", "SELECT * FROM t WHERE id BETWEEN 1 ANDY 5",
 	} {
 		if shape, vals, ok := shapeOf(sql); ok {
 			t.Errorf("shapeOf(%q) = %q, %v; want it left alone", sql, shape, vals)
@@ -93,6 +113,12 @@ func TestShapeStandsForItsTexts(t *testing.T) {
 		"SELECT stock FROM inventory WHERE sku = 'A-1001' AND warehouse = 3 FOR UPDATE",
 		"UPDATE orders SET state = 'paid', paid_by = 'card' WHERE order_no = 'O-77'",
 		"DELETE FROM carts WHERE user_id = 9 AND sku = 'B 2 '",
+		// sysbench oltp_read_write's range reads
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111",
+		"SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 5012 AND 5111",
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111 ORDER BY c",
+		"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111 ORDER BY c",
+		"SELECT stock FROM sku_stock WHERE sku_id BETWEEN 5 AND 9 FOR UPDATE",
 	} {
 		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
 		if err != nil || params == nil {
@@ -184,6 +210,44 @@ func TestShapeRefusedWhereItWouldDiffer(t *testing.T) {
 	}
 }
 
+// TestShapeKeepsBetweenKeys: a BETWEEN whose bounds are equal is keyed
+// as e = k, which the shape of a range (placeholders for both bounds)
+// cannot be: once a range has established the shape, a text with equal
+// bounds is still analysed from its own text, and keys its row.
+func TestShapeKeepsBetweenKeys(t *testing.T) {
+	c := NewCache(64)
+	const pre = "SELECT stock FROM sku_stock WHERE sku_id BETWEEN "
+	if _, params, err := c.AnalyzeShaped(pre+"5 AND 9 FOR UPDATE", "shop", DefaultOptions); err != nil || params == nil {
+		t.Fatalf("a range: params %v, err %v; want the shape", params, err)
+	}
+	for _, bounds := range []string{"7 AND 7", "07 AND 7", "7 AND 0007"} {
+		sql := pre + bounds + " FOR UPDATE"
+		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := Analyze(sql, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if params != nil && !sameUnderParams(an, own, boundValues(params)) {
+			t.Errorf("%s: answered by the range's shape (params %v), which differs from its own analysis", sql, params)
+		}
+	}
+	// The text's own analysis keys the row (so the shape would lose it).
+	own, err := Analyze(pre+"7 AND 7 FOR UPDATE", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranged, err := Analyze(pre+"5 AND 9 FOR UPDATE", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(own.Stmts[0].Tables[0].Where, ranged.Stmts[0].Tables[0].Where) {
+		t.Fatal("BETWEEN 7 AND 7 and BETWEEN 5 AND 9 analyse alike: the test no longer shows what it guards")
+	}
+}
+
 var placeholder = regexp.MustCompile(`\?`)
 
 // FuzzShape: for any text a shape is used for, the shape's analysis bound
@@ -208,6 +272,10 @@ func FuzzShape(f *testing.F) {
 		"INSERT INTO t SET a = 'x', b = 1",
 		"SELECT * FROM t WHERE (a, b) = ('x', 'y')",
 		"SELECT * FROM t WHERE a = 'x' AND a = 'x'",
+		"SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111 ORDER BY c",
+		"SELECT * FROM t WHERE a BETWEEN 1 AND 2 AND b = 3 FOR UPDATE",
+		"UPDATE t SET a = 1 WHERE k NOT BETWEEN 4 AND 9",
+		"SELECT * FROM t WHERE (k BETWEEN 1 AND 5) OR k = 3",
 	} {
 		f.Add(s, uint64(1))
 	}
@@ -227,17 +295,24 @@ func FuzzShape(f *testing.F) {
 		}
 		shape, vals, _ := shapeOf(sql)
 		// Another text of the same shape: new digits or a new string where
-		// the shape has '?'.
+		// the shape has '?'. An integer never repeats the one before it:
+		// the two bounds of a shaped BETWEEN differ (betweenPair).
 		r := rand.New(rand.NewPCG(seed, 7))
 		other := ""
 		parts := placeholder.Split(shape, -1)
+		prevInt := int64(-1)
 		for i, p := range parts {
 			other += p
 			if i < len(parts)-1 {
 				if vals[i].Kind == ValueString {
 					other += quoteString(randomShapeString(r))
 				} else {
-					other += strconv.FormatInt(r.Int64N(1_000_000)*int64(1+r.IntN(3)), 10)
+					n := r.Int64N(1_000_000) * int64(1+r.IntN(3))
+					if n == prevInt {
+						n++
+					}
+					prevInt = n
+					other += strconv.FormatInt(n, 10)
 				}
 			}
 		}
