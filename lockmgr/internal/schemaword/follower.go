@@ -59,7 +59,10 @@ func (f *Follower) Seen(version int64, writer string) {
 	f.known, f.last = true, version
 	deliver := known && version != last && !f.allOwn(last, version, writer)
 	for v := range f.own {
-		if v <= version || version < last {
+		// Before the baseline, last is no version at all: a baseline
+		// read before this Locker's first announcements (-1, no record
+		// yet) must keep them, or the next read takes them for another's.
+		if v <= version || known && version < last {
 			delete(f.own, v)
 		}
 	}

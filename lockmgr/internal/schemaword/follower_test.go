@@ -99,3 +99,26 @@ func TestSignalMerges(t *testing.T) {
 	default:
 	}
 }
+
+// TestOwnBeforeBaseline: a Locker that announces while its first read is
+// still on its way (that read finds no record: -1) delivers nothing for
+// its own announcements when the next read finds them.
+func TestOwnBeforeBaseline(t *testing.T) {
+	f := New("me")
+	for v := int64(0); v < 5; v++ {
+		f.Own(v)
+	}
+	f.Seen(-1, "")
+	f.Seen(4, "me")
+	select {
+	case <-f.C():
+		t.Fatal("the Locker heard its own announcements, made before its baseline read was recorded")
+	default:
+	}
+	f.Seen(5, "other")
+	select {
+	case <-f.C():
+	default:
+		t.Fatal("another's announcement after them was not delivered")
+	}
+}
