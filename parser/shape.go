@@ -100,7 +100,10 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 				}
 			}
 			if bound { // a BETWEEN pair's bound (betweenPair)
-				n, _ := strconv.ParseInt(run, 10, 64) // digits only, at most 18 of them
+				n, ok := digitRun(sql, t.Start, t.End)
+				if !ok { // the scanner's word is not the run betweenPair read
+					return "", nil, false
+				}
 				if b.Len() == 0 {
 					b.Grow(len(sql))
 				}
