@@ -99,28 +99,16 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 					hiAt, bound = at, true
 				}
 			}
-			if bound { // a BETWEEN pair's bound (betweenPair)
-				n, ok := digitRun(sql, t.Start, t.End)
-				if !ok { // the scanner's word is not the run betweenPair read
-					return "", nil, false
+			if !bound {
+				afterBetween = strings.EqualFold(run, "between")
+				if !shapeable(sql, t.Start, t.End, prev, prev2) {
+					prev2, prev = prev, run[len(run)-1]
+					continue
 				}
-				if b.Len() == 0 {
-					b.Grow(len(sql))
-				}
-				b.WriteString(sql[last:t.Start])
-				b.WriteByte('?')
-				last = t.End
-				vals = append(vals, Value{Kind: ValueInt, Int: n, Text: strconv.FormatInt(n, 10)})
-				prev2, prev = prev, '?'
-				continue
 			}
-			afterBetween = strings.EqualFold(run, "between")
-			if !shapeable(sql, t.Start, t.End, prev, prev2) {
-				prev2, prev = prev, run[len(run)-1]
-				continue
-			}
-			n, err := strconv.ParseInt(run, 10, 64)
-			if err != nil {
+			// A digit run after a lone `=`, or a BETWEEN pair's bound.
+			n, ok := digitRun(sql, t.Start, t.End)
+			if !ok { // a bound whose word is not the run betweenPair read
 				return "", nil, false
 			}
 			if b.Len() == 0 {
