@@ -2,12 +2,28 @@ package proxy
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 )
+
+// shapeBed is the shape tests' table, sku with rows 0, 7 and 1001 at
+// stock 10, behind a proxy whose sku-stock rule guards it: the proxy, a
+// handle straight to the primary and two through the proxy.
+func shapeBed(t *testing.T) (p *testProxy, direct, a, b *sql.DB) {
+	t.Helper()
+	base := startProxy(t, nil)
+	db := freshDB(t, base)
+	direct = base.direct(t, db, "")
+	testbed.MustExec(t, direct,
+		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
+		"INSERT INTO sku VALUES (0, 10), (7, 10), (1001, 10)")
+	p = guardedProxy(t, db, nil)
+	return p, direct, p.db(t, db, ""), p.db(t, db, "")
+}
 
 // TestTextShapesLockTheirOwnRows: text UPDATEs that differ only in their
 // numbers are analysed once by their shape, and each still takes the lock
@@ -16,14 +32,7 @@ import (
 // whose shape would not key every row are planned from their own text, so
 // a refusal quotes the text's literal, not a placeholder.
 func TestTextShapesLockTheirOwnRows(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	direct := base.direct(t, db, "")
-	testbed.MustExec(t, direct,
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (0, 10), (7, 10), (1001, 10)")
-	p := guardedProxy(t, db, nil)
-	a, b := p.db(t, db, ""), p.db(t, db, "")
+	p, direct, a, b := shapeBed(t)
 	ctx := context.Background()
 	stock := func(id int) int { return skuStock(t, direct, id) }
 
@@ -91,14 +100,7 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 // that keys nothing is made again from the text.) A range on a guarded
 // table keys no row; it is refused from its own text, as before.
 func TestTextShapesOfRanges(t *testing.T) {
-	base := startProxy(t, nil)
-	db := freshDB(t, base)
-	direct := base.direct(t, db, "")
-	testbed.MustExec(t, direct,
-		"CREATE TABLE sku (sku_id BIGINT PRIMARY KEY, stock INT NOT NULL)",
-		"INSERT INTO sku VALUES (0, 10), (7, 10), (1001, 10)")
-	p := guardedProxy(t, db, nil)
-	a, b := p.db(t, db, ""), p.db(t, db, "")
+	p, direct, a, b := shapeBed(t)
 	ctx := context.Background()
 
 	shaped := p.srv.analyzer.Shaped()
