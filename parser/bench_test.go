@@ -9,25 +9,13 @@ import (
 // BenchmarkAnalyzeKeyedUpdate is the uncached cost of the statement a
 // guarded row sees most.
 func BenchmarkAnalyzeKeyedUpdate(b *testing.B) {
-	const sql = "UPDATE sku_stock SET stock = 9 WHERE sku_id = 1001"
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Analyze(sql, "shop"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAnalyze(b, "UPDATE sku_stock SET stock = 9 WHERE sku_id = 1001")
 }
 
 // BenchmarkAnalyzeORMSelect is a Hibernate-style locking read with a
 // placeholder.
 func BenchmarkAnalyzeORMSelect(b *testing.B) {
-	const sql = "select s1_0.sku_id,s1_0.stock,s1_0.version from sku_stock s1_0 where s1_0.sku_id=? for update"
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Analyze(sql, "shop"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAnalyze(b, "select s1_0.sku_id,s1_0.stock,s1_0.version from sku_stock s1_0 where s1_0.sku_id=? for update")
 }
 
 // BenchmarkAnalyzeINList500 is a locking read of 500 keys.
@@ -36,13 +24,7 @@ func BenchmarkAnalyzeINList500(b *testing.B) {
 	for i := 2; i <= 500; i++ {
 		sql += "," + strconv.Itoa(i)
 	}
-	sql += ") FOR UPDATE"
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Analyze(sql, "shop"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAnalyze(b, sql+") FOR UPDATE")
 }
 
 // BenchmarkCacheHit is the cost of a statement already analysed.
@@ -101,7 +83,11 @@ func BenchmarkShapeHitRange(b *testing.B) {
 
 // BenchmarkAnalyzeRange is a range read analysed from its text.
 func BenchmarkAnalyzeRange(b *testing.B) {
-	const sql = "SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111"
+	benchAnalyze(b, "SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111")
+}
+
+// benchAnalyze times the uncached analysis of sql.
+func benchAnalyze(b *testing.B, sql string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Analyze(sql, "shop"); err != nil {

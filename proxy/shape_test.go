@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -25,6 +26,22 @@ func shapeBed(t *testing.T) (p *testProxy, direct, a, b *sql.DB) {
 	return p, direct, p.db(t, db, ""), p.db(t, db, "")
 }
 
+// holdRow begins a transaction on h that writes sku row id, so it holds
+// the row's lock until the transaction ends (a rollback at the test's
+// end, or the caller's).
+func holdRow(t *testing.T, h *sql.DB, id int) *sql.Tx {
+	t.Helper()
+	tx, err := h.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	if _, err := tx.Exec(fmt.Sprintf("UPDATE sku SET stock = stock WHERE sku_id = %d", id)); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // TestTextShapesLockTheirOwnRows: text UPDATEs that differ only in their
 // numbers are analysed once by their shape, and each still takes the lock
 // of the row it names: with row 1001 held, the UPDATE of row 1001 waits
@@ -33,7 +50,6 @@ func shapeBed(t *testing.T) (p *testProxy, direct, a, b *sql.DB) {
 // a refusal quotes the text's literal, not a placeholder.
 func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	p, direct, a, b := shapeBed(t)
-	ctx := context.Background()
 	stock := func(id int) int { return skuStock(t, direct, id) }
 
 	if _, err := a.Exec("UPDATE sku SET stock = 5 WHERE sku_id = 0"); err != nil {
@@ -50,15 +66,8 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 		t.Fatalf("stocks %d, %d; want 5, 6", stock(0), stock(7))
 	}
 
-	tx, err := b.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = 1001")
+	tx := holdRow(t, b, 1001)
+	_, err := a.Exec("UPDATE sku SET stock = 1 WHERE sku_id = 1001")
 	if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
 		t.Fatalf("while row 1001 is held: want lockproxy's 1205 naming the rule, got %v", me)
 	}
@@ -117,15 +126,8 @@ func TestTextShapesOfRanges(t *testing.T) {
 		t.Fatal("a refused range UPDATE ran")
 	}
 
-	tx, err := b.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.Exec("UPDATE sku SET stock = stock WHERE sku_id = 1001"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = a.Exec("UPDATE sku SET stock = 1 WHERE sku_id BETWEEN 1001 AND 1001")
+	holdRow(t, b, 1001)
+	_, err := a.Exec("UPDATE sku SET stock = 1 WHERE sku_id BETWEEN 1001 AND 1001")
 	if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") {
 		t.Fatalf("BETWEEN 1001 AND 1001 while row 1001 is held: want lockproxy's 1205, got %v", me)
 	}
