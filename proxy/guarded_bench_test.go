@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/lockmgr"
+	"github.com/lockproxy/lockproxy/lockmgr/memlock"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +23,9 @@ import (
 // the Redis lock backend (the guarded statement's cost: the relay's, the
 // analysis, the lock set and one Redis round trip; the release is in the
 // background), and the same with locks.redis.release_window at 1 ms (the
-// release rides in the next statement's acquire pipeline). The client is
+// release rides in the next statement's acquire pipeline), and with the
+// rule on the in-memory lock backend (the guarded work with no lock
+// service round trip: what lockproxy itself adds to the relay). The client is
 // in this process, so time, CPU (cpu-ns/op: the process's user and
 // system time per statement, which on a loaded host moves less than the
 // time) and allocations per op include the driver's; compare the arms,
@@ -36,10 +40,12 @@ func BenchmarkGuardedUpdate(b *testing.B) {
 	arms := []struct {
 		name string
 		rule bool
+		// memory takes the locks in the process instead of Redis.
+		memory bool
 		// window is the Redis backend's release_window (0: releases
 		// are sent when made).
 		window time.Duration
-	}{{"relay", false, 0}, {"guarded", true, 0}, {"guarded_window_1ms", true, time.Millisecond}}
+	}{{"relay", false, false, 0}, {"guarded", true, false, 0}, {"guarded_window_1ms", true, false, time.Millisecond}, {"guarded_memory", true, true, 0}}
 	ctx := context.Background()
 	b.Run("direct", func(b *testing.B) { benchUpdate(ctx, b, base.direct(b, db, "")) })
 	for _, arm := range arms {
@@ -52,7 +58,10 @@ func BenchmarkGuardedUpdate(b *testing.B) {
 			cfg.Rules = []rules.Rule{{Name: "sku", Table: db + ".sku", Key: []string{"sku_id"},
 				Lock: []string{rules.LockWrite}, OnUnkeyed: rules.OnUnkeyedReject, WaitTimeout: rules.Duration(10 * time.Second)}}
 		}
-		locker := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(b) + arm.name, ReleaseWindow: arm.window})
+		var locker lockmgr.Locker = memlock.New(nil, nil)
+		if !arm.memory {
+			locker = redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(b) + arm.name, ReleaseWindow: arm.window})
+		}
 		b.Cleanup(func() { _ = locker.Close() }) // after the server's shutdown: a held release is sent
 		reg := prometheus.NewRegistry()
 		p := serveProxy(b, bed, cfg, Options{Logger: zap.NewNop(), Registry: reg, Locker: locker}, reg)
