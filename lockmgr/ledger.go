@@ -13,7 +13,7 @@ type Entry struct {
 	Rule    string    `json:"rule"`
 	Owner   string    `json:"owner"`
 	Session uint64    `json:"session"`
-	State   string    `json:"state"` // "held" or "waiting"
+	State   string    `json:"state"` // "held" or "waiting" ("releasing": see redislock's Snapshot)
 	Since   time.Time `json:"since"`
 	// Holder and Position, for a waiting entry, are what the backend last
 	// saw: the holder's owner id (instance/session/transaction) and the
@@ -222,14 +222,18 @@ func (g *Ledger) Snapshot() []Entry {
 			e.Holder = holders[e.Key] // that asks the service see it too
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.State, b.State); c != 0 {
-			return c
-		}
-		return a.Since.Compare(b.Since)
-	})
+	slices.SortFunc(out, CompareEntries)
 	return out
+}
+
+// CompareEntries orders entries as Snapshot lists them: by key, then
+// state, then since.
+func CompareEntries(a, b Entry) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.State, b.State); c != 0 {
+		return c
+	}
+	return a.Since.Compare(b.Since)
 }

@@ -66,6 +66,9 @@ func (lb *lingerBed) lockKey(id int) string {
 	return fmt.Sprintf("%s:{%s.sku/%d}", lb.prefix, lb.db, id)
 }
 
+// rowKey is the lock key of row id, as the lock lists show it.
+func (lb *lingerBed) rowKey(id int) string { return fmt.Sprintf("%s.sku/%d", lb.db, id) }
+
 func (lb *lingerBed) stock(t *testing.T, id int) int {
 	t.Helper()
 	var n int
@@ -329,7 +332,7 @@ func TestLingerOnlyKeysThatComeBack(t *testing.T) {
 	// session holds it.
 	var shown []LockInfo
 	for _, li := range lb.p[0].srv.Locks() {
-		if li.Key == fmt.Sprintf("%s.sku/1", lb.db) {
+		if li.Key == lb.rowKey(1) {
 			shown = append(shown, li)
 		}
 	}

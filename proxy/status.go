@@ -15,7 +15,7 @@ import (
 type LockInfo struct {
 	Key       string    `json:"key"`
 	Rule      string    `json:"rule"`
-	State     string    `json:"state"` // held | waiting | lingering (see Locks)
+	State     string    `json:"state"` // held | waiting | lingering | releasing (see Locks)
 	Session   uint64    `json:"session"`
 	Owner     string    `json:"owner"`
 	User      string    `json:"user,omitempty"`
@@ -33,7 +33,10 @@ type LockInfo struct {
 // Locks lists what this instance's sessions hold and wait for, oldest first.
 // A row lock no session holds that the instance keeps after its last
 // holder's statement or transaction ended (locks.redis.linger) is listed
-// as lingering, under that last holder's session, without a statement.
+// as lingering, under that last holder's session, without a statement;
+// so is one whose release waits to ride with the instance's next lock
+// request, or is on its way, as releasing (locks.redis.release_window):
+// Redis has not freed it yet.
 // It is what /debug/locks shows (behind the admin token): statements are
 // shown with their literals unless a rule has sensitive columns.
 func (s *Server) Locks() []LockInfo {
@@ -69,7 +72,7 @@ func (s *Server) locks(shown func(owner *session) bool) []LockInfo {
 		}
 		if sess != nil {
 			li.User, li.Client = sess.user, sess.conn.RemoteAddr().String()
-			if q := sess.pub.current.Load(); q != nil && li.State != "lingering" {
+			if q := sess.pub.current.Load(); q != nil && li.State != "lingering" && li.State != "releasing" {
 				li.Statement = shownStatement(*q, hide)
 			}
 		}

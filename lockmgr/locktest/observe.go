@@ -66,7 +66,7 @@ func testObserve(t *testing.T, b Backend) {
 		t.Fatalf("holder's lease: %v", lease.Err())
 	}
 	for _, e := range ls[1].Snapshot() {
-		if e.State != "held" {
+		if e.State == "waiting" {
 			t.Fatalf("the observer's Locker lists %+v: Observe waited", e)
 		}
 	}

@@ -164,17 +164,34 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 	}
 	// Bounded as a release sent when the window ends would be.
 	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil)}
+	owner, _ := l.book.OwnerOf(h)
+	l.pending.hold(h, owner, keys)
 	c.after = func(cmds []*redis.Cmd, err error) {
 		l.afterRelease(keys, cmds)
+		l.pending.done(h)
 		l.book.Forget(h)
 		if err != nil {
-			owner, _ := l.book.OwnerOf(h)
 			l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
 				zap.String("owner", owner.ID()), zap.Error(err))
 		}
 	}
 	l.batch.hold(c, l.opt.ReleaseWindow)
+	if !l.book.Uncontended(h) {
+		// Another Locker's waiter was announced (wanted) after the
+		// check above but before the call was held: it goes now.
+		go l.batch.unhold()
+	}
 	return true
+}
+
+// wanted is the news that an owner of another Locker waits for a key of
+// the lease whose token is tok (acquire.lua's wound, or its word that a
+// waiter queued): the lease's release goes to Redis at once, not held
+// for a ride, and if it is held already, what is held is sent now.
+func (l *Locker) wanted(tok string) {
+	if l.book.Wanted(tok) && l.batch.nheld.Load() > 0 {
+		go l.batch.unhold()
+	}
 }
 
 // release gives back what h holds, on a fresh bounded context, after a

@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -104,16 +105,19 @@ func (o *Options) withDefaults() Options {
 // Locker is the Redis lockmgr.Locker. Safe for concurrent use. The
 // redis client stays the caller's: Close does not close it.
 type Locker struct {
-	rdb      redis.UniversalClient
-	opt      Options
-	id       string // unique per Locker: in tokens and the wound channel
-	wound    string // the wound channel (woundChannel), named once
-	sc       scripts
-	ledger   *lockmgr.Ledger
-	notify   *notifier
-	restart  restartGuard
-	evict    evictGuard
-	batch    batcher // releases of all sessions, pipelined
+	rdb     redis.UniversalClient
+	opt     Options
+	id      string // unique per Locker: in tokens and the wound channel
+	wound   string // the wound channel (woundChannel), named once
+	sc      scripts
+	ledger  *lockmgr.Ledger
+	notify  *notifier
+	restart restartGuard
+	evict   evictGuard
+	batch   batcher // releases of all sessions, pipelined
+	// pending are the releases held for a ride (holdRelease) that Redis
+	// has not answered yet, for Snapshot.
+	pending  pendingReleases
 	acquires batcher // the fast path's acquires of all sessions, pipelined
 	// relArgs are the release script's arguments that depend only on
 	// the options (releaseQueue), boxed once rather than per release.
@@ -189,8 +193,17 @@ func (l *Locker) SchemaChanges() <-chan struct{} { return l.notify.schema }
 // its was wounded.
 func (l *Locker) woundChannel() string { return l.wound }
 
-// Snapshot implements lockmgr.Locker.
-func (l *Locker) Snapshot() []lockmgr.Entry { return l.ledger.Snapshot() }
+// Snapshot implements lockmgr.Locker. Besides the ledger's held and
+// waiting keys it lists, as "releasing", the keys of releases held for a
+// ride (Options.ReleaseWindow) that Redis does not have yet: until then
+// the key is still taken there.
+func (l *Locker) Snapshot() []lockmgr.Entry {
+	out := l.ledger.Snapshot()
+	if l.pending.add(&out) {
+		slices.SortFunc(out, lockmgr.CompareEntries)
+	}
+	return out
+}
 
 // Close implements lockmgr.Locker: it fails waits, releases every held
 // lease (bounded by OpTimeout each) and stops renewal and Pub/Sub. It is

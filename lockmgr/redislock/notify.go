@@ -55,7 +55,14 @@ func (n *notifier) dispatch(ch <-chan interface{}) {
 			}
 		case *redis.Message:
 			if m.Channel == wound {
-				n.l.book.WoundToken(m.Payload)
+				// A wound (the ticket) or, NUL first, news of a waiter
+				// that does not wound (acquire.lua): either way the
+				// lease's release must not wait for a ride.
+				tok, waiter := strings.CutPrefix(m.Payload, "\x00")
+				if !waiter {
+					n.l.book.WoundToken(tok)
+				}
+				n.l.wanted(tok)
 			} else if m.Channel == schema {
 				if m.Payload != n.l.id {
 					select {

@@ -72,12 +72,18 @@ func TestReleaseWindow(t *testing.T) {
 		if !inRedis("a") {
 			t.Fatal("a release held for a ride was sent at once")
 		}
+		if got := releasing(l, "a"); got != 1 {
+			t.Errorf("Snapshot lists a as releasing %d times while its release is held; want 1", got)
+		}
 		b := acquire(l, "b")
 		if got := rt.n.Load() - before; got != 2 {
 			t.Errorf("acquire a, release a, acquire b: %d round trips; want 2 (the release rides with b's acquire)", got)
 		}
 		if inRedis("a") {
 			t.Error("a is still in Redis after the next acquire carried its release")
+		}
+		if got := releasing(l, "a"); got != 0 {
+			t.Errorf("Snapshot lists a as releasing %d times after Redis has its release; want 0", got)
 		}
 		release(b)
 	})
@@ -124,22 +130,42 @@ func TestReleaseWindow(t *testing.T) {
 		release(c)
 	})
 
-	t.Run("another instance gets it within the window", func(t *testing.T) {
+	t.Run("another instance's waiter has it sent at once", func(t *testing.T) {
+		// d's release is held when the other Locker asks: its queued
+		// ticket tells l (acquire.lua), which sends the release then.
 		release(acquire(l, "d"))
 		start := time.Now()
 		d := acquire(other, "d")
-		took := time.Since(start)
-		if took > window+5*time.Second {
-			t.Errorf("another Locker took d after %s; want within the window (%s)", took, window)
+		if took := time.Since(start); took > window/2 {
+			t.Errorf("another Locker took d after %s; want the held release sent when it asked, not after the window (%s)", took, window)
 		}
 		release(d)
-		// The waited-for lease is not held: released when Release returns.
+		// A lease another Locker waited for while it was held is
+		// released at once: its release is never held.
 		e := acquire(l, "e")
 		done := make(chan *lockmgr.Lease)
 		go func() { done <- acquire(other, "e") }()
 		time.Sleep(300 * time.Millisecond)
 		release(e)
-		release(<-done)
+		start = time.Now()
+		e2 := <-done
+		if took := time.Since(start); took > window/2 {
+			t.Errorf("the waiter of another Locker took e %s after its release; want at once, not after the window (%s)", took, window)
+		}
+		release(e2)
+		// An older owner of another Locker wounds the holder instead
+		// (acquire.lua); a held release goes at once for it too.
+		release(acquire(l, "w"))
+		start = time.Now()
+		w, err := other.Acquire(ctx, lockmgr.Owner{Instance: "rw-old", Session: 1, Start: time.Now().Add(-time.Hour)},
+			[]lockmgr.Key{{Name: "w", Rule: "r"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > window/2 {
+			t.Errorf("an older owner of another Locker took w after %s; want the held release sent when it asked, not after the window (%s)", took, window)
+		}
+		release(w)
 		f := acquire(other, "f")
 		waited := make(chan *lockmgr.Lease)
 		go func() { waited <- acquire(l, "f") }()
@@ -162,4 +188,15 @@ func TestReleaseWindow(t *testing.T) {
 			t.Error("h is still in Redis after Close")
 		}
 	})
+}
+
+// releasing counts l's Snapshot entries for key in state releasing.
+func releasing(l *redislock.Locker, key string) int {
+	n := 0
+	for _, e := range l.Snapshot() {
+		if e.Key == key && e.State == "releasing" {
+			n++
+		}
+	}
+	return n
 }

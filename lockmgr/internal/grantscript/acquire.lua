@@ -7,7 +7,9 @@
 -- granted the key by the release that frees it (redislock's release.lua).
 -- ARGV: 1 tok, 2 owner id, 3 owner priority (µs), 4 ttl ms, 5 ticket ttl ms,
 -- 6 the requesting Locker's wound channel ('' for none: the hash then has
--- no ch and a wound is only the wounded flag, with no PUBLISH), 7 "1" to
+-- no ch and a wound is only the wounded flag, with no PUBLISH; with one,
+-- a wound publishes the holder's ticket on it, and a waiter newly queued
+-- behind a holder it does not wound publishes NUL .. that ticket), 7 "1" to
 -- queue if not granted, 8 fence counter ttl ms, 9 the ticket of the
 -- requesting Locker's next local waiter ('' if none), queued with it when
 -- this request is granted so that instance keeps its place, 10 that
@@ -75,12 +77,13 @@ if #stale > 0 then
 end
 
 -- queue (or refresh) ticket tk of owner ow with priority p; nx: only if
--- not queued yet
+-- not queued yet. Returns 1 if tk was not queued before.
 local function enqueue(tk, p, ow, nx)
+  local added
   if nx then
-    redis.call('ZADD', q, 'NX', p, tk)
+    added = redis.call('ZADD', q, 'NX', p, tk)
   else
-    redis.call('ZADD', q, p, tk)
+    added = redis.call('ZADD', q, p, tk)
   end
   redis.call('ZADD', qx, now + tonumber(ARGV[5]), tk)
   if qg and ARGV[12] == '1' then
@@ -94,6 +97,7 @@ local function enqueue(tk, p, ow, nx)
   elseif qg then
     redis.call('HDEL', qg, tk, '>' .. tk)
   end
+  return added
 end
 
 local function counter()
@@ -146,9 +150,15 @@ if not h[1] then
   return {2, 0, 0, '', redis.call('ZCARD', q), redis.call('ZRANK', q, tok), mark()}
 end
 
-if ARGV[7] == '1' then enqueue(tok, prio, own, false) end
+local fresh = ARGV[7] == '1' and enqueue(tok, prio, own, false) == 1
 if h[2] ~= own and older(prio, own, tonumber(h[3]), h[2]) then
   redis.call('HSET', lock, 'wounded', '1')
   if h[4] then redis.call('PUBLISH', h[4], h[1]) end
+elseif fresh and h[4] and h[2] ~= own then
+  -- A new waiter the holder does not yield to: tell the holder's Locker
+  -- (NUL, then the holder's ticket) that someone waits, so it sends
+  -- the release at once instead of holding it for a ride (redislock's
+  -- release window).
+  redis.call('PUBLISH', h[4], '\0' .. h[1])
 end
 return {0, 0, redis.call('PTTL', lock), h[2], redis.call('ZCARD', q), redis.call('ZRANK', q, tok), mark()}

@@ -259,6 +259,21 @@ func (b *Book) MarkContended(h *Held) {
 	h.contended = true
 }
 
+// Wanted notes that someone of another process waits for a key of the
+// lease whose token is tok (the lock service said so): the lease is
+// contended from now on. It reports whether that lease's release has
+// started and Redis may not have it yet (a held release to send now).
+func (b *Book) Wanted(tok string) (releasing bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.toks[tok]
+	if h == nil {
+		return false
+	}
+	h.contended = true
+	return h.releasing
+}
+
 // Uncontended reports whether every key of h was granted at the first
 // ask and h never passed between owners: nobody else is known to want
 // its keys.
