@@ -22,8 +22,9 @@ import (
 // (the relay's cost), through lockproxy with a lock rule on write and
 // the Redis lock backend (the guarded statement's cost: the relay's, the
 // analysis, the lock set and one Redis round trip; the release is in the
-// background), and the same with locks.redis.release_window at 1 ms (the
-// release rides in the next statement's acquire pipeline), and with the
+// background), and the same with locks.redis.release_window at 1 ms,
+// lockproxy's default (the release rides in the next statement's acquire
+// pipeline), and with the
 // rule on the in-memory lock backend (the guarded work with no lock
 // service round trip: what lockproxy itself adds to the relay). The client is
 // in this process, so time, CPU (cpu-ns/op: the process's user and

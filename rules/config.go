@@ -230,10 +230,10 @@ type RedisConfig struct {
 	// ReleaseWindow, when positive, lets the release of a row lock
 	// nobody else asked for while it was held wait up to that long to go
 	// to Redis with the instance's next lock request (one round trip for
-	// both instead of two); a session of the instance that wants the key
-	// sends it at once, one of another instance waits up to that much
-	// longer. 0 (the default): sent when made. Not with mode redlock.
-	ReleaseWindow Duration `yaml:"release_window"`
+	// both instead of two); a session of any instance that asks for the
+	// key has it sent at once. nil: DefaultReleaseWindow (0 with mode
+	// redlock); 0: sent when made. Not with mode redlock.
+	ReleaseWindow *Duration `yaml:"release_window"`
 	// MinReplicasAck, when positive, makes each grant wait (Redis WAIT)
 	// until that many replicas of the master holding the key have it,
 	// before the statement runs; 0: no wait. Not with mode redlock.
@@ -254,6 +254,19 @@ func (r *RedisConfig) HandoffWindow() time.Duration {
 		return DefaultLocalHandoffWindow
 	}
 	return r.LocalHandoffWindow.D()
+}
+
+// Window is ReleaseWindow with its default applied: DefaultReleaseWindow,
+// or 0 with mode redlock, whose servers cannot carry a release in another
+// request's pipeline.
+func (r *RedisConfig) Window() time.Duration {
+	switch {
+	case r != nil && r.ReleaseWindow != nil:
+		return r.ReleaseWindow.D()
+	case r != nil && r.Mode == RedisModeRedlock:
+		return 0
+	}
+	return DefaultReleaseWindow
 }
 
 // MySQLLockConfig keeps locks as rows of a table.

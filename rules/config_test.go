@@ -282,3 +282,38 @@ func TestStringLoadsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseWindowDefault: locks.redis.release_window is 1ms unless set,
+// 0 with mode redlock (whose servers carry no release in another
+// request's pipeline), and a window with redlock is refused.
+func TestReleaseWindowDefault(t *testing.T) {
+	const head = "users: [{user: app}]\nbackends: {primary: 10.0.0.1:3306}\nlocks:\n  backend: redis\n  redis:\n"
+	for _, c := range []struct {
+		name, redis string
+		want        time.Duration
+		bad         bool
+	}{
+		{"unset", "    addrs: [127.0.0.1:6379]\n", DefaultReleaseWindow, false},
+		{"off", "    addrs: [127.0.0.1:6379]\n    release_window: 0s\n", 0, false},
+		{"set", "    addrs: [127.0.0.1:6379]\n    release_window: 3ms\n", 3 * time.Millisecond, false},
+		{"redlock unset", "    addrs: [127.0.0.1:6379, 127.0.0.1:6380, 127.0.0.1:6381]\n    mode: redlock\n", 0, false},
+		{"redlock set", "    addrs: [127.0.0.1:6379, 127.0.0.1:6380, 127.0.0.1:6381]\n    mode: redlock\n    release_window: 1ms\n", 0, true},
+		{"over the bound", "    addrs: [127.0.0.1:6379]\n    release_window: 11ms\n", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load("w.yaml", []byte(head+c.redis), testEnv, "")
+			if c.bad {
+				if err == nil || !strings.Contains(err.Error(), "locks.redis.release_window") {
+					t.Fatalf("load: %v; want an error naming locks.redis.release_window", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Locks.Redis.Window(); got != c.want {
+				t.Errorf("Window() = %s, want %s", got, c.want)
+			}
+		})
+	}
+}

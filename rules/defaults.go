@@ -48,7 +48,11 @@ const (
 	MaxLinger = 100 * time.Millisecond
 	// MaxReleaseWindow bounds locks.redis.release_window: a held release
 	// makes other instances' waiters wait, so it is a batching delay.
-	MaxReleaseWindow      = 10 * time.Millisecond
+	MaxReleaseWindow = 10 * time.Millisecond
+	// DefaultReleaseWindow is locks.redis.release_window: the release of
+	// a row lock nobody else wanted waits up to 1ms for the instance's
+	// next lock request to ride with (RedisConfig.Window).
+	DefaultReleaseWindow  = time.Millisecond
 	DefaultMySQLLockTable = "lockproxy_locks"
 	// DefaultLoginThrottle is proxy.login_throttle: failed logins slow
 	// the next ones down.

@@ -282,7 +282,7 @@ func (v *validator) redis(r *RedisConfig) {
 	if d := r.Linger.D(); d < 0 || d > MaxLinger || (d > 0 && (r.Mode == RedisModeRedlock || r.Handoffs() == 0)) {
 		v.add("locks.redis.linger", "must be between 0 and %s (and 0 with mode redlock or local_handoffs 0, which hand nothing over), got %s", MaxLinger, d)
 	}
-	if d := r.ReleaseWindow.D(); d < 0 || d > MaxReleaseWindow || (d > 0 && r.Mode == RedisModeRedlock) {
+	if d := r.Window(); d < 0 || d > MaxReleaseWindow || (d > 0 && r.Mode == RedisModeRedlock) {
 		v.add("locks.redis.release_window", "must be between 0 and %s (and 0 with mode redlock), got %s", MaxReleaseWindow, d)
 	}
 	if n := r.MinReplicasAck; n < 0 || (n > 0 && r.Mode == RedisModeRedlock) {

@@ -144,7 +144,7 @@ func newRedisLocker(lc rules.LockConfig, longest time.Duration, m *lockmgr.Metri
 	opts.TLSConfig = tc
 	rdb := redis.NewUniversalClient(opts)
 	l := redislock.New(rdb, &redislock.Options{TTL: lc.TTL.D(), SlowWait: lc.SlowWait.D(), Logger: log, Metrics: m,
-		LocalHandoffs: rc.Handoffs(), LocalHandoffWindow: rc.HandoffWindow(), ReleaseWindow: rc.ReleaseWindow.D(),
+		LocalHandoffs: rc.Handoffs(), LocalHandoffWindow: rc.HandoffWindow(), ReleaseWindow: rc.Window(),
 		MinReplicasAck: rc.MinReplicasAck})
 	return &lockBackend{locker: l, close: func() { _ = l.Close(); _ = rdb.Close() },
 		ping: l.Ready}, nil

@@ -68,7 +68,7 @@ func (s *Scenario) Report(r *results.Result, plotDir, relDir string) (string, er
 		"for every statement, so two statements seldom want the same lock; %.0f s per run, %d interleaved round(s), every arm of every client count in each round. "+
 		"Through lockproxy the rule locks on `write` (Redis backend) and clients are spread over the instances. Ratios are medians of per-round ratios "+
 		"against the direct run with as many clients. The *linger* arms (runs from 2026-12-06 on) set `locks.redis.linger: %s`; the *release window* arms (runs from 2026-12-06 10:00 on) "+
-		"set `locks.redis.release_window: %s`. The *cores shared out* arms (runs from 2026-12-06 14:50 on) start each of n instances with `GOMAXPROCS` = cores / n (at least 1), "+
+		"set `locks.redis.release_window: %s` (from the run of 2026-12-06 20:30 on; the plain arms run the default since then, 1ms, and before it they sent every release at once while these arms set 1ms). The *cores shared out* arms (runs from 2026-12-06 14:50 on) start each of n instances with `GOMAXPROCS` = cores / n (at least 1), "+
 		"as a CPU limit of cores / n per instance sets it (the Go runtime reads a container's quota), so the instances on one host share its cores out instead of each "+
 		"running goroutines on all of them; with one instance that is the default, so their not-falling target starts from the plain 1-instance arm.\n\n", d.Keys, d.Seconds, d.Rounds, Linger, ReleaseWindow)
 	b.WriteString(contend.Table(d.Arms, "updates"))

@@ -32,8 +32,8 @@ func LingerName(clients, n int) string {
 }
 
 // ReleaseWindow is the locks.redis.release_window of the release-window
-// arms.
-const ReleaseWindow = "1ms"
+// arms: off, where the plain arms run lockproxy's default (1ms).
+const ReleaseWindow = "0s"
 
 // ReleaseWindowName is the arm of clients through n instances with
 // locks.redis.release_window.
