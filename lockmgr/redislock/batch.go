@@ -24,8 +24,13 @@ import (
 // acquire (take: the next batch of acquires, through carry, or another
 // call that takes it), or goes on its own when the window has passed
 // since the first release held (unhold), whichever comes first. Its caller does not
-// wait for it: what matters is that every later call of the Locker
-// reaches Redis after it, and both ways see to that.
+// wait for it. A later acquire of the Locker does not wait for a held
+// release that went on its own either: a release deletes only its own
+// token, so it is harmless whenever it lands, and an acquire of one of
+// its keys that gets to Redis first finds the key taken and waits as for
+// any holder, until the release grants it the key or wakes it. Observe
+// waits for it (takeSent): it would otherwise see the Locker's own
+// released key in the way.
 type batcher struct {
 	l       *Locker
 	mu      sync.Mutex
@@ -40,8 +45,7 @@ type batcher struct {
 	nheld atomic.Int32 // len(held) + unheld calls not yet answered: read without mu
 	timer *time.Timer
 	// sendMu orders the sends of unhold; sent is closed when the last
-	// calls unhold took are answered: take waits for it, so an acquire
-	// does not overtake a release held before it.
+	// calls unhold took are answered: takeSent waits for it.
 	sendMu sync.Mutex
 	sent   chan struct{}
 }
@@ -131,7 +135,7 @@ func (b *batcher) flush() bool {
 	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
 	var held []*batchCall
 	if b.carry != nil {
-		held = b.carry.take(ctx) // released before these calls were made
+		held = b.carry.take() // released before these calls were made
 	}
 	b.pipeline(ctx, held, calls)
 	cancel()
@@ -169,21 +173,17 @@ func (b *batcher) hold(c *batchCall, window time.Duration) {
 }
 
 // take returns the held calls for the caller to send ahead of its own in
-// one pipeline (ride, or its own pipeline and then landed), once the
-// calls unhold sent are answered (or ctx ends): a call of the Locker
-// made after a release was held reaches Redis after it.
-func (b *batcher) take(ctx context.Context) []*batchCall {
-	if b.nheld.Load() == 0 {
-		return nil
-	}
-	b.mu.Lock()
-	calls := b.held
-	b.held = nil
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-	sent := b.sent
-	b.mu.Unlock()
+// one pipeline (ride, or its own pipeline and then landed).
+func (b *batcher) take() []*batchCall {
+	calls, _ := b.takeAll()
+	return calls
+}
+
+// takeSent is take, once the calls unhold sent on their own are answered
+// too (or ctx ends): every held release made before the caller's call
+// reaches Redis before it.
+func (b *batcher) takeSent(ctx context.Context) []*batchCall {
+	calls, sent := b.takeAll()
 	if sent != nil {
 		select {
 		case <-sent:
@@ -191,6 +191,22 @@ func (b *batcher) take(ctx context.Context) []*batchCall {
 		}
 	}
 	return calls
+}
+
+// takeAll empties held and returns what it held and the channel of the
+// last calls unhold sent (nil if they are answered).
+func (b *batcher) takeAll() ([]*batchCall, chan struct{}) {
+	if b.nheld.Load() == 0 {
+		return nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	calls := b.held
+	b.held = nil
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	return calls, b.sent
 }
 
 // ride sends the held calls and then own's in one pipeline, bounded by

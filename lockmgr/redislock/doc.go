@@ -95,10 +95,16 @@
 // when asked for and never waited for waits
 // up to that long for the Locker's next acquire (or observe) and goes in
 // its pipeline, ahead of it; else it is sent alone when the window ends,
-// or at once when an owner of the Locker waits for one of its keys. The
-// caller's Release returns when the release is held; every later acquire
-// of the Locker reaches Redis after it (one that would overtake a held
-// release being sent alone waits for its reply first).
+// or at once when an owner of any Locker waits for one of its keys (a
+// waiter of another Locker queued behind it says so on the holder's wound
+// channel). The caller's Release returns when the release is held. A
+// later acquire takes what is held into its own pipeline, ahead of its
+// calls, but does not wait for a held release already on its way alone
+// (a release deletes only its own token, harmless whenever it lands; an
+// acquire of one of its keys that gets there first waits as for any
+// holder, until the release grants it the key or wakes it); an observe
+// does wait for it (else it would see the Locker's own released key in
+// the way).
 //
 // A release that frees a key other waiters are queued for grants it, in the
 // same script, to the oldest live ticket when that one has a grants entry

@@ -44,7 +44,7 @@ func (l *Locker) takeFree(ctx context.Context, h *leasebook.Held, keys []lockmgr
 		}
 	}
 	prio := l.book.Priority(h.Owner)
-	held := l.batch.take(octx)
+	held := l.batch.take()
 	cmds, _ := l.sc.pipelined(octx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		for _, c := range held {
 			c.cmds = c.queue(p) // the releases held for a ride go first

@@ -26,7 +26,7 @@ func (l *Locker) Observe(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 	ctx, cancel := l.opCtx(ctx)
 	defer cancel()
 	id, ttl := owner.ID(), l.opt.TTL.Milliseconds()
-	held := l.batch.take(ctx) // a release held for a ride goes first: it was made before
+	held := l.batch.takeSent(ctx) // a release held for a ride goes first: it was made before
 	cmds, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		for _, c := range held {
 			c.cmds = c.queue(p)

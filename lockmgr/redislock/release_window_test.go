@@ -2,12 +2,14 @@ package redislock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReleaseWindow: with Options.ReleaseWindow the release of a lease
@@ -199,4 +201,68 @@ func releasing(l *redislock.Locker, key string) int {
 		}
 	}
 	return n
+}
+
+// slowReleases holds every pipeline with a script call (the release;
+// the fast path's acquire is a plain SET) for delay while on is set.
+type slowReleases struct {
+	on    atomic.Bool
+	delay time.Duration
+}
+
+func (s *slowReleases) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (s *slowReleases) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (s *slowReleases) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if s.on.Load() && (c.Name() == "evalsha" || c.Name() == "eval") {
+				time.Sleep(s.delay)
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestReleaseWindowAcquireDoesNotWait: a held release that went on its
+// own when the window ended, and whose reply is slow to come (a distant
+// or busy Redis), does not hold up the Locker's next acquire of another
+// key: it is not on any client's path.
+func TestReleaseWindowAcquireDoesNotWait(t *testing.T) {
+	bed := testbed.Get(t)
+	const window, delay = 50 * time.Millisecond, 3 * time.Second
+	rdb := newClient(t, bed.RedisAddr)
+	slow := &slowReleases{delay: delay}
+	rdb.AddHook(slow)
+	l := redislock.New(rdb, &redislock.Options{TTL: 20 * time.Second, Prefix: prefix(t), ReleaseWindow: window})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	acquire := func(key string, session uint64) *lockmgr.Lease {
+		t.Helper()
+		lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "nw", Session: session, Start: time.Now()}, []lockmgr.Key{{Name: key, Rule: "r"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	warm := acquire("warm-up", 1)
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x := acquire("x", 2)
+	slow.on.Store(true)
+	if err := x.Release(ctx); err != nil { // held
+		t.Fatal(err)
+	}
+	time.Sleep(4 * window) // the window ends: x's release goes alone, and its reply takes delay
+	start := time.Now()
+	y := acquire("y", 3)
+	if took := time.Since(start); took > delay/2 {
+		t.Errorf("acquiring y took %s behind x's release on its way; want it not to wait for that release (%s slow)", took, delay)
+	}
+	slow.on.Store(false)
+	if err := y.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

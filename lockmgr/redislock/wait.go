@@ -356,7 +356,7 @@ func (a *attempt) eval(ctx context.Context, next lockmgr.Owner, nextTok string) 
 	args := []any{a.h.Tok, a.h.Owner.ID(), l.book.Priority(a.h.Owner), l.opt.TTL.Milliseconds(),
 		l.ticketTTL().Milliseconds(), l.woundChannel(), "1",
 		l.opt.FenceTTL.Milliseconds(), nextTok, l.book.Priority(next), next.ID(), hears}
-	if held := l.batch.take(octx); held != nil {
+	if held := l.batch.take(); held != nil {
 		c := l.batch.ride(octx, held, func(p redis.Pipeliner) []*redis.Cmd {
 			return []*redis.Cmd{l.sc.acquire.EvalSha(octx, p, a.n.keys(), args...)}
 		})
