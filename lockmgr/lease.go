@@ -26,6 +26,7 @@ type Lease struct {
 	pass    func(to Owner) (*Lease, bool)
 	handOff func() bool
 	waiters Waiters
+	wanted  func(f func()) bool
 
 	mu         sync.Mutex
 	validUntil time.Time
@@ -66,6 +67,10 @@ type LeaseSpec struct {
 	// Waiters, optional, tells whether owners of the same Locker wait
 	// for a key (Lease.Waited).
 	Waiters Waiters
+	// OnWanted, optional, registers a function to run once when the lock
+	// service says an owner of another Locker waits for one of the keys;
+	// false when it has said so already (see Lease.OnWanted).
+	OnWanted func(f func()) bool
 }
 
 // Waiters counts the owners of a Locker waiting for a key in its process.
@@ -89,6 +94,7 @@ func NewLease(spec LeaseSpec) (*Lease, *Keeper) {
 		pass:       spec.HandOver,
 		handOff:    spec.HandOff,
 		waiters:    spec.Waiters,
+		wanted:     spec.OnWanted,
 		validUntil: spec.ValidUntil,
 		done:       make(chan struct{}),
 	}
@@ -205,6 +211,18 @@ func (l *Lease) ReleaseLocal() bool {
 	l.end(ErrReleased)
 	l.released = true
 	return true
+}
+
+// OnWanted registers f to run once, on a goroutine of its own, when the
+// lock service says that an owner of another Locker (another instance)
+// waits for one of the lease's keys, replacing what was registered
+// before. It reports false, registering nothing, when the service has
+// said so already. A backend that does not tell never runs f: true.
+func (l *Lease) OnWanted(f func()) bool {
+	if l.wanted == nil {
+		return true
+	}
+	return l.wanted(f)
 }
 
 // Waited reports whether another owner of the same Locker, in this

@@ -218,6 +218,21 @@ func (s *Set) HandOver(key string, to Owner) (*Lease, bool) {
 	return next, true
 }
 
+// OnWanted registers f with every lease of the Set (Lease.OnWanted): it
+// runs when the lock service says an owner of another Locker waits for a
+// key the Set holds, once per lease that hears it. False when one of them
+// has heard it already (what was registered with the others stays).
+func (s *Set) OnWanted(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.leases {
+		if !l.OnWanted(f) {
+			return false
+		}
+	}
+	return true
+}
+
 // Waited reports whether another owner of the same Locker, in this
 // process, waits for a key the Set holds (Lease.Waited).
 func (s *Set) Waited() bool {

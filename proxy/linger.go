@@ -140,10 +140,13 @@ func (svc *lockService) park(held *lockmgr.Set, cameBack bool) bool {
 	if !cameBack {
 		return false
 	}
+	p := &lingering{set: held, name: key.Name, deadline: now.Add(d)}
+	if !held.OnWanted(func() { svc.unlingerWanted(p) }) {
+		return false // a statement of another instance waits for the row
+	}
 	if lg.rows == nil {
 		lg.rows = make(map[string]*lingering)
 	}
-	p := &lingering{set: held, name: key.Name, deadline: now.Add(d)}
 	lg.rows[key.Name] = p
 	lg.n.Store(int32(len(lg.rows)))
 	lg.queue = append(lg.queue, p)
@@ -192,6 +195,23 @@ func (svc *lockService) sweepLingering() {
 	for _, set := range expired {
 		svc.releaseBehind(set)
 	}
+}
+
+// unlingerWanted releases p, a lingering lock, at once if it still
+// lingers: the lock service said a statement of another instance waits
+// for its row (acquire.lua), which should not wait out the linger.
+func (svc *lockService) unlingerWanted(p *lingering) {
+	lg := &svc.lingering
+	lg.mu.Lock()
+	if lg.rows[p.name] != p {
+		lg.mu.Unlock()
+		return // taken over, released when its time was up, or by Shutdown
+	}
+	// Its queue entry stays for the timer to pass over.
+	delete(lg.rows, p.name)
+	lg.n.Store(int32(len(lg.rows)))
+	lg.mu.Unlock()
+	svc.releaseBehind(p.set)
 }
 
 // unpark takes key's lingering lock out, if one lingers: the caller hands

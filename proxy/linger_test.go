@@ -82,8 +82,9 @@ func (lb *lingerBed) stock(t *testing.T, id int) int {
 // lock an autocommit UPDATE gave back stays with the instance, and the
 // next UPDATE of the row, from another connection of that instance, takes
 // it over without Redis (a local hand-off); without linger every UPDATE
-// goes to Redis. Another instance's UPDATE of the row waits for the
-// linger and then runs.
+// goes to Redis. Another instance's UPDATE of the row has the lingering
+// lock released when it asks (its queued request tells the instance): it
+// does not wait out the linger.
 func TestLingerHandsOverToNextStatement(t *testing.T) {
 	for _, linger := range []time.Duration{0, 4 * time.Second} {
 		t.Run(fmt.Sprint(linger), func(t *testing.T) {
@@ -109,9 +110,17 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 					t.Errorf("while the lock lingers its Redis key %s exists: %d, %v", lb.lockKey(1), n, err)
 				}
 			}
-			// The other instance: its UPDATE runs once the linger is over.
-			if _, err := lb.p[1].db(t, lb.db, "").Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+			// The other instance: the lingering lock is released for it.
+			other := lb.p[1].db(t, lb.db, "")
+			if err := other.PingContext(ctx); err != nil {
 				t.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := other.Exec("UPDATE sku SET stock = stock - 1 WHERE sku_id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); linger > 0 && took > linger/2 {
+				t.Errorf("the other instance's UPDATE took %s; want the lingering lock released when it asked, not after the linger (%s)", took, linger)
 			}
 			if got := lb.stock(t, 1); got != 100000-5 {
 				t.Errorf("stock %d, want %d", got, 100000-5)

@@ -72,6 +72,10 @@ type Held struct {
 	released   bool
 	// contended is set when a key of h was waited for (see Contended).
 	contended bool
+	// wanted: the service said an owner of another Book waits for a key
+	// of h (Wanted); onWanted, registered by OnWanted, runs once then.
+	wanted   bool
+	onWanted func()
 }
 
 // New makes an empty Book; log (nil: no-op) gets the lost-lease warnings.
@@ -130,6 +134,7 @@ func (b *Book) Attach(h *Held, keys []lockmgr.Key, fences []uint64, ledger *lock
 	lease, keeper := lockmgr.NewLease(lockmgr.LeaseSpec{
 		Owner: owner, Keys: keys, Fences: fences, ValidUntil: validUntil,
 		Release: release, Ledger: ledger, HandOver: handOver, HandOff: handOff, Waiters: b,
+		OnWanted: func(f func()) bool { return b.OnWanted(h, f) },
 	})
 	// From here on renewal talks to the keeper; a loss before that is
 	// reported as the error of this Acquire.

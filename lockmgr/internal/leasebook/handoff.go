@@ -261,8 +261,10 @@ func (b *Book) MarkContended(h *Held) {
 
 // Wanted notes that someone of another process waits for a key of the
 // lease whose token is tok (the lock service said so): the lease is
-// contended from now on. It reports whether that lease's release has
-// started and Redis may not have it yet (a held release to send now).
+// contended from now on, and the function OnWanted registered for it, if
+// any, runs (on its own goroutine). It reports whether that lease's
+// release has started and Redis may not have it yet (a held release to
+// send now).
 func (b *Book) Wanted(tok string) (releasing bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -270,8 +272,26 @@ func (b *Book) Wanted(tok string) (releasing bool) {
 	if h == nil {
 		return false
 	}
-	h.contended = true
+	h.contended, h.wanted = true, true
+	if f := h.onWanted; f != nil {
+		h.onWanted = nil
+		go f()
+	}
 	return h.releasing
+}
+
+// OnWanted registers f to run once when the service says an owner of
+// another process waits for a key of h (Wanted), in place of the one
+// registered before; false, registering nothing, when it has said so
+// already.
+func (b *Book) OnWanted(h *Held, f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h.wanted {
+		return false
+	}
+	h.onWanted = f
+	return true
 }
 
 // Uncontended reports whether every key of h was granted at the first

@@ -308,3 +308,46 @@ func TestReleaseStartsHandoffClock(t *testing.T) {
 		t.Fatalf("hand-off clock %v, want the release's start (%v to %v)", freed, before, started)
 	}
 }
+
+// TestWanted: the service's word that another process waits for a lease
+// runs what OnWanted registered, once, and marks the lease contended; a
+// registration after that word is refused; a token the Book does not
+// know changes nothing.
+func TestWanted(t *testing.T) {
+	b := New(nil)
+	h := b.Begin("tok", owner("a", time.Now()))
+	ran := make(chan struct{}, 2)
+	if !b.OnWanted(h, func() { ran <- struct{}{} }) {
+		t.Fatal("OnWanted before any word = false; want the function registered")
+	}
+	if b.Wanted("other") {
+		t.Error("Wanted of an unknown token reports a release under way")
+	}
+	if !b.Uncontended(h) {
+		t.Error("a word about another token made the lease contended")
+	}
+	if b.Wanted("tok") {
+		t.Error("Wanted reports a release under way for a lease not being released")
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the registered function did not run")
+	}
+	if b.Uncontended(h) {
+		t.Error("a wanted lease is still uncontended")
+	}
+	b.Wanted("tok")
+	select {
+	case <-ran:
+		t.Error("the registered function ran twice")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if b.OnWanted(h, func() {}) {
+		t.Error("OnWanted after the word = true; want it refused")
+	}
+	b.StartRelease(h)
+	if !b.Wanted("tok") {
+		t.Error("Wanted of a lease being released = false; want true (a held release to send now)")
+	}
+}
