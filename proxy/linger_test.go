@@ -348,4 +348,9 @@ func TestLingerOnlyKeysThatComeBack(t *testing.T) {
 	if len(shown) != 1 || shown[0].State != "lingering" || shown[0].Statement != "" {
 		t.Errorf("lock list for the row: %+v; want one entry, state lingering, no statement", shown)
 	}
+	for _, row := range lb.p[0].srv.showStatus().rows {
+		if *row[0] == "lock_waiters" && *row[1] != "0" {
+			t.Errorf("SHOW LOCKPROXY STATUS with a lock lingering: lock_waiters %s; want 0 (nobody waits)", *row[1])
+		}
+	}
 }

@@ -44,6 +44,16 @@ func TestReleaseWindowStatements(t *testing.T) {
 	if len(shown) != 1 || shown[0].State != "releasing" || shown[0].Statement != "" || shown[0].Rule != "sku" {
 		t.Errorf("lock list for the row while its release is held: %+v; want one entry of rule sku, state releasing, no statement", shown)
 	}
+	status := map[string]string{}
+	for _, row := range lb.p[0].srv.showStatus().rows {
+		if row[0] != nil && row[1] != nil {
+			status[*row[0]] = *row[1]
+		}
+	}
+	if status["lock_waiters"] != "0" || status["locks_held"] != "1" {
+		t.Errorf("SHOW LOCKPROXY STATUS while the release is held: locks_held %q, lock_waiters %q; want 1 and 0 (the row is still taken, nobody waits)",
+			status["locks_held"], status["lock_waiters"])
+	}
 	if took := run("the session's next UPDATE", func() error { _, err := c1.ExecContext(ctx, q); return err }); took > window/2 {
 		t.Errorf("the same session's next UPDATE of the row took %s; want it not to wait for the window (%s)", took, window)
 	}

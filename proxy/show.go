@@ -74,12 +74,12 @@ func (s *Server) showLocks(user string, seeAll bool) resultTable {
 func (s *Server) showStatus() resultTable {
 	cfg := s.config()
 	locks := s.Locks()
-	held, waiting := 0, 0
+	held, waiting := 0, 0 // held: at the lock service for this instance (held, lingering, releasing)
 	for _, l := range locks {
-		if l.State == "held" {
-			held++
-		} else {
+		if l.State == "waiting" {
 			waiting++
+		} else {
+			held++
 		}
 	}
 	s.mu.Lock()
