@@ -78,6 +78,13 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 			l.release(owner, keys)
 			return nil
 		},
+		// A release here never waits for anything: the caller may make
+		// it on its own goroutine (Lease.ReleaseLocal) instead of in
+		// the background.
+		HandOff: func() bool {
+			l.release(owner, keys)
+			return true
+		},
 		Ledger: l.ledger,
 	})
 	return lease, nil
