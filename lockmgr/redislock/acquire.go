@@ -164,13 +164,11 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 	}
 	// Bounded as a release sent when the window ends would be.
 	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil)}
-	owner, _ := l.book.OwnerOf(h)
-	l.pending.hold(h, owner, keys)
 	c.after = func(cmds []*redis.Cmd, err error) {
 		l.afterRelease(keys, cmds)
-		l.pending.done(h)
 		l.book.Forget(h)
 		if err != nil {
+			owner, _ := l.book.OwnerOf(h)
 			l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
 				zap.String("owner", owner.ID()), zap.Error(err))
 		}

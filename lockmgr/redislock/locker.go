@@ -105,19 +105,16 @@ func (o *Options) withDefaults() Options {
 // Locker is the Redis lockmgr.Locker. Safe for concurrent use. The
 // redis client stays the caller's: Close does not close it.
 type Locker struct {
-	rdb     redis.UniversalClient
-	opt     Options
-	id      string // unique per Locker: in tokens and the wound channel
-	wound   string // the wound channel (woundChannel), named once
-	sc      scripts
-	ledger  *lockmgr.Ledger
-	notify  *notifier
-	restart restartGuard
-	evict   evictGuard
-	batch   batcher // releases of all sessions, pipelined
-	// pending are the releases held for a ride (holdRelease) that Redis
-	// has not answered yet, for Snapshot.
-	pending  pendingReleases
+	rdb      redis.UniversalClient
+	opt      Options
+	id       string // unique per Locker: in tokens and the wound channel
+	wound    string // the wound channel (woundChannel), named once
+	sc       scripts
+	ledger   *lockmgr.Ledger
+	notify   *notifier
+	restart  restartGuard
+	evict    evictGuard
+	batch    batcher // releases of all sessions, pipelined
 	acquires batcher // the fast path's acquires of all sessions, pipelined
 	// relArgs are the release script's arguments that depend only on
 	// the options (releaseQueue), boxed once rather than per release.
@@ -194,12 +191,19 @@ func (l *Locker) SchemaChanges() <-chan struct{} { return l.notify.schema }
 func (l *Locker) woundChannel() string { return l.wound }
 
 // Snapshot implements lockmgr.Locker. Besides the ledger's held and
-// waiting keys it lists, as "releasing", the keys of releases held for a
-// ride (Options.ReleaseWindow) that Redis does not have yet: until then
-// the key is still taken there.
+// waiting keys it lists, as "releasing", the keys of releases Redis does
+// not have yet (held for a ride by Options.ReleaseWindow, or on their
+// way): until then the key is still taken there.
 func (l *Locker) Snapshot() []lockmgr.Entry {
 	out := l.ledger.Snapshot()
-	if l.pending.add(&out) {
+	rels := l.book.Releases()
+	for _, r := range rels {
+		for _, k := range r.Keys {
+			out = append(out, lockmgr.Entry{Key: k.Name, Rule: k.Rule, Owner: r.Owner.ID(),
+				Session: r.Owner.Session, State: "releasing", Since: r.Since})
+		}
+	}
+	if len(rels) > 0 {
 		slices.SortFunc(out, lockmgr.CompareEntries)
 	}
 	return out

@@ -69,7 +69,9 @@ type Held struct {
 	lost       error         // set when renewal found it lost
 	keeper     *lockmgr.Keeper
 	releasing  bool // a release was sent: renewal must not restore keys
-	released   bool
+	// releaseAt is when the release started (StartRelease), for Releases.
+	releaseAt time.Time
+	released  bool
 	// contended is set when a key of h was waited for (see Contended).
 	contended bool
 	// wanted: the service said an owner of another Book waits for a key
@@ -165,6 +167,7 @@ func (b *Book) StartRelease(h *Held) ([]lockmgr.Key, []uint64) {
 	defer b.mu.Unlock()
 	h.releasing = true
 	now := time.Now()
+	h.releaseAt = now
 	for _, k := range h.keys {
 		if g := b.gates[k.Name]; g != nil && len(g.queue) > 0 && g.queue[0].freed.IsZero() {
 			g.queue[0].freed = now
@@ -221,6 +224,27 @@ func (b *Book) All() []*Held {
 	out := make([]*Held, 0, len(b.held))
 	for h := range b.held {
 		out = append(out, h)
+	}
+	return out
+}
+
+// Release is a release that has started and that the service may not have
+// yet (StartRelease, until Forget): its keys are still taken there.
+type Release struct {
+	Owner lockmgr.Owner
+	Keys  []lockmgr.Key
+	Since time.Time // when it started
+}
+
+// Releases lists the releases under way.
+func (b *Book) Releases() []Release {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []Release
+	for h := range b.held {
+		if h.releasing && len(h.keys) > 0 {
+			out = append(out, Release{Owner: h.Owner, Keys: h.keys, Since: h.releaseAt})
+		}
 	}
 	return out
 }
