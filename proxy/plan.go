@@ -32,6 +32,9 @@ type plan struct {
 	// unkeyed: a matched rule could not key every row a statement names,
 	// or refused it.
 	unkeyed bool
+	// bound: some decision took values from params (rules.Decision.Bind):
+	// its messages name the placeholders, not the text's literals.
+	bound bool
 	// rewriteRows: some statement may read or write rows of a rewrite
 	// rule's table, or runs text or stored code lockproxy cannot see. Unless
 	// it is the one keyed read or UPDATE the rewrite step handles, what the
@@ -55,11 +58,15 @@ type plan struct {
 
 // fromShapeOK reports whether a plan made from a statement shape's
 // analysis (parser.Cache.AnalyzeShaped) may stand for the text's own: it
-// keys every row it names and needs neither the text's parse tree (rewrite,
-// fence) nor its literals in an error message (unkeyed, refused). Any other
-// plan is made again from the text's own analysis.
+// needs neither the text's parse tree (rewrite, fence) nor its literals
+// in a message (refused, or unkeyed after a decision took values from the
+// placeholders). An unkeyed plan no decision of which read a placeholder
+// (a range read whose BETWEEN bounds the shape holds) is the text's own:
+// the shape's analysis was proved the text's, field for field, and its
+// reasons name no value. Any other plan is made again from the text's own
+// analysis.
 func (p plan) fromShapeOK() bool {
-	return !p.unkeyed && !p.needParams && p.rewrite.rule == nil && p.fence.rule == nil && p.guard.reject == nil
+	return (!p.unkeyed || !p.bound) && !p.needParams && p.rewrite.rule == nil && p.fence.rule == nil && p.guard.reject == nil
 }
 
 // target is a rule and the keys of the rows a statement names in its table.
@@ -284,6 +291,7 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 		pl.p.needParams = true
 	case d.NeedParams:
 		d = d.Bind(params)
+		pl.p.bound = true
 	}
 	if d.Reject || len(d.Unkeyed) > 0 || len(d.UnkeyedReads) > 0 || len(d.Hidden) > 0 {
 		pl.p.unkeyed = true

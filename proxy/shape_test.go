@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // shapeBed is the shape tests' table, sku with rows 0, 7 and 1001 at
@@ -106,7 +107,7 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 // the shape: with row 1001 held, the UPDATE and the locking read naming
 // BETWEEN 1001 AND 1001 wait for its lock and time out. (Two things hold
 // this: the parser never shapes equal bounds, and a plan from a shape
-// that keys nothing is made again from the text.) A range on a guarded
+// that is refused is made again from the text.) A range on a guarded
 // table keys no row; it is refused from its own text, as before.
 func TestTextShapesOfRanges(t *testing.T) {
 	p, direct, a, b := shapeBed(t)
@@ -142,6 +143,59 @@ func TestTextShapesOfRanges(t *testing.T) {
 	_ = rtx.Rollback()
 	if skuStock(t, direct, 1001) != 10 {
 		t.Fatal("the UPDATE ran while its row was held")
+	}
+}
+
+// TestTextShapesOfRangeReads: plain range reads in a transaction under
+// read_in_txn (sysbench's oltp_read_write sends four in every
+// transaction) run without row locks (on_unkeyed_read: allow) and are
+// answered by their shape, not parsed again text by text: the parser's
+// cache holds no new text for them and each is counted and audited as an
+// unkeyed read. A read of BETWEEN 1001 AND 1001, one row, is still keyed
+// from its own text (equal bounds are never shaped): with row 1001 held
+// it waits for the lock and times out.
+func TestTextShapesOfRangeReads(t *testing.T) {
+	p, _, a, b := shapeBed(t)
+	ctx := context.Background()
+	tx, err := a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	count := func(q string) int {
+		t.Helper()
+		var n int
+		if err := tx.QueryRow(q).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	if n := count("SELECT COUNT(*) FROM sku WHERE sku_id BETWEEN 0 AND 7"); n != 2 {
+		t.Fatalf("rows 0..7: %d, want 2", n)
+	}
+	shaped, texts := p.srv.analyzer.Shaped(), p.srv.analyzer.Len()
+	reads := testutil.ToFloat64(p.srv.metrics.unkeyedReads.WithLabelValues("sku-stock"))
+	for _, c := range []struct {
+		lo, hi, want int
+	}{{1, 7, 1}, {0, 1001, 3}, {8, 1000, 0}, {7, 1001, 2}} {
+		if n := count(fmt.Sprintf("SELECT COUNT(*) FROM sku WHERE sku_id BETWEEN %d AND %d", c.lo, c.hi)); n != c.want {
+			t.Fatalf("rows %d..%d: %d, want %d", c.lo, c.hi, n, c.want)
+		}
+	}
+	if got := p.srv.analyzer.Shaped(); got != shaped+4 {
+		t.Fatalf("the range reads were not answered by their shape: shaped %d -> %d", shaped, got)
+	}
+	if got := p.srv.analyzer.Len(); got != texts {
+		t.Fatalf("range reads answered by their shape were analysed again from their texts: %d cached texts -> %d", texts, got)
+	}
+	if got := testutil.ToFloat64(p.srv.metrics.unkeyedReads.WithLabelValues("sku-stock")); got != reads+4 {
+		t.Fatalf("unkeyed reads counted %v -> %v, want 4 more", reads, got)
+	}
+
+	holdRow(t, b, 1001)
+	_, err = tx.Exec("SELECT stock FROM sku WHERE sku_id BETWEEN 1001 AND 1001")
+	if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") {
+		t.Fatalf("a read of BETWEEN 1001 AND 1001 in a transaction while row 1001 is held: want lockproxy's 1205, got %v", me)
 	}
 }
 
