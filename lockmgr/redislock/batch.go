@@ -17,7 +17,10 @@ import (
 // so that an acquire never waits behind a batch of releases. It adds no
 // wait: a call made while no batch is on its way is sent at once; calls
 // made while one is on its way go together in the next, which is sent as
-// soon as that one is answered (group commit).
+// soon as that one is answered (group commit), by the caller of one of
+// them (handOn): its goroutine has to wake for its reply anyway, where a
+// goroutine started for the batch would grow a new stack through
+// go-redis's pipeline every time.
 //
 // With Options.ReleaseWindow, the release of a lease nobody else wanted
 // is held instead (hold): it rides in the pipeline of this Locker's next
@@ -57,16 +60,22 @@ type batchCall struct {
 	deadline time.Time
 	queue    func(p redis.Pipeliner) []*redis.Cmd
 	cmds     []*redis.Cmd
-	done     chan struct{}
+	// done, for a call of do, has one value for its caller: false when
+	// the call is answered, true first when the caller is to send the
+	// batch it is in (handOn). Buffered: whoever sends never waits.
+	done chan bool
+	// turn: handOn gave this call's caller the next batch to send; gone:
+	// its caller stopped waiting (ctx). Both under batcher.mu.
+	turn, gone bool
 	// after, for a held call, is run with its outcome instead of
-	// closing done (nobody waits for it).
+	// answering done (nobody waits for it).
 	after func(cmds []*redis.Cmd, err error)
 }
 
 // finish ends c with the outcome of its commands.
 func (c *batchCall) finish() {
 	if c.after == nil {
-		close(c.done)
+		c.done <- false
 		return
 	}
 	c.after(c.cmds, cmdsErr(c.cmds))
@@ -91,7 +100,7 @@ func cmdsErr(cmds []*redis.Cmd) error {
 // Batches run one after another, so a call runs after every call queued
 // before it.
 func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
-	c := &batchCall{queue: queue, done: make(chan struct{})}
+	c := &batchCall{queue: queue, done: make(chan bool, 1)}
 	var ok bool
 	if c.deadline, ok = ctx.Deadline(); !ok {
 		c.deadline = time.Now().Add(b.l.opt.OpTimeout)
@@ -103,29 +112,36 @@ func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis
 	b.mu.Unlock()
 	if lead {
 		// The first caller sends its batch itself (no goroutine switch
-		// when there is nothing to share); the batches that gathered
-		// meanwhile go on in the background.
-		if b.flush() {
-			go b.drain()
-		}
+		// when there is nothing to share); the batch that gathered
+		// meanwhile goes with the caller of one of its calls.
+		b.flush()
+		return c.cmds, cmdsErr(c.cmds)
 	}
 	select {
-	case <-c.done:
+	case turn := <-c.done:
+		if turn {
+			b.flush() // c is in it
+		}
 	case <-ctx.Done():
+		b.mu.Lock()
+		if c.turn {
+			// Given the batch to send as its wait ended: the batch
+			// goes all the same, on a goroutine of its own.
+			<-c.done
+			b.mu.Unlock()
+			go b.flush()
+			return nil, ctx.Err()
+		}
+		c.gone = true
+		b.mu.Unlock()
 		return nil, ctx.Err()
 	}
 	return c.cmds, cmdsErr(c.cmds)
 }
 
-// drain sends batches until none is pending.
-func (b *batcher) drain() {
-	for b.flush() {
-	}
-}
-
-// flush sends what is pending as one pipeline; it reports whether more
-// gathered meanwhile (the caller then sends it), else leaves busy.
-func (b *batcher) flush() bool {
+// flush sends what is pending as one pipeline; if more gathered
+// meanwhile, it hands that batch on (handOn), else leaves busy.
+func (b *batcher) flush() {
 	b.mu.Lock()
 	calls := b.pending
 	b.pending = nil
@@ -149,9 +165,23 @@ func (b *batcher) flush() bool {
 	defer b.mu.Unlock()
 	if len(b.pending) == 0 {
 		b.busy = false
-		return false
+		return
 	}
-	return true
+	b.handOn()
+}
+
+// handOn, with b.mu held and calls pending, wakes the first of their
+// callers still waiting to send them all (do); when none is, a goroutine
+// of its own does.
+func (b *batcher) handOn() {
+	for _, c := range b.pending {
+		if !c.gone {
+			c.turn = true
+			c.done <- true
+			return
+		}
+	}
+	go b.flush()
 }
 
 // hold keeps c, a release, for the next acquire of the Locker to carry

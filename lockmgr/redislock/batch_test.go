@@ -213,3 +213,82 @@ func TestBatchedAcquireGivenUp(t *testing.T) {
 		return rdb.Exists(ctx, key).Val() == 0
 	})
 }
+
+// TestBatchHandedOnPastAGivenUpCaller: the batch that gathers while one
+// is on its way is sent by the caller of one of its calls; when the first
+// of them stopped waiting (its wait ended), the next one still waiting
+// sends it, and when none waits any more, it goes on its own. Either way
+// the batcher is ready for the next.
+func TestBatchHandedOnPastAGivenUpCaller(t *testing.T) {
+	for _, patient := range []bool{true, false} {
+		t.Run(fmt.Sprintf("patient=%v", patient), func(t *testing.T) {
+			rdb, l, ctx := warmLocker(t, servertest.Unique("lptest-"))
+			g := &gate{hold: make(chan struct{})}
+			rdb.AddHook(g)
+			b := &l.acquires
+			queued := func(n int) {
+				testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
+					b.mu.Lock()
+					defer b.mu.Unlock()
+					return len(b.pending) == n
+				})
+			}
+			key := l.names("handed-on").lock
+			call := func(ctx context.Context, cmd ...any) chan error {
+				done := make(chan error, 1)
+				go func() {
+					_, err := b.do(ctx, func(p redis.Pipeliner) []*redis.Cmd { return []*redis.Cmd{p.Do(ctx, cmd...)} })
+					done <- err
+				}()
+				return done
+			}
+			first := call(ctx, "ping")
+			testbed.Eventually(t, 10*time.Second, "the first pipeline held", func() bool { return g.held.Load() })
+			wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer wcancel()
+			givenUp := call(wctx, "set", key, "1", "px", 60000)
+			queued(1)
+			var later chan error
+			if patient {
+				later = call(ctx, "ping")
+				queued(2)
+			}
+			if err := <-givenUp; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("call queued behind a held batch, its wait ended: %v; want its deadline", err)
+			}
+			close(g.hold)
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			if later != nil {
+				if err := <-later; err != nil {
+					t.Fatalf("the caller that sent the batch: %v", err)
+				}
+			}
+			// The given-up call runs when a call still waiting shares its
+			// batch; alone, its batch's deadline is its own, long past.
+			want := int64(0)
+			if patient {
+				want = 1
+			}
+			testbed.Eventually(t, 5*time.Second, "the batcher idle", func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return !b.busy
+			})
+			if got := rdb.Exists(ctx, key).Val(); got != want {
+				t.Errorf("the given-up call's key exists: %d, want %d", got, want)
+			}
+			if err := <-call(ctx, "ping"); err != nil {
+				t.Fatalf("a call after the batches: %v", err)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			// The client's pipelines include the release batcher's (the
+			// warm-up's held release, alone or carried by the first).
+			if patient && !slices.Contains(g.batches[1:], 2) {
+				t.Errorf("pipelines of %v commands; want the two calls that queued behind the first in one", g.batches)
+			}
+		})
+	}
+}
