@@ -172,18 +172,30 @@ func (s *Set) Release(ctx context.Context) error {
 	return releaseLeases(ctx, leases)
 }
 
-// ReleaseLocal releases the Set when that needs no wait for the lock
-// service: it holds one lease and that lease passes to the next owner of
-// the same Locker waiting for its keys in this process, or its release is
-// queued by the backend (Lease.ReleaseLocal). On false nothing changed.
+// ReleaseLocal releases each lease of the Set whose release needs no wait
+// for the lock service, and drops it: it passes to the next owner of the
+// same Locker waiting for its keys in this process, or its release is
+// queued by the backend (Lease.ReleaseLocal). It reports whether that was
+// every lease; on false the Set holds the others, to be released as
+// usual (Release), and nothing changed for them.
 func (s *Set) ReleaseLocal() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.leases) != 1 || !s.leases[0].ReleaseLocal() {
-		return false
+	kept := s.leases[:0]
+	for _, l := range s.leases {
+		if !l.ReleaseLocal() {
+			kept = append(kept, l)
+			continue
+		}
+		for _, k := range l.Keys() {
+			if s.held[k.Name] == l {
+				delete(s.held, k.Name)
+			}
+		}
 	}
-	s.leases, s.held = nil, map[string]*Lease{}
-	return true
+	clear(s.leases[len(kept):])
+	s.leases = kept
+	return len(kept) == 0
 }
 
 // Detach empties s and returns what it held as a new Set of the same
@@ -273,7 +285,10 @@ func (s *Set) Adopt(l *Lease) error {
 // batches) then gives back a transaction's leases, one per statement, in
 // one or two round trips instead of a round trip each.
 func releaseLeases(ctx context.Context, leases []*Lease) error {
-	if len(leases) == 1 {
+	switch len(leases) {
+	case 0:
+		return nil
+	case 1:
 		return leases[0].Release(ctx)
 	}
 	errs := make([]error, len(leases))
@@ -281,9 +296,7 @@ func releaseLeases(ctx context.Context, leases []*Lease) error {
 	for i, l := range leases[1:] {
 		wg.Go(func() { errs[i+1] = l.Release(ctx) })
 	}
-	if len(leases) > 0 {
-		errs[0] = leases[0].Release(ctx)
-	}
+	errs[0] = leases[0].Release(ctx)
 	wg.Wait()
 	return errors.Join(errs...)
 }

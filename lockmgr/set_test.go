@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,5 +291,64 @@ func TestSetReleasesTogether(t *testing.T) {
 	}
 	if s.Len() != 0 {
 		t.Errorf("Set holds %d leases after Release", s.Len())
+	}
+}
+
+// TestSetReleaseLocal: a Set releases in place every lease whose backend
+// can release it without waiting for the lock service, and keeps the
+// others for a usual release, which then gives back only those.
+func TestSetReleaseLocal(t *testing.T) {
+	ctx := context.Background()
+	for _, local := range []string{"abc", "ac", ""} {
+		t.Run("local="+local, func(t *testing.T) {
+			var mu sync.Mutex
+			var released []string // by the usual release
+			g := &grantAll{}
+			s := lockmgr.NewSet(g, lockmgr.Owner{Instance: "i", Session: 1, Start: time.Now()})
+			var leases []*lockmgr.Lease
+			for _, name := range []string{"a", "b", "c"} {
+				l, _ := lockmgr.NewLease(lockmgr.LeaseSpec{Owner: s.Owner(), Keys: ruleKeys(name), Fences: []uint64{1},
+					ValidUntil: time.Now().Add(time.Hour),
+					Release: func(context.Context) error {
+						mu.Lock()
+						defer mu.Unlock()
+						released = append(released, name)
+						return nil
+					},
+					HandOff: func() bool { return strings.Contains(local, name) }})
+				if err := s.Adopt(l); err != nil {
+					t.Fatal(err)
+				}
+				leases = append(leases, l)
+			}
+			if got, want := s.ReleaseLocal(), len(local) == 3; got != want {
+				t.Fatalf("ReleaseLocal = %v, want %v", got, want)
+			}
+			for i, name := range []string{"a", "b", "c"} {
+				inPlace := strings.Contains(local, name)
+				if s.Holds(name) == inPlace {
+					t.Errorf("after ReleaseLocal the set holds %s: %v, want %v", name, s.Holds(name), !inPlace)
+				}
+				if err := leases[i].Err(); inPlace != errors.Is(err, lockmgr.ErrReleased) {
+					t.Errorf("lease %s after ReleaseLocal: %v; released in place: %v", name, err, inPlace)
+				}
+			}
+			if s.Len() != 3-len(local) {
+				t.Errorf("set len %d after ReleaseLocal, want %d", s.Len(), 3-len(local))
+			}
+			if err := s.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, name := range []string{"a", "b", "c"} {
+				if !strings.Contains(local, name) {
+					want = append(want, name)
+				}
+			}
+			slices.Sort(released)
+			if !equal(released, want) {
+				t.Errorf("the usual release gave back %v, want %v", released, want)
+			}
+		})
 	}
 }
