@@ -20,7 +20,10 @@ import (
 // soon as that one is answered (group commit), by the caller of one of
 // them (handOn): its goroutine has to wake for its reply anyway, where a
 // goroutine started for the batch would grow a new stack through
-// go-redis's pipeline every time.
+// go-redis's pipeline every time. A caller sends a batch only when none
+// of its calls may be waited for longer than the caller itself would
+// wait (lead): a statement's lock wait never outlasts its own deadline
+// for another call's sake.
 //
 // With Options.ReleaseWindow, the release of a lease nobody else wanted
 // is held instead (hold): it rides in the pipeline of this Locker's next
@@ -60,12 +63,14 @@ type batchCall struct {
 	deadline time.Time
 	queue    func(p redis.Pipeliner) []*redis.Cmd
 	cmds     []*redis.Cmd
-	// done, for a call of do, has one value for its caller: false when
-	// the call is answered, true first when the caller is to send the
-	// batch it is in (handOn). Buffered: whoever sends never waits.
+	// done, for a call of do, tells its caller true when it is to send
+	// the batch the call is in (handOn), false when the call is
+	// answered; the caller reads the one before the other can be sent,
+	// so the buffer of one means whoever sends never waits.
 	done chan bool
-	// turn: handOn gave this call's caller the next batch to send; gone:
-	// its caller stopped waiting (ctx). Both under batcher.mu.
+	// turn: handOn gave this call's caller the batch to send and the
+	// caller has not taken it yet (lead); gone: the caller stopped
+	// waiting (ctx). Both under batcher.mu.
 	turn, gone bool
 	// after, for a held call, is run with its outcome instead of
 	// answering done (nobody waits for it).
@@ -110,42 +115,68 @@ func (b *batcher) do(ctx context.Context, queue func(p redis.Pipeliner) []*redis
 	lead := !b.busy
 	b.busy = true
 	b.mu.Unlock()
-	if lead {
-		// The first caller sends its batch itself (no goroutine switch
-		// when there is nothing to share); the batch that gathered
-		// meanwhile goes with the caller of one of its calls.
-		b.flush()
+	// The first caller sends its batch itself (no goroutine switch when
+	// there is nothing to share); the batch that gathered meanwhile goes
+	// with the caller of one of its calls (handOn).
+	if lead && b.lead(c) {
 		return c.cmds, cmdsErr(c.cmds)
 	}
-	select {
-	case turn := <-c.done:
-		if turn {
-			b.flush() // c is in it
-		}
-	case <-ctx.Done():
-		b.mu.Lock()
-		if c.turn {
-			// Given the batch to send as its wait ended: the batch
-			// goes all the same, on a goroutine of its own.
-			<-c.done
+	for {
+		select {
+		case turn := <-c.done:
+			if !turn || b.lead(c) {
+				return c.cmds, cmdsErr(c.cmds)
+			}
+		case <-ctx.Done():
+			b.mu.Lock()
+			if c.turn {
+				// Given the batch to send as its wait ended: the batch
+				// goes all the same, on a goroutine of its own.
+				<-c.done
+				c.turn = false
+				b.mu.Unlock()
+				go b.flush()
+				return nil, ctx.Err()
+			}
+			c.gone = true
 			b.mu.Unlock()
-			go b.flush()
 			return nil, ctx.Err()
 		}
-		c.gone = true
-		b.mu.Unlock()
-		return nil, ctx.Err()
 	}
-	return c.cmds, cmdsErr(c.cmds)
 }
 
-// flush sends what is pending as one pipeline; if more gathered
-// meanwhile, it hands that batch on (handOn), else leaves busy.
+// lead sends the pending batch, c among it, on c's caller's goroutine, and
+// reports true when it has; when a call in it may be waited for longer
+// than c's caller waits (a batch is waited for until the latest deadline
+// of its calls), the batch goes on a goroutine of its own instead, and c's
+// caller waits for its reply as any other (false).
+func (b *batcher) lead(c *batchCall) bool {
+	b.mu.Lock()
+	c.turn = false
+	calls := b.pending
+	if latest(calls).After(c.deadline) {
+		b.mu.Unlock()
+		go b.flush()
+		return false
+	}
+	b.pending = nil
+	b.mu.Unlock()
+	b.sendBatch(calls)
+	return true
+}
+
+// flush sends what is pending as one pipeline (sendBatch).
 func (b *batcher) flush() {
 	b.mu.Lock()
 	calls := b.pending
 	b.pending = nil
 	b.mu.Unlock()
+	b.sendBatch(calls)
+}
+
+// sendBatch sends calls as one pipeline, then, if more gathered
+// meanwhile, hands that batch on (handOn), else leaves busy.
+func (b *batcher) sendBatch(calls []*batchCall) {
 	// The batch is waited for as long as its most patient call would
 	// have waited alone: a slow server is not taken for a dead one.
 	ctx, cancel := context.WithDeadline(context.Background(), latest(calls))
@@ -170,18 +201,22 @@ func (b *batcher) flush() {
 	b.handOn()
 }
 
-// handOn, with b.mu held and calls pending, wakes the first of their
-// callers still waiting to send them all (do); when none is, a goroutine
-// of its own does.
+// handOn, with b.mu held and calls pending, wakes the caller still
+// waiting with the latest deadline among them to send them all (do,
+// lead); when none waits, a goroutine of its own does.
 func (b *batcher) handOn() {
+	var next *batchCall
 	for _, c := range b.pending {
-		if !c.gone {
-			c.turn = true
-			c.done <- true
-			return
+		if !c.gone && (next == nil || c.deadline.After(next.deadline)) {
+			next = c
 		}
 	}
-	go b.flush()
+	if next == nil {
+		go b.flush()
+		return
+	}
+	next.turn = true
+	next.done <- true
 }
 
 // hold keeps c, a release, for the next acquire of the Locker to carry

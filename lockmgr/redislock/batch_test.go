@@ -292,3 +292,102 @@ func TestBatchHandedOnPastAGivenUpCaller(t *testing.T) {
 		})
 	}
 }
+
+// echoGate holds every pipeline that has an `ECHO hold` in it until the
+// test lets one go (release), and counts those it holds.
+type echoGate struct {
+	release chan struct{}
+	held    atomic.Int32
+}
+
+func (g *echoGate) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *echoGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *echoGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); len(a) == 2 && a[0] == "echo" && a[1] == "hold" {
+				g.held.Add(1)
+				select {
+				case <-g.release:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestBatchWaitNotPastItsDeadline: a call whose wait ends while the batch
+// it is in hangs on its way to Redis returns at its own deadline, though
+// other calls in that batch wait longer: the batch is sent by the caller
+// with the latest deadline, or on a goroutine of its own, never by one
+// whose wait ends first.
+func TestBatchWaitNotPastItsDeadline(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("patient caller gone=%v", gone), func(t *testing.T) {
+			rdb, l, ctx := warmLocker(t, servertest.Unique("lptest-"))
+			g := &echoGate{release: make(chan struct{})}
+			rdb.AddHook(g)
+			b := &l.acquires
+			call := func(ctx context.Context, cmd ...any) chan error {
+				done := make(chan error, 1)
+				go func() {
+					_, err := b.do(ctx, func(p redis.Pipeliner) []*redis.Cmd { return []*redis.Cmd{p.Do(ctx, cmd...)} })
+					done <- err
+				}()
+				return done
+			}
+			queued := func(n int) {
+				testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
+					b.mu.Lock()
+					defer b.mu.Unlock()
+					return len(b.pending) == n
+				})
+			}
+			long, cancelLong := context.WithTimeout(ctx, 20*time.Second)
+			defer cancelLong()
+			first := call(long, "echo", "hold")
+			testbed.Eventually(t, 10*time.Second, "the first pipeline held", func() bool { return g.held.Load() == 1 })
+			short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancelShort()
+			impatient := call(short, "ping")
+			queued(1)
+			patientCtx, cancelPatient := context.WithTimeout(ctx, 20*time.Second)
+			defer cancelPatient()
+			patient := call(patientCtx, "echo", "hold")
+			queued(2)
+			if gone {
+				cancelPatient()
+				if err := <-patient; !errors.Is(err, context.Canceled) {
+					t.Fatalf("the patient call, its context cancelled: %v", err)
+				}
+			}
+			g.release <- struct{}{} // the first batch goes; the second hangs
+			if err := <-first; err != nil {
+				t.Fatal(err)
+			}
+			testbed.Eventually(t, 10*time.Second, "the second pipeline held", func() bool { return g.held.Load() == 2 })
+			select {
+			case err := <-impatient:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("the impatient call: %v; want its deadline", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the impatient call still waits past its deadline, in a batch held on its way")
+			}
+			g.release <- struct{}{}
+			if !gone {
+				if err := <-patient; err != nil {
+					t.Fatalf("the patient call: %v", err)
+				}
+			}
+			testbed.Eventually(t, 5*time.Second, "the batcher idle", func() bool {
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return !b.busy
+			})
+		})
+	}
+}
