@@ -191,11 +191,7 @@ func TestBatchedAcquireGivenUp(t *testing.T) {
 	go acquire(1, "first")
 	testbed.Eventually(t, 10*time.Second, "the first acquire's pipeline held", func() bool { return g.held.Load() })
 	go acquire(2, "patient")
-	testbed.Eventually(t, 10*time.Second, "the patient acquire queued", func() bool {
-		l.acquires.mu.Lock()
-		defer l.acquires.mu.Unlock()
-		return len(l.acquires.pending) == 1
-	})
+	batchQueued(t, &l.acquires, 1)
 	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer wcancel()
 	if _, err := l.Acquire(wctx, lockmgr.Owner{Instance: "b", Session: 3, Start: time.Now()},
@@ -226,32 +222,17 @@ func TestBatchHandedOnPastAGivenUpCaller(t *testing.T) {
 			g := &gate{hold: make(chan struct{})}
 			rdb.AddHook(g)
 			b := &l.acquires
-			queued := func(n int) {
-				testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
-					b.mu.Lock()
-					defer b.mu.Unlock()
-					return len(b.pending) == n
-				})
-			}
 			key := l.names("handed-on").lock
-			call := func(ctx context.Context, cmd ...any) chan error {
-				done := make(chan error, 1)
-				go func() {
-					_, err := b.do(ctx, func(p redis.Pipeliner) []*redis.Cmd { return []*redis.Cmd{p.Do(ctx, cmd...)} })
-					done <- err
-				}()
-				return done
-			}
-			first := call(ctx, "ping")
+			first := batchDo(ctx, b, "ping")
 			testbed.Eventually(t, 10*time.Second, "the first pipeline held", func() bool { return g.held.Load() })
 			wctx, wcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer wcancel()
-			givenUp := call(wctx, "set", key, "1", "px", 60000)
-			queued(1)
+			givenUp := batchDo(wctx, b, "set", key, "1", "px", 60000)
+			batchQueued(t, b, 1)
 			var later chan error
 			if patient {
-				later = call(ctx, "ping")
-				queued(2)
+				later = batchDo(ctx, b, "ping")
+				batchQueued(t, b, 2)
 			}
 			if err := <-givenUp; !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("call queued behind a held batch, its wait ended: %v; want its deadline", err)
@@ -271,15 +252,11 @@ func TestBatchHandedOnPastAGivenUpCaller(t *testing.T) {
 			if patient {
 				want = 1
 			}
-			testbed.Eventually(t, 5*time.Second, "the batcher idle", func() bool {
-				b.mu.Lock()
-				defer b.mu.Unlock()
-				return !b.busy
-			})
+			batchIdle(t, b)
 			if got := rdb.Exists(ctx, key).Val(); got != want {
 				t.Errorf("the given-up call's key exists: %d, want %d", got, want)
 			}
-			if err := <-call(ctx, "ping"); err != nil {
+			if err := <-batchDo(ctx, b, "ping"); err != nil {
 				t.Fatalf("a call after the batches: %v", err)
 			}
 			g.mu.Lock()
@@ -331,33 +308,18 @@ func TestBatchWaitNotPastItsDeadline(t *testing.T) {
 			g := &echoGate{release: make(chan struct{})}
 			rdb.AddHook(g)
 			b := &l.acquires
-			call := func(ctx context.Context, cmd ...any) chan error {
-				done := make(chan error, 1)
-				go func() {
-					_, err := b.do(ctx, func(p redis.Pipeliner) []*redis.Cmd { return []*redis.Cmd{p.Do(ctx, cmd...)} })
-					done <- err
-				}()
-				return done
-			}
-			queued := func(n int) {
-				testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
-					b.mu.Lock()
-					defer b.mu.Unlock()
-					return len(b.pending) == n
-				})
-			}
 			long, cancelLong := context.WithTimeout(ctx, 20*time.Second)
 			defer cancelLong()
-			first := call(long, "echo", "hold")
+			first := batchDo(long, b, "echo", "hold")
 			testbed.Eventually(t, 10*time.Second, "the first pipeline held", func() bool { return g.held.Load() == 1 })
 			short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer cancelShort()
-			impatient := call(short, "ping")
-			queued(1)
+			impatient := batchDo(short, b, "ping")
+			batchQueued(t, b, 1)
 			patientCtx, cancelPatient := context.WithTimeout(ctx, 20*time.Second)
 			defer cancelPatient()
-			patient := call(patientCtx, "echo", "hold")
-			queued(2)
+			patient := batchDo(patientCtx, b, "echo", "hold")
+			batchQueued(t, b, 2)
 			if gone {
 				cancelPatient()
 				if err := <-patient; !errors.Is(err, context.Canceled) {
@@ -383,11 +345,38 @@ func TestBatchWaitNotPastItsDeadline(t *testing.T) {
 					t.Fatalf("the patient call: %v", err)
 				}
 			}
-			testbed.Eventually(t, 5*time.Second, "the batcher idle", func() bool {
-				b.mu.Lock()
-				defer b.mu.Unlock()
-				return !b.busy
-			})
+			batchIdle(t, b)
 		})
 	}
+}
+
+// batchDo makes one call of cmd through b on a goroutine of its own and
+// returns where its error comes.
+func batchDo(ctx context.Context, b *batcher, cmd ...any) chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.do(ctx, func(p redis.Pipeliner) []*redis.Cmd { return []*redis.Cmd{p.Do(ctx, cmd...)} })
+		done <- err
+	}()
+	return done
+}
+
+// batchQueued waits until n calls are queued in b for its next batch.
+func batchQueued(t *testing.T, b *batcher, n int) {
+	t.Helper()
+	testbed.Eventually(t, 10*time.Second, fmt.Sprintf("%d calls queued", n), func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.pending) == n
+	})
+}
+
+// batchIdle waits until b has no batch on its way.
+func batchIdle(t *testing.T, b *batcher) {
+	t.Helper()
+	testbed.Eventually(t, 5*time.Second, "the batcher idle", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return !b.busy
+	})
 }
