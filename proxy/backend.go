@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/lockproxy/lockproxy/internal/rawsock"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/pingcap/tidb/pkg/parser/charset"
 )
@@ -192,7 +193,7 @@ func dialBackendWith(ctx context.Context, key poolKey, converse func([]byte) ([]
 	if cc.IsAutoCommit() {
 		status |= mysql.SERVER_STATUS_AUTOCOMMIT
 	}
-	sio := newSockIO(nc)
+	sio := rawsock.New(nc)
 	b := &backendConn{
 		key:      key,
 		nc:       nc,

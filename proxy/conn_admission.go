@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockproxy/lockproxy/internal/rawsock"
 	"go.uber.org/zap"
 )
 
@@ -98,7 +99,7 @@ func (s *Server) accept(c net.Conn) {
 	}
 	s.nextSessionIDLocked()
 	mem := &sessionMem{global: s.mem, limit: int64(cfg.Proxy.SessionMemory)}
-	sio := newSockIO(c)
+	sio := rawsock.New(c)
 	sess := &session{
 		srv:     s,
 		id:      s.nextID,

@@ -25,11 +25,11 @@ func poolOf(m *sync.Map, size int) *sync.Pool {
 }
 
 // waitReader is a source that can wait for data without holding a
-// buffer (sockIO): readOrWait reads into p what is there now, or, when
-// nothing is, calls release and waits until something is, returning 0
-// and no error.
+// buffer (rawsock.Conn): ReadOrWait reads into p what is there now, or,
+// when nothing is, calls release and waits until something is, returning
+// 0 and no error.
 type waitReader interface {
-	readOrWait(p []byte, release func()) (int, error)
+	ReadOrWait(p []byte, release func()) (int, error)
 }
 
 // connReader buffers reads from src, like bufio.Reader, in a buffer taken
@@ -157,7 +157,7 @@ func (c *connReader) waitIdle() error {
 	if c.buf == nil {
 		c.take()
 	}
-	n, err := wr.readOrWait(c.buf, c.releaseFn)
+	n, err := wr.ReadOrWait(c.buf, c.releaseFn)
 	if n > 0 {
 		c.r, c.w = 0, n
 	}

@@ -7,17 +7,20 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/rawsock"
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// parkSignal is a sockIO that tells the test when a wait has given its
-// buffer back and is about to park.
+// parkSignal is a rawsock.Conn that tells the test when a wait has given
+// its buffer back and is about to park.
 type parkSignal struct {
-	*sockIO
+	*rawsock.Conn
 	parked chan struct{}
 }
 
-func (p parkSignal) readOrWait(b []byte, release func()) (int, error) {
-	return p.sockIO.readOrWait(b, func() {
+func (p parkSignal) ReadOrWait(b []byte, release func()) (int, error) {
+	return p.Conn.ReadOrWait(b, func() {
 		release()
 		select {
 		case p.parked <- struct{}{}:
@@ -31,8 +34,8 @@ func (p parkSignal) readOrWait(b []byte, release func()) (int, error) {
 // is read without waiting. The read deadline still ends the wait, and a
 // closed peer ends it with the end of the stream.
 func TestWaitIdle(t *testing.T) {
-	a, b := tcpPair(t)
-	src := parkSignal{sockIO: newSockIO(a).(*sockIO), parked: make(chan struct{}, 1)}
+	a, b := testbed.TCPPair(t)
+	src := parkSignal{Conn: rawsock.New(a).(*rawsock.Conn), parked: make(chan struct{}, 1)}
 	r := newPacketReader(src, clientBufSize)
 	go func() {
 		<-src.parked

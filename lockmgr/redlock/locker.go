@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/internal/rawsock"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
@@ -109,9 +111,10 @@ func Dial(addrs []string, username, password string, o *Options) (*Locker, error
 
 // ClientOptions returns go-redis options for one Redlock server with
 // bounded dial, read, write and pool timeouts and no retries (a slow
-// server simply does not vote).
+// server simply does not vote); plain connections are read and written
+// through rawsock, as redislock's are.
 func ClientOptions(addr string) *redis.Options {
-	return &redis.Options{
+	co := &redis.Options{
 		Addr:                  addr,
 		DialTimeout:           500 * time.Millisecond,
 		DialerRetries:         1,
@@ -121,6 +124,9 @@ func ClientOptions(addr string) *redis.Options {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 	}
+	co.Dialer = rawsock.DialFunc(&net.Dialer{Timeout: co.DialTimeout, KeepAliveConfig: rawsock.KeepAlive},
+		func() *tls.Config { return co.TLSConfig })
+	return co
 }
 
 // Acquire implements lockmgr.Locker.

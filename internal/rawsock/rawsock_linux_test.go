@@ -1,4 +1,4 @@
-package proxy
+package rawsock
 
 import (
 	"bytes"
@@ -9,43 +9,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
-// tcpPair returns both ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (a, b net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		done <- c
-	}()
-	a, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-done
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
-	return a, b
-}
-
-// TestSockIO: raw socket reads and writes behave as net.Conn's: data both
+// TestConn: raw socket reads and writes behave as net.Conn's: data both
 // ways (a write larger than the socket buffers waits for the reader),
 // deadlines end a read with a timeout, a closed peer gives io.EOF, a reset
 // gives ECONNRESET, and a connection closed locally gives net.ErrClosed,
 // each wrapped in a *net.OpError as net.Conn wraps them.
-func TestSockIO(t *testing.T) {
-	a, b := tcpPair(t)
-	ra, rb := newSockIO(a), newSockIO(b)
-	if _, ok := ra.(*sockIO); !ok {
-		t.Fatalf("a TCP connection is not read through sockIO: %T", ra)
+func TestConn(t *testing.T) {
+	a, b := testbed.TCPPair(t)
+	ra, rb := New(a), New(b)
+	if _, ok := ra.(*Conn); !ok {
+		t.Fatalf("a TCP connection is not read through Conn: %T", ra)
 	}
 
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: many EAGAINs
@@ -89,8 +66,8 @@ func TestSockIO(t *testing.T) {
 	}
 
 	// A reset: the peer closes with unread data and SO_LINGER 0.
-	c, d := tcpPair(t)
-	rc := newSockIO(c)
+	c, d := testbed.TCPPair(t)
+	rc := New(c)
 	_ = d.(*net.TCPConn).SetLinger(0)
 	_ = d.Close()
 	time.Sleep(50 * time.Millisecond)
@@ -99,8 +76,8 @@ func TestSockIO(t *testing.T) {
 	}
 
 	// A read parked on the poller ends when the connection is closed.
-	e, _ := tcpPair(t)
-	re := newSockIO(e)
+	e, _ := testbed.TCPPair(t)
+	re := New(e)
 	ended := make(chan error, 1)
 	go func() {
 		_, err := re.Read(buf)
@@ -134,11 +111,11 @@ func TestSockIO(t *testing.T) {
 	}
 	us := <-accepted
 	defer us.Close()
-	ru := newSockIO(u)
-	if _, ok := ru.(*sockIO); !ok {
-		t.Fatalf("a Unix connection is not read through sockIO: %T", ru)
+	ru := New(u)
+	if _, ok := ru.(*Conn); !ok {
+		t.Fatalf("a Unix connection is not read through Conn: %T", ru)
 	}
-	if _, err := newSockIO(us).Write([]byte("y")); err != nil {
+	if _, err := New(us).Write([]byte("y")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := ru.Read(buf); n != 1 || err != nil || buf[0] != 'y' {
@@ -153,7 +130,47 @@ func TestSockIO(t *testing.T) {
 	p, q := net.Pipe()
 	defer p.Close()
 	defer q.Close()
-	if rw := newSockIO(p); rw != io.ReadWriter(p) {
+	if rw := New(p); rw != net.Conn(p) {
 		t.Fatalf("a pipe is wrapped: %T", rw)
+	}
+}
+
+// TestSyscallConnPeeksFirst: the RawConn of Conn.SyscallConn calls a
+// read's function only when the socket holds data or has ended, never
+// for an empty socket, and the function then sees the socket as it is.
+func TestSyscallConnPeeksFirst(t *testing.T) {
+	a, b := testbed.TCPPair(t)
+	rc, err := New(a).(*Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peek := func() (calls, n int) {
+		if err := rc.Read(func(fd uintptr) bool {
+			calls++
+			var p [1]byte
+			n, _, _ = syscall.Recvfrom(int(fd), p[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return calls, n
+	}
+	if calls, _ := peek(); calls != 0 {
+		t.Fatalf("an empty socket called the read's function %d times", calls)
+	}
+	if _, err := b.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if calls, n := peek(); calls != 1 || n != 1 {
+		t.Fatalf("a socket holding a byte: %d calls, peeked %d bytes", calls, n)
+	}
+	if _, err := a.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	time.Sleep(20 * time.Millisecond)
+	if calls, n := peek(); calls != 1 || n != 0 {
+		t.Fatalf("a socket its peer closed: %d calls, peeked %d bytes", calls, n)
 	}
 }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package rawsock
+
+import "net"
+
+// New returns c: the raw socket I/O of rawsock_linux.go is Linux only.
+func New(c net.Conn) net.Conn { return c }
