@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockproxy/lockproxy/internal/rawsock"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 )
 
@@ -27,8 +26,8 @@ func TestClientConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Close()
-	if _, ok := c.(*rawsock.Conn); !ok {
-		t.Fatalf("a plain connection to Redis is a %T, not a *rawsock.Conn", c)
+	if !isRawsock(c) {
+		t.Fatalf("a plain connection to Redis is a %T, not read through rawsock", c)
 	}
 
 	o.MaxRetries, o.PoolSize = -1, 1
