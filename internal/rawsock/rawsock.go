@@ -15,14 +15,16 @@ import (
 var KeepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3}
 
 // DialFunc returns a dial function for a client library that takes one
-// (go-redis's Options.Dialer): d's connections, read and written through
-// New, or, when tlsConfig returns a configuration as it dials, made as
-// tls.DialWithDialer makes them (TLS reads and writes its socket
-// itself).
+// (go-redis's Options.Dialer, the MySQL driver's Config.DialFunc): d's
+// connections, read and written through New, or, when tlsConfig is not
+// nil and returns a configuration as it dials, made as tls.DialWithDialer
+// makes them (TLS reads and writes its socket itself).
 func DialFunc(d *net.Dialer, tlsConfig func() *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if tc := tlsConfig(); tc != nil {
-			return tls.DialWithDialer(d, network, addr, tc)
+		if tlsConfig != nil {
+			if tc := tlsConfig(); tc != nil {
+				return tls.DialWithDialer(d, network, addr, tc)
+			}
 		}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {

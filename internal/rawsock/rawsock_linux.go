@@ -71,6 +71,12 @@ func New(c net.Conn) net.Conn {
 	return s
 }
 
+// Raw reports whether c is read and written raw (a *Conn).
+func Raw(c net.Conn) bool {
+	_, ok := c.(*Conn)
+	return ok
+}
+
 // rawRead reads into rd.p what the socket holds; false (park) when it
 // holds nothing.
 func (s *Conn) rawRead(fd uintptr) bool {

@@ -6,3 +6,6 @@ import "net"
 
 // New returns c: the raw socket I/O of rawsock_linux.go is Linux only.
 func New(c net.Conn) net.Conn { return c }
+
+// Raw reports whether c is read and written raw: never off Linux.
+func Raw(net.Conn) bool { return false }

@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/zap"
 
+	"github.com/lockproxy/lockproxy/internal/rawsock"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/pollwait"
@@ -153,6 +155,8 @@ func DriverConfig(addr, user, password string) *mysql.Config {
 	c := mysql.NewConfig()
 	c.Net, c.Addr, c.User, c.Passwd = "tcp", addr, user, password
 	c.Params = map[string]string{"innodb_lock_wait_timeout": "1"}
+	// The driver negotiates TLS inside the protocol, over this socket.
+	c.DialFunc = rawsock.DialFunc(&net.Dialer{KeepAliveConfig: rawsock.KeepAlive}, nil)
 	return c
 }
 
