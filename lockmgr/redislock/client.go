@@ -5,9 +5,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/lockproxy/lockproxy/internal/rawsock"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/internal/rawsock"
 )
 
 // ClientOptions returns go-redis options with bounded dial, read, write and
