@@ -77,6 +77,22 @@ func Raw(c net.Conn) bool {
 	return ok
 }
 
+// Readable reports whether c's socket holds data, has ended or has
+// failed, without reading from it: false for an empty socket and for a
+// connection that is not a *Conn.
+func Readable(c net.Conn) bool {
+	s, ok := c.(*Conn)
+	if !ok {
+		return false
+	}
+	readable := false
+	err := s.rc.Read(func(fd uintptr) bool {
+		readable = peek(fd) != syscall.EAGAIN
+		return true
+	})
+	return readable || err != nil
+}
+
 // rawRead reads into rd.p what the socket holds; false (park) when it
 // holds nothing.
 func (s *Conn) rawRead(fd uintptr) bool {
@@ -208,12 +224,19 @@ type peekFirst struct{ syscall.RawConn }
 // Read calls f only when the socket is not merely empty.
 func (p peekFirst) Read(f func(fd uintptr) bool) error {
 	return p.RawConn.Read(func(fd uintptr) bool {
-		var b [1]byte
-		_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
-			syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
-		if e == syscall.EAGAIN {
+		if peek(fd) == syscall.EAGAIN {
 			return true
 		}
 		return f(fd)
 	})
+}
+
+// peek looks at the socket's next byte without taking it or waiting
+// (a raw recvfrom, MSG_PEEK and MSG_DONTWAIT): EAGAIN when it holds
+// nothing, 0 when it holds data or has ended.
+func peek(fd uintptr) syscall.Errno {
+	var b [1]byte
+	_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	return e
 }

@@ -137,10 +137,12 @@ func TestConn(t *testing.T) {
 
 // TestSyscallConnPeeksFirst: the RawConn of Conn.SyscallConn calls a
 // read's function only when the socket holds data or has ended, never
-// for an empty socket, and the function then sees the socket as it is.
+// for an empty socket, and the function then sees the socket as it is;
+// Readable tells the same without a function.
 func TestSyscallConnPeeksFirst(t *testing.T) {
 	a, b := testbed.TCPPair(t)
-	rc, err := New(a).(*Conn).SyscallConn()
+	ra := New(a)
+	rc, err := ra.(*Conn).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,18 +160,24 @@ func TestSyscallConnPeeksFirst(t *testing.T) {
 	if calls, _ := peek(); calls != 0 {
 		t.Fatalf("an empty socket called the read's function %d times", calls)
 	}
+	if Readable(ra) {
+		t.Fatal("an empty socket is readable")
+	}
 	if _, err := b.Write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	testbed.Eventually(t, 10*time.Second, "the byte reaches the socket", func() bool { return Readable(ra) })
 	if calls, n := peek(); calls != 1 || n != 1 {
 		t.Fatalf("a socket holding a byte: %d calls, peeked %d bytes", calls, n)
 	}
-	if _, err := a.Read(make([]byte, 1)); err != nil {
+	if _, err := ra.Read(make([]byte, 1)); err != nil {
 		t.Fatal(err)
 	}
+	if Readable(ra) {
+		t.Fatal("a socket read empty is readable")
+	}
 	_ = b.Close()
-	time.Sleep(20 * time.Millisecond)
+	testbed.Eventually(t, 10*time.Second, "the peer's close reaches the socket", func() bool { return Readable(ra) })
 	if calls, n := peek(); calls != 1 || n != 0 {
 		t.Fatalf("a socket its peer closed: %d calls, peeked %d bytes", calls, n)
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"fmt"
+	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +46,16 @@ func TestDriverConnections(t *testing.T) {
 		t.Fatalf("a TLS connection to the lock table: cipher %q, %v", cipher, err)
 	}
 
+	var mu sync.Mutex
+	var last net.Conn // the pool's one connection
+	dial := dc.DialFunc
+	dc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		mu.Lock()
+		last = c
+		mu.Unlock()
+		return c, err
+	}
 	conn, err := mysqllock.Connector(dc)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +72,11 @@ func TestDriverConnections(t *testing.T) {
 		if _, err := admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // the close reaches the idle socket
+		testbed.Eventually(t, 10*time.Second, "the server's close reaches the idle socket", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return rawsock.Readable(last)
+		})
 		var got int64
 		if err := db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&got); err != nil {
 			t.Fatalf("round %d: the query after the server closed the idle connection: %v", round, err)

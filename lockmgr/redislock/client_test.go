@@ -2,8 +2,10 @@ package redislock
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,16 @@ func TestClientConnections(t *testing.T) {
 	}
 
 	o.MaxRetries, o.PoolSize = -1, 1
+	var mu sync.Mutex
+	var last net.Conn // the pool's one connection
+	dial := o.Dialer
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		mu.Lock()
+		last = c
+		mu.Unlock()
+		return c, err
+	}
 	rdb := redis.NewUniversalClient(o)
 	defer rdb.Close()
 	admin := redis.NewClient(&redis.Options{Addr: bed.RedisAddr})
@@ -45,7 +57,11 @@ func TestClientConnections(t *testing.T) {
 		if err := admin.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // the close reaches the idle socket
+		testbed.Eventually(t, 10*time.Second, "the server's close reaches the idle socket", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return rawsock.Readable(last)
+		})
 		got, err := rdb.ClientID(ctx).Result()
 		if err != nil {
 			t.Fatalf("round %d: the command after the server closed the idle connection: %v", round, err)
