@@ -1,7 +1,9 @@
 package testbed
 
 import (
+	"context"
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -29,4 +31,28 @@ func TCPPair(t testing.TB) (a, b net.Conn) {
 	}
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	return a, b
+}
+
+// RecordDials wraps dial so that last returns the connection it made
+// most recently (nil before the first): a test can then watch the socket
+// a client library's pool holds.
+func RecordDials(dial func(ctx context.Context, network, addr string) (net.Conn, error)) (
+	wrapped func(ctx context.Context, network, addr string) (net.Conn, error), last func() net.Conn) {
+	var mu sync.Mutex
+	var c net.Conn
+	wrapped = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err == nil {
+			mu.Lock()
+			c = nc
+			mu.Unlock()
+		}
+		return nc, err
+	}
+	last = func() net.Conn {
+		mu.Lock()
+		defer mu.Unlock()
+		return c
+	}
+	return wrapped, last
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,16 +45,8 @@ func TestDriverConnections(t *testing.T) {
 		t.Fatalf("a TLS connection to the lock table: cipher %q, %v", cipher, err)
 	}
 
-	var mu sync.Mutex
-	var last net.Conn // the pool's one connection
-	dial := dc.DialFunc
-	dc.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		mu.Lock()
-		last = c
-		mu.Unlock()
-		return c, err
-	}
+	var last func() net.Conn // the pool's one connection
+	dc.DialFunc, last = testbed.RecordDials(dc.DialFunc)
 	conn, err := mysqllock.Connector(dc)
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +64,7 @@ func TestDriverConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		testbed.Eventually(t, 10*time.Second, "the server's close reaches the idle socket", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return rawsock.Readable(last)
+			return rawsock.Readable(last())
 		})
 		var got int64
 		if err := db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&got); err != nil {

@@ -5,7 +5,6 @@ import (
 	"net"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,16 +34,8 @@ func TestClientConnections(t *testing.T) {
 	}
 
 	o.MaxRetries, o.PoolSize = -1, 1
-	var mu sync.Mutex
-	var last net.Conn // the pool's one connection
-	dial := o.Dialer
-	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		mu.Lock()
-		last = c
-		mu.Unlock()
-		return c, err
-	}
+	var last func() net.Conn // the pool's one connection
+	o.Dialer, last = testbed.RecordDials(o.Dialer)
 	rdb := redis.NewUniversalClient(o)
 	defer rdb.Close()
 	admin := redis.NewClient(&redis.Options{Addr: bed.RedisAddr})
@@ -58,9 +49,7 @@ func TestClientConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		testbed.Eventually(t, 10*time.Second, "the server's close reaches the idle socket", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return rawsock.Readable(last)
+			return rawsock.Readable(last())
 		})
 		got, err := rdb.ClientID(ctx).Result()
 		if err != nil {
