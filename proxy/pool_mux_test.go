@@ -37,6 +37,13 @@ func pinned(c *rules.Config) { c.Backends.Pool.Multiplex = false }
 // label has value (0 when there is none).
 func sampleValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
+	return sampleWhere(t, reg, name, map[string]string{label: value})
+}
+
+// sampleWhere sums the gauges or counters name in reg whose labels have
+// every value of want (0 when there is none).
+func sampleWhere(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -47,10 +54,14 @@ func sampleValue(t *testing.T, reg *prometheus.Registry, name, label, value stri
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			matched := 0
 			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					matched++
 				}
+			}
+			if matched == len(want) {
+				sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
 	}

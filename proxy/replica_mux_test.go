@@ -78,7 +78,8 @@ func TestMultiplexReplicaReads(t *testing.T) {
 			// idle, so its two reads need one, or two while the first
 			// one's reset runs.
 			testbed.Eventually(t, 10*time.Second, "the replica's connections idle again", func() bool {
-				return replicaInUse(t, p) == 0
+				return sampleWhere(t, p.reg, "lockproxy_backend_connections",
+					map[string]string{"backend": p.bed.ReplicaAddr, "state": "in_use"}) == 0
 			})
 		}
 	}
@@ -90,31 +91,6 @@ func TestMultiplexReplicaReads(t *testing.T) {
 	if most > 2 || most == 0 {
 		t.Errorf("%v replica connections open for %d sessions taking turns, want 1 or 2", most, sessions)
 	}
-}
-
-// replicaInUse is how many of the replica's connections are lent to a
-// session or being reset.
-func replicaInUse(t *testing.T, p *testProxy) float64 {
-	t.Helper()
-	mfs, err := p.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "lockproxy_backend_connections" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["backend"] == p.bed.ReplicaAddr && labels["state"] == "in_use" {
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return 0
 }
 
 // TestReplicaPreparedInOtherDatabase: a statement prepared in one
