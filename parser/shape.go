@@ -31,7 +31,10 @@ import (
 // ASCII without a backslash that follows a lone `=` with no introducer,
 // no doubled quote, no string next to it and no COLLATE (shapeableString),
 // and the two bounds of `BETWEEN lo AND hi` when both are such digit runs,
-// differ, and nothing after hi can extend it (betweenPair: range reads).
+// differ, and nothing after hi can extend it (betweenPair: range reads),
+// and such a digit run or string (printable ASCII without a backslash)
+// that is a whole element of an INSERT's or REPLACE's VALUES rows
+// (valuesRows).
 // A shape is used only when its analysis
 // is that of one INSERT, REPLACE, UPDATE, DELETE or SELECT that parsed
 // with certainty, and only after the analysis of the first text seen with
@@ -59,6 +62,7 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 	sc := NewScanner(sql, ScanOptions{Mode: ModeNoBackslashEscapes})
 	afterBetween := false // the last token outside blanks was the word BETWEEN
 	hiAt := -1            // where the upper bound of a shaped BETWEEN pair starts
+	var rows valuesRows
 	for {
 		t, more := sc.Next()
 		if !more {
@@ -68,6 +72,7 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 		wasBetween := afterBetween
 		if t.Kind != TokenSpace {
 			afterBetween = false
+			rows.next(sql, t)
 		}
 		switch t.Kind {
 		case TokenComment, TokenExecStart, TokenExecEnd:
@@ -78,7 +83,8 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 				return "", nil, false
 			}
 			closing := t.End - 1
-			if c == '\'' && shapeableString(sql, t.Start, closing, prev, prev2) {
+			if c == '\'' && (shapeableString(sql, t.Start, closing, prev, prev2) ||
+				rows.element(sql, t, prev) && plainString(sql, t.Start, closing)) {
 				if b.Len() == 0 {
 					b.Grow(len(sql))
 				}
@@ -101,7 +107,7 @@ func shapeOf(sql string) (shape string, vals []Value, ok bool) {
 			}
 			if !bound {
 				afterBetween = strings.EqualFold(run, "between")
-				if !shapeable(sql, t.Start, t.End, prev, prev2) {
+				if !shapeable(sql, t.Start, t.End, prev, prev2) && !(rows.element(sql, t, prev) && rowDigits(sql, t.Start, t.End)) {
 					prev2, prev = prev, run[len(run)-1]
 					continue
 				}
@@ -250,10 +256,8 @@ func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 	case '<', '>', '!', ':', '=':
 		return false
 	}
-	for i := open + 1; i < closing; i++ {
-		if sql[i] < 0x20 || sql[i] > 0x7e || sql[i] == '\\' || sql[i] == '\'' {
-			return false
-		}
+	if !plainString(sql, open, closing) {
+		return false
 	}
 	j := closing + 1
 	for j < len(sql) && isSpace(sql[j]) {
@@ -268,6 +272,102 @@ func shapeableString(sql string, open, closing int, prev, prev2 byte) bool {
 		return false
 	}
 	return true
+}
+
+// plainString reports whether the string sql[open:closing+1] holds only
+// printable ASCII but the backslash and the quote: its value is its bytes
+// whatever the connection's character set and sql_mode.
+func plainString(sql string, open, closing int) bool {
+	for i := open + 1; i < closing; i++ {
+		if sql[i] < 0x20 || sql[i] > 0x7e || sql[i] == '\\' || sql[i] == '\'' {
+			return false
+		}
+	}
+	return true
+}
+
+// valuesRows follows the VALUES rows of an INSERT or REPLACE through
+// shapeOf's tokens, to find the literals that are a whole element of a
+// row: `INSERT INTO t (id, k, c) VALUES (5012, 4993, 'x'), (7, 8, 'y')`
+// has the shape `... VALUES (?, ?, ?), (?, ?, ?)`, whose placeholders
+// the analysis reads as it reads a prepared INSERT's, into the rows it
+// keys. Only the rows of the text's own statement are followed: its first
+// word is INSERT or REPLACE, and the word VALUES (or VALUE) comes outside
+// parentheses before anything else does; the rows end at the first token
+// outside their parentheses that is neither a row's `(` nor the comma
+// between rows (ON DUPLICATE KEY UPDATE, RETURNING, a `;`), and nothing
+// after them is shaped as an element. An element is shaped only when it
+// is alone between the row's own parentheses and commas: one inside
+// another pair of parentheses (a function's argument, a row of a row) or
+// next to an operator, a sign, a COLLATE or another string is not.
+type valuesRows struct {
+	first int8 // 0: no word yet, 1: the first word is INSERT or REPLACE, -1: it is another
+	state int8 // 0: before VALUES, 1: in the rows, 2: after them
+	depth int  // parentheses open
+}
+
+// next notes t, a token of sql that is not a blank.
+func (v *valuesRows) next(sql string, t Token) {
+	if v.first == 0 {
+		v.first = -1
+		if t.Kind == TokenWord && (wordAt(sql, t.Start, "insert") || wordAt(sql, t.Start, "replace")) {
+			v.first = 1
+		}
+		return
+	}
+	if v.first < 0 || v.state == 2 {
+		return
+	}
+	c := sql[t.Start]
+	if v.state == 0 {
+		if t.Kind == TokenWord && (wordAt(sql, t.Start, "values") || wordAt(sql, t.Start, "value")) && v.depth == 0 {
+			v.state = 1
+			return
+		}
+		if t.Kind == TokenPunct {
+			switch c {
+			case '(':
+				v.depth++
+			case ')':
+				v.depth--
+			}
+		}
+		return
+	}
+	if t.Kind == TokenPunct {
+		switch {
+		case c == '(':
+			v.depth++
+			return
+		case c == ')' && v.depth > 0:
+			v.depth--
+			return
+		case c == ',':
+			return // between elements, or between rows
+		}
+	}
+	if v.depth == 0 {
+		v.state = 2
+	}
+}
+
+// element reports whether t, a literal token of sql just noted by next,
+// is a whole element of a VALUES row: inside the row's own parentheses,
+// after its `(` or a `,` (prev), and followed, past blanks, by a `,` or
+// the row's `)`.
+func (v *valuesRows) element(sql string, t Token, prev byte) bool {
+	if v.first < 0 || v.state != 1 || v.depth != 1 || prev != '(' && prev != ',' {
+		return false
+	}
+	j := skipBlanks(sql, t.End)
+	return j < len(sql) && (sql[j] == ',' || sql[j] == ')')
+}
+
+// rowDigits reports whether sql[start:end] is a digit run shapeOf shapes
+// (see digitRun).
+func rowDigits(sql string, start, end int) bool {
+	_, ok := digitRun(sql, start, end)
+	return ok
 }
 
 // shapeKinds are the statement kinds a shape may stand for.

@@ -32,6 +32,18 @@ func TestShapeOf(t *testing.T) {
 		{"SELECT DISTINCT c FROM sbtest1 WHERE id between 1\tand 0100 ORDER BY c", "SELECT DISTINCT c FROM sbtest1 WHERE id between ?\tand ? ORDER BY c", []Value{iv(1), iv(100)}},
 		{"SELECT * FROM t WHERE (a NOT BETWEEN 1 AND 2) AND b = 3 FOR UPDATE", "SELECT * FROM t WHERE (a NOT BETWEEN ? AND ?) AND b = ? FOR UPDATE", []Value{iv(1), iv(2), iv(3)}},
 		{"DELETE FROM t WHERE k BETWEEN 7 AND 9 OR k = 1 LIMIT 5", "DELETE FROM t WHERE k BETWEEN ? AND ? OR k = ? LIMIT 5", []Value{iv(7), iv(9), iv(1)}},
+		// The elements of an INSERT's or REPLACE's VALUES rows that are a
+		// digit run or a plain string alone between the row's commas.
+		{"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5012, 4993, '68487-96439', '22195')",
+			"INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", []Value{iv(5012), iv(4993), sv("68487-96439"), sv("22195")}},
+		{"insert into t values(1,'a') , ( 2 ,'b' )", "insert into t values(?,?) , ( ? ,? )", []Value{iv(1), sv("a"), iv(2), sv("b")}},
+		{"REPLACE t VALUE (7)", "REPLACE t VALUE (?)", []Value{iv(7)}},
+		{"INSERT INTO t VALUES (1) RETURNING 2, 3", "INSERT INTO t VALUES (?) RETURNING 2, 3", []Value{iv(1)}},
+		{"INSERT IGNORE INTO t (a, b) VALUES (1, NOW()), (DEFAULT, 2)", "INSERT IGNORE INTO t (a, b) VALUES (?, NOW()), (DEFAULT, ?)", []Value{iv(1), iv(2)}},
+		{"INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE b = VALUES(b), c = 3",
+			"INSERT INTO t (a, b) VALUES (?, ?) ON DUPLICATE KEY UPDATE b = VALUES(b), c = ?", []Value{iv(1), iv(2), iv(3)}},
+		{"INSERT INTO t (a) VALUES (f(1), 2, -3, 4 + 5, 6 + 7, 'a' 'b', 'x' COLLATE y, (8), 09, 1.5, .5, 1e5, NULL, 'it''s', x'41', _latin1'z')",
+			"INSERT INTO t (a) VALUES (f(1), ?, -3, 4 + 5, 6 + 7, 'a' 'b', 'x' COLLATE y, (8), ?, 1.5, .5, 1e5, NULL, 'it''s', x'41', _latin1'z')", []Value{iv(2), iv(9)}},
 	} {
 		shape, vals, ok := shapeOf(tt.sql)
 		if !ok || shape != tt.shape || len(vals) != len(tt.vals) {
@@ -90,6 +102,13 @@ func TestShapeOf(t *testing.T) {
 		"SELECT * FROM t WHERE id BETWEEN 1 AND 1234567890123456789", "SELECT * FROM t WHERE id BETWEEN 1 /* x */ AND 5",
 		"SELECT * FROM t WHERE id BETWEEN 1 AND 5;", "SELECT * FROM t WHERE id BETWEEN @a AND 5",
 		"SELECT * FROM t WHERE id BETWEENX 1 AND 5", "SELECT * FROM t WHERE id BETWEEN 1 ANDY 5",
+		// Rows that are not an INSERT's or REPLACE's own VALUES, and
+		// elements that are not alone between a row's commas.
+		"SELECT * FROM t WHERE (a, b) IN ((1, 2))", "SELECT f(1, 2) FROM t", "VALUES (1, 2)",
+		"INSERT INTO t SELECT * FROM (VALUES (1, 2)) v", "INSERT INTO t (a) SELECT 1", "INSERT INTO t (a) SELECT a FROM u LIMIT 1, 2",
+		"INSERT INTO t VALUES ((1), -2, 3 + 4, 'a' 'b')", "INSERT INTO t VALUES (1 /* x */)", "UPDATE t SET a = f(1, 2)",
+		"INSERT INTO t VALUES (@a, 1 := 2)", "CALL p(1, 2)",
+		"INSERT INTO t VALUES (12345678901234567890)", "INSERT INTO t VALUES ('\\')", "EXPLAIN INSERT INTO t VALUES (1)",
 	} {
 		if shape, vals, ok := shapeOf(sql); ok {
 			t.Errorf("shapeOf(%q) = %q, %v; want it left alone", sql, shape, vals)
@@ -119,6 +138,13 @@ func TestShapeStandsForItsTexts(t *testing.T) {
 		"SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111 ORDER BY c",
 		"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111 ORDER BY c",
 		"SELECT stock FROM sku_stock WHERE sku_id BETWEEN 5 AND 9 FOR UPDATE",
+		// sysbench oltp_read_write's INSERT, and rows as shops write them
+		"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5012, 4993, '68487932199-96439406143', '22195207048-70116052123')",
+		"INSERT INTO orders (order_id, sku_id, qty) VALUES (5, 7, 1), (6, 7, 2)",
+		"INSERT INTO sku_stock VALUES (7, 100)",
+		"REPLACE INTO sku_stock (sku_id, stock) VALUES (7, 100)",
+		"INSERT INTO sku_stock (sku_id, stock) VALUES (7, 1) ON DUPLICATE KEY UPDATE stock = stock + 1",
+		"INSERT IGNORE INTO inventory (sku, warehouse, stock) VALUES ('A-1001', 3, 0)",
 	} {
 		an, params, err := c.AnalyzeShaped(sql, "shop", DefaultOptions)
 		if err != nil || params == nil {
@@ -276,6 +302,11 @@ func FuzzShape(f *testing.F) {
 		"SELECT * FROM t WHERE a BETWEEN 1 AND 2 AND b = 3 FOR UPDATE",
 		"UPDATE t SET a = 1 WHERE k NOT BETWEEN 4 AND 9",
 		"SELECT * FROM t WHERE (k BETWEEN 1 AND 5) OR k = 3",
+		"INSERT INTO sbtest1 (id, k, c, pad) VALUES (5012, 4993, '68487932199-96439406143', '22195207048')",
+		"INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, NULL)",
+		"REPLACE INTO t (k, v) VALUE (1, 2)",
+		"INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE b = VALUES(b) + 3",
+		"INSERT INTO t (a, b) VALUES (1, f(2)), (3, 4 + 5)",
 	} {
 		f.Add(s, uint64(1))
 	}

@@ -101,6 +101,51 @@ func TestTextShapesLockTheirOwnRows(t *testing.T) {
 	}
 }
 
+// TestTextShapesOfInsertRows: text INSERTs whose VALUES rows differ only
+// in their numbers and plain strings share a shape (sysbench's
+// oltp_read_write sends one per transaction, each with new values), and
+// each still takes the lock of every row it inserts: with row 1001 held,
+// an INSERT of row 1001 of a shape first seen naming other rows (one row;
+// two rows, 1001 the second; the key as a string) waits for its lock and
+// times out, where a lockless INSERT would have reached MariaDB and failed
+// on the duplicate key.
+func TestTextShapesOfInsertRows(t *testing.T) {
+	p, direct, a, b := shapeBed(t)
+	for _, q := range []string{
+		"INSERT INTO sku VALUES (2, 10)", "INSERT INTO sku VALUES (3, '9')",
+		"INSERT INTO sku (sku_id, stock) VALUES (4, 1), (5, 1)",
+	} {
+		if _, err := a.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	holdRow(t, b, 1001)
+	for _, q := range []string{
+		"INSERT INTO sku VALUES (1001, 1)", "INSERT INTO sku VALUES ('1001', 1)", "INSERT INTO sku VALUES (6, '1001')",
+		"INSERT INTO sku (sku_id, stock) VALUES (6, 1), (1001, 1)",
+	} {
+		before := p.srv.analyzer.Shaped()
+		_, err := a.Exec(q)
+		shaped := p.srv.analyzer.Shaped() == before+1
+		if strings.Contains(q, "(6, '1001')") {
+			if err != nil || !shaped {
+				t.Fatalf("%s: %v (shaped %v); want it inserted, by its shape", q, err, shaped)
+			}
+			continue
+		}
+		if me := mysqlErr(t, err); me.Number != 1205 || !strings.HasPrefix(me.Message, "lockproxy:") || !strings.Contains(me.Message, "sku-stock") {
+			t.Fatalf("%s while row 1001 is held: want lockproxy's 1205 naming the rule, got %v", q, me)
+		}
+		if !shaped {
+			t.Fatalf("%s: not answered by the shape of the INSERTs before it", q)
+		}
+	}
+	var n int
+	if err := direct.QueryRow("SELECT COUNT(*) FROM sku WHERE sku_id IN (2, 3, 4, 5, 6)").Scan(&n); err != nil || n != 5 {
+		t.Fatalf("rows inserted: %d (%v), want 5", n, err)
+	}
+}
+
 // TestTextShapesOfRanges: range texts (BETWEEN with two integer bounds)
 // share a shape, and a range of one row, BETWEEN k AND k, which MariaDB
 // reads as = k, still locks its row after the range texts established
