@@ -81,6 +81,38 @@ func BenchmarkShapeHitRange(b *testing.B) {
 	})
 }
 
+// BenchmarkShapeHitInsert: sysbench oltp_read_write's INSERT, new values
+// in each text, answered by its shape; BenchmarkAnalyzeInsert is the same
+// text analysed from scratch.
+func BenchmarkShapeHitInsert(b *testing.B) {
+	benchShapeHit(b, func(i int) string {
+		return "INSERT INTO sbtest1 (id, k, c, pad) VALUES (" + strconv.Itoa(i) + ", " + strconv.Itoa(i*7) +
+			", '68487932199-96439406143-93774651418-41631865787-96406072701', '22195207048-70116052123-74140395089-76317954521')"
+	})
+}
+
+// BenchmarkAnalyzeInsert is sysbench's INSERT analysed from its text.
+func BenchmarkAnalyzeInsert(b *testing.B) {
+	benchAnalyze(b, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5012, 4993, "+
+		"'68487932199-96439406143-93774651418-41631865787-96406072701', '22195207048-70116052123-74140395089-76317954521')")
+}
+
+// BenchmarkAsCurrentRead: a point read's shape made a current read for a
+// text of that shape, as every plain read in a transaction under
+// read_in_txn is (the proof is made once, outside the loop).
+func BenchmarkAsCurrentRead(b *testing.B) {
+	an, err := Analyze("SELECT c FROM sbtest1 WHERE id=?", "shop")
+	if err != nil || !an.Stmts[0].CurrentReadOK() {
+		b.Fatalf("not a current read: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := an.Stmts[0].AsCurrentRead("SELECT c FROM sbtest1 WHERE id=5012"); !ok {
+			b.Fatal("not applied")
+		}
+	}
+}
+
 // BenchmarkAnalyzeRange is a range read analysed from its text.
 func BenchmarkAnalyzeRange(b *testing.B) {
 	benchAnalyze(b, "SELECT c FROM sbtest1 WHERE id BETWEEN 5012 AND 5111")

@@ -102,25 +102,43 @@ func (f *Facts) currentPlan() *currentPlan {
 	return p
 }
 
-// apply makes p's edits to text, whose tokens must number p.ntok.
+// apply makes p's edits to text, whose tokens must number p.ntok. It
+// runs for every current read a transaction sends, so the tokens are
+// counted as they come and only the edits' positions kept.
 func (p *currentPlan) apply(text string, m Mode) (string, bool) {
-	toks := currentTokens(text, m)
-	if len(toks) != p.ntok {
+	var small [4]int
+	at := small[:0]
+	if len(p.edits) > len(small) {
+		at = make([]int, 0, len(p.edits))
+	}
+	l := &lexer{s: text, mode: m, strings: true}
+	n := 0
+	for {
+		t, ok := l.next()
+		if !ok {
+			break
+		}
+		for len(at) < len(p.edits) && p.edits[len(at)].tok == n {
+			at = append(at, t.pos)
+		}
+		n++
+	}
+	if n != p.ntok {
 		return "", false
+	}
+	for len(at) < len(p.edits) { // edits at the end of the text
+		at = append(at, len(text))
 	}
 	var b strings.Builder
 	b.Grow(len(text) + len(p.edits)*len(CurrentReadClause))
-	at := 0
-	for _, e := range p.edits {
-		pos := len(text)
-		if e.tok < len(toks) {
-			pos = toks[e.tok].pos
-		}
-		b.WriteString(text[at:pos])
+	last := 0
+	for i, e := range p.edits {
+		pos := at[i]
+		b.WriteString(text[last:pos])
 		b.WriteString(e.text)
-		at = pos
+		last = pos
 	}
-	b.WriteString(text[at:])
+	b.WriteString(text[last:])
 	return b.String(), true
 }
 
