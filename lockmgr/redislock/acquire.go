@@ -230,8 +230,8 @@ func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale 
 	if grant {
 		lease = l.relArgs.lease
 	}
-	args := make([]any, 0, 6+len(stale))
-	args = append(args, tok, "", lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, "")
+	args := make([]any, 0, 10+len(stale))
+	args = append(args, tok, "", lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, "", "", "", "", "")
 	for _, t := range stale {
 		args = append(args, t)
 	}
@@ -243,6 +243,15 @@ func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale 
 			a[1] = n.channel
 			if !k.NoHandoff {
 				a[5] = "s" // most likely taken by the fast path: a string
+			}
+			// The key's local head waiter, if any, is queued by the
+			// release that frees the key (see release.lua), read when the
+			// batch is sent.
+			if o, prio, wt, ok := l.book.QueueHead(k.Name); ok && wt != tok {
+				a[6], a[7], a[8] = wt, prio, o.ID()
+				if l.notify.listening(n.channel) {
+					a[9] = l.woundChannel()
+				}
 			}
 			cmds[i] = l.sc.release.EvalSha(context.Background(), p, n.keys(), a...)
 		}

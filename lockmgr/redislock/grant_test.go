@@ -42,16 +42,18 @@ func (c *acquireCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // holdOwner holds the acquire scripts a client sends for one owner until
-// gate is closed.
+// gate is closed; held counts the scripts it has held.
 type holdOwner struct {
 	id   string
 	gate chan struct{}
+	held atomic.Int64
 }
 
 func (h *holdOwner) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *holdOwner) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if a := cmd.Args(); len(a) > 9 && (a[0] == "evalsha" || a[0] == "eval") && a[9] == h.id {
+			h.held.Add(1)
 			<-h.gate
 		}
 		return next(ctx, cmd)
@@ -244,6 +246,63 @@ func TestReleaseGrants(t *testing.T) {
 		}
 		l2 := await(t, lc2, ec2)
 		_ = l2.Release(ctx)
+	})
+
+	t.Run("releaser-head-queued", func(t *testing.T) {
+		// A release that frees the key queues the releasing instance's
+		// local head waiter too, with its own age, before it picks whom to
+		// grant: that waiter, which has not asked yet (its scripts held by
+		// the hook), keeps its place ahead of a younger waiter of another
+		// instance, which would otherwise be granted the key here.
+		k := lockmgr.Key{Name: "releaser-head", Rule: "g"}
+		oa, ob := locktest.Owner("a2"), locktest.Owner("b") // a2 older than b
+		hold := &holdOwner{id: oa.ID(), gate: make(chan struct{})}
+		ardb := newClient(t, bed.RedisAddr)
+		ardb.AddHook(hold)
+		a := newLocker(ardb, nil)
+		b := newLocker(newClient(t, bed.RedisAddr), nil)
+		first, err := a.Acquire(ctx, locktest.Owner("h"), []lockmgr.Key{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lca, eca := acquireAsync(a, oa, k)
+		testbed.Eventually(t, 10*time.Second, "condition", func() bool { return hold.held.Load() > 0 })
+		lcb, ecb := acquireAsync(b, ob, k)
+		queued(k.Name, 1) // b's ticket: a2's script has not reached Redis
+		if err := first.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var mine []string
+		for _, tk := range check.ZRange(ctx, name(k.Name, ":q"), 0, -1).Val() {
+			if own, _, _ := strings.Cut(tk, "\x00"); own == oa.ID() {
+				mine = append(mine, tk)
+			}
+		}
+		if len(mine) != 1 {
+			t.Errorf("after the release, the queue holds %d tickets of a2; want 1, queued by the release", len(mine))
+		} else if score := check.ZScore(ctx, name(k.Name, ":q"), mine[0]).Val(); int64(score) != oa.Start.UnixMicro() {
+			t.Errorf("a2's ticket has priority %v; want its own age %d", score, oa.Start.UnixMicro())
+		}
+		select {
+		case l := <-lcb:
+			_ = l.Release(ctx)
+			t.Fatal("b, younger than a2, was granted the key while a2 waited")
+		case err := <-ecb:
+			t.Fatal(err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		close(hold.gate)
+		la := await(t, lca, eca)
+		select {
+		case <-lcb:
+			t.Fatal("b was granted the key while a2 holds it")
+		default:
+		}
+		if err := la.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lb := await(t, lcb, ecb)
+		_ = lb.Release(ctx)
 	})
 
 	t.Run("renewal-retried", func(t *testing.T) {

@@ -6,8 +6,12 @@
 -- ARGV: 1 tok, 2 the key's wake-up channel, 3 the lease (ms) to grant the
 -- next waiter ('' : grant nothing, only wake), 4 fence counter ttl ms,
 -- 5 ticket ttl ms, 6 's' if the key was most likely taken by the fast
--- path (a string: look for it first), 7... tickets of waiters the lease
--- was handed to inside its instance, taken off the queue too.
+-- path (a string: look for it first), 7 the ticket of the releasing
+-- Locker's local head waiter for the key ('' for none), 8 its owner
+-- priority, 9 its owner id, 10 that Locker's wound channel when it hears
+-- the key's announcements ('' : the ticket gets no grants entry), 11...
+-- tickets of waiters the lease was handed to inside its instance, taken
+-- off the queue too.
 -- A fast-path holder's lock is the string #tok ':' tok #own ':' own prio
 -- ':' fence ':' ch, set by SET NX PX without a script; the acquire script
 -- turns it into the hash as soon as anyone else asks for the key, so a
@@ -21,14 +25,20 @@
 -- SET NX cannot take the key ahead of them. A grant also queues the next
 -- local waiter the ticket's acquire recorded ('>' field, see acquire.lua),
 -- with its own priority, so its instance keeps its place among the
--- others' waiters as when the acquire script grants.
+-- others' waiters as when the acquire script grants. The same holds for
+-- the releasing instance: a release that frees the key queues the ticket
+-- of its local head waiter (ARGV 7-10) before it picks whom to grant, as
+-- that waiter would queue itself when it asks. Without it, a waiter that
+-- became its instance's head while the key passed through other
+-- instances (its ticket not yet asked for) could find younger waiters of
+-- another instance queued, and granted, ahead of it.
 -- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
 -- else 0; with {deleted, ticket, fence} when it granted the key.
 local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
 local pfx = #tok .. ':' .. tok
 -- ours reports whether the fast-path lock string v is tok's
 local function ours(v) return string.sub(v, 1, #pfx) == pfx end
-local plain = #ARGV < 7
+local plain = ARGV[7] == '' and #ARGV < 11
 -- The fast path's release: compare-and-delete the string (GET, DEL).
 local v = false
 if ARGV[6] == 's' then
@@ -58,7 +68,7 @@ if redis.call('TYPE', lock)['ok'] == 'string' then
 end
 local wasHead = redis.call('ZRANK', q, tok) == 0
 local gone = {tok}
-for i = 7, #ARGV do gone[#gone + 1] = ARGV[i] end
+for i = 11, #ARGV do gone[#gone + 1] = ARGV[i] end
 redis.call('ZREM', q, unpack(gone))
 redis.call('ZREM', qx, unpack(gone))
 redis.call('HDEL', qg, unpack(gone))
@@ -69,6 +79,17 @@ if redis.call('HGET', lock, 'tok') == tok then
   deleted = 1
 end
 local free = deleted == 1 or not redis.call('HGET', lock, 'tok')
+if free and ARGV[7] ~= '' and ARGV[7] ~= tok and not redis.call('ZSCORE', q, ARGV[7]) then
+  -- the releasing instance's local head keeps its place by age
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('ZADD', q, ARGV[8], ARGV[7])
+  redis.call('ZADD', qx, now + tonumber(ARGV[5]), ARGV[7])
+  if ARGV[10] ~= '' then
+    redis.call('HSET', qg, ARGV[7], #ARGV[9] .. ':' .. ARGV[9] .. ARGV[10])
+    redis.call('PEXPIRE', qg, ARGV[5])
+  end
+end
 if redis.call('ZCARD', q) == 0 then
   -- nobody waits any more: a reservation is not needed
   if free and redis.call('EXISTS', lock) == 1 then redis.call('DEL', lock) end

@@ -180,6 +180,24 @@ func (b *Book) NextInLine(key string, head *Waiter) (o lockmgr.Owner, tok string
 	return next.owner, next.tok, true
 }
 
+// QueueHead returns the owner, age (its place in the queue) and token of
+// key's local head waiter and marks it as queued at the service by proxy,
+// as NextInLine does: a release that gives key back to the service queues
+// that ticket in the same call, so this instance keeps its place by age
+// while the waiter has not asked yet. ok is false when nobody here waits
+// for key.
+func (b *Book) QueueHead(key string) (o lockmgr.Owner, prio int64, tok string, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g := b.gates[key]
+	if g == nil || len(g.queue) == 0 {
+		return lockmgr.Owner{}, 0, "", false
+	}
+	head := g.queue[0]
+	head.proxied = true
+	return head.owner, head.prio, head.tok, true
+}
+
 // TakeNextChanged reports whether another waiter came to stand right
 // behind w since w last asked the service (NextInLine), clearing it: a
 // head whose ticket is queued there asks again now rather than at its
