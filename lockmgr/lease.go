@@ -143,10 +143,13 @@ func (l *Lease) ValidUntil() time.Time {
 }
 
 // Valid reports whether the lease is held and known valid right now.
-func (l *Lease) Valid() bool {
+func (l *Lease) Valid() bool { return l.validAt(time.Now()) }
+
+// validAt reports whether the lease is held and known valid at now.
+func (l *Lease) validAt(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.err == nil && time.Now().Before(l.validUntil)
+	return l.err == nil && now.Before(l.validUntil)
 }
 
 // Release gives the keys back. It is idempotent: later calls return nil once

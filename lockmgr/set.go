@@ -120,8 +120,9 @@ func (s *Set) lostLocked() error {
 func (s *Set) Valid() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now() // once: a transaction holds a lease per keyed statement
 	for _, l := range s.leases {
-		if !l.Valid() {
+		if !l.validAt(now) {
 			return false
 		}
 	}

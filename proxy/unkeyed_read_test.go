@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/rules"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // TestUnkeyedReadInTxn: DB-API clients (PyMySQL, mysqlclient, SQLAlchemy) start with autocommit
@@ -63,6 +67,39 @@ func TestUnkeyedReadInTxn(t *testing.T) {
 				t.Errorf("lockproxy_unkeyed_reads_total = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestUnkeyedReadsAudited: every unkeyed read in a transaction is
+// counted, and audited through the logger's sampler like any other line
+// (lockproxy's production logger samples): with a sampler that lets one
+// such line a minute through, three reads write one line, with the rule,
+// table, reason, session, user and client, and count three.
+func TestUnkeyedReadsAudited(t *testing.T) {
+	_, db := lockSchema(t)
+	core, logs := observer.New(zapcore.DebugLevel)
+	p := observedProxy(t, observed{log: zap.New(zapcore.NewSamplerWithOptions(core, time.Minute, 1, 0)),
+		edit: lockRules(db, 0), locker: memLocker})
+	c := conn(t, p.db(t, db, ""))
+	mustExecConn(t, c, "BEGIN")
+	for range 3 {
+		var n int
+		if err := c.QueryRowContext(bg, "SELECT COUNT(*) FROM sku WHERE stock > 0").Scan(&n); err != nil || n != 2 {
+			t.Fatalf("unkeyed read: %d, %v", n, err)
+		}
+	}
+	mustExecConn(t, c, "ROLLBACK")
+	if got := testutil.ToFloat64(p.srv.metrics.unkeyedReads.WithLabelValues("sku-stock")); got != 3 {
+		t.Errorf("lockproxy_unkeyed_reads_total = %v, want 3", got)
+	}
+	lines := logs.FilterMessageSnippet("unkeyed read in a transaction").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d audit lines of unkeyed reads, want 1 (the sampler's first)", len(lines))
+	}
+	f := lines[0].ContextMap()
+	if lines[0].LoggerName != "audit" || f["rule"] != "sku-stock" || f["table"] != db+".sku" || f["reason"] == "" ||
+		f["user"] == "" || !strings.HasPrefix(f["client"].(string), "127.0.0.1:") || f["session"] == nil {
+		t.Errorf("audit line %q (logger %q) fields %v", lines[0].Message, lines[0].LoggerName, f)
 	}
 }
 
