@@ -138,12 +138,12 @@
 // is granted, the same script call queues the ticket of the next local
 // waiter, so the instance keeps its place in the key's queue while that
 // waiter is still being scheduled; a wait that then fails removes the
-// ticket like its own. A release that gives a key back to Redis likewise
-// queues its Locker's local head waiter for that key, with its own age,
-// before it picks whom to grant (release.lua), so a head that has not
-// asked yet (it waited in process behind its own Locker's lease, or
-// became head while the key went through other Lockers) is not passed by
-// younger waiters elsewhere.
+// ticket like its own. A release that gives a key back to Redis while
+// waiters are queued for it likewise queues its Locker's local head
+// waiter for that key, with its own age, before it picks whom to grant
+// (release.lua), so a head that has not asked yet (it waited in process
+// behind its own Locker's lease, or became head while the key went
+// through other Lockers) is not passed by younger waiters elsewhere.
 //
 // With Options.LocalHandoffs, a single-key lease released while a local
 // waiter wants that key alone passes to it without Redis (lock cohorting,

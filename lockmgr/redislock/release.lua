@@ -26,8 +26,9 @@
 -- local waiter the ticket's acquire recorded ('>' field, see acquire.lua),
 -- with its own priority, so its instance keeps its place among the
 -- others' waiters as when the acquire script grants. The same holds for
--- the releasing instance: a release that frees the key queues the ticket
--- of its local head waiter (ARGV 7-10) before it picks whom to grant, as
+-- the releasing instance: a release that frees the key while waiters are
+-- queued queues the ticket of its local head waiter (ARGV 7-10) before it
+-- picks whom to grant, as
 -- that waiter would queue itself when it asks. Without it, a waiter that
 -- became its instance's head while the key passed through other
 -- instances (its ticket not yet asked for) could find younger waiters of
@@ -38,7 +39,9 @@ local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5],
 local pfx = #tok .. ':' .. tok
 -- ours reports whether the fast-path lock string v is tok's
 local function ours(v) return string.sub(v, 1, #pfx) == pfx end
-local plain = ARGV[7] == '' and #ARGV < 11
+-- plain: no handed-off tickets to take off the queue. A local head
+-- (ARGV 7) does not count: it is queued below only when others are.
+local plain = #ARGV < 11
 -- The fast path's release: compare-and-delete the string (GET, DEL).
 local v = false
 if ARGV[6] == 's' then
@@ -79,8 +82,9 @@ if redis.call('HGET', lock, 'tok') == tok then
   deleted = 1
 end
 local free = deleted == 1 or not redis.call('HGET', lock, 'tok')
-if free and ARGV[7] ~= '' and ARGV[7] ~= tok and not redis.call('ZSCORE', q, ARGV[7]) then
-  -- the releasing instance's local head keeps its place by age
+if free and ARGV[7] ~= '' and ARGV[7] ~= tok and redis.call('EXISTS', q) == 1 and not redis.call('ZSCORE', q, ARGV[7]) then
+  -- the releasing instance's local head keeps its place by age among the
+  -- waiters queued (with none queued, it takes the key when it asks)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZADD', q, ARGV[8], ARGV[7])
