@@ -28,11 +28,11 @@
 -- others' waiters as when the acquire script grants. The same holds for
 -- the releasing instance: a release that frees the key while waiters are
 -- queued queues the ticket of its local head waiter (ARGV 7-10) before it
--- picks whom to grant, as
--- that waiter would queue itself when it asks. Without it, a waiter that
--- became its instance's head while the key passed through other
--- instances (its ticket not yet asked for) could find younger waiters of
--- another instance queued, and granted, ahead of it.
+-- picks whom to grant, as that waiter would queue itself when it asks.
+-- Without it, a waiter that waited in process behind its own instance's
+-- lease, or became its instance's head while the key passed through
+-- other instances (its ticket not yet asked for), could find younger
+-- waiters of another instance queued, and granted, ahead of it.
 -- Returns {deleted}, deleted 1 if the lock was ours and is now deleted,
 -- else 0; with {deleted, ticket, fence} when it granted the key.
 local lock, q, qx, fence, qg, tok = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]
