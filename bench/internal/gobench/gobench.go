@@ -41,7 +41,7 @@ var LockBenches = []string{"BenchmarkUncontended", "BenchmarkHotKeyHandoff"}
 // Specs lists what the scenario runs, in report order.
 func Specs() []Spec {
 	ss := []Spec{
-		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkShapeHitRange", "BenchmarkAnalyzeRange", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
+		{GroupParser, "./parser/", []string{"BenchmarkAnalyzeKeyedUpdate", "BenchmarkCacheHit", "BenchmarkShapeHit", "BenchmarkShapeHitString", "BenchmarkShapeHitRange", "BenchmarkAnalyzeRange", "BenchmarkShapeHitInsert", "BenchmarkAnalyzeInsert", "BenchmarkAsCurrentRead", "BenchmarkAnalyzeStringKeyedUpdate", "BenchmarkAnalyzeORMSelect", "BenchmarkAnalyzeINList500", "BenchmarkRewriteUpdate"}},
 		{GroupRules, "./rules/", []string{"BenchmarkMatch", "BenchmarkEncodeKey", "BenchmarkTextKeyASCII", "BenchmarkTextKeyServerCached", "BenchmarkTextKeyServerFirst",
 			"BenchmarkNumberKeyString", "BenchmarkNumberKeyServerCached", "BenchmarkNumberKeyServerFirst"}},
 		{GroupProxy, "./proxy/", []string{"BenchmarkSplitText", "BenchmarkGuardedUpdate"}},

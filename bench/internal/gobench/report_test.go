@@ -41,11 +41,11 @@ func sampleData() Data {
 
 func TestAggregate(t *testing.T) {
 	d := sampleData()
-	if len(d.Benches) != 10+1+8+2+12 {
-		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (33)", len(d.Benches))
+	if len(d.Benches) != 13+1+8+2+12 {
+		t.Fatalf("got %d benches, want one per wanted benchmark and sub-benchmark (36)", len(d.Benches))
 	}
-	if d.Benches[9].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[10].Name != "BenchmarkRewriteUpdate/relative" {
-		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[9].Name, d.Benches[10].Name)
+	if d.Benches[12].Name != "BenchmarkRewriteUpdate/delta" || d.Benches[13].Name != "BenchmarkRewriteUpdate/relative" {
+		t.Errorf("sub-benchmarks not in place of their parent: %v %v", d.Benches[12].Name, d.Benches[13].Name)
 	}
 	tests := []struct {
 		pkg, name string
