@@ -125,6 +125,22 @@ func TestReleaseGrants(t *testing.T) {
 		t.Helper()
 		testbed.Eventually(t, 10*time.Second, "condition", func() bool { return check.ZCard(ctx, name(key, ":q")).Val() == n })
 	}
+	// queuedOnce checks that key's queue holds one ticket of owner o, with
+	// o's own age: queued by a release on o's behalf (when says when).
+	queuedOnce := func(t *testing.T, key string, o lockmgr.Owner, when string) {
+		t.Helper()
+		var mine []string
+		for _, tk := range check.ZRange(ctx, name(key, ":q"), 0, -1).Val() {
+			if own, _, _ := strings.Cut(tk, "\x00"); own == o.ID() {
+				mine = append(mine, tk)
+			}
+		}
+		if len(mine) != 1 {
+			t.Errorf("%s, the queue holds %d tickets of %s; want 1, queued by the release", when, len(mine), o.Instance)
+		} else if score := check.ZScore(ctx, name(key, ":q"), mine[0]).Val(); int64(score) != o.Start.UnixMicro() {
+			t.Errorf("%s's ticket has priority %v; want its own age %d", o.Instance, score, o.Start.UnixMicro())
+		}
+	}
 	acquireAsync := func(l lockmgr.Locker, o lockmgr.Owner, k lockmgr.Key) (chan *lockmgr.Lease, chan error) {
 		lc, ec := make(chan *lockmgr.Lease, 1), make(chan error, 1)
 		go func() {
@@ -229,17 +245,7 @@ func TestReleaseGrants(t *testing.T) {
 			t.Fatal(err)
 		}
 		l1 := await(t, lc1, ec1)
-		var mine []string
-		for _, tk := range check.ZRange(ctx, name(k.Name, ":q"), 0, -1).Val() {
-			if own, _, _ := strings.Cut(tk, "\x00"); own == ob2.ID() {
-				mine = append(mine, tk)
-			}
-		}
-		if len(mine) != 1 {
-			t.Errorf("after the release granted b1, the queue holds %d tickets of b2; want 1, queued by the release", len(mine))
-		} else if score := check.ZScore(ctx, name(k.Name, ":q"), mine[0]).Val(); int64(score) != ob2.Start.UnixMicro() {
-			t.Errorf("b2's ticket has priority %v; want its own age %d", score, ob2.Start.UnixMicro())
-		}
+		queuedOnce(t, k.Name, ob2, "after the release granted b1")
 		close(hold.gate)
 		if err := l1.Release(ctx); err != nil {
 			t.Fatal(err)
@@ -272,17 +278,7 @@ func TestReleaseGrants(t *testing.T) {
 		if err := first.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var mine []string
-		for _, tk := range check.ZRange(ctx, name(k.Name, ":q"), 0, -1).Val() {
-			if own, _, _ := strings.Cut(tk, "\x00"); own == oa.ID() {
-				mine = append(mine, tk)
-			}
-		}
-		if len(mine) != 1 {
-			t.Errorf("after the release, the queue holds %d tickets of a2; want 1, queued by the release", len(mine))
-		} else if score := check.ZScore(ctx, name(k.Name, ":q"), mine[0]).Val(); int64(score) != oa.Start.UnixMicro() {
-			t.Errorf("a2's ticket has priority %v; want its own age %d", score, oa.Start.UnixMicro())
-		}
+		queuedOnce(t, k.Name, oa, "after the release")
 		select {
 		case l := <-lcb:
 			_ = l.Release(ctx)
