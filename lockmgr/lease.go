@@ -178,10 +178,16 @@ func (l *Lease) Release(ctx context.Context) error {
 // lease, with the same fences and validity, is to's; to must hold it
 // alone from then on and release it. On false nothing changed: l is
 // still held and must be released as usual.
+//
+// A hand-over is to's lock request granted without an Acquire, and is
+// counted as one in the ledger's metrics (lockproxy_lock_acquire_total,
+// the wait histogram): its wait is the backend's, none or the round trip
+// that kept the key for another turn.
 func (l *Lease) HandOver(to Owner) (*Lease, bool) {
 	if l.pass == nil {
 		return nil, false
 	}
+	start := time.Now()
 	l.relMu.Lock()
 	defer l.relMu.Unlock()
 	if l.released || l.Err() != nil {
@@ -193,6 +199,7 @@ func (l *Lease) HandOver(to Owner) (*Lease, bool) {
 	}
 	l.end(ErrReleased)
 	l.released = true
+	l.ledger.Metrics().ObserveAcquire(next.keys, start, nil)
 	return next, true
 }
 

@@ -99,6 +99,11 @@ func TestLingerHandsOverToNextStatement(t *testing.T) {
 				}
 			}
 			handoffs := counterValue(t, lb.p[0], "lockproxy_lock_local_handoffs_total")
+			// Every UPDATE's lock request was granted, by Redis or by
+			// taking a lingering lock over.
+			if got := counterValue(t, lb.p[0], "lockproxy_lock_acquire_total"); got != 4 {
+				t.Errorf("lockproxy_lock_acquire_total %v after four UPDATEs, want 4", got)
+			}
 			if linger == 0 && handoffs != 0 {
 				t.Errorf("without linger: %v local hand-offs, want 0 (every UPDATE asks Redis)", handoffs)
 			}

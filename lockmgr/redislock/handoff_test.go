@@ -307,12 +307,12 @@ func waitingOn(l lockmgr.Locker, key string) []lockmgr.Entry {
 // TestHandOver: a lease handed over to another owner of the same Locker
 // (Lease.HandOver, what a combined batch does for the next one) keeps
 // Redis's grant, its first owner there and its fence, ends the old lease
-// as released, counts as a local hand-off, and is bounded as hand-offs to
-// local waiters are: LocalHandoffs in a row, within LocalHandoffWindow of
-// Redis's grant. The last owner's release frees the key for another
-// Locker; a key that must get a new fence with every grant never passes.
-// At the bounds a key nobody else asked Redis for is kept for another
-// turn; one another Locker asked for is not.
+// as released, counts as a local hand-off and as an acquire, and is
+// bounded as hand-offs to local waiters are: LocalHandoffs in a row,
+// within LocalHandoffWindow of Redis's grant. The last owner's release
+// frees the key for another Locker; a key that must get a new fence with
+// every grant never passes. At the bounds a key nobody else asked Redis
+// for is kept for another turn; one another Locker asked for is not.
 func TestHandOver(t *testing.T) {
 	bed := testbed.Get(t)
 	rdb := newClient(t, bed.RedisAddr)
@@ -372,6 +372,11 @@ func TestHandOver(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_local_handoffs_total")); v != 2 {
 		t.Errorf("local hand-offs counted %v, want 2", v)
+	}
+	// Each owner a hand-over passed the key to was granted a lock
+	// request: the Acquire and the two hand-overs, not the refused one.
+	if v := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_acquire_total")); v != 3 {
+		t.Errorf("acquires counted %v, want 3 (one Acquire, two hand-overs)", v)
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
