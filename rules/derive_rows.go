@@ -83,7 +83,7 @@ func noKeysReason(ref parser.TableRef, cr *compiledRule) string {
 	case ref.Where.Unkeyed:
 		return "the row condition is too complex or its rows come from a query"
 	}
-	return fmt.Sprintf("the condition does not pin every key column %v to constants", cr.key)
+	return cr.unpinned
 }
 
 // newRowsOnly handles an INSERT that leaves out the key column: when the

@@ -41,6 +41,9 @@ type compiledRule struct {
 	db    string   // "" for any database
 	table string   // lowercased
 	key   []string // lowercased key columns, in rule order
+	// unpinned is why a condition that names rows does not key them:
+	// noKeysReason's one reason that depends on the rule, made once.
+	unpinned string
 }
 
 // SchemaUnread reports whether rs was compiled over an UnreadSchema.
@@ -63,7 +66,8 @@ func Compile(cfg *Config, schema Schema) (*RuleSet, error) {
 		for j, k := range r.Key {
 			key[j] = strings.ToLower(strings.TrimSpace(k))
 		}
-		cr := &compiledRule{rule: r, db: db, table: table, key: key}
+		cr := &compiledRule{rule: r, db: db, table: table, key: key,
+			unpinned: fmt.Sprintf("the condition does not pin every key column %v to constants", key)}
 		rs.byTable[table] = append(rs.byTable[table], cr)
 		rs.all = append(rs.all, cr)
 		rs.rewrites = rs.rewrites || r.Rewrite != nil
