@@ -26,8 +26,14 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 
 func (l *Locker) acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmgr.Key) (*lockmgr.Lease, error) {
 	return leasebook.Acquire(l.ledger, l.closed(), keys, func(keys []lockmgr.Key) (*lockmgr.Lease, error) {
-		h := l.book.Begin(l.token(owner), owner)
 		handoff := l.opt.LocalHandoffs > 0 && len(keys) == 1 && !keys[0].NoHandoff
+		if handoff {
+			if hh := l.reclaim(owner, keys[0]); hh != nil {
+				l.ledger.Metrics().ObserveLocalHandoff(keys[0].Rule)
+				return l.attach(hh, keys, l.book.Fences(hh))
+			}
+		}
+		h := l.book.Begin(l.token(owner), owner)
 		var handed *leasebook.Held
 		free := l.takeFree(ctx, h, keys) // the keys nobody contends: one round trip for all
 		fences, err := leasebook.TakeAll(keys, func(k lockmgr.Key) (uint64, error) {
@@ -163,7 +169,7 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 		return true
 	}
 	// Bounded as a release sent when the window ends would be.
-	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil)}
+	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil), lease: h}
 	c.after = func(cmds []*redis.Cmd, err error) {
 		l.afterRelease(keys, cmds)
 		l.book.Forget(h)
@@ -180,6 +186,37 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 		go l.batch.unhold()
 	}
 	return true
+}
+
+// reclaim takes over, for owner, the lease on k whose release this
+// Locker holds back unsent (holdRelease): a local hand-off from the
+// release window instead of the release and a new grant in one round
+// trip, when the key's next ask comes from this instance before anything
+// sent the release. Nothing of the release reached Redis, so the lock
+// there is still the lease's; Book.Reclaim keeps the bounds of local
+// hand-offs and refuses a key anyone else is known to want (then the
+// release is held again, or sent at once if the key became wanted, and
+// the acquire asks Redis as before). Nil: not taken over.
+func (l *Locker) reclaim(owner lockmgr.Owner, k lockmgr.Key) *leasebook.Held {
+	if l.batch.nheld.Load() == 0 || k.NoHandoff || l.evict.risk() != "" {
+		return nil
+	}
+	h := l.book.ReleasingHolder(k)
+	if h == nil {
+		return nil
+	}
+	c := l.batch.reclaim(h)
+	if c == nil {
+		return nil
+	}
+	if !l.book.Reclaim(h, owner, l.opt.LocalHandoffs, l.opt.LocalHandoffWindow) {
+		l.batch.hold(c, l.opt.ReleaseWindow)
+		if l.closed() || !l.book.Uncontended(h) {
+			go l.batch.unhold() // wanted meanwhile, or the Locker closes: it goes now
+		}
+		return nil
+	}
+	return h
 }
 
 // wanted is the news that an owner of another Locker waits for a key of

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockproxy/lockproxy/lockmgr/internal/leasebook"
 )
 
 // batcher sends the calls that sessions of one Locker make at the same
@@ -75,6 +77,8 @@ type batchCall struct {
 	// after, for a held call, is run with its outcome instead of
 	// answering done (nobody waits for it).
 	after func(cmds []*redis.Cmd, err error)
+	// lease, for a held release, is the lease it releases (reclaim).
+	lease *leasebook.Held
 }
 
 // finish ends c with the outcome of its commands.
@@ -235,6 +239,26 @@ func (b *batcher) hold(c *batchCall, window time.Duration) {
 	} else {
 		b.timer.Reset(window)
 	}
+}
+
+// reclaim takes back the held release of lease h before anything sends
+// it, and returns it (nil when it is not held: sent, on its way, or
+// never held). The caller either drops it (Locker.reclaim: nothing of it
+// reached Redis) or holds it again.
+func (b *batcher) reclaim(h *leasebook.Held) *batchCall {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, c := range b.held {
+		if c.lease == h {
+			b.held = append(b.held[:i], b.held[i+1:]...)
+			b.nheld.Add(-1)
+			if len(b.held) == 0 && b.timer != nil {
+				b.timer.Stop()
+			}
+			return c
+		}
+	}
+	return nil
 }
 
 // take returns the held calls for the caller to send ahead of its own in

@@ -9,6 +9,8 @@ import (
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/redislock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -264,5 +266,116 @@ func TestReleaseWindowAcquireDoesNotWait(t *testing.T) {
 	slow.on.Store(false)
 	if err := y.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseWindowReclaim: with LocalHandoffs, the next owner of the
+// Locker that asks for a key whose release is still held (nothing of it
+// sent) takes the lease over without Redis: no round trip, the same
+// fence, counted as a local hand-off, and its own release is held again.
+// The turn is bounded as local hand-offs are: after LocalHandoffs of them
+// the held release goes to Redis with the next acquire's SET NX, which
+// takes a new grant. Another Locker's acquire of a key whose release was
+// taken over waits for the new owner, then gets it.
+func TestReleaseWindowReclaim(t *testing.T) {
+	bed := testbed.Get(t)
+	const window = 3 * time.Second // longer than any step below
+	const limit = 3
+	pfx := prefix(t)
+	rdb := newClient(t, bed.RedisAddr)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	reg := prometheus.NewRegistry()
+	m, err := lockmgr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := redislock.New(rdb, &redislock.Options{TTL: 20 * time.Second, Prefix: pfx, ReleaseWindow: window,
+		LocalHandoffs: limit, Metrics: m, RestartGrace: -1})
+	defer l.Close()
+	other := redislock.New(newClient(t, bed.RedisAddr), &redislock.Options{TTL: 20 * time.Second, Prefix: pfx, RestartGrace: -1})
+	defer other.Close()
+	check := newClient(t, bed.RedisAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	inRedis := func(key string) bool {
+		t.Helper()
+		n, err := check.Exists(ctx, pfx+":{"+key+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	session := 0
+	key := lockmgr.Key{Name: "k", Rule: "r"}
+	acquire := func(l *redislock.Locker) *lockmgr.Lease {
+		t.Helper()
+		session++
+		lease, err := l.Acquire(ctx, lockmgr.Owner{Instance: "rc", Session: uint64(session), Start: time.Now()}, []lockmgr.Key{key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	release := func(lease *lockmgr.Lease) {
+		t.Helper()
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := acquire(l)
+	fence := first.Fence(key.Name)
+	release(first)
+	if !inRedis("k") || releasing(l, "k") != 1 {
+		t.Fatal("the first release was not held")
+	}
+	for i := 1; i <= limit; i++ {
+		before := rt.n.Load()
+		lease := acquire(l)
+		if got := rt.n.Load() - before; got != 0 {
+			t.Errorf("take-over %d: %d round trips to Redis; want 0", i, got)
+		}
+		if got := lease.Fence(key.Name); got != fence {
+			t.Errorf("take-over %d: fence %d; want the held lease's %d", i, got, fence)
+		}
+		if got := releasing(l, "k"); got != 0 {
+			t.Errorf("take-over %d: Snapshot lists k as releasing %d times while it is held again", i, got)
+		}
+		release(lease)
+		if !inRedis("k") || releasing(l, "k") != 1 {
+			t.Fatalf("take-over %d: its own release was not held again", i)
+		}
+	}
+	if v := testutil.ToFloat64(mustCounter(t, reg, "lockproxy_lock_local_handoffs_total")); v != limit {
+		t.Errorf("local hand-offs counted %v; want %d", v, limit)
+	}
+	// The turn is over: the held release rides with a new grant.
+	before := rt.n.Load()
+	next := acquire(l)
+	if got := rt.n.Load() - before; got != 1 {
+		t.Errorf("after %d take-overs: %d round trips; want 1 (the held release and a new grant)", limit, got)
+	}
+	if got := next.Fence(key.Name); got <= fence {
+		t.Errorf("after the turn: fence %d; want a new grant's, above %d", got, fence)
+	}
+	// Another Locker waits for the owner that took the key over.
+	release(next)
+	taken := acquire(l)
+	done := make(chan *lockmgr.Lease)
+	go func() { done <- acquire(other) }()
+	select {
+	case o := <-done:
+		t.Fatalf("another Locker got k (fence %d) while an owner of l held it", o.Fence(key.Name))
+	case <-time.After(300 * time.Millisecond):
+	}
+	release(taken)
+	select {
+	case o := <-done:
+		if o.Fence(key.Name) <= next.Fence(key.Name) {
+			t.Errorf("the other Locker's grant has fence %d, not above %d", o.Fence(key.Name), next.Fence(key.Name))
+		}
+		release(o)
+	case <-time.After(window / 2):
+		t.Fatal("the other Locker did not get k after its holder's release")
 	}
 }

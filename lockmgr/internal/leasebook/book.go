@@ -56,6 +56,9 @@ type Held struct {
 	// tickets may still be queued at the service (see StaleTickets).
 	handoffs int
 	stale    []string
+	// reclaims counts the hand-offs among them that took the lease back
+	// from a release not yet sent (Reclaim): nobody else asked for it.
+	reclaims int
 	// granted is when the service granted the first key, the start of
 	// this instance's turn with it, which hand-offs continue; cohort is
 	// the Book's last waiter sequence then: only waiters that were

@@ -295,12 +295,75 @@ func (b *Book) OnWanted(h *Held, f func()) bool {
 }
 
 // Uncontended reports whether every key of h was granted at the first
-// ask and h never passed between owners: nobody else is known to want
-// its keys.
+// ask and h never passed between owners but by Reclaim: nobody else is
+// known to want its keys.
 func (b *Book) Uncontended(h *Held) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return !h.contended && h.handoffs == 0 && len(h.stale) == 0
+	return !h.contended && h.handoffs == h.reclaims && len(h.stale) == 0
+}
+
+// ReleasingHolder returns the lease of this Book that holds k alone (the
+// same key of the same rule) and whose release has started but not
+// ended, or nil.
+func (b *Book) ReleasingHolder(k lockmgr.Key) *Held {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.holding[k.Name]
+	if h == nil || !h.releasing || h.released || len(h.keys) != 1 || h.keys[0] != k {
+		return nil
+	}
+	return h
+}
+
+// Reclaim passes h, whose release its owner started but the caller
+// holds back unsent (the release window: nothing of it reached the
+// service), to owner to, which asks for h's one key, as HandOver passes a
+// held lease: under the same bounds (limit hand-offs in a row, window
+// since the service's grant, still valid, neither owner wounded), and
+// only while nobody else is known to want the key (h is uncontended and
+// no owner of this Book waits for it: they asked first). h is then held
+// again, by to; on true the caller drops the unsent release and makes
+// to's Lease with Attach. On false nothing changed and the release goes
+// on as it was.
+func (b *Book) Reclaim(h *Held, to lockmgr.Owner, limit int, window time.Duration) bool {
+	if limit <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if !h.releasing || h.released || h.lost != nil || len(h.keys) != 1 || !now.Before(h.validUntil) ||
+		h.keys[0].NoHandoff || h.contended || h.wanted || h.handoffs != h.reclaims || len(h.stale) > 0 ||
+		h.turnOver(now, limit, window) || h.Owner == to || b.holding[h.keys[0].Name] != h {
+		return false
+	}
+	if g := b.gates[h.keys[0].Name]; g != nil && len(g.queue) > 0 {
+		return false
+	}
+	from, st := b.owners[h.Owner], b.owners[to]
+	if from.isWounded() || st.isWounded() {
+		return false
+	}
+	if from != nil {
+		if from.refs--; from.refs == 0 {
+			delete(b.owners, h.Owner)
+		}
+	}
+	if st == nil {
+		st = &ownerState{}
+		b.owners[to] = st
+	}
+	st.refs++
+	if h.prio < st.priority(to) {
+		st.prio = h.prio
+	}
+	h.releasing, h.releaseAt = false, time.Time{}
+	h.Owner = to
+	h.keeper = nil // the old owner's Lease has ended; the new one attaches
+	h.handoffs++
+	h.reclaims++
+	return true
 }
 
 // Older reports whether an owner o asking with age p has precedence over

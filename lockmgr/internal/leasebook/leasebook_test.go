@@ -351,3 +351,66 @@ func TestWanted(t *testing.T) {
 		t.Error("Wanted of a lease being released = false; want true (a held release to send now)")
 	}
 }
+
+// TestReclaim: a lease whose release has started but not reached the
+// service passes to another owner that asks for its key (Reclaim) within
+// the bounds of hand-offs, and is held again and still uncontended
+// after; it does not when the release has not started or is over, when
+// the service said someone else waits for the key, when an owner of the
+// Book queued for it first, when its owner is wounded, or past the
+// bounds.
+func TestReclaim(t *testing.T) {
+	const limit, window = 2, 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		setup func(b *Book, h *Held)
+		want  bool
+	}{
+		{"held back", func(b *Book, h *Held) { b.StartRelease(h) }, true},
+		{"not being released", func(b *Book, h *Held) {}, false},
+		{"released", func(b *Book, h *Held) { b.StartRelease(h); b.Forget(h) }, false},
+		{"wanted", func(b *Book, h *Held) { b.StartRelease(h); b.Wanted(h.Tok) }, false},
+		{"a local waiter first", func(b *Book, h *Held) {
+			b.Join("k", owner("c", time.Now()), "")
+			b.StartRelease(h)
+		}, false},
+		{"wounded", func(b *Book, h *Held) { b.StartRelease(h); b.MarkWounded(h.Owner) }, false},
+		{"count reached", func(b *Book, h *Held) { h.handoffs, h.reclaims = limit, limit; b.StartRelease(h) }, false},
+		{"window over", func(b *Book, h *Held) { h.granted = time.Now().Add(-time.Second); b.StartRelease(h) }, false},
+		{"handed off before", func(b *Book, h *Held) { h.handoffs = 1; b.StartRelease(h) }, false},
+		{"lost", func(b *Book, h *Held) { b.StartRelease(h); b.Lose(h, errTest) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(nil)
+			from := owner("a", time.Now())
+			h := b.Begin("tok", from)
+			b.Granted(h, lockmgr.Key{Name: "k"}, 7, time.Now().Add(time.Hour))
+			tc.setup(b, h)
+			to := lockmgr.Owner{Instance: "a", Session: 2, Txn: 1, Start: time.Now()}
+			if r := b.ReleasingHolder(lockmgr.Key{Name: "k"}); (r == h) != (h.releasing && !h.released) {
+				t.Errorf("ReleasingHolder(k) = %v while the lease's release started %v, ended %v", r, h.releasing, h.released)
+			}
+			if b.ReleasingHolder(lockmgr.Key{Name: "k", Rule: "other"}) != nil {
+				t.Error("ReleasingHolder found the lease for the same row under another rule")
+			}
+			if got := b.Reclaim(h, to, limit, window); got != tc.want {
+				t.Fatalf("Reclaim %v, want %v", got, tc.want)
+			}
+			if !tc.want {
+				return
+			}
+			if h.Owner != to || b.ReleasingHolder(lockmgr.Key{Name: "k"}) != nil {
+				t.Errorf("after Reclaim: owner %v, releasing holder %v; want %v holding k, not releasing", h.Owner, b.ReleasingHolder(lockmgr.Key{Name: "k"}), to)
+			}
+			if owner, _, ok := b.LocalHolder("k"); !ok || owner != to {
+				t.Errorf("LocalHolder after Reclaim: %v, %v; want %v", owner, ok, to)
+			}
+			if !b.Uncontended(h) {
+				t.Error("a reclaimed lease is not uncontended: its next release would not be held")
+			}
+			if fences := b.Fences(h); len(fences) != 1 || fences[0] != 7 {
+				t.Errorf("fences after Reclaim %v, want [7]", fences)
+			}
+		})
+	}
+}
