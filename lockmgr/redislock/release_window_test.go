@@ -33,14 +33,7 @@ func TestReleaseWindow(t *testing.T) {
 	check := newClient(t, bed.RedisAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	inRedis := func(key string) bool {
-		t.Helper()
-		n, err := check.Exists(ctx, pfx+":{"+key+"}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
+	inRedis := lockInRedis(t, ctx, check, pfx)
 	session := 0
 	acquire := func(l *redislock.Locker, key string) *lockmgr.Lease {
 		t.Helper()
@@ -194,6 +187,19 @@ func TestReleaseWindow(t *testing.T) {
 	})
 }
 
+// lockInRedis reports, through check, whether key's lock (under prefix
+// pfx) exists in Redis.
+func lockInRedis(t *testing.T, ctx context.Context, check redis.UniversalClient, pfx string) func(key string) bool {
+	return func(key string) bool {
+		t.Helper()
+		n, err := check.Exists(ctx, pfx+":{"+key+"}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+}
+
 // releasing counts l's Snapshot entries for key in state releasing.
 func releasing(l *redislock.Locker, key string) int {
 	n := 0
@@ -298,14 +304,7 @@ func TestReleaseWindowReclaim(t *testing.T) {
 	check := newClient(t, bed.RedisAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	inRedis := func(key string) bool {
-		t.Helper()
-		n, err := check.Exists(ctx, pfx+":{"+key+"}").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n == 1
-	}
+	inRedis := lockInRedis(t, ctx, check, pfx)
 	session := 0
 	key := lockmgr.Key{Name: "k", Rule: "r"}
 	acquire := func(l *redislock.Locker) *lockmgr.Lease {

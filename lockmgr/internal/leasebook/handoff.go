@@ -135,19 +135,22 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	if !h.passable(now) || h.keys[0].NoHandoff || h.turnOver(now, limit, window) || h.Owner == to {
 		return false
 	}
-	from := b.owners[h.Owner]
-	if from != nil && from.wounded {
+	if b.owners[h.Owner].isWounded() || b.owners[to].isWounded() {
 		return false
 	}
-	st := b.owners[to]
-	if st != nil && st.wounded {
-		return false
-	}
-	if from != nil {
+	b.passLocked(h, to)
+	return true
+}
+
+// passLocked, with b.mu held, makes to h's owner (h's age passes on with
+// it, as with a hand-off) and counts a hand-off.
+func (b *Book) passLocked(h *Held, to lockmgr.Owner) {
+	if from := b.owners[h.Owner]; from != nil {
 		if from.refs--; from.refs == 0 {
 			delete(b.owners, h.Owner)
 		}
 	}
+	st := b.owners[to]
 	if st == nil {
 		st = &ownerState{}
 		b.owners[to] = st
@@ -159,7 +162,6 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	h.Owner = to
 	h.keeper = nil // the old owner's Lease ends; the new one attaches
 	h.handoffs++
-	return true
 }
 
 // TurnOver reports whether h, held by its owner, could be handed over
@@ -341,27 +343,11 @@ func (b *Book) Reclaim(h *Held, to lockmgr.Owner, limit int, window time.Duratio
 	if g := b.gates[h.keys[0].Name]; g != nil && len(g.queue) > 0 {
 		return false
 	}
-	from, st := b.owners[h.Owner], b.owners[to]
-	if from.isWounded() || st.isWounded() {
+	if b.owners[h.Owner].isWounded() || b.owners[to].isWounded() {
 		return false
 	}
-	if from != nil {
-		if from.refs--; from.refs == 0 {
-			delete(b.owners, h.Owner)
-		}
-	}
-	if st == nil {
-		st = &ownerState{}
-		b.owners[to] = st
-	}
-	st.refs++
-	if h.prio < st.priority(to) {
-		st.prio = h.prio
-	}
 	h.releasing, h.releaseAt = false, time.Time{}
-	h.Owner = to
-	h.keeper = nil // the old owner's Lease has ended; the new one attaches
-	h.handoffs++
+	b.passLocked(h, to)
 	h.reclaims++
 	return true
 }
