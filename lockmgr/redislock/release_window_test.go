@@ -55,13 +55,7 @@ func TestReleaseWindow(t *testing.T) {
 	}
 	release(acquire(l, "warm-up"))
 	release(acquire(l, "warm-up-2")) // sends warm-up's release with its acquire
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		n := rt.n.Load()
-		time.Sleep(100 * time.Millisecond)
-		if rt.n.Load() == n {
-			break
-		}
-	}
+	quiet(rt)
 
 	t.Run("rides with the next acquire", func(t *testing.T) {
 		before := rt.n.Load()
@@ -187,6 +181,19 @@ func TestReleaseWindow(t *testing.T) {
 	})
 }
 
+// quiet waits (at most 5 s) until no round trip has been counted by rt
+// for 100 ms: a new Locker's own calls (its subscription, its first
+// connections' checks) are over.
+func quiet(rt *roundTrips) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		n := rt.n.Load()
+		time.Sleep(100 * time.Millisecond)
+		if rt.n.Load() == n {
+			return
+		}
+	}
+}
+
 // lockInRedis reports, through check, whether key's lock (under prefix
 // pfx) exists in Redis.
 func lockInRedis(t *testing.T, ctx context.Context, check redis.UniversalClient, pfx string) func(key string) bool {
@@ -285,7 +292,7 @@ func TestReleaseWindowAcquireDoesNotWait(t *testing.T) {
 // taken over waits for the new owner, then gets it.
 func TestReleaseWindowReclaim(t *testing.T) {
 	bed := testbed.Get(t)
-	const window = 3 * time.Second // longer than any step below
+	const window = 10 * time.Second // longer than any step below
 	const limit = 3
 	pfx := prefix(t)
 	rdb := newClient(t, bed.RedisAddr)
@@ -322,6 +329,12 @@ func TestReleaseWindowReclaim(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	warm, err := l.Acquire(ctx, lockmgr.Owner{Instance: "rc", Session: 1000, Start: time.Now()}, []lockmgr.Key{{Name: "warm-up", Rule: "r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(warm)
+	quiet(rt) // the Locker hears its wound channel from here on
 	first := acquire(l)
 	fence := first.Fence(key.Name)
 	release(first)
