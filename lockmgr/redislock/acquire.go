@@ -198,7 +198,7 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 // release is held again, or sent at once if the key became wanted, and
 // the acquire asks Redis as before). Nil: not taken over.
 func (l *Locker) reclaim(owner lockmgr.Owner, k lockmgr.Key) *leasebook.Held {
-	if l.batch.nheld.Load() == 0 || k.NoHandoff || l.evict.risk() != "" {
+	if l.batch.nheld.Load() == 0 || l.evict.risk() != "" {
 		return nil
 	}
 	h := l.book.ReleasingHolder(k)

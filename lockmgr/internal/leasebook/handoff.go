@@ -302,6 +302,11 @@ func (b *Book) OnWanted(h *Held, f func()) bool {
 func (b *Book) Uncontended(h *Held) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return h.uncontended()
+}
+
+// uncontended is Uncontended with b.mu held.
+func (h *Held) uncontended() bool {
 	return !h.contended && h.handoffs == h.reclaims && len(h.stale) == 0
 }
 
@@ -336,7 +341,7 @@ func (b *Book) Reclaim(h *Held, to lockmgr.Owner, limit int, window time.Duratio
 	defer b.mu.Unlock()
 	now := time.Now()
 	if !h.releasing || h.released || h.lost != nil || len(h.keys) != 1 || !now.Before(h.validUntil) ||
-		h.keys[0].NoHandoff || h.contended || h.wanted || h.handoffs != h.reclaims || len(h.stale) > 0 ||
+		h.keys[0].NoHandoff || !h.uncontended() || h.wanted ||
 		h.turnOver(now, limit, window) || h.Owner == to || b.holding[h.keys[0].Name] != h {
 		return false
 	}
