@@ -151,6 +151,17 @@ func (s *Server) closeTexts() {
 // and foreign keys after DDL, which may have changed any of them.
 func (s *Server) refreshSchema() { s.refreshSchemaLogged(s.log) }
 
+// warnings is log without its info and debug lines. zap refuses to
+// raise a logger's level past one it already leaves out (--log-level
+// error) and says so on its error output at every call, so such a logger
+// is kept as it is.
+func warnings(log *zap.Logger) *zap.Logger {
+	if !log.Core().Enabled(zap.WarnLevel) {
+		return log
+	}
+	return log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+}
+
 // refreshSchemaLogged is refreshSchema reporting what it read to log.
 func (s *Server) refreshSchemaLogged(log *zap.Logger) {
 	cur := s.loaded()
@@ -186,7 +197,7 @@ func (s *Server) refreshSchemaEvery(ctx context.Context) {
 		}
 		if every > 0 && readsSchema(s.config()) {
 			// Quietly: a rule that does not fit its table still warns.
-			s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+			s.refreshSchemaLogged(warnings(s.log))
 		}
 	}
 }
@@ -234,7 +245,7 @@ func (s *Server) followSchemaChanges(ctx context.Context) {
 		}
 		s.schemaReads.begin()
 		s.metrics.schemaHeard.Inc() // counted once plans wait for the read
-		s.refreshSchemaLogged(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))
+		s.refreshSchemaLogged(warnings(s.log))
 		s.schemaReads.end()
 	}
 }
