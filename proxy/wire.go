@@ -286,6 +286,10 @@ type packetWriter struct {
 	// after the last one written: a text lockproxy runs in pieces
 	// (session.querySplit) answers each piece in one sequence.
 	shift, next byte
+	// hdr is the header being written: on the stack it would escape
+	// (bufio hands a long write to its writer) and cost an allocation
+	// per packet.
+	hdr [4]byte
 }
 
 func newPacketWriter(w io.Writer, size int) *packetWriter {
@@ -297,8 +301,8 @@ func (p *packetWriter) writePhysical(seq byte, payload []byte) error {
 	n := len(payload)
 	seq += p.shift
 	p.next = seq + 1
-	hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}
-	if _, err := p.w.Write(hdr[:]); err != nil {
+	p.hdr = [4]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}
+	if _, err := p.w.Write(p.hdr[:]); err != nil {
 		return err
 	}
 	_, err := p.w.Write(payload)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"io"
 	"testing"
 )
 
@@ -39,5 +40,22 @@ func TestPacketReaderKeepsReplacedBuffers(t *testing.T) {
 	r.shrink()
 	if len(r.retired) != 0 || r.buf != nil {
 		t.Errorf("after shrink: %d buffers kept, buffer %d bytes; want none", len(r.retired), len(r.buf))
+	}
+}
+
+// TestPacketWriterDoesNotAllocate: writing a packet costs no allocation
+// (a header that escaped cost one per packet, on every query's path).
+func TestPacketWriterDoesNotAllocate(t *testing.T) {
+	w := newPacketWriter(io.Discard, 1024)
+	payload := make([]byte, 100)
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := w.writePacket(1, payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per packet written, want 0", n)
 	}
 }
