@@ -58,11 +58,17 @@ func (r *cutRelay) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
+			// Registered at once, so that a cut from here on closes it;
+			// one that came before it (this listener is no longer the
+			// relay's) closes it here.
 			r.mu.Lock()
-			silent := r.silent
-			if silent {
-				r.conns[c] = true
+			if r.ln != ln {
+				r.mu.Unlock()
+				_ = c.Close()
+				return
 			}
+			r.conns[c] = true
+			silent := r.silent
 			r.mu.Unlock()
 			if silent {
 				continue
@@ -73,7 +79,16 @@ func (r *cutRelay) serve(ln net.Listener) {
 				continue
 			}
 			r.mu.Lock()
-			r.conns[c], r.conns[s] = true, true
+			if !r.conns[c] {
+				// Cut or silenced while the target was dialled: a
+				// connection relayed past a cut let a statement take
+				// its lock through an outage.
+				r.mu.Unlock()
+				_ = c.Close()
+				_ = s.Close()
+				continue
+			}
+			r.conns[s] = true
 			r.mu.Unlock()
 			go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
 			go func() { r.copyLagging(c, s); _ = c.Close() }()
