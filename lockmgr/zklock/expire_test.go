@@ -62,6 +62,7 @@ type proxy struct {
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
+	cuts   int // how many cuts so far
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -78,6 +79,12 @@ func newProxy(t *testing.T, target string) *proxy {
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
 func (p *proxy) serve(ln net.Listener) {
+	// A cut after this closes ln: a connection it accepted before the
+	// cut is relayed only if the cut has not come by the time it is
+	// registered.
+	p.mu.Lock()
+	cuts := p.cuts
+	p.mu.Unlock()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -89,6 +96,14 @@ func (p *proxy) serve(ln net.Listener) {
 			continue
 		}
 		p.mu.Lock()
+		if p.cuts != cuts {
+			// Cut while the target was dialled: relayed past the cut,
+			// it would keep the session alive through the outage.
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			continue
+		}
 		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		go func() { _, _ = io.Copy(up, c); up.Close() }()
@@ -101,6 +116,7 @@ func (p *proxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.ln.Close()
+	p.cuts++
 	for c := range p.conns {
 		c.Close()
 		delete(p.conns, c)
