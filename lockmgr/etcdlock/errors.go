@@ -67,9 +67,19 @@ func unavailable(err error) bool {
 			return true
 		}
 	}
-	switch status.Code(err) {
+	var gs interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &gs) {
+		return false
+	}
+	st := gs.GRPCStatus() // its own message, not the wrapping's
+	switch st.Code() {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Aborted, codes.ResourceExhausted:
 		return true
+	case codes.Unknown:
+		// A server whose gRPC hands a handler's context error on as it
+		// is (etcd 3.4's) answers a request whose deadline ran out
+		// there with code Unknown and the context's message.
+		return st.Message() == context.DeadlineExceeded.Error() || st.Message() == context.Canceled.Error()
 	}
 	return false
 }
