@@ -131,15 +131,20 @@ func (b *Book) HandOver(h *Held, to lockmgr.Owner, limit int, window time.Durati
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
-	if !h.passable(now) || h.keys[0].NoHandoff || h.turnOver(now, limit, window) || h.Owner == to {
-		return false
-	}
-	if b.owners[h.Owner].isWounded() || b.owners[to].isWounded() {
+	if now := time.Now(); !h.passable(now) || !b.mayPassLocked(h, to, now, limit, window) {
 		return false
 	}
 	b.passLocked(h, to)
 	return true
+}
+
+// mayPassLocked, with b.mu held, checks the bounds HandOver and Reclaim
+// share for passing h, a lease on one key, to owner to at now: its key
+// allows hand-offs, its turn (limit in a row, window since the grant) is
+// not over, to is another owner, and neither owner is wounded.
+func (b *Book) mayPassLocked(h *Held, to lockmgr.Owner, now time.Time, limit int, window time.Duration) bool {
+	return !h.keys[0].NoHandoff && !h.turnOver(now, limit, window) && h.Owner != to &&
+		!b.owners[h.Owner].isWounded() && !b.owners[to].isWounded()
 }
 
 // passLocked, with b.mu held, makes to h's owner (h's age passes on with
@@ -341,14 +346,10 @@ func (b *Book) Reclaim(h *Held, to lockmgr.Owner, limit int, window time.Duratio
 	defer b.mu.Unlock()
 	now := time.Now()
 	if !h.releasing || h.released || h.lost != nil || len(h.keys) != 1 || !now.Before(h.validUntil) ||
-		h.keys[0].NoHandoff || !h.uncontended() || h.wanted ||
-		h.turnOver(now, limit, window) || h.Owner == to || b.holding[h.keys[0].Name] != h {
+		!h.uncontended() || h.wanted || b.holding[h.keys[0].Name] != h || !b.mayPassLocked(h, to, now, limit, window) {
 		return false
 	}
 	if g := b.gates[h.keys[0].Name]; g != nil && len(g.queue) > 0 {
-		return false
-	}
-	if b.owners[h.Owner].isWounded() || b.owners[to].isWounded() {
 		return false
 	}
 	h.releasing, h.releaseAt = false, time.Time{}
