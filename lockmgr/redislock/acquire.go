@@ -29,8 +29,11 @@ func (l *Locker) acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 		handoff := l.opt.LocalHandoffs > 0 && len(keys) == 1 && !keys[0].NoHandoff
 		if handoff {
 			if hh := l.reclaim(owner, keys[0]); hh != nil {
-				l.ledger.Metrics().ObserveLocalHandoff(keys[0].Rule)
-				return l.attach(hh, keys, l.book.Fences(hh))
+				lease, err := l.attach(hh, keys, l.book.Fences(hh))
+				if err == nil { // counted as handOver counts: once it passed
+					l.ledger.Metrics().ObserveLocalHandoff(keys[0].Rule)
+				}
+				return lease, err
 			}
 		}
 		h := l.book.Begin(l.token(owner), owner)
