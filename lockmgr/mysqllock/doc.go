@@ -48,9 +48,10 @@
 // finds the key held by a younger transaction sets the row's wounded flag;
 // the younger owner's next (or current) wait checks the flags of the rows it
 // holds and fails with lockmgr.ErrDeadlock, and renewal reports the flag
-// too. Errors that mean the database cannot be reached wrap
-// lockmgr.ErrUnavailable; lock-wait timeouts and InnoDB deadlocks between
-// lock statements are retried.
+// too. Errors that mean the database cannot be reached or did not answer
+// in time wrap lockmgr.ErrUnavailable; lock-wait timeouts, InnoDB
+// deadlocks between lock statements and statements the server's own time
+// limit cut (max_statement_time, max_execution_time) are retried.
 //
 // Connections made by Open (or Connector) run READ COMMITTED, so the
 // guards' reads of the waiter table take no gap locks; this needs a binlog

@@ -20,18 +20,34 @@ const (
 	erNoSuchTable     = 1146
 	erLockWaitTimeout = 1205
 	erLockDeadlock    = 1213
+	// erStatementTimeout and erQueryTimeout: a statement the server cut
+	// at its own time limit (MariaDB's max_statement_time, MySQL's
+	// max_execution_time, SELECT only).
+	erStatementTimeout = 1969
+	erQueryTimeout     = 3024
 )
 
 // unavailableCodes are server errors that mean "cannot serve now":
 // too many connections, shutdown in progress, read-only (a demoted
-// primary), connection killed, server shutdown.
-var unavailableCodes = map[uint16]bool{1040: true, 1053: true, 1290: true, 1836: true, 1927: true, 4031: true}
+// primary), connection killed, server shutdown, and a statement the
+// server's own time limit cut (the server did not answer in time).
+var unavailableCodes = map[uint16]bool{1040: true, 1053: true, 1290: true, 1836: true, 1927: true, 4031: true,
+	erStatementTimeout: true, erQueryTimeout: true}
 
 // retryable reports an InnoDB lock wait timeout or deadlock between lock
-// statements: the try is simply repeated.
+// statements, or a statement the server's time limit cut (a DBA's
+// max_statement_time shorter than innodb_lock_wait_timeout ends a wait
+// for a row lock that way): the try is simply repeated.
 func retryable(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && (me.Number == erLockWaitTimeout || me.Number == erLockDeadlock)
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case erLockWaitTimeout, erLockDeadlock, erStatementTimeout, erQueryTimeout:
+		return true
+	}
+	return false
 }
 
 func duplicate(err error) bool {

@@ -3,8 +3,11 @@ package mysqllock_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
@@ -81,6 +84,85 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	}
 	if err := r.lease.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatementTimeLimitWaitsOn: a lock server whose DBA set a
+// max_statement_time shorter than the lock's row waits cuts a waiting
+// statement with 1969, not 1205. That is the server not answering in
+// time, not a refusal: the acquire tries again within its own wait and
+// takes the key once it is free. The limit is the lock account's own
+// (WITH MAX_STATEMENT_TIME), as a DBA sets it.
+func TestStatementTimeLimitWaitsOn(t *testing.T) {
+	bed := testbed.Get(t)
+	dbName := tempDB(t, bed)
+	user := testbed.UniqueName(t)
+	root := bed.Open(t, bed.PrimaryAddr, "")
+	testbed.MustExec(t, root,
+		"CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw-"+user+"' WITH MAX_STATEMENT_TIME 0.2",
+		"GRANT ALL ON `"+dbName+"`.* TO '"+user+"'@'%'")
+	t.Cleanup(func() { testbed.MustExec(t, root, "DROP USER IF EXISTS '"+user+"'@'%'") })
+	l, err := mysqllock.Open(mysqllock.Config{
+		Addr: bed.PrimaryAddr, User: user, Password: "pw-" + user, Table: dbName + ".locks",
+	}, &mysqllock.Options{TTL: testTTL, OpTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	key := []lockmgr.Key{{Name: "limited", Rule: "sku"}}
+	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The limit is in force for the lock's account: a statement waiting
+	// for a row lock ends with 1969.
+	db := bed.Open(t, bed.PrimaryAddr, dbName)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := mysqllock.DriverConfig(bed.PrimaryAddr, user, "pw-"+user)
+	cfg.DBName = dbName
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := sql.OpenDB(conn)
+	defer limited.Close()
+	var me *mysql.MySQLError
+	if _, err := limited.ExecContext(ctx, "UPDATE locks SET kh = kh"); !errors.As(err, &me) || me.Number != 1969 {
+		t.Fatalf("a row wait of the limited account ended with %v; want error 1969", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
+		defer cancel()
+		lease, err := l.Acquire(wctx, locktest.Owner("second"), key)
+		if err == nil {
+			err = lease.Release(ctx)
+		}
+		got <- err
+	}()
+	// Hold the row for ten times the limit.
+	select {
+	case err := <-got:
+		t.Fatalf("acquire ended (%v) while the lock row was held; want it to wait on", err)
+	case <-time.After(2 * time.Second):
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("acquire once the row was free: %v", err)
 	}
 }
 
