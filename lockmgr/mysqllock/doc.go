@@ -51,7 +51,8 @@
 // too. Errors that mean the database cannot be reached or did not answer
 // in time wrap lockmgr.ErrUnavailable; lock-wait timeouts, InnoDB
 // deadlocks between lock statements and statements the server's own time
-// limit cut (max_statement_time, max_execution_time) are retried.
+// limit or a KILL QUERY cut (max_statement_time, max_execution_time) are
+// retried.
 //
 // Connections made by Open (or Connector) run READ COMMITTED, so the
 // guards' reads of the waiter table take no gap locks; this needs a binlog
