@@ -14,8 +14,10 @@ import (
 )
 
 // transientPrefixes are Redis error replies that mean "the service cannot
-// answer now", not "the request is wrong".
-var transientPrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "BUSY"}
+// answer now", not "the request is wrong": among them OOM (maxmemory
+// reached under noeviction; lock keys expire and are released, and a
+// grant needs only a few bytes).
+var transientPrefixes = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "NOREPLICAS", "BUSY", "OOM"}
 
 // classify turns a Redis error on a call made for key under the caller's
 // ctx into the error Acquire returns. A call that ran out of the caller's
