@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -52,6 +53,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 		return nil
 	}
 	if _, err := l.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		l.deleteLater(h.sess, paths)
 		if unavailable(err) {
 			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
 		}
@@ -60,13 +62,74 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	return nil
 }
 
+// Pauses between the tries of deleteLater.
+const (
+	deleteLaterFirst = 50 * time.Millisecond
+	deleteLaterMax   = 2 * time.Second
+)
+
+// deleteLater deletes the entries a release could not (etcd did not
+// answer in time, or the call failed). They are attached to the session
+// lease, which its keep-alives keep alive once etcd answers again: left
+// alone, they would hold their keys for as long as the session lives,
+// and every other owner would wait for a lease nobody holds. It tries
+// again in the background, pausing from 50 ms up to 2 s between tries,
+// until a delete is answered, s is no longer the Locker's session (its
+// lease, and the entries with it, end within a ttl without keep-alives),
+// or the Locker stops (the same: Close leaves the session to expire). An
+// entry's name (the session lease's id and a sequence number of the
+// Locker) is its lease's alone, so a late delete takes nothing from anyone
+// else.
+func (l *Locker) deleteLater(s *session, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	l.mu.Lock() // with stop: no task starts after it
+	if l.closed() {
+		l.mu.Unlock()
+		return
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	ops := make([]clientv3.Op, len(paths))
+	for i, p := range paths {
+		ops[i] = clientv3.OpDelete(p)
+	}
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTimer(deleteLaterFirst)
+		defer t.Stop()
+		for pause := deleteLaterFirst; ; pause = min(2*pause, deleteLaterMax) {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-t.C:
+			}
+			l.mu.Lock()
+			live := l.sess == s
+			l.mu.Unlock()
+			if !live {
+				return
+			}
+			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
+			_, err := l.cli.Txn(ctx).Then(ops...).Commit()
+			cancel()
+			if err == nil {
+				l.opt.Logger.Info("lock entries a failed release left are deleted", zap.Int("entries", len(paths)))
+				return
+			}
+			t.Reset(min(2*pause, deleteLaterMax))
+		}
+	}()
+}
+
 // release gives back what h holds or queued for, on a fresh bounded
 // context, after a failed acquire.
 func (l *Locker) release(h *held) {
 	ctx, cancel := l.freshCtx()
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
-		l.opt.Logger.Warn("lock release failed; the entries go with the session lease",
+		l.opt.Logger.Warn("lock release failed; its entries are deleted once etcd answers",
 			zap.String("owner", h.Owner.ID()), zap.Error(err))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -53,12 +54,82 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		var left []ownNode
+		for i, e := range errs {
+			if e != nil {
+				left = append(left, nodes[i])
+			}
+		}
+		sid := l.conn.SessionID()
+		if h.sess != nil {
+			sid = h.sess.id
+		}
+		l.deleteLater(sid, left)
 		if unavailable(err) {
 			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
 		}
 		return fmt.Errorf("zklock: release: %w", err)
 	}
 	return nil
+}
+
+// Pauses between the tries of deleteLater.
+const (
+	deleteLaterFirst = 50 * time.Millisecond
+	deleteLaterMax   = 2 * time.Second
+)
+
+// deleteLater deletes the znodes a release could not (ZooKeeper did not
+// answer in time, or the call failed). They are ephemeral nodes of
+// session sid, which the client keeps alive across a disconnection
+// shorter than its timeout: left alone, they would hold their keys for as
+// long as the session lives, and every other owner would wait for a
+// lease nobody holds. It tries again in the background, pausing from
+// 50 ms up to 2 s between tries, until every delete is answered, the
+// connection's session is no longer sid (the znodes ended with it), or
+// the Locker stops (its connection closes, ending the session). A
+// znode's name (the Locker's id and a sequence number) is its lease's
+// alone, so a late delete takes nothing from anyone else.
+func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
+	if len(nodes) == 0 || sid == 0 {
+		return
+	}
+	l.mu.Lock() // with stop: no task starts after it
+	if l.closed() {
+		l.mu.Unlock()
+		return
+	}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTimer(deleteLaterFirst)
+		defer t.Stop()
+		for pause := deleteLaterFirst; ; pause = min(2*pause, deleteLaterMax) {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-t.C:
+			}
+			if l.conn.SessionID() != sid {
+				return
+			}
+			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
+			left := nodes[:0]
+			for _, n := range nodes {
+				if l.deleteNode(ctx, n) != nil {
+					left = append(left, n)
+				}
+			}
+			cancel()
+			if len(left) == 0 {
+				l.opt.Logger.Info("lock znodes a failed release left are deleted", zap.Int("znodes", len(nodes)))
+				return
+			}
+			nodes = left
+			t.Reset(min(2*pause, deleteLaterMax))
+		}
+	}()
 }
 
 // deleteNode deletes an own znode; one already gone is fine.
@@ -97,7 +168,7 @@ func (l *Locker) release(h *held) {
 	ctx, cancel := l.freshCtx()
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
-		l.opt.Logger.Warn("lock release failed; the znodes go with the session",
+		l.opt.Logger.Warn("lock release failed; its znodes are deleted once ZooKeeper answers",
 			zap.String("owner", h.Owner.ID()), zap.Error(err))
 	}
 }
