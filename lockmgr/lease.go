@@ -154,8 +154,11 @@ func (l *Lease) validAt(now time.Time) bool {
 
 // Release gives the keys back. It is idempotent: later calls return nil once
 // the backend release has succeeded, and retry it after an error. Done is
-// closed by the first call whatever the backend says; a lock the backend
-// could not delete expires with its lease.
+// closed by the first call whatever the backend says. A lock the backend
+// could not delete it deletes again in the background once the service
+// answers (redislock, etcdlock, zklock: an etcd or ZooKeeper session
+// outlives a short outage, and its entries with it), or it expires with
+// its lease.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
 	l.relMu.Lock()

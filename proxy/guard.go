@@ -406,7 +406,7 @@ func (t *txnLocks) releaseSince(mark int) {
 	ctx, cancel := releaseCtxFor(t.locks)
 	defer cancel()
 	if err := t.locks.ReleaseSince(ctx, mark); err != nil {
-		t.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+		t.log.Warn("lock release failed; the locks are freed once the lock service answers again, or when their lease ends", zap.Error(err))
 	}
 }
 
@@ -419,7 +419,7 @@ func (t *txnLocks) release() {
 	ctx, cancel := releaseCtxFor(t.locks)
 	defer cancel()
 	if err := t.locks.Release(ctx); err != nil {
-		t.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+		t.log.Warn("lock release failed; the locks are freed once the lock service answers again, or when their lease ends", zap.Error(err))
 	}
 }
 
@@ -452,7 +452,7 @@ func (t *txnLocks) releaseBehind() {
 		defer close(r.done)
 		defer cancel()
 		if r.err = held.Release(ctx); r.err != nil {
-			log.Warn("lock release failed; the locks end with their lease", zap.Error(r.err))
+			log.Warn("lock release failed; the locks are freed once the lock service answers again, or when their lease ends", zap.Error(r.err))
 		}
 	})
 }

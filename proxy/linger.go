@@ -298,7 +298,7 @@ func (svc *lockService) releaseBehind(held *lockmgr.Set) {
 		ctx, cancel := releaseCtxFor(held)
 		defer cancel()
 		if err := held.Release(ctx); err != nil {
-			log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+			log.Warn("lock release failed; the locks are freed once the lock service answers again, or when their lease ends", zap.Error(err))
 		}
 	})
 }
@@ -318,7 +318,7 @@ func (svc *lockService) releaseLingering(ctx context.Context) {
 	lg.mu.Unlock()
 	for _, p := range rows {
 		if err := p.set.Release(ctx); err != nil {
-			svc.log.Warn("lock release failed; the locks end with their lease", zap.Error(err))
+			svc.log.Warn("lock release failed; the locks are freed once the lock service answers again, or when their lease ends", zap.Error(err))
 		}
 	}
 }

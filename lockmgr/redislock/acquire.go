@@ -151,6 +151,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *leasebook.Held) error {
 	l.book.Forget(h)
 	if err != nil {
 		if unavailable(err) {
+			l.releaseLater(h.Tok, keys)
 			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
 		}
 		return fmt.Errorf("redislock: release: %w", err)
@@ -178,8 +179,11 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 		l.book.Forget(h)
 		if err != nil {
 			owner, _ := l.book.OwnerOf(h)
-			l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
+			l.opt.Logger.Warn("lock release failed; it is sent again until Redis answers or the lease ends",
 				zap.String("owner", owner.ID()), zap.Error(err))
+			if unavailable(err) {
+				l.releaseLater(h.Tok, keys)
+			}
 		}
 	}
 	l.batch.hold(c, l.opt.ReleaseWindow)
@@ -232,6 +236,48 @@ func (l *Locker) wanted(tok string) {
 	}
 }
 
+// Pauses between the tries of releaseLater.
+const (
+	releaseLaterFirst = 50 * time.Millisecond
+	releaseLaterMax   = 2 * time.Second
+)
+
+// releaseLater sends again, in the background, the release of keys for
+// tok that Redis did not answer (down, failing over, or too slow for the
+// release's deadline). Left alone, the keys would stay locked until
+// their lease ran out (up to a ttl) though their holder is done with
+// them, and every other owner would wait for them that long. It pauses
+// from 50 ms up to 2 s between tries and stops once a try is answered, a
+// ttl after the failure (the keys have expired by then), or when the
+// Locker stops. The release script compares the token (release.lua), so
+// a repeat deletes nothing of anyone else, whether or not an earlier try
+// reached Redis.
+func (l *Locker) releaseLater(tok string, keys []lockmgr.Key) {
+	until := time.Now().Add(l.opt.TTL)
+	l.spawn(func() {
+		t := time.NewTimer(releaseLaterFirst)
+		defer t.Stop()
+		for pause := releaseLaterFirst; ; pause = min(2*pause, releaseLaterMax) {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := l.opCtx(l.ctx)
+			err := l.releaseKeys(ctx, tok, keys, true)
+			cancel()
+			if err == nil {
+				l.opt.Logger.Info("lock release sent again and answered", zap.Int("keys", len(keys)))
+				return
+			}
+			if !unavailable(err) || l.closed() || time.Now().After(until) {
+				return
+			}
+			t.Reset(min(2*pause, releaseLaterMax))
+		}
+	})
+}
+
 // release gives back what h holds, on a fresh bounded context, after a
 // failed or abandoned acquire.
 func (l *Locker) release(h *leasebook.Held) {
@@ -239,7 +285,7 @@ func (l *Locker) release(h *leasebook.Held) {
 	defer cancel()
 	if err := l.releaseCtx(ctx, h); err != nil {
 		owner, _ := l.book.OwnerOf(h)
-		l.opt.Logger.Warn("lock release failed; the lock expires with its lease",
+		l.opt.Logger.Warn("lock release failed; it is sent again until Redis answers or the lease ends",
 			zap.String("owner", owner.ID()), zap.Error(err))
 	}
 }

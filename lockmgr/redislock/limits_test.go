@@ -163,3 +163,57 @@ func startRedis(t *testing.T) string {
 	waitRedis(ctx, t, addr, func(c *redis.Client) bool { return c.Ping(ctx).Err() == nil })
 	return addr
 }
+
+// TestReleaseThroughAnOutage: a release Redis could not answer in time
+// (it held writes back past the release's deadline: CLIENT PAUSE, as
+// during a failover's switch) must not leave the key locked until its
+// lease runs out: once Redis answers again, another owner gets the key
+// well within a ttl.
+func TestReleaseThroughAnOutage(t *testing.T) {
+	testbed.Get(t) // installs redis-server where it is missing
+	addr := startRedis(t)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	const ttl = 6 * time.Second
+	pfx := prefix(t)
+	mk := func() *redislock.Locker {
+		rdb := redis.NewUniversalClient(redislock.ClientOptions([]string{addr}, "", false))
+		t.Cleanup(func() { _ = rdb.Close() })
+		return redislock.New(rdb, &redislock.Options{TTL: ttl, Prefix: pfx, ReleaseWindow: -1})
+	}
+	holder, other := mk(), mk()
+	defer holder.Close()
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, fence := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fenced=%v", fence), func(t *testing.T) {
+			key := []lockmgr.Key{{Name: fmt.Sprintf("outage-%v", fence), Rule: "sku", NoHandoff: fence}}
+			lease, err := holder.Acquire(ctx, locktest.Owner("first"), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.Do(ctx, "client", "pause", "1500", "write").Err(); err != nil {
+				t.Fatal(err)
+			}
+			rctx, rcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			err = lease.Release(rctx)
+			rcancel()
+			if !errors.Is(err, lockmgr.ErrUnavailable) {
+				t.Fatalf("release while Redis held writes back: %v; want lockmgr.ErrUnavailable", err)
+			}
+			if err := admin.Do(ctx, "client", "unpause").Err(); err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(ctx, ttl/2)
+			defer wcancel()
+			begin := time.Now()
+			next, err := other.Acquire(wctx, locktest.Owner("second"), key)
+			if err != nil {
+				t.Fatalf("the key released while Redis held writes back is still held %v after: %v", time.Since(begin), err)
+			}
+			t.Logf("granted %v after Redis answered again", time.Since(begin))
+			_ = next.Release(ctx)
+		})
+	}
+}
