@@ -41,6 +41,10 @@ func (l *Locker) Acquire(ctx context.Context, owner lockmgr.Owner, keys []lockmg
 func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	l.mu.Lock()
 	nodes := h.nodes
+	sid := l.conn.SessionID()
+	if h.sess != nil {
+		sid = h.sess.id
+	}
 	l.mu.Unlock()
 	l.forget(h)
 	errs := make([]error, len(nodes))
@@ -59,10 +63,6 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 			if e != nil {
 				left = append(left, nodes[i])
 			}
-		}
-		sid := l.conn.SessionID()
-		if h.sess != nil {
-			sid = h.sess.id
 		}
 		l.deleteLater(sid, left)
 		if unavailable(err) {
