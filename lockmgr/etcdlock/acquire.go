@@ -69,7 +69,8 @@ const (
 )
 
 // deleteLater deletes the entries a release could not (etcd did not
-// answer in time, or the call failed). They are attached to the session
+// answer in time, or the call failed), or the observe notes an EndObserve
+// could not. They are attached to the session
 // lease, which its keep-alives keep alive once etcd answers again: left
 // alone, they would hold their keys for as long as the session lives,
 // and every other owner would wait for a lease nobody holds. It tries
@@ -78,8 +79,8 @@ const (
 // lease, and the entries with it, end within a ttl without keep-alives),
 // or the Locker stops (the same: Close leaves the session to expire). An
 // entry's name (the session lease's id and a sequence number of the
-// Locker) is its lease's alone, so a late delete takes nothing from anyone
-// else.
+// Locker; a note's, its owner's id) is its lease's alone, so a late
+// delete takes nothing from anyone else.
 func (l *Locker) deleteLater(s *session, paths []string) {
 	if len(paths) == 0 {
 		return
@@ -115,7 +116,7 @@ func (l *Locker) deleteLater(s *session, paths []string) {
 			_, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			cancel()
 			if err == nil {
-				l.opt.Logger.Info("lock entries a failed release left are deleted", zap.Int("entries", len(paths)))
+				l.opt.Logger.Info("entries a failed release or end of observation left are deleted", zap.Int("entries", len(paths)))
 				return
 			}
 			t.Reset(min(2*pause, deleteLaterMax))

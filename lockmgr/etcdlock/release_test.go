@@ -3,11 +3,13 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/lockproxy/lockproxy/internal/testbed"
 	"github.com/lockproxy/lockproxy/lockmgr"
 	"github.com/lockproxy/lockproxy/lockmgr/etcdlock"
 	"github.com/lockproxy/lockproxy/lockmgr/internal/servertest"
@@ -55,4 +57,55 @@ func TestReleaseThroughAnOutage(t *testing.T) {
 	}
 	t.Logf("granted %v after etcd came back", time.Since(begin))
 	_ = next.Release(ctx)
+}
+
+// TestEndObserveThroughAnOutage: observe mode's note that an EndObserve
+// could not delete (etcd down past its deadline, the session living on)
+// must not show its owner in the key's way for as long as the session
+// lives: once etcd is back, another owner observing the key sees nobody,
+// well within a ttl.
+func TestEndObserveThroughAnOutage(t *testing.T) {
+	own := servertest.Own(t, "etcdlock-observe-", startServer, (*server).stop)
+	const ttl = 10 * time.Second
+	pfx := prefix()
+	mk := func() *etcdlock.Locker {
+		return etcdlock.New(own.newClient(t), &etcdlock.Options{TTL: ttl, Prefix: pfx, OpTimeout: 300 * time.Millisecond, Logger: zaptest.NewLogger(t)})
+	}
+	a, b := mk(), mk()
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := []lockmgr.Key{{Name: "observed", Rule: "sku"}}
+	first := locktest.Owner("first")
+	if _, err := a.Observe(ctx, first, key); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Observe(ctx, locktest.Owner("probe"), key); err != nil || len(got[key[0].Name]) != 1 {
+		t.Fatalf("observe beside the first note: %v, %v; want the first owner in the way", got, err)
+	}
+	if err := b.EndObserve(ctx, locktest.Owner("probe"), key); err != nil {
+		t.Fatal(err)
+	}
+	own.stop()
+	ectx, ecancel := context.WithTimeout(ctx, time.Second)
+	err := a.EndObserve(ectx, first, key)
+	ecancel()
+	if !errors.Is(err, lockmgr.ErrUnavailable) {
+		t.Fatalf("end of observation with etcd down: %v; want lockmgr.ErrUnavailable", err)
+	}
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	second := locktest.Owner("second")
+	testbed.EventuallyWhy(t, ttl/2, "nobody in the way once etcd is back", func() (bool, string) {
+		got, err := b.Observe(ctx, second, key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(got) == 0, fmt.Sprintf("in the way: %v", got)
+	})
+	if err := b.EndObserve(ctx, second, key); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -80,16 +80,18 @@ const (
 )
 
 // deleteLater deletes the znodes a release could not (ZooKeeper did not
-// answer in time, or the call failed). They are ephemeral nodes of
+// answer in time, or the call failed), or the observe notes an EndObserve
+// could not. They are ephemeral nodes of
 // session sid, which the client keeps alive across a disconnection
 // shorter than its timeout: left alone, they would hold their keys for as
 // long as the session lives, and every other owner would wait for a
 // lease nobody holds. It tries again in the background, pausing from
 // 50 ms up to 2 s between tries, until every delete is answered, the
 // connection's session is no longer sid (the znodes ended with it), or
-// the Locker stops (its connection closes, ending the session). A
+// the Locker stops (its connection closes, ending the session). A lock
 // znode's name (the Locker's id and a sequence number) is its lease's
-// alone, so a late delete takes nothing from anyone else.
+// alone, and a note's path is the one its create answered, so a late
+// delete takes nothing from anyone else.
 func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 	if len(nodes) == 0 || sid == 0 {
 		return
@@ -123,7 +125,7 @@ func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 			}
 			cancel()
 			if len(left) == 0 {
-				l.opt.Logger.Info("lock znodes a failed release left are deleted", zap.Int("znodes", len(nodes)))
+				l.opt.Logger.Info("znodes a failed release or end of observation left are deleted", zap.Int("znodes", len(nodes)))
 				return
 			}
 			nodes = left

@@ -261,6 +261,18 @@ func (l *Locker) EndObserve(ctx context.Context, owner lockmgr.Owner, keys []loc
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		// The notes are ephemeral znodes of the session: left alone,
+		// other instances would see owner in these keys' way for as long
+		// as the session lives.
+		sid := l.conn.SessionID()
+		var left []ownNode
+		for i, k := range keys {
+			if errs[i] != nil {
+				left = append(left, ownNode{path: l.notes.get(id, k.Name)})
+				l.notes.set(id, k.Name, "")
+			}
+		}
+		l.deleteLater(sid, left)
 		return observeErr(err)
 	}
 	return nil
