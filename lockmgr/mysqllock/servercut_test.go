@@ -27,54 +27,16 @@ func TestKilledQueryWaitsOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := []lockmgr.Key{{Name: "killed", Rule: "sku"}}
-	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
 	db := bed.Open(t, bed.PrimaryAddr, dbName)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
-		defer cancel()
-		lease, err := l.Acquire(wctx, locktest.Owner("second"), key)
-		if err == nil {
-			err = lease.Release(ctx)
-		}
-		got <- err
-	}()
+	commit := holdLockRows(t, ctx, l, db, key)
+	got := acquireBehind(ctx, l, key)
 	// Kill three waiting statements, each as it waits.
 	killed := map[string]bool{}
 	for len(killed) < 3 {
-		rows, err := db.QueryContext(ctx, "SELECT trx_id, trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var waiting [][2]string
-		for rows.Next() {
-			var trx, thread string
-			if err := rows.Scan(&trx, &thread); err != nil {
-				t.Fatal(err)
-			}
-			waiting = append(waiting, [2]string{trx, thread})
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range waiting {
-			if !killed[w[0]] {
-				killed[w[0]] = true
-				testbed.MustExec(t, db, "KILL QUERY "+w[1])
+		for _, w := range lockWaits(t, ctx, db, dbName) {
+			if !killed[w.trx] {
+				killed[w.trx] = true
+				testbed.MustExec(t, db, "KILL QUERY "+w.thread)
 			}
 		}
 		select {
@@ -88,9 +50,7 @@ func TestKilledQueryWaitsOn(t *testing.T) {
 		t.Fatalf("acquire ended (%v) while the lock row was held; want it to wait on", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	commit()
 	if err := <-got; err != nil {
 		t.Fatalf("acquire once the row was free: %v", err)
 	}

@@ -31,33 +31,9 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := []lockmgr.Key{{Name: "slow", Rule: "sku"}}
-	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
 	db := bed.Open(t, bed.PrimaryAddr, dbName)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		lease *lockmgr.Lease
-		err   error
-	}
-	got := make(chan result, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
-		defer cancel()
-		lease, err := l.Acquire(wctx, locktest.Owner("second"), key)
-		got <- result{lease, err}
-	}()
+	commit := holdLockRows(t, ctx, l, db, key)
+	got := acquireBehind(ctx, l, key)
 	// Hold the row until the acquire's statements have waited for it past
 	// innodb_lock_wait_timeout twice and it is sent a third time: three
 	// waiting statements (transaction ids) seen. (A statement cut by a
@@ -66,24 +42,18 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 	// when it was not read for 100 ms, so poll slower than that.
 	seen := map[string]bool{}
 	for len(seen) < 3 {
-		for _, id := range lockWaits(t, ctx, db, dbName) {
-			seen[id] = true
+		for _, w := range lockWaits(t, ctx, db, dbName) {
+			seen[w.trx] = true
 		}
 		select {
-		case r := <-got:
-			t.Fatalf("acquire ended (%v) while the lock row was held, after %d waiting statements; want it to wait on, the table being slow, not down", r.err, len(seen))
+		case err := <-got:
+			t.Fatalf("acquire ended (%v) while the lock row was held, after %d waiting statements; want it to wait on, the table being slow, not down", err, len(seen))
 		case <-time.After(150 * time.Millisecond):
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	r := <-got
-	if r.err != nil {
-		t.Fatalf("acquire once the row was free: %v", r.err)
-	}
-	if err := r.lease.Release(ctx); err != nil {
-		t.Fatal(err)
+	commit()
+	if err := <-got; err != nil {
+		t.Fatalf("acquire once the row was free: %v", err)
 	}
 }
 
@@ -112,24 +82,9 @@ func TestStatementTimeLimitWaitsOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := []lockmgr.Key{{Name: "limited", Rule: "sku"}}
-	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	commit := holdLockRows(t, ctx, l, bed.Open(t, bed.PrimaryAddr, dbName), key)
 	// The limit is in force for the lock's account: a statement waiting
 	// for a row lock ends with 1969.
-	db := bed.Open(t, bed.PrimaryAddr, dbName)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
 	cfg := mysqllock.DriverConfig(bed.PrimaryAddr, user, "pw-"+user)
 	cfg.DBName = dbName
 	conn, err := mysql.NewConnector(cfg)
@@ -142,9 +97,55 @@ func TestStatementTimeLimitWaitsOn(t *testing.T) {
 	if _, err := limited.ExecContext(ctx, "UPDATE locks SET kh = kh"); !errors.As(err, &me) || me.Number != 1969 {
 		t.Fatalf("a row wait of the limited account ended with %v; want error 1969", err)
 	}
+	got := acquireBehind(ctx, l, key)
+	// Hold the row for ten times the limit.
+	select {
+	case err := <-got:
+		t.Fatalf("acquire ended (%v) while the lock row was held; want it to wait on", err)
+	case <-time.After(2 * time.Second):
+	}
+	commit()
+	if err := <-got; err != nil {
+		t.Fatalf("acquire once the row was free: %v", err)
+	}
+}
+
+// holdLockRows takes key's lock once and gives it back, so that its row
+// is in the lock table, then holds a row lock on every row of the table
+// in a transaction of its own on db until commit is called (or the test
+// ends): what a slow lock table looks like to the acquires.
+func holdLockRows(t *testing.T, ctx context.Context, l *mysqllock.Locker, db *sql.DB, key []lockmgr.Key) (commit func()) {
+	t.Helper()
+	lease, err := l.Acquire(ctx, locktest.Owner("first"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	if _, err := tx.ExecContext(ctx, "SELECT kh FROM locks FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// acquireBehind runs an acquire of key, with a statement's wait of 15 s,
+// on a goroutine of its own; what it ended with (once a granted lease is
+// released) comes on the channel.
+func acquireBehind(ctx context.Context, l *mysqllock.Locker, key []lockmgr.Key) <-chan error {
 	got := make(chan error, 1)
 	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 15*time.Second) // the statement's wait
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		lease, err := l.Acquire(wctx, locktest.Owner("second"), key)
 		if err == nil {
@@ -152,39 +153,32 @@ func TestStatementTimeLimitWaitsOn(t *testing.T) {
 		}
 		got <- err
 	}()
-	// Hold the row for ten times the limit.
-	select {
-	case err := <-got:
-		t.Fatalf("acquire ended (%v) while the lock row was held; want it to wait on", err)
-	case <-time.After(2 * time.Second):
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("acquire once the row was free: %v", err)
-	}
+	return got
 }
 
-// lockWaits are the transaction ids of the statements on dbName's tables
-// that wait for a row lock now.
-func lockWaits(t *testing.T, ctx context.Context, db *sql.DB, dbName string) []string {
+// lockWait is a statement on the lock table's rows that waits for a row
+// lock: its transaction and the id of its connection.
+type lockWait struct{ trx, thread string }
+
+// lockWaits are the statements on dbName's tables that wait for a row
+// lock now.
+func lockWaits(t *testing.T, ctx context.Context, db *sql.DB, dbName string) []lockWait {
 	t.Helper()
-	rows, err := db.QueryContext(ctx, "SELECT trx_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
+	rows, err := db.QueryContext(ctx, "SELECT trx_id, trx_mysql_thread_id FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?", "%`"+dbName+"`%")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var ids []string
+	var out []lockWait
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var w lockWait
+		if err := rows.Scan(&w.trx, &w.thread); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, id)
+		out = append(out, w)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return ids
+	return out
 }
