@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -62,25 +61,18 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	return nil
 }
 
-// Pauses between the tries of deleteLater.
-const (
-	deleteLaterFirst = 50 * time.Millisecond
-	deleteLaterMax   = 2 * time.Second
-)
-
 // deleteLater deletes the entries a release could not (etcd did not
 // answer in time, or the call failed), or the observe notes an EndObserve
-// could not. They are attached to the session
-// lease, which its keep-alives keep alive once etcd answers again: left
-// alone, they would hold their keys for as long as the session lives,
-// and every other owner would wait for a lease nobody holds. It tries
-// again in the background, pausing from 50 ms up to 2 s between tries,
-// until a delete is answered, s is no longer the Locker's session (its
-// lease, and the entries with it, end within a ttl without keep-alives),
-// or the Locker stops (the same: Close leaves the session to expire). An
-// entry's name (the session lease's id and a sequence number of the
-// Locker; a note's, its owner's id) is its lease's alone, so a late
-// delete takes nothing from anyone else.
+// could not. They are attached to the session lease, which its
+// keep-alives keep alive once etcd answers again: left alone, they would
+// hold their keys for as long as the session lives, and every other owner
+// would wait for a lease nobody holds. It tries again in the background
+// (leasebook.RetryUntilDone) until a delete is answered, s is no longer
+// the Locker's session (its lease, and the entries with it, end within a
+// ttl without keep-alives), or the Locker stops (the same: Close leaves
+// the session to expire). An entry's name (the session lease's id and a
+// sequence number of the Locker; a note's, its owner's id) is its lease's
+// alone, so a late delete takes nothing from anyone else.
 func (l *Locker) deleteLater(s *session, paths []string) {
 	if len(paths) == 0 {
 		return
@@ -98,29 +90,21 @@ func (l *Locker) deleteLater(s *session, paths []string) {
 	}
 	go func() {
 		defer l.wg.Done()
-		t := time.NewTimer(deleteLaterFirst)
-		defer t.Stop()
-		for pause := deleteLaterFirst; ; pause = min(2*pause, deleteLaterMax) {
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-t.C:
-			}
+		leasebook.RetryUntilDone(l.ctx, func() bool {
 			l.mu.Lock()
 			live := l.sess == s
 			l.mu.Unlock()
 			if !live {
-				return
+				return true
 			}
 			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
 			_, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			cancel()
 			if err == nil {
 				l.opt.Logger.Info("entries a failed release or end of observation left are deleted", zap.Int("entries", len(paths)))
-				return
 			}
-			t.Reset(min(2*pause, deleteLaterMax))
-		}
+			return err == nil
+		})
 	}()
 }
 

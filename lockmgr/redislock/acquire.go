@@ -236,45 +236,29 @@ func (l *Locker) wanted(tok string) {
 	}
 }
 
-// Pauses between the tries of releaseLater.
-const (
-	releaseLaterFirst = 50 * time.Millisecond
-	releaseLaterMax   = 2 * time.Second
-)
-
 // releaseLater sends again, in the background, the release of keys for
 // tok that Redis did not answer (down, failing over, or too slow for the
 // release's deadline). Left alone, the keys would stay locked until
 // their lease ran out (up to a ttl) though their holder is done with
-// them, and every other owner would wait for them that long. It pauses
-// from 50 ms up to 2 s between tries and stops once a try is answered, a
-// ttl after the failure (the keys have expired by then), or when the
+// them, and every other owner would wait for them that long. It tries
+// as leasebook.RetryUntilDone paces it and stops once a try is answered,
+// a ttl after the failure (the keys have expired by then), or when the
 // Locker stops. The release script compares the token (release.lua), so
 // a repeat deletes nothing of anyone else, whether or not an earlier try
 // reached Redis.
 func (l *Locker) releaseLater(tok string, keys []lockmgr.Key) {
 	until := time.Now().Add(l.opt.TTL)
 	l.spawn(func() {
-		t := time.NewTimer(releaseLaterFirst)
-		defer t.Stop()
-		for pause := releaseLaterFirst; ; pause = min(2*pause, releaseLaterMax) {
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-t.C:
-			}
+		leasebook.RetryUntilDone(l.ctx, func() bool {
 			ctx, cancel := l.opCtx(l.ctx)
 			err := l.releaseKeys(ctx, tok, keys, true)
 			cancel()
 			if err == nil {
 				l.opt.Logger.Info("lock release sent again and answered", zap.Int("keys", len(keys)))
-				return
+				return true
 			}
-			if !unavailable(err) || l.closed() || time.Now().After(until) {
-				return
-			}
-			t.Reset(min(2*pause, releaseLaterMax))
-		}
+			return !unavailable(err) || time.Now().After(until)
+		})
 	})
 }
 

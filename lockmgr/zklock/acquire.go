@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -73,25 +72,18 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	return nil
 }
 
-// Pauses between the tries of deleteLater.
-const (
-	deleteLaterFirst = 50 * time.Millisecond
-	deleteLaterMax   = 2 * time.Second
-)
-
 // deleteLater deletes the znodes a release could not (ZooKeeper did not
 // answer in time, or the call failed), or the observe notes an EndObserve
-// could not. They are ephemeral nodes of
-// session sid, which the client keeps alive across a disconnection
-// shorter than its timeout: left alone, they would hold their keys for as
-// long as the session lives, and every other owner would wait for a
-// lease nobody holds. It tries again in the background, pausing from
-// 50 ms up to 2 s between tries, until every delete is answered, the
-// connection's session is no longer sid (the znodes ended with it), or
-// the Locker stops (its connection closes, ending the session). A lock
-// znode's name (the Locker's id and a sequence number) is its lease's
-// alone, and a note's path is the one its create answered, so a late
-// delete takes nothing from anyone else.
+// could not. They are ephemeral nodes of session sid, which the client
+// keeps alive across a disconnection shorter than its timeout: left
+// alone, they would hold their keys for as long as the session lives, and
+// every other owner would wait for a lease nobody holds. It tries again
+// in the background (leasebook.RetryUntilDone) until every delete is
+// answered, the connection's session is no longer sid (the znodes ended
+// with it), or the Locker stops (its connection closes, ending the
+// session). A lock znode's name (the Locker's id and a sequence number)
+// is its lease's alone, and a note's path is the one its create answered,
+// so a late delete takes nothing from anyone else.
 func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 	if len(nodes) == 0 || sid == 0 {
 		return
@@ -105,16 +97,9 @@ func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
-		t := time.NewTimer(deleteLaterFirst)
-		defer t.Stop()
-		for pause := deleteLaterFirst; ; pause = min(2*pause, deleteLaterMax) {
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-t.C:
-			}
+		leasebook.RetryUntilDone(l.ctx, func() bool {
 			if l.conn.SessionID() != sid {
-				return
+				return true
 			}
 			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
 			left := nodes[:0]
@@ -126,11 +111,11 @@ func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 			cancel()
 			if len(left) == 0 {
 				l.opt.Logger.Info("znodes a failed release or end of observation left are deleted", zap.Int("znodes", len(nodes)))
-				return
+				return true
 			}
 			nodes = left
-			t.Reset(min(2*pause, deleteLaterMax))
-		}
+			return false
+		})
 	}()
 }
 

@@ -36,3 +36,31 @@ func CleanupWithin(ctx context.Context, cleanup func()) {
 	case <-t.C:
 	}
 }
+
+// Pauses of RetryUntilDone: the first, and the most it doubles to.
+const (
+	RetryFirst = 50 * time.Millisecond
+	RetryMax   = 2 * time.Second
+)
+
+// RetryUntilDone calls try after RetryFirst, then again after pauses
+// doubling up to RetryMax, until try reports done or ctx ends: for
+// cleanup the lock service must get in the end, such as a release it did
+// not answer, whose locks would otherwise stay held until their lease
+// (or, in etcd and ZooKeeper, their session) ends. try bounds its own
+// call.
+func RetryUntilDone(ctx context.Context, try func() (done bool)) {
+	t := time.NewTimer(RetryFirst)
+	defer t.Stop()
+	for pause := RetryFirst; ; pause = min(2*pause, RetryMax) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if try() {
+			return
+		}
+		t.Reset(min(2*pause, RetryMax))
+	}
+}

@@ -414,3 +414,22 @@ func TestReclaim(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryUntilDone: tries go on until one reports done, and none is made
+// once the context has ended.
+func TestRetryUntilDone(t *testing.T) {
+	tries := 0
+	RetryUntilDone(context.Background(), func() bool {
+		tries++
+		return tries == 3
+	})
+	if tries != 3 {
+		t.Errorf("%d tries; want 3 (the third reported done)", tries)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	RetryUntilDone(ctx, func() bool {
+		t.Error("a try after the context ended")
+		return true
+	})
+}
