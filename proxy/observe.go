@@ -318,7 +318,7 @@ func (o *observeState) release() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		if err := ob.EndObserve(ctx, w.owner, keys); err != nil {
-			log.Warn("observe notes not given back; they end with their ttl", zap.Error(err))
+			log.Warn("observe notes not given back; the lock service drops them once it answers again (etcd, ZooKeeper) or when their ttl ends", zap.Error(err))
 		}
 	}()
 }
