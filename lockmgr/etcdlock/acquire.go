@@ -52,8 +52,8 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 		return nil
 	}
 	if _, err := l.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-		l.deleteLater(h.sess, paths)
 		if unavailable(err) {
+			l.deleteLater(h.sess, paths)
 			return fmt.Errorf("%w: release: %w", lockmgr.ErrUnavailable, err)
 		}
 		return fmt.Errorf("etcdlock: release: %w", err)
@@ -61,13 +61,13 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	return nil
 }
 
-// deleteLater deletes the entries a release could not (etcd did not
-// answer in time, or the call failed), or the observe notes an EndObserve
-// could not. They are attached to the session lease, which its
+// deleteLater deletes the entries a release could not because etcd did
+// not answer in time, or the observe notes an EndObserve could not. They are attached to the session lease, which its
 // keep-alives keep alive once etcd answers again: left alone, they would
 // hold their keys for as long as the session lives, and every other owner
 // would wait for a lease nobody holds. It tries again in the background
-// (leasebook.RetryUntilDone) until a delete is answered, s is no longer
+// (leasebook.RetryUntilDone) until a delete is answered (an error that
+// is not unavailability ends it too: trying again would not help), s is no longer
 // the Locker's session (its lease, and the entries with it, end within a
 // ttl without keep-alives), or the Locker stops (the same: Close leaves
 // the session to expire). An entry's name (the session lease's id and a
@@ -100,10 +100,15 @@ func (l *Locker) deleteLater(s *session, paths []string) {
 			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
 			_, err := l.cli.Txn(ctx).Then(ops...).Commit()
 			cancel()
-			if err == nil {
+			switch {
+			case err == nil:
 				l.opt.Logger.Info("entries a failed release or end of observation left are deleted", zap.Int("entries", len(paths)))
+			case !unavailable(err):
+				l.opt.Logger.Warn("entries a failed release or end of observation left cannot be deleted; they go with the session", zap.Error(err))
+			default:
+				return false
 			}
-			return err == nil
+			return true
 		})
 	}()
 }

@@ -2,6 +2,7 @@ package etcdlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -93,20 +94,23 @@ func (l *Locker) EndObserve(ctx context.Context, owner lockmgr.Owner, keys []loc
 	octx, cancel := l.opCtx(ctx)
 	defer cancel()
 	if _, err := l.cli.Txn(octx).Then(ops...).Commit(); err != nil {
-		// The notes live with the session lease: left alone, other
-		// instances would see owner in these keys' way for as long as
-		// the session lives.
-		paths := make([]string, len(keys))
-		for i, k := range keys {
-			paths[i] = l.notesDir(k.Name) + id
+		err = l.away(octx, err)
+		if unavailable(err) || errors.Is(err, errAway) {
+			// The notes live with the session lease: left alone, other
+			// instances would see owner in these keys' way for as long
+			// as the session lives.
+			paths := make([]string, len(keys))
+			for i, k := range keys {
+				paths[i] = l.notesDir(k.Name) + id
+			}
+			l.mu.Lock()
+			s := l.sess
+			l.mu.Unlock()
+			if s != nil {
+				l.deleteLater(s, paths)
+			}
 		}
-		l.mu.Lock()
-		s := l.sess
-		l.mu.Unlock()
-		if s != nil {
-			l.deleteLater(s, paths)
-		}
-		return l.observeErr(ctx, l.away(octx, err))
+		return l.observeErr(ctx, err)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	if err := errors.Join(errs...); err != nil {
 		var left []ownNode
 		for i, e := range errs {
-			if e != nil {
+			if e != nil && unavailable(e) {
 				left = append(left, nodes[i])
 			}
 		}
@@ -72,14 +72,14 @@ func (l *Locker) releaseCtx(ctx context.Context, h *held) error {
 	return nil
 }
 
-// deleteLater deletes the znodes a release could not (ZooKeeper did not
-// answer in time, or the call failed), or the observe notes an EndObserve
-// could not. They are ephemeral nodes of session sid, which the client
+// deleteLater deletes the znodes a release could not because ZooKeeper
+// did not answer in time, or the observe notes an EndObserve could not. They are ephemeral nodes of session sid, which the client
 // keeps alive across a disconnection shorter than its timeout: left
 // alone, they would hold their keys for as long as the session lives, and
 // every other owner would wait for a lease nobody holds. It tries again
 // in the background (leasebook.RetryUntilDone) until every delete is
-// answered, the connection's session is no longer sid (the znodes ended
+// answered (an error that is not unavailability drops its znode from the
+// tries: trying again would not help), the connection's session is no longer sid (the znodes ended
 // with it), or the Locker stops (its connection closes, ending the
 // session). A lock znode's name (the Locker's id and a sequence number)
 // is its lease's alone, and a note's path is the one its create answered,
@@ -97,6 +97,7 @@ func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 	l.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
+		deleted := 0
 		leasebook.RetryUntilDone(l.ctx, func() bool {
 			if l.conn.SessionID() != sid {
 				return true
@@ -104,13 +105,20 @@ func (l *Locker) deleteLater(sid int64, nodes []ownNode) {
 			ctx, cancel := context.WithTimeout(l.ctx, l.opt.OpTimeout)
 			left := nodes[:0]
 			for _, n := range nodes {
-				if l.deleteNode(ctx, n) != nil {
+				switch err := l.deleteNode(ctx, n); {
+				case err == nil:
+					deleted++
+				case unavailable(err):
 					left = append(left, n)
+				default:
+					l.opt.Logger.Warn("a znode a failed release or end of observation left cannot be deleted; it goes with the session", zap.Error(err))
 				}
 			}
 			cancel()
 			if len(left) == 0 {
-				l.opt.Logger.Info("znodes a failed release or end of observation left are deleted", zap.Int("znodes", len(nodes)))
+				if deleted > 0 {
+					l.opt.Logger.Info("znodes a failed release or end of observation left are deleted", zap.Int("znodes", deleted))
+				}
 				return true
 			}
 			nodes = left

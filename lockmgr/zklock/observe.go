@@ -267,7 +267,7 @@ func (l *Locker) EndObserve(ctx context.Context, owner lockmgr.Owner, keys []loc
 		sid := l.conn.SessionID()
 		var left []ownNode
 		for i, k := range keys {
-			if errs[i] != nil {
+			if errs[i] != nil && unavailable(errs[i]) {
 				left = append(left, ownNode{path: l.notes.get(id, k.Name)})
 				l.notes.set(id, k.Name, "")
 			}
