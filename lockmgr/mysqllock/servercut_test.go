@@ -66,16 +66,11 @@ func TestKilledQueryWaitsOn(t *testing.T) {
 func TestAccountConnectionLimitIsUnavailable(t *testing.T) {
 	bed := testbed.Get(t)
 	dbName := tempDB(t, bed)
-	user := testbed.UniqueName(t)
-	root := bed.Open(t, bed.PrimaryAddr, "")
-	testbed.MustExec(t, root,
-		"CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw-"+user+"' WITH MAX_USER_CONNECTIONS 4",
-		"GRANT ALL ON `"+dbName+"`.* TO '"+user+"'@'%'")
-	t.Cleanup(func() { testbed.MustExec(t, root, "DROP USER IF EXISTS '"+user+"'@'%'") })
+	user := limitedAccount(t, bed, dbName, "MAX_USER_CONNECTIONS 4")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// Another client of the account takes all its slots.
-	connector, err := mysql.NewConnector(mysqllock.DriverConfig(bed.PrimaryAddr, user, "pw-"+user))
+	connector, err := mysql.NewConnector(mysqllock.DriverConfig(bed.PrimaryAddr, user, password(user)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,12 +93,7 @@ func TestAccountConnectionLimitIsUnavailable(t *testing.T) {
 			t.Fatalf("%d connections of an account limited to 4", len(conns))
 		}
 	}
-	l, err := mysqllock.Open(mysqllock.Config{
-		Addr: bed.PrimaryAddr, User: user, Password: "pw-" + user, Table: dbName + ".locks",
-	}, &mysqllock.Options{TTL: testTTL, OpTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openAs(t, bed, dbName, user)
 	defer l.Close()
 	key := []lockmgr.Key{{Name: "limited", Rule: "sku"}}
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)

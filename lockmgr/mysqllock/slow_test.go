@@ -66,18 +66,8 @@ func TestSlowTableGrantsWithinTheWait(t *testing.T) {
 func TestStatementTimeLimitWaitsOn(t *testing.T) {
 	bed := testbed.Get(t)
 	dbName := tempDB(t, bed)
-	user := testbed.UniqueName(t)
-	root := bed.Open(t, bed.PrimaryAddr, "")
-	testbed.MustExec(t, root,
-		"CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw-"+user+"' WITH MAX_STATEMENT_TIME 0.2",
-		"GRANT ALL ON `"+dbName+"`.* TO '"+user+"'@'%'")
-	t.Cleanup(func() { testbed.MustExec(t, root, "DROP USER IF EXISTS '"+user+"'@'%'") })
-	l, err := mysqllock.Open(mysqllock.Config{
-		Addr: bed.PrimaryAddr, User: user, Password: "pw-" + user, Table: dbName + ".locks",
-	}, &mysqllock.Options{TTL: testTTL, OpTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	user := limitedAccount(t, bed, dbName, "MAX_STATEMENT_TIME 0.2")
+	l := openAs(t, bed, dbName, user)
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -85,7 +75,7 @@ func TestStatementTimeLimitWaitsOn(t *testing.T) {
 	commit := holdLockRows(t, ctx, l, bed.Open(t, bed.PrimaryAddr, dbName), key)
 	// The limit is in force for the lock's account: a statement waiting
 	// for a row lock ends with 1969.
-	cfg := mysqllock.DriverConfig(bed.PrimaryAddr, user, "pw-"+user)
+	cfg := mysqllock.DriverConfig(bed.PrimaryAddr, user, password(user))
 	cfg.DBName = dbName
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -108,6 +98,34 @@ func TestStatementTimeLimitWaitsOn(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("acquire once the row was free: %v", err)
 	}
+}
+
+// limitedAccount makes an account, dropped when the test ends, with all
+// privileges on dbName and the resource limit given (a WITH clause of
+// CREATE USER), and returns its name; its password is password(name).
+func limitedAccount(t *testing.T, bed *testbed.Bed, dbName, limit string) string {
+	t.Helper()
+	user := testbed.UniqueName(t)
+	root := bed.Open(t, bed.PrimaryAddr, "")
+	testbed.MustExec(t, root,
+		"CREATE USER '"+user+"'@'%' IDENTIFIED BY '"+password(user)+"' WITH "+limit,
+		"GRANT ALL ON `"+dbName+"`.* TO '"+user+"'@'%'")
+	t.Cleanup(func() { testbed.MustExec(t, root, "DROP USER IF EXISTS '"+user+"'@'%'") })
+	return user
+}
+
+func password(user string) string { return "pw-" + user }
+
+// openAs opens a Locker on dbName's lock table as user (limitedAccount).
+func openAs(t *testing.T, bed *testbed.Bed, dbName, user string) *mysqllock.Locker {
+	t.Helper()
+	l, err := mysqllock.Open(mysqllock.Config{
+		Addr: bed.PrimaryAddr, User: user, Password: password(user), Table: dbName + ".locks",
+	}, &mysqllock.Options{TTL: testTTL, OpTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // holdLockRows takes key's lock once and gives it back, so that its row
