@@ -22,11 +22,15 @@ import (
 // (the relay's cost), through lockproxy with a lock rule on write and
 // the Redis lock backend (the guarded statement's cost: the relay's, the
 // analysis, the lock set and one Redis round trip; the release is in the
-// background), and the same with locks.redis.release_window at 1 ms,
-// lockproxy's default (the release rides in the next statement's acquire
-// pipeline), and with the
-// rule on the in-memory lock backend (the guarded work with no lock
-// service round trip: what lockproxy itself adds to the relay). The client is
+// background, every release goes to Redis), the same with
+// locks.redis.release_window at 1 ms (the release rides in the next
+// statement's acquire pipeline), the same with lockproxy's defaults for
+// the Redis backend (guarded_defaults: the release window and local
+// hand-offs, so the next statement of the session takes its own held
+// release over without Redis, as lockproxy run from its configuration
+// does), and with the rule on the in-memory lock backend (the guarded
+// work with no lock service round trip: what lockproxy itself adds to
+// the relay). The client is
 // in this process, so time, CPU (cpu-ns/op: the process's user and
 // system time per statement, which on a loaded host moves less than the
 // time) and allocations per op include the driver's; compare the arms,
@@ -46,7 +50,11 @@ func BenchmarkGuardedUpdate(b *testing.B) {
 		// window is the Redis backend's release_window (0: releases
 		// are sent when made).
 		window time.Duration
-	}{{"relay", false, false, 0}, {"guarded", true, false, 0}, {"guarded_window_1ms", true, false, time.Millisecond}, {"guarded_memory", true, true, 0}}
+		// defaults runs the Redis backend with lockproxy's defaults
+		// for locks.redis (window is not used).
+		defaults bool
+	}{{"relay", false, false, 0, false}, {"guarded", true, false, 0, false}, {"guarded_window_1ms", true, false, time.Millisecond, false},
+		{"guarded_defaults", true, false, 0, true}, {"guarded_memory", true, true, 0, false}}
 	ctx := context.Background()
 	b.Run("direct", func(b *testing.B) { benchUpdate(ctx, b, base.direct(b, db, "")) })
 	for _, arm := range arms {
@@ -61,7 +69,12 @@ func BenchmarkGuardedUpdate(b *testing.B) {
 		}
 		var locker lockmgr.Locker = memlock.New(nil, nil)
 		if !arm.memory {
-			locker = redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(b) + arm.name, ReleaseWindow: arm.window})
+			opt := &redislock.Options{TTL: 10 * time.Second, Prefix: testbed.UniqueName(b) + arm.name, ReleaseWindow: arm.window}
+			if arm.defaults {
+				var rc *rules.RedisConfig // nil: every default
+				opt.ReleaseWindow, opt.LocalHandoffs, opt.LocalHandoffWindow = rc.Window(), rc.Handoffs(), rc.HandoffWindow()
+			}
+			locker = redislock.New(rdb, opt)
 		}
 		b.Cleanup(func() { _ = locker.Close() }) // after the server's shutdown: a held release is sent
 		reg := prometheus.NewRegistry()
