@@ -31,7 +31,8 @@ import (
 // is held instead (hold): it rides in the pipeline of this Locker's next
 // acquire (take: the next batch of acquires, through carry, or another
 // call that takes it), or goes on its own when the window has passed
-// since the first release held (unhold), whichever comes first. Its caller does not
+// since the first release still held was held (expire), whichever comes
+// first. Its caller does not
 // wait for it. A later acquire of the Locker does not wait for a held
 // release that went on its own either: a release deletes only its own
 // token, so it is harmless whenever it lands, and an acquire of one of
@@ -51,7 +52,16 @@ type batcher struct {
 
 	held  []*batchCall
 	nheld atomic.Int32 // len(held) + unheld calls not yet answered: read without mu
-	timer *time.Timer
+	// timer sends the held calls once the first of them is due
+	// (expire); timerAt is when it fires, zero when it is not set.
+	// Taking calls back (reclaim, take) leaves it set: it then fires
+	// for nothing, or for a call held since, and is set again for the
+	// first one still held. A session that comes back for its own row
+	// within the window takes back one release and holds the next at
+	// every statement; the timer then moves once a window, not twice a
+	// statement (stopped, then set again).
+	timer   *time.Timer
+	timerAt time.Time
 	// sendMu orders the sends of unhold; sent is closed when the last
 	// calls unhold took are answered: takeSent waits for it.
 	sendMu sync.Mutex
@@ -79,6 +89,8 @@ type batchCall struct {
 	after func(cmds []*redis.Cmd, err error)
 	// lease, for a held release, is the lease it releases (reclaim).
 	lease *leasebook.Held
+	// due, for a held call, is when its window ends.
+	due time.Time
 }
 
 // finish ends c with the outcome of its commands.
@@ -224,21 +236,52 @@ func (b *batcher) handOn() {
 }
 
 // hold keeps c, a release, for the next acquire of the Locker to carry
-// (take), or sends it when the window has passed since the first call
-// held (unhold). c.after gets its outcome.
+// (take), or sends it, with every call held then, when the window has
+// passed since the first call still held was held (expire). c.after gets
+// its outcome.
 func (b *batcher) hold(c *batchCall, window time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c.due = time.Now().Add(window)
 	b.held = append(b.held, c)
 	b.nheld.Add(1)
-	if len(b.held) > 1 {
+	if b.timerAt.IsZero() || c.due.Before(b.timerAt) {
+		b.setTimerLocked(c.due)
+	}
+}
+
+// setTimerLocked sets the timer to fire at at, with b.mu held.
+func (b *batcher) setTimerLocked(at time.Time) {
+	b.timerAt = at
+	if b.timer == nil {
+		b.timer = time.AfterFunc(time.Until(at), b.expire)
 		return
 	}
-	if b.timer == nil {
-		b.timer = time.AfterFunc(window, b.unhold)
-	} else {
-		b.timer.Reset(window)
+	b.timer.Reset(time.Until(at))
+}
+
+// expire sends what is held once the first call still held is due, and
+// otherwise sets the timer for when it is.
+func (b *batcher) expire() {
+	b.mu.Lock()
+	b.timerAt = time.Time{}
+	if len(b.held) == 0 {
+		b.mu.Unlock()
+		return
 	}
+	first := b.held[0].due
+	for _, c := range b.held[1:] {
+		if c.due.Before(first) {
+			first = c.due
+		}
+	}
+	if time.Now().Before(first) {
+		b.setTimerLocked(first)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	b.unhold()
 }
 
 // reclaim takes back the held release of lease h before anything sends
@@ -252,9 +295,6 @@ func (b *batcher) reclaim(h *leasebook.Held) *batchCall {
 		if c.lease == h {
 			b.held = append(b.held[:i], b.held[i+1:]...)
 			b.nheld.Add(-1)
-			if len(b.held) == 0 && b.timer != nil {
-				b.timer.Stop()
-			}
 			return c
 		}
 	}
@@ -292,9 +332,6 @@ func (b *batcher) takeAll() ([]*batchCall, chan struct{}) {
 	defer b.mu.Unlock()
 	calls := b.held
 	b.held = nil
-	if b.timer != nil {
-		b.timer.Stop()
-	}
 	return calls, b.sent
 }
 

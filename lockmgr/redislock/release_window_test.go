@@ -111,6 +111,31 @@ func TestReleaseWindow(t *testing.T) {
 		}
 	})
 
+	t.Run("a release held after one that rode waits its own window", func(t *testing.T) {
+		// d's release is held, then rides with e's acquire: the timer set
+		// for d fires with nothing of d left, while e's release, held
+		// half a window later, is not due yet. It must be neither sent
+		// then nor forgotten.
+		release(acquire(l, "d"))
+		e := acquire(l, "e")
+		if inRedis("d") {
+			t.Fatal("d is still in Redis after e's acquire carried its release")
+		}
+		time.Sleep(window / 2)
+		held := time.Now()
+		release(e)
+		time.Sleep(window*3/4 - time.Since(held)) // past d's window, before e's
+		if !inRedis("e") {
+			t.Errorf("e's release was sent %s after it was held; want it held for the window (%s)", time.Since(held), window)
+		}
+		for inRedis("e") {
+			if time.Since(held) > window+5*time.Second {
+				t.Fatal("a release held after the one the timer was set for was never sent")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
 	t.Run("a local owner of the key sends it at once", func(t *testing.T) {
 		release(acquire(l, "c"))
 		start := time.Now()
