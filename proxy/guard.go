@@ -141,7 +141,7 @@ func (s *session) beforeCommand(g guard) (ok bool, err error) {
 	if s.txn.takeLingeringNow(g) {
 		return true, nil // no wait: no timeout to set up
 	}
-	ctx, cancel := context.WithTimeout(s.hardCtx, g.waitTimeout)
+	ctx, cancel := newWaitCtx(s.hardCtx, g.waitTimeout) // its timer only if it waits
 	defer cancel()
 	var trace lockmgr.WaitTrace
 	begin := time.Now()
