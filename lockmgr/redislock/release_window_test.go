@@ -125,8 +125,10 @@ func TestReleaseWindow(t *testing.T) {
 		held := time.Now()
 		release(e)
 		time.Sleep(window*3/4 - time.Since(held)) // past d's window, before e's
-		if !inRedis("e") {
-			t.Errorf("e's release was sent %s after it was held; want it held for the window (%s)", time.Since(held), window)
+		// On a busy machine the check may come late: only one made well
+		// before e's window ends can tell an early send.
+		if at := time.Since(held); !inRedis("e") && at < window-window/8 {
+			t.Errorf("e's release was sent within %s of being held; want it held for the window (%s)", at, window)
 		}
 		for inRedis("e") {
 			if time.Since(held) > window+5*time.Second {
