@@ -32,14 +32,13 @@ import (
 // acquire (take: the next batch of acquires, through carry, or another
 // call that takes it), or goes on its own when the window has passed
 // since the first release still held was held (expire), whichever comes
-// first. Its caller does not
-// wait for it. A later acquire of the Locker does not wait for a held
-// release that went on its own either: a release deletes only its own
-// token, so it is harmless whenever it lands, and an acquire of one of
-// its keys that gets to Redis first finds the key taken and waits as for
-// any holder, until the release grants it the key or wakes it. Observe
-// waits for it (takeSent): it would otherwise see the Locker's own
-// released key in the way.
+// first. Its caller does not wait for it. A later acquire of the Locker
+// does not wait for a held release that went on its own either: a
+// release deletes only its own token, so it is harmless whenever it
+// lands, and an acquire of one of its keys that gets to Redis first finds
+// the key taken and waits as for any holder, until the release grants it
+// the key or wakes it. Observe waits for it (takeSent): it would
+// otherwise see the Locker's own released key in the way.
 type batcher struct {
 	l       *Locker
 	mu      sync.Mutex
