@@ -27,6 +27,7 @@ func (s *session) changeUser(p []byte) error {
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.config().Proxy.HandshakeTimeout.D()))
 	seq, err := s.authenticate(1, plugin, auth, s.srv.authPlugin, db, collation)
 	_ = s.conn.SetReadDeadline(time.Time{})
+	s.forgetIdleDeadline()
 	var refused *sqlError
 	if errors.Is(err, errAccessDenied) || errors.Is(err, errHostBlocked) || errors.As(err, &refused) && refused.State == "28000" {
 		// MariaDB's own refusal of a login it judged counts as one too.

@@ -24,6 +24,7 @@ func (s *session) commandLoop(drain context.Context) error {
 		s.pub.txnOpen.Store(inTxn)
 		if inTxn && drain.Err() != nil {
 			_ = s.conn.SetReadDeadline(time.Time{})
+			s.forgetIdleDeadline()
 		}
 		s.pub.idle.Store(true)
 		s.pub.idleEpoch.Add(1)
@@ -31,23 +32,39 @@ func (s *session) commandLoop(drain context.Context) error {
 		if w := s.mux.idleLimit(s.be); w > 0 && (idle == 0 || w < idle) {
 			idle = w
 		}
-		if idle > 0 && drain.Err() == nil {
-			_ = s.conn.SetReadDeadline(time.Now().Add(idle))
+		// The idle timeout's deadline stays set across commands
+		// (idledeadline.go). Once draining, the deadline of a session
+		// outside a transaction is shutdown's (closeIdleSessions).
+		var since time.Time
+		if drain.Err() == nil {
+			if idle > 0 {
+				since = time.Now()
+				s.keepIdleDeadline(since.Add(idle), idle)
+			} else {
+				s.clearIdleDeadline()
+			}
 		}
 		// Waiting holds no buffer: an idle session costs little more than
 		// its goroutine.
 		var p []byte
 		var seq uint8
 		err := s.cr.waitIdle()
+		for idleFiredEarly(err, since, idle) && (drain.Err() == nil || inTxn) {
+			s.setIdleDeadline(since.Add(idle)) // set for an earlier wait
+			err = s.cr.waitIdle()
+		}
 		if err == nil {
+			if !since.IsZero() && s.idleAt != since.Add(idle).UnixNano() && !s.cr.holdsPacket() {
+				// The packet is not all here: its reads may wait, and
+				// a deadline set for an earlier wait must not end them
+				// early.
+				s.setIdleDeadline(since.Add(idle))
+			}
 			seq, p, err = s.cr.readLogical(limit)
 		}
 		s.ex.cmdSeq = seq
 		s.pub.idleEpoch.Add(1)
 		s.pub.idle.Store(false)
-		if idle > 0 && drain.Err() == nil {
-			_ = s.conn.SetReadDeadline(time.Time{})
-		}
 		if errors.Is(err, errOutOfMemory) {
 			// The packet was read past: refuse it, keep the session.
 			s.srv.metrics.memoryRefused.Inc()

@@ -146,22 +146,29 @@ func (c *connReader) Discard(n int) (int, error) {
 	return n, nil
 }
 
-// waitIdle returns once the next read will not block, holding no buffer
-// meanwhile when src can wait without one: what it reads while checking
-// is kept. Without such a source, it returns at once.
+// waitIdle returns once something is buffered, holding no buffer while
+// it waits when src can wait without one. Without such a source, it
+// returns at once.
 func (c *connReader) waitIdle() error {
 	wr, ok := c.src.(waitReader)
 	if !ok || c.r != c.w {
 		return nil
 	}
-	if c.buf == nil {
-		c.take()
+	for {
+		if c.buf == nil {
+			c.take()
+		}
+		// After a wait the socket is readable: the next call reads
+		// what came (a command whole, as a rule).
+		n, err := wr.ReadOrWait(c.buf, c.releaseFn)
+		if n > 0 {
+			c.r, c.w = 0, n
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	n, err := wr.ReadOrWait(c.buf, c.releaseFn)
-	if n > 0 {
-		c.r, c.w = 0, n
-	}
-	return err
 }
 
 // connWriter is a bufio.Writer taken from the pool of its size on the

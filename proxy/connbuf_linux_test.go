@@ -13,17 +13,19 @@ import (
 )
 
 // parkSignal is a rawsock.Conn that tells the test when a wait has given
-// its buffer back and is about to park.
+// its buffer back and is about to park, and whether the reader then held
+// one.
 type parkSignal struct {
 	*rawsock.Conn
-	parked chan struct{}
+	parked chan bool // the buffer was held while parked
+	r      **packetReader
 }
 
 func (p parkSignal) ReadOrWait(b []byte, release func()) (int, error) {
 	return p.Conn.ReadOrWait(b, func() {
 		release()
 		select {
-		case p.parked <- struct{}{}:
+		case p.parked <- (*p.r).r.buf != nil:
 		default:
 		}
 	})
@@ -35,21 +37,29 @@ func (p parkSignal) ReadOrWait(b []byte, release func()) (int, error) {
 // closed peer ends it with the end of the stream.
 func TestWaitIdle(t *testing.T) {
 	a, b := testbed.TCPPair(t)
-	src := parkSignal{Conn: rawsock.New(a).(*rawsock.Conn), parked: make(chan struct{}, 1)}
-	r := newPacketReader(src, clientBufSize)
+	var r *packetReader
+	src := parkSignal{Conn: rawsock.New(a).(*rawsock.Conn), parked: make(chan bool, 1), r: &r}
+	r = newPacketReader(src, clientBufSize)
+	held := make(chan bool, 1)
 	go func() {
-		<-src.parked
+		held <- <-src.parked
 		_, _ = b.Write([]byte{3, 0, 0, 0, 'a', 'b', 'c', 1, 0, 0, 0, 'd'})
 	}()
 	if err := r.waitIdle(); err != nil {
 		t.Fatal(err)
 	}
-	if r.r.buf != nil {
+	if <-held {
 		t.Fatal("the wait kept its buffer")
+	}
+	if !r.holdsPacket() {
+		t.Fatal("after the wait, the packet that came is not buffered")
 	}
 	for _, want := range []string{"abc", "d"} {
 		if err := r.waitIdle(); err != nil {
 			t.Fatal(err)
+		}
+		if !r.holdsPacket() {
+			t.Fatalf("%q is not buffered", want)
 		}
 		_, p, err := r.readLogical(0)
 		if err != nil || string(p) != want {

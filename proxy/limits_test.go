@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+	gosql "github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
 
 	"github.com/lockproxy/lockproxy/rules"
@@ -92,6 +94,146 @@ func TestIdleTimeout(t *testing.T) {
 		defer p.srv.mu.Unlock()
 		return len(p.srv.sessions) == 0
 	})
+}
+
+// TestIdleTimeoutKeptDeadline: the idle timeout's read deadline stays set
+// across commands (idledeadline.go), so one set for an earlier wait can
+// pass while the session has been idle less than the timeout: the
+// session must go on waiting, and end only once it has been idle the
+// whole timeout. With a timeout of 4s the slack is 1s: a command 0.7s
+// after the first wait began leaves that wait's deadline set, which then
+// passes 3.3s into the session's idle time. A command sent 0.4s after
+// it must be answered, and so must one whose packet came half before it
+// and half 0.3s after (its reads must not end at it either); the session
+// must end no sooner than 4s after the last command. When the machine
+// is too busy to keep the timeline (a command sent late), the round
+// proves nothing and is run again.
+func TestIdleTimeoutKeptDeadline(t *testing.T) {
+	const idle = 4 * time.Second
+	p := startProxy(t, func(c *rules.Config) { c.Proxy.IdleTimeout = rules.Duration(idle) })
+	sessions := func() int {
+		p.srv.mu.Lock()
+		defer p.srv.mu.Unlock()
+		return len(p.srv.sessions)
+	}
+	// DO 1 as one COM_QUERY packet, and the OK it gets.
+	do1 := []byte{5, 0, 0, 0, mysql.COM_QUERY, 'D', 'O', ' ', '1'}
+	answered := func(nc net.Conn) error {
+		_ = nc.SetReadDeadline(time.Now().Add(idle))
+		h := make([]byte, 4)
+		if _, err := io.ReadFull(nc, h); err != nil {
+			return err
+		}
+		b := make([]byte, int(h[0])|int(h[1])<<8|int(h[2])<<16)
+		if _, err := io.ReadFull(nc, b); err != nil {
+			return err
+		}
+		if len(b) == 0 || b[0] != mysql.OK_HEADER {
+			return fmt.Errorf("not an OK: % x", b)
+		}
+		return nil
+	}
+	probes := []struct {
+		name string
+		// at is when the probe starts, after the first wait began;
+		// it sends its last byte busy later.
+		at, busy time.Duration
+		run      func(nc net.Conn) error
+	}{
+		{"a command after the deadline", idle + 400*time.Millisecond, 0, func(nc net.Conn) error {
+			if _, err := nc.Write(do1); err != nil {
+				return err
+			}
+			return answered(nc)
+		}},
+		{"a command split across the deadline", idle - 300*time.Millisecond, 600 * time.Millisecond, func(nc net.Conn) error {
+			if _, err := nc.Write(do1[:6]); err != nil {
+				return err
+			}
+			time.Sleep(600 * time.Millisecond) // the probe's busy
+			if _, err := nc.Write(do1[6:]); err != nil {
+				return err
+			}
+			return answered(nc)
+		}},
+	}
+	for _, pr := range probes {
+		for round := 1; ; round++ {
+			if round > 3 {
+				t.Fatalf("%s: the machine never kept the timeline for three rounds: nothing was shown", pr.name)
+			}
+			c, err := client.Connect(p.addr, p.bed.User, p.bed.Password, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := time.Now() // the session's first wait began before this
+			time.Sleep(700 * time.Millisecond)
+			if _, err := c.Execute("SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+			idleSince := time.Now()
+			late := idleSince.Sub(first) > 900*time.Millisecond // the first deadline was set again
+			if !late {
+				// The first wait's deadline passes by first+4s; the
+				// session is idle until idleSince+4s.
+				time.Sleep(time.Until(first.Add(pr.at)))
+			}
+			start := time.Now()
+			if late || start.Add(pr.busy).After(idleSince.Add(idle-100*time.Millisecond)) {
+				_ = c.Close()
+				testbed.Eventually(t, 3*idle, "the round's session ends", func() bool { return sessions() == 0 })
+				continue
+			}
+			if err := pr.run(c.Conn.Conn); err != nil {
+				t.Fatalf("%s: a session idle %v of its %v timeout was ended: %v", pr.name, start.Sub(idleSince).Round(time.Millisecond), idle, err)
+			}
+			last := time.Now()
+			testbed.Eventually(t, 3*idle, "the idle session is closed", func() bool { return sessions() == 0 })
+			if ended := time.Since(last); ended < idle-100*time.Millisecond {
+				t.Fatalf("%s: the session ended %v after its last command, before its %v timeout", pr.name, ended.Round(time.Millisecond), idle)
+			}
+			_ = c.Close()
+			break
+		}
+	}
+}
+
+// TestIdleTimeoutLoadData: the content of a LOAD DATA LOCAL is read in the
+// middle of its command, with no idle timeout: a client whose file takes
+// longer than the timeout to arrive is not cut off by the deadline the
+// command's wait left set (idledeadline.go).
+func TestIdleTimeoutLoadData(t *testing.T) {
+	const idle = time.Second
+	p := startProxy(t, func(c *rules.Config) { c.Proxy.IdleTimeout = rules.Duration(idle) })
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE ld (id INT PRIMARY KEY)")
+	gosql.RegisterReaderHandler("lockproxy_slow", func() io.Reader { return &slowReader{wait: idle + idle/2, r: strings.NewReader("1\n2\n3\n")} })
+	h := p.db(t, db, "")
+	h.SetMaxOpenConns(1)
+	if _, err := h.Exec("SELECT 1"); err != nil { // the wait after it keeps a deadline set
+		t.Fatal(err)
+	}
+	if _, err := h.Exec("LOAD DATA LOCAL INFILE 'Reader::lockproxy_slow' INTO TABLE ld"); err != nil {
+		t.Fatalf("LOAD DATA LOCAL whose content came after the idle timeout: %v", err)
+	}
+	var n int
+	if err := h.QueryRow("SELECT COUNT(*) FROM ld").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("rows loaded: %d, %v; want 3", n, err)
+	}
+}
+
+// slowReader gives r's content after wait.
+type slowReader struct {
+	wait time.Duration
+	r    io.Reader
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if s.wait > 0 {
+		time.Sleep(s.wait)
+		s.wait = 0
+	}
+	return s.r.Read(p)
 }
 
 // fakeClock is a throttle's clock that tests move by hand.

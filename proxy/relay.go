@@ -40,6 +40,8 @@ type responseRelay struct {
 	track    tracker
 	status   *uint16
 	affected *uint64
+	// idle clears the idle timeout's deadline before cr is read.
+	idle interface{ clearIdleDeadline() }
 }
 
 // tracker gives an OK or EOF as the client must get it (session.tracked).
@@ -49,7 +51,7 @@ type tracker interface {
 
 // responseRelay is the relay of the command being served.
 func (s *session) responseRelay() responseRelay {
-	return responseRelay{x: &s.ex, cw: s.cw, cr: s.cr, mem: s.mem, caps: s.client.caps, ext: s.client.ext,
+	return responseRelay{x: &s.ex, cw: s.cw, cr: s.cr, idle: s, mem: s.mem, caps: s.client.caps, ext: s.client.ext,
 		track: s, status: &s.status, affected: &s.rwr.lastAffected}
 }
 
@@ -348,6 +350,9 @@ func (r *responseRelay) rows(deprecate bool) (uint16, bool, error) {
 func (r *responseRelay) sendLocalFile() error {
 	if err := r.cw.flush(); err != nil {
 		return clientIOError{err}
+	}
+	if r.idle != nil {
+		r.idle.clearIdleDeadline() // the content may take its time
 	}
 	for {
 		seq, p, err := r.cr.readPhysical()

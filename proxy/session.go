@@ -37,6 +37,9 @@ type session struct {
 	mem *sessionMem
 	// host is the client's address without the port.
 	host string
+	// idleAt is the read deadline the idle timeout keeps set on conn,
+	// in Unix nanoseconds; 0: none (idledeadline.go).
+	idleAt int64
 	// pub is what other goroutines read of the session, all atomic (gone.go).
 	pub published
 

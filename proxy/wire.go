@@ -76,6 +76,19 @@ func (p *packetReader) readPhysical() (seq byte, payload []byte, err error) {
 	return p.hdr[3], p.buf, nil
 }
 
+// holdsPacket reports whether the next physical packet is whole in the
+// buffer and is the last of its logical packet: reading it will not read
+// the connection.
+func (p *packetReader) holdsPacket() bool {
+	c := p.r
+	if c.w-c.r < 4 {
+		return false
+	}
+	h := c.buf[c.r:c.w]
+	n := int(uint32(h[0]) | uint32(h[1])<<8 | uint32(h[2])<<16)
+	return n < maxPayload && len(h)-4 >= n
+}
+
 // peekLen reports the payload length of the next physical packet without
 // reading it.
 func (p *packetReader) peekLen() (int, error) {
