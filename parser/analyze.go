@@ -267,6 +267,7 @@ func analyzeStmt(stmt ast.StmtNode, currentDB string, params map[*test_driver.Pa
 	an := &analyzer{f: f, db: strings.ToLower(currentDB), dbAsWritten: currentDB, params: params, budget: workBudget, exactNames: o.CaseSensitiveNames}
 	f.Kind = an.classify(stmt)
 	f.Diagnostics = diagnostics(stmt)
+	f.ReadsDiagnostics = f.ReadsDiagnostics || f.Diagnostics
 	switch f.Kind {
 	case KindSelect, KindInsert, KindReplace, KindUpdate, KindDelete:
 		an.scoped = true

@@ -68,6 +68,38 @@ func ShowDiagnostics(text string, m Mode) bool {
 	return false
 }
 
+// ReadsDiagnostics reports whether text, which the TiDB parser may reject,
+// may read the diagnostics area of the session's previous statement: it
+// names @@warning_count or @@error_count (also as @@session. or @@local.),
+// or holds GET [CURRENT | STACKED] DIAGNOSTICS, SHOW WARNINGS or SHOW
+// ERRORS, outside strings and comments (executable comments count).
+func ReadsDiagnostics(text string, m Mode) bool {
+	l := lexer{s: text, strings: true, mode: m}
+	var prev [2]token // the two tokens before t, nearest first
+	for {
+		t, ok := l.next()
+		if !ok {
+			return false
+		}
+		if !t.punct && !t.quoted && !t.str {
+			w := strings.ToLower(t.text)
+			switch {
+			case w == "@@warning_count" || w == "@@error_count":
+				return true
+			case diagnosticVars[w] && prev[0].punct && prev[0].text == "." &&
+				oneOf(word("@@session"), word("@@local"))(prev[1]):
+				return true
+			case w == "diagnostics" && (word("get")(prev[0]) ||
+				oneOf(word("current"), word("stacked"))(prev[0]) && word("get")(prev[1])):
+				return true
+			case (w == "warnings" || w == "errors") && word("show")(prev[0]):
+				return true
+			}
+		}
+		prev[0], prev[1] = t, prev[0]
+	}
+}
+
 func matchTokens(toks []token, pattern []func(token) bool) bool {
 	if len(toks) != len(pattern) {
 		return false

@@ -41,3 +41,47 @@ func TestDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsDiagnostics: a statement that reads the previous statement's
+// diagnostics anywhere is told from others, parsed or not, and names in
+// strings, comments or quotes do not count.
+func TestReadsDiagnostics(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SHOW WARNINGS", true},
+		{"SELECT @@warning_count", true},
+		{"SELECT @@warning_count INTO @w", true},
+		{"SELECT @@warning_count, 1", true},
+		{"SET @e = @@error_count", true},
+		{"SELECT @@SESSION.error_count + 0", true},
+		{"SELECT @@local.Warning_Count", true},
+		{"SELECT /*!100000 @@warning_count */", true},
+		{"GET DIAGNOSTICS @n = NUMBER", true},
+		{"get current diagnostics condition 1 @m = MESSAGE_TEXT", true},
+		{"SELECT 1; GET DIAGNOSTICS @n = NUMBER", true},
+		{"SELECT @@GLOBAL.warning_count", false},
+		{"SELECT error_count FROM stats", false},
+		{"UPDATE stats SET warning_count = warning_count + 1 WHERE id = 1", false},
+		{"SELECT '@@warning_count'", false},
+		{"SELECT 1 /* @@warning_count */", false},
+		{"SELECT `@@warning_count` FROM t", false},
+		{"SELECT diagnostics FROM t", false},
+		{"SELECT @@max_error_count", false},
+	} {
+		got := ReadsDiagnostics(c.sql, 0)
+		if an, err := Analyze(c.sql, "d"); err == nil && !an.Unparsed {
+			parsed := false
+			for _, f := range an.Stmts {
+				parsed = parsed || f.ReadsDiagnostics
+			}
+			if parsed != c.want {
+				t.Errorf("%q: analysed, reads diagnostics %v, want %v", c.sql, parsed, c.want)
+			}
+		}
+		if got != c.want {
+			t.Errorf("%q: read as text, reads diagnostics %v, want %v", c.sql, got, c.want)
+		}
+	}
+}

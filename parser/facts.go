@@ -182,6 +182,11 @@ type Facts struct {
 	// WARNINGS, SHOW ERRORS, SELECT @@warning_count, @@error_count): the
 	// server that ran that statement must answer it.
 	Diagnostics bool
+	// ReadsDiagnostics is true for a statement that reads the
+	// diagnostics area anywhere: every Diagnostics statement, and any
+	// that reads @@warning_count or @@error_count in an expression
+	// (SELECT @@warning_count INTO @w, SET @e = @@error_count).
+	ReadsDiagnostics bool
 
 	// Effects are the session effects that pin the session to the primary
 	// or change the proxy's view of the session.

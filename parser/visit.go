@@ -157,9 +157,11 @@ func (an *analyzer) variable(v *ast.VariableExpr) {
 		if an.f.Impure == "" && (v.IsGlobal || serverVars[strings.ToLower(v.Name)]) {
 			an.f.Impure = "reads @@" + strings.ToLower(v.Name)
 		}
-		switch strings.ToLower(v.Name) {
-		case "identity", "last_insert_id":
+		switch name := strings.ToLower(v.Name); {
+		case name == "identity", name == "last_insert_id":
 			e.LastInsertID = true
+		case diagnosticVars[name] && !v.IsGlobal && !v.IsInstance:
+			an.f.ReadsDiagnostics = true
 		}
 	case v.Value != nil:
 		e.UserVarAssign = true

@@ -86,6 +86,40 @@ func (x *statementRun) diagnosticsOnReplica() (served bool, err error) {
 	return true, nil
 }
 
+// readsDiagnostics reports whether a statement of an may read the
+// diagnostics area (parser.Facts.ReadsDiagnostics).
+func readsDiagnostics(an *parser.Analysis) bool {
+	if an == nil {
+		return false
+	}
+	if an.Unparsed {
+		return parser.ReadsDiagnostics(an.SQL, an.Mode)
+	}
+	for _, f := range an.Stmts {
+		if f.ReadsDiagnostics {
+			return true
+		}
+	}
+	return false
+}
+
+// diagnosticsElsewhere refuses a statement that reads the diagnostics
+// area but must run on the primary (GET DIAGNOSTICS, which sets
+// variables; SELECT @@warning_count INTO @w; @@error_count in an
+// expression) while that area is the replica connection's, where the
+// previous statement, a read, ran: the primary's would answer for
+// another statement. Those that only read it are served there
+// (diagnosticsOnReplica).
+func (x *statementRun) diagnosticsElsewhere() error {
+	s := x.s
+	if !s.route.diagPrev || s.route.replica.conn == nil || diagnosticsOnly(x.r.an) || !readsDiagnostics(x.r.an) {
+		return nil
+	}
+	return errorf(errStateElsewhere, "this statement reads the warnings and errors of the previous statement, a read a replica served, "+
+		"but it runs on the primary: read them with SHOW WARNINGS, SHOW ERRORS or a SELECT of nothing but @@warning_count and @@error_count, "+
+		"or run the read on the primary (/* lockproxy:primary */, or in a transaction)")
+}
+
 // keepsReplicaDiagnostics reports whether a statement the primary ran
 // leaves the client's diagnostics area as the previous statement, which a
 // replica ran, left it: MariaDB clears the area for a statement that names

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -161,5 +162,89 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 	t.Logf("%d of %d reads served by the replica", served, replicaSteps)
 	if served == 0 {
 		t.Error("no read reached the replica: the test did not exercise it")
+	}
+}
+
+// TestDiagnosticsElsewhere: a statement that reads the previous
+// statement's diagnostics but runs on the primary (GET DIAGNOSTICS, a
+// SELECT ... INTO or SET of @@warning_count, @@error_count in an
+// expression) is refused with lockproxy's 1105 when that statement was a
+// read a replica served and left its warnings there: the primary's area
+// would answer for another statement. After a statement the primary ran,
+// or a read the primary served, each answers as directly. After a read
+// the replica served that left nothing, each is refused or answers as
+// directly (a multiplexing session that holds no primary connection
+// reads the empty area of the one it borrows).
+func TestDiagnosticsElsewhere(t *testing.T) {
+	t.Run("pinned", func(t *testing.T) { diagnosticsElsewhere(t, routedProxy(t, pinned)) })
+	t.Run("multiplexed", func(t *testing.T) { diagnosticsElsewhere(t, routedProxy(t, multiplexed(4))) })
+}
+
+func diagnosticsElsewhere(t *testing.T, p *testProxy) {
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
+		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	waitReplica(t, p)
+	direct, err := client.Connect(p.bed.PrimaryAddr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	proxied, err := client.Connect(p.addr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxied.Close()
+	// Each probe reads the diagnostics and then what it stored.
+	probes := [][]string{
+		{"GET DIAGNOSTICS @n = NUMBER", "SELECT @n"},
+		{"GET DIAGNOSTICS CONDITION 1 @m = MESSAGE_TEXT, @e = MYSQL_ERRNO", "SELECT @m, @e"},
+		{"SELECT @@warning_count INTO @w", "SELECT @w"},
+		{"SET @w = @@session.warning_count + 10", "SELECT @w"},
+		{"SELECT @@warning_count + 100"},
+	}
+	refused := 0
+	for _, probe := range probes {
+		for _, before := range []struct {
+			q       string
+			replica bool
+			clean   bool // leaves no warning
+		}{{"SELECT CAST(s AS SIGNED) FROM plain ORDER BY id", true, false}, {"SELECT s FROM plain WHERE id = 2", true, true},
+			{"UPDATE plain SET s = s WHERE id = CAST('1x' AS SIGNED)", false, false}} {
+			for _, c := range []*client.Conn{direct, proxied} {
+				_, _ = c.Execute("SET @n = NULL, @m = NULL, @e = NULL, @w = NULL")
+			}
+			if before.replica {
+				waitReplica(t, p)
+			}
+			reads := testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "query"))
+			if want, got := answer(direct.Execute(before.q)), answer(proxied.Execute(before.q)); got != want {
+				t.Fatalf("%q: through lockproxy %q, directly %q", before.q, got, want)
+			}
+			onReplica := testutil.ToFloat64(p.srv.metrics.queries.WithLabelValues("replica", "query")) > reads
+			lockproxys := func(err error) bool {
+				var me *mysql.MyError
+				return errors.As(err, &me) && me.Code == mysql.ER_UNKNOWN_ERROR && strings.HasPrefix(me.Message, "lockproxy: ")
+			}
+			if onReplica && !before.clean {
+				if _, err := proxied.Execute(probe[0]); !lockproxys(err) {
+					t.Errorf("after %q on a replica, %q: %v; want lockproxy's 1105", before.q, probe[0], err)
+				}
+				refused++
+				continue
+			}
+			for i, q := range probe {
+				r, err := proxied.Execute(q)
+				if i == 0 && onReplica && lockproxys(err) {
+					break // a clean read's area, which lockproxy cannot tell from the primary's
+				}
+				if want, got := answer(direct.Execute(q)), answer(r, err); got != want {
+					t.Errorf("after %q (on a replica: %v), %q: through lockproxy %q, directly %q", before.q, onReplica, q, got, want)
+				}
+			}
+		}
+	}
+	if refused == 0 {
+		t.Error("no read reached the replica: the refusal was not exercised")
 	}
 }

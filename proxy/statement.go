@@ -80,6 +80,12 @@ func (s *session) serve(r request) error {
 	if x.r.an != nil {
 		s.pub.current.Store(x.r.text())
 	}
+	if err := x.diagnosticsElsewhere(); err != nil {
+		if uerr := x.r.unsent(s.be); uerr != nil {
+			return uerr
+		}
+		return s.writeErrAt(1, err)
+	}
 	s.comb.noteHazard(x.r.an, s.srv.ruleSet(), s.reading.db)
 	if cand, ok := x.combinable(); ok {
 		x.cand = cand
