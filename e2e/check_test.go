@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
@@ -126,8 +127,12 @@ func buyOn(ctx context.Context, c *sql.Conn, buyer string) (bool, error) {
 
 // recordLogs turns the primary's general and slow query logs (every
 // statement: long_query_time 0) on into files of dir while f runs, and
-// back as they were.
-func recordLogs(t *testing.T, bed *testbed.Bed, dir string, f func()) (general, slow string) {
+// back as they were. f must end the sessions it opens on database db:
+// MariaDB writes a statement's slow log entry after its answer, so the
+// logs are turned off only once the general log shows every session
+// that connected on db quit (a session's Quit comes after its last
+// statement's entry).
+func recordLogs(t *testing.T, bed *testbed.Bed, dir, db string, f func()) (general, slow string) {
 	t.Helper()
 	admin := open(t, bed, bed.PrimaryAddr, "", "", 1)
 	var prev struct {
@@ -167,6 +172,23 @@ func recordLogs(t *testing.T, bed *testbed.Bed, dir string, f func()) (general, 
 		}
 	}
 	f()
+	testbed.Eventually(t, 10*time.Second, "every session on "+db+" quit in the general log", func() bool {
+		b, err := os.ReadFile(general)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := map[string]bool{}
+		for _, l := range strings.SplitAfter(string(b), "\n") {
+			switch m := generalEntry.FindStringSubmatch(l); {
+			case m == nil:
+			case m[2] == "Connect" && strings.Contains(l, " on "+db+" "):
+				live[m[1]] = true
+			case m[2] == "Quit":
+				delete(live, m[1])
+			}
+		}
+		return len(live) == 0
+	})
 	return general, slow
 }
 
@@ -390,8 +412,10 @@ func TestCheckRecordedWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refusedDirect []string
-	general, slow := recordLogs(t, bed, dir, func() {
-		refusedDirect = checkWorkload(t, open(t, bed, bed.PrimaryAddr, checkDB, "", buyers), buyers)
+	general, slow := recordLogs(t, bed, dir, checkDB, func() {
+		h := open(t, bed, bed.PrimaryAddr, checkDB, "", buyers)
+		refusedDirect = checkWorkload(t, h, buyers)
+		_ = h.Close()
 	})
 	if len(refusedDirect) != 0 {
 		t.Fatalf("refused without lockproxy: %v", refusedDirect)
