@@ -28,12 +28,8 @@ import (
 func idleSlack(idle time.Duration) time.Duration { return min(idle/4, time.Second) }
 
 // keepIdleDeadline makes sure the client connection's read deadline is
-// at, or at most idleSlack(idle) earlier; the zero at clears it.
+// at, or at most idleSlack(idle) earlier.
 func (s *session) keepIdleDeadline(at time.Time, idle time.Duration) {
-	if at.IsZero() {
-		s.clearIdleDeadline()
-		return
-	}
 	set := s.idleAt
 	if want := at.UnixNano(); set == 0 || set > want || want-set > int64(idleSlack(idle)) {
 		s.setIdleDeadline(at)
