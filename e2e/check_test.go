@@ -177,19 +177,31 @@ func recordLogs(t *testing.T, bed *testbed.Bed, dir, db string, f func()) (gener
 		if err != nil {
 			t.Fatal(err)
 		}
-		live := map[string]bool{}
-		for _, l := range strings.SplitAfter(string(b), "\n") {
-			switch m := generalEntry.FindStringSubmatch(l); {
-			case m == nil:
-			case m[2] == "Connect" && strings.Contains(l, " on "+db+" "):
-				live[m[1]] = true
-			case m[2] == "Quit":
-				delete(live, m[1])
+		on, quit := sessionsOn(strings.SplitAfter(string(b), "\n"), db)
+		for id := range on {
+			if !quit[id] {
+				return false
 			}
 		}
-		return len(live) == 0
+		return true
 	})
 	return general, slow
+}
+
+// sessionsOn reads general log lines: the thread ids of the sessions
+// that connected on database db, and of every session that quit.
+func sessionsOn(lines []string, db string) (on, quit map[string]bool) {
+	on, quit = map[string]bool{}, map[string]bool{}
+	for _, l := range lines {
+		switch m := generalEntry.FindStringSubmatch(l); {
+		case m == nil:
+		case m[2] == "Connect" && strings.Contains(l, " on "+db+" "):
+			on[m[1]] = true
+		case m[2] == "Quit":
+			quit[m[1]] = true
+		}
+	}
+	return on, quit
 }
 
 // generalEntry matches the first line of a general log entry: an
@@ -218,13 +230,8 @@ func ownSessions(t *testing.T, general, slow, db string) (string, string) {
 		}
 		return out
 	}
-	own := map[string]bool{}
 	lines := read(general)
-	for _, l := range lines {
-		if m := generalEntry.FindStringSubmatch(l); m != nil && m[2] == "Connect" && strings.Contains(l, " on "+db+" ") {
-			own[m[1]] = true
-		}
-	}
+	own, _ := sessionsOn(lines, db)
 	if len(own) == 0 {
 		t.Fatalf("no session connected to %s in the general log", db)
 	}

@@ -351,9 +351,7 @@ func (r *responseRelay) sendLocalFile() error {
 	if err := r.cw.flush(); err != nil {
 		return clientIOError{err}
 	}
-	if r.idle != nil {
-		r.idle.clearIdleDeadline() // the content may take its time
-	}
+	r.idle.clearIdleDeadline() // the content may take its time
 	for {
 		seq, p, err := r.cr.readPhysical()
 		if err != nil {
