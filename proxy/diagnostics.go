@@ -86,33 +86,17 @@ func (x *statementRun) diagnosticsOnReplica() (served bool, err error) {
 	return true, nil
 }
 
-// readsDiagnostics reports whether a statement of an may read the
-// diagnostics area (parser.Facts.ReadsDiagnostics).
-func readsDiagnostics(an *parser.Analysis) bool {
-	if an == nil {
-		return false
-	}
-	if an.Unparsed {
-		return parser.ReadsDiagnostics(an.SQL, an.Mode)
-	}
-	for _, f := range an.Stmts {
-		if f.ReadsDiagnostics {
-			return true
-		}
-	}
-	return false
-}
-
-// diagnosticsElsewhere refuses a statement that reads the diagnostics
+// diagnosticsElsewhere refuses a command that may read the diagnostics
 // area but must run on the primary (GET DIAGNOSTICS, which sets
 // variables; SELECT @@warning_count INTO @w; @@error_count in an
-// expression) while that area is the replica connection's, where the
-// previous statement, a read, ran: the primary's would answer for
-// another statement. Those that only read it are served there
-// (diagnosticsOnReplica).
+// expression; such a statement run by EXECUTE; dynamic SQL lockproxy
+// cannot see: plan.readsDiag) while that area is the replica
+// connection's, where the previous statement, a read, ran: the primary's
+// would answer for another statement. Those that only read it are
+// served there (diagnosticsOnReplica).
 func (x *statementRun) diagnosticsElsewhere() error {
 	s := x.s
-	if !s.route.diagPrev || s.route.replica.conn == nil || diagnosticsOnly(x.r.an) || !readsDiagnostics(x.r.an) {
+	if !s.route.diagPrev || s.route.replica.conn == nil || diagnosticsOnly(x.r.an) || !x.pl.readsDiag {
 		return nil
 	}
 	return errorf(errStateElsewhere, "this statement reads the warnings and errors of the previous statement, a read a replica served, "+

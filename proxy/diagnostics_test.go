@@ -177,8 +177,8 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 // TestDiagnosticsElsewhere: a statement that reads the previous
 // statement's diagnostics but runs on the primary (GET DIAGNOSTICS, a
 // SELECT ... INTO or SET of @@warning_count, @@error_count in an
-// expression) is refused with lockproxy's 1105 when that statement was a
-// read a replica served and left its warnings there: the primary's area
+// expression, an EXECUTE of GET DIAGNOSTICS) is refused with lockproxy's
+// 1105 when that statement was a read a replica served and left its warnings there: the primary's area
 // would answer for another statement. After a statement the primary ran,
 // or a read the primary served, each answers as directly. After a read
 // the replica served that left nothing, each is refused or answers as
@@ -198,6 +198,12 @@ func diagnosticsElsewhere(t *testing.T, p *testProxy) {
 		{"SELECT @@warning_count INTO @w", "SELECT @w"},
 		{"SET @w = @@session.warning_count + 10", "SELECT @w"},
 		{"SELECT @@warning_count + 100"},
+		{"EXECUTE gd", "SELECT @n"},
+	}
+	for _, c := range []*client.Conn{direct, proxied} {
+		if _, err := c.Execute("PREPARE gd FROM 'GET DIAGNOSTICS @n = NUMBER'"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	refused := 0
 	for _, probe := range probes {

@@ -54,6 +54,10 @@ type plan struct {
 	// runs with LOCK IN SHARE MODE (currentread.go), so that it answers
 	// the latest committed rows, not the transaction's older snapshot.
 	currentRead []int
+	// readsDiag: some statement may read the diagnostics area outside
+	// SHOW WARNINGS and its kin (parser.Facts.ReadsDiagnostics), also one
+	// that EXECUTE runs, or one lockproxy cannot see (diagnostics.go).
+	readsDiag bool
 }
 
 // fromShapeOK reports whether a plan made from a statement shape's
@@ -152,6 +156,7 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 			return
 		}
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
+		pl.p.readsDiag = pl.p.readsDiag || parser.ReadsDiagnostics(an.SQL, an.Mode) || parser.HasDynamicSQL(an.SQL)
 		if an.LexKind == parser.KindPrepare {
 			// PREPARE ... FROM <expression>: the text is the server's to
 			// compute.
@@ -170,12 +175,14 @@ func (pl *planner) text(an *parser.Analysis, params []any, depth int) {
 		}
 		return
 	case an.Uncertain != "":
+		pl.p.readsDiag = pl.p.readsDiag || parser.ReadsDiagnostics(an.SQL, an.Mode)
 		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
 		pl.uncertain(an, an.Uncertain, refuseOther)
 		return
 	case pl.env.unsafeCharset && hasHighByte(an.SQL):
+		pl.p.readsDiag = true // where its words are is the server's reading
 		pl.unseenWrite(an.SQL, false)
 		pl.p.rewriteRows = true
 		pl.p.changesMode = pl.p.changesMode || an.MayChangeMode()
@@ -275,6 +282,7 @@ func (pl *planner) statement(f *parser.Facts, params []any, depth int) {
 	if f.MayChangeMode() { // EXECUTE returned above: its statements tell
 		pl.p.changesMode = true
 	}
+	pl.p.readsDiag = pl.p.readsDiag || f.ReadsDiagnostics
 	pl.noteVars(f)
 	d := pl.env.rs.MatchIn(f, pl.env.db, pl.inTxn, pl.env.text)
 	if pl.env.rs.HasRewrites() { // only the rewrite step reads these

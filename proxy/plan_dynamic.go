@@ -62,6 +62,7 @@ func (pl *planner) execute(name string, using []string, usingOther bool, depth i
 	an, known := pl.lookupPrepared(name)
 	if !known || an == nil || depth >= maxDynamicDepth {
 		pl.refuseUnseen(fmt.Sprintf("EXECUTE %s: lockproxy did not see the statement prepared under that name", name))
+		pl.p.readsDiag = true
 		pl.p.dyn.unknownAll = true
 		pl.p.changesMode = true
 		return
@@ -90,6 +91,7 @@ func (pl *planner) immediate(im parser.Immediate, depth int) {
 	}
 	if !known {
 		pl.refuseUnseen("EXECUTE IMMEDIATE: lockproxy cannot see the statement text")
+		pl.p.readsDiag = true
 		pl.p.dyn.unknownAll = true
 		pl.p.changesMode = true
 		return
