@@ -135,10 +135,14 @@ func (r *routeState) noteCombinedWrite(srv *Server, user, gtid string) {
 
 // Statements that leave a session's ROW_COUNT() at 0 or 1 with an empty
 // diagnostics area, as after the single-row UPDATE it was answered for.
+// MariaDB clears the area only for a statement that names a table (a
+// derived one will do): after DO 0 or a SELECT without FROM, SHOW
+// WARNINGS still shows the warnings of the statement before. The LIMIT
+// keeps sql_select_limit from taking the row (ROW_COUNT() would be 0).
 // The variable is NULL after it, as when it was never set.
 const (
-	settleZero = "DO 0"
-	settleOne  = "SELECT NULL INTO @lockproxy_row_count"
+	settleZero = "DO (SELECT 0 FROM (SELECT 1) AS lockproxy_settle)"
+	settleOne  = "SELECT NULL INTO @lockproxy_row_count FROM (SELECT 1) AS lockproxy_settle LIMIT 1"
 )
 
 // learnBatchOutcome learns, on a new connection, whether the batch whose

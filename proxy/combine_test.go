@@ -376,6 +376,61 @@ func TestCombineFoundRows(t *testing.T) {
 	}
 }
 
+// TestCombineWarnings: after a combined statement, the session's
+// warnings are the sale's (none), as MariaDB answers SHOW WARNINGS after
+// the UPDATE, not those of the statement its connection ran before (a
+// statement naming no table leaves the previous warnings in place, so
+// the statement sent ahead of the next command must name one). Each
+// buyer makes a warning, buys, and reads SHOW WARNINGS, on connections
+// pinned to sessions (under multiplexing the next statement may run on
+// another connection; its diagnostics are pool_mux's).
+func TestCombineWarnings(t *testing.T) {
+	cb := startComboBedMux(t, false, false)
+	testbed.MustExec(t, cb.p[0].direct(t, cb.db, ""), "REPLACE INTO sku_stock VALUES (1, 1000000)")
+	const buyers, rounds = 16, 40
+	var wrong, done atomic.Int64
+	var first sync.Once
+	var firstWrong string
+	var wg sync.WaitGroup
+	for i := range buyers {
+		b := cb.dial(t, cb.p[i%2].addr, false)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if r, err := b.c.Execute("SELECT CAST('1x' AS SIGNED)"); err != nil || r.Warnings != 1 {
+					t.Errorf("buyer %d: the statement making a warning: %v, %d warnings", i, err, r.Warnings)
+					return
+				}
+				if p, err := b.buy(cb, 1); err != nil || p[0] != mysql.OK_HEADER {
+					t.Errorf("buyer %d: buy: %v %x", i, err, p)
+					return
+				}
+				r, err := b.c.Execute("SHOW WARNINGS")
+				if err != nil {
+					t.Errorf("buyer %d: SHOW WARNINGS: %v", i, err)
+					return
+				}
+				if n := len(r.Values); n != 0 {
+					wrong.Add(1)
+					first.Do(func() {
+						firstWrong = fmt.Sprintf("buyer %d: SHOW WARNINGS after the sale has %d rows: %v", i, n, r.Values)
+					})
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wrong.Load() != 0 {
+		t.Errorf("%d of %d SHOW WARNINGS after a sale showed an earlier statement's warnings; first: %s", wrong.Load(), done.Load(), firstWrong)
+	}
+	if cb.combined(t) == 0 {
+		t.Errorf("no statement was combined")
+	}
+	t.Logf("combined %v of %d sales", cb.combined(t), done.Load())
+}
+
 // TestCombineFaults breaks the first batch of two or more on instance 0:
 // its backend connection dies before COMMIT (its members run alone, the
 // leader's client loses its connection, nothing of it is applied) or
