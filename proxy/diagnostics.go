@@ -108,19 +108,29 @@ func (x *statementRun) diagnosticsElsewhere() error {
 // leaves the client's diagnostics area as the previous statement, which a
 // replica ran, left it: MariaDB clears the area for a statement that names
 // a table or raises a condition, not for one that does neither (SET
-// @x = 1, SELECT @@last_insert_id). Anything that may reach a table (a
-// stored function, a statement other than SET or SELECT) clears it.
+// @x = 1, SELECT @@last_insert_id, BEGIN, COMMIT, ROLLBACK, the
+// savepoints, USE). Anything that may reach a table (a stored function,
+// a statement of another kind) clears it.
 func keepsReplicaDiagnostics(an *parser.Analysis, ok, raised bool) bool {
 	if !ok || raised || an == nil || an.Unparsed || len(an.Stmts) == 0 {
 		return false
 	}
 	for _, f := range an.Stmts {
 		switch {
-		case f.Kind != parser.KindSet && f.Kind != parser.KindSelect,
+		case !keepsDiagnosticsKind[f.Kind],
 			len(f.Tables) > 0 || f.Procedure != "",
 			f.Impure != "" && !strings.HasPrefix(f.Impure, "reads @@"):
 			return false
 		}
 	}
 	return true
+}
+
+// keepsDiagnosticsKind are the kinds of statement that leave the
+// diagnostics area as it was when they name no table and raise nothing
+// (TestDiagnosticsAfterReplicaRead asks MariaDB).
+var keepsDiagnosticsKind = map[parser.Kind]bool{
+	parser.KindSet: true, parser.KindSelect: true, parser.KindBegin: true, parser.KindCommit: true,
+	parser.KindRollback: true, parser.KindSavepoint: true, parser.KindReleaseSavepoint: true,
+	parser.KindRollbackToSavepoint: true, parser.KindUse: true,
 }
