@@ -85,3 +85,39 @@ func TestReadsDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// TestDerived: a statement that reads a derived table or a CTE is told
+// from one that only defines a CTE or has a subquery outside FROM, and a
+// CTE's name from a table of that name outside its scope.
+func TestDerived(t *testing.T) {
+	for _, c := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SELECT * FROM (SELECT 1) AS d", true},
+		{"SELECT * FROM t JOIN (SELECT 1 AS a) d ON d.a = t.id", true},
+		{"WITH c AS (SELECT 1) SELECT * FROM c", true},
+		{"WITH c AS (SELECT 1) SELECT 1", false},
+		{"WITH c AS (SELECT 1) SELECT (SELECT COUNT(*) FROM c)", true},
+		{"DO (SELECT 0 FROM (SELECT 1) AS lockproxy_settle)", true},
+		{"UPDATE t SET a = 1 WHERE id IN (SELECT id FROM (SELECT 1 AS id) x)", true},
+		{"SELECT (SELECT 1)", false},
+		{"SELECT 1 FROM DUAL WHERE EXISTS (SELECT 1)", false},
+		{"SELECT * FROM t", false},
+		{"SELECT * FROM c", false},
+		{"SELECT * FROM db.c", false},
+		{"WITH c AS (SELECT 1) SELECT * FROM db.c", false},
+	} {
+		an, err := Analyze(c.sql, "d")
+		if err != nil || an.Unparsed {
+			t.Fatalf("%q: %v", c.sql, err)
+		}
+		got := false
+		for _, f := range an.Stmts {
+			got = got || f.Derived
+		}
+		if got != c.want {
+			t.Errorf("%q: derived %v, want %v", c.sql, got, c.want)
+		}
+	}
+}

@@ -143,6 +143,12 @@ type Facts struct {
 	// CTE names are not tables and are left out.
 	Tables []TableRef
 
+	// Derived: the statement reads a derived table or a CTE (FROM a
+	// subquery, or FROM a name its WITH defines). Neither is in Tables,
+	// but the server's list of tables holds them: such a statement
+	// clears the diagnostics area as one naming a table does.
+	Derived bool
+
 	// Insert is set for INSERT and REPLACE.
 	Insert *InsertFacts
 	// Assignments are the SET list of an UPDATE.

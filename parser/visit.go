@@ -73,7 +73,14 @@ func (an *analyzer) Enter(n ast.Node) (ast.Node, bool) {
 			}
 		}
 		return n, true
+	case *ast.TableSource:
+		if _, ok := x.Source.(*ast.TableName); !ok {
+			an.f.Derived = true
+		}
 	case *ast.TableName:
+		if x.Schema.L == "" && an.isCTE(x.Name.L) {
+			an.f.Derived = true
+		}
 		if !an.scoped {
 			an.addTable(x, "", an.f.Kind == KindDDL || an.f.Kind == KindLoadData, nil)
 		}

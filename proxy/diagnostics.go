@@ -105,32 +105,73 @@ func (x *statementRun) diagnosticsElsewhere() error {
 }
 
 // keepsReplicaDiagnostics reports whether a statement the primary ran
-// leaves the client's diagnostics area as the previous statement, which a
-// replica ran, left it: MariaDB clears the area for a statement that names
-// a table or raises a condition, not for one that does neither (SET
-// @x = 1, SELECT @@last_insert_id, BEGIN, COMMIT, ROLLBACK, the
-// savepoints, USE). Anything that may reach a table (a stored function,
-// a statement of another kind) clears it.
+// surely leaves the client's diagnostics area as the previous statement,
+// which a replica ran, left it (diagnosticsEffect). One whose effect
+// lockproxy cannot tell is taken to clear it, as most such statements do
+// (a CALL or EXECUTE running statements on tables).
 func keepsReplicaDiagnostics(an *parser.Analysis, ok, raised bool) bool {
-	if !ok || raised || an == nil || an.Unparsed || len(an.Stmts) == 0 {
-		return false
+	return diagnosticsEffect(an, ok, raised) == diagKeeps
+}
+
+// diagEffect is what a statement does to the diagnostics area the
+// statement before it left.
+type diagEffect int
+
+const (
+	diagClears  diagEffect = iota // it holds this statement's conditions, or none
+	diagKeeps                     // as the statement before left it
+	diagUnknown                   // either, by what runs inside (CALL, EXECUTE, PREPARE, a stored function)
+)
+
+// diagnosticsEffect tells what a statement that succeeded (ok) with or
+// without raising warnings does to the diagnostics area. MariaDB clears
+// it for a statement that names a table (a view, a derived table or CTE,
+// an information_schema table behind SHOW) or raises a condition, and
+// leaves it for one that does neither: SET @x = 1, SELECT @@last_insert_id,
+// BEGIN, COMMIT, ROLLBACK, the savepoints, USE, DO 0, EXPLAIN SELECT 1,
+// UNLOCK TABLES, DEALLOCATE, FLUSH STATUS, HELP. A PREPARE clears it when
+// the statement it prepares names a table.
+// TestKeepsDiagnosticsOracle asks MariaDB for each kind.
+func diagnosticsEffect(an *parser.Analysis, ok, raised bool) diagEffect {
+	if !ok || raised {
+		return diagClears
 	}
+	if an == nil || an.Unparsed || len(an.Stmts) == 0 {
+		return diagUnknown
+	}
+	eff := diagKeeps
 	for _, f := range an.Stmts {
 		switch {
-		case !keepsDiagnosticsKind[f.Kind],
-			len(f.Tables) > 0 || f.Procedure != "",
-			f.Impure != "" && !strings.HasPrefix(f.Impure, "reads @@"):
-			return false
+		case len(f.Tables) > 0 || f.Derived:
+			return diagClears // and the statements after it keep that
+		case f.Procedure != "", f.Kind == parser.KindExecute,
+			f.Impure != "" && !strings.HasPrefix(f.Impure, "reads @@"),
+			!keepsDiagnosticsKind[f.Kind] && !(f.Kind == parser.KindOther && keepsDiagnosticsWord[leadingWord(f.Text)]):
+			eff = diagUnknown
 		}
 	}
-	return true
+	return eff
 }
 
 // keepsDiagnosticsKind are the kinds of statement that leave the
-// diagnostics area as it was when they name no table and raise nothing
-// (TestDiagnosticsAfterReplicaRead asks MariaDB).
-var keepsDiagnosticsKind = map[parser.Kind]bool{
-	parser.KindSet: true, parser.KindSelect: true, parser.KindBegin: true, parser.KindCommit: true,
-	parser.KindRollback: true, parser.KindSavepoint: true, parser.KindReleaseSavepoint: true,
-	parser.KindRollbackToSavepoint: true, parser.KindUse: true,
+// diagnostics area as it was when they name no table, call nothing and
+// raise nothing; keepsDiagnosticsWord, by their first word, those of
+// the statements the parser calls KindOther.
+var (
+	keepsDiagnosticsKind = map[parser.Kind]bool{
+		parser.KindSet: true, parser.KindSelect: true, parser.KindBegin: true, parser.KindCommit: true,
+		parser.KindRollback: true, parser.KindSavepoint: true, parser.KindReleaseSavepoint: true,
+		parser.KindRollbackToSavepoint: true, parser.KindUse: true, parser.KindExplain: true,
+		parser.KindUnlockTables: true, parser.KindDeallocate: true,
+	}
+	keepsDiagnosticsWord = map[string]bool{"DO": true, "FLUSH": true, "HELP": true}
+)
+
+// leadingWord is text's first word, upper-cased.
+func leadingWord(text string) string {
+	i := 0
+	for i < len(text) && (text[i]|0x20 >= 'a' && text[i]|0x20 <= 'z' || text[i] == '_') {
+		i++
+	}
+	return strings.ToUpper(text[:i])
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/lockproxy/lockproxy/internal/testbed"
+	"github.com/lockproxy/lockproxy/parser"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -46,7 +47,8 @@ func diagnosticsConns(t *testing.T, p *testProxy) (direct, proxied *client.Conn)
 	t.Helper()
 	db := freshDB(t, p)
 	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
-		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+		"INSERT INTO plain VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+		"CREATE PROCEDURE lp_set() BEGIN SET @c = 1; END")
 	waitReplica(t, p)
 	direct, err := client.Connect(p.bed.PrimaryAddr, p.bed.User, p.bed.Password, db)
 	if err != nil {
@@ -144,6 +146,26 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 		{q: "ROLLBACK"},
 		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 1", replica: true},
 		{q: "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"},
+		{q: "SHOW WARNINGS"},
+		// A derived table or CTE clears it, as a table does; DO 0 and
+		// EXPLAIN SELECT 1 keep it (TestKeepsDiagnosticsOracle).
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 2", replica: true},
+		{q: "SELECT * FROM (SELECT 1) AS d"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 3", replica: true},
+		{q: "WITH c AS (SELECT 2) SELECT * FROM c"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 2", replica: true},
+		{q: "SET @x = (SELECT a FROM (SELECT 1 AS a) AS d)"},
+		{q: "SHOW WARNINGS"},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 1", replica: true},
+		{q: "DO 0"},
+		{q: "SHOW WARNINGS"},
+		{q: "EXPLAIN SELECT 1"},
+		{q: "SHOW WARNINGS"},
+		// A CALL may keep the primary's (this one does).
+		{q: "UPDATE plain SET s = s WHERE id = CAST('3x' AS SIGNED)"},
+		{q: "CALL lp_set()"},
 		{q: "SHOW WARNINGS"},
 	}
 	run := func(c *client.Conn, s step) string {
@@ -276,5 +298,102 @@ func diagnosticsElsewhere(t *testing.T, p *testProxy) {
 	}
 	if refused == 0 {
 		t.Error("no read reached the replica: the refusal was not exercised")
+	}
+}
+
+// TestKeepsDiagnosticsOracle asks MariaDB, for statements of every kind,
+// whether one run after a statement that left a warning keeps that
+// warning in the diagnostics area (SHOW WARNINGS still shows it), and
+// checks diagnosticsEffect says the same, or, for the statements it
+// cannot tell from their text (what a CALL, an EXECUTE or a stored
+// function runs decides), that it says so.
+func TestKeepsDiagnosticsOracle(t *testing.T) {
+	p := startProxy(t, nil)
+	db := freshDB(t, p)
+	testbed.MustExec(t, p.direct(t, db, ""), "CREATE TABLE plain (id INT PRIMARY KEY, s VARCHAR(3))",
+		"INSERT INTO plain VALUES (1, 'a')",
+		"CREATE FUNCTION lp_pure() RETURNS INT DETERMINISTIC NO SQL RETURN 1",
+		"CREATE FUNCTION lp_reads() RETURNS INT READS SQL DATA RETURN (SELECT COUNT(*) FROM plain)",
+		"CREATE FUNCTION lp_writes() RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO plain VALUES (100, 'x') ON DUPLICATE KEY UPDATE s = s; RETURN 1; END",
+		"CREATE PROCEDURE lp_nothing() BEGIN END",
+		"CREATE PROCEDURE lp_count() BEGIN SELECT COUNT(*) INTO @c FROM plain; END",
+		"CREATE PROCEDURE lp_set() BEGIN SET @c = 1; END",
+		"CREATE VIEW v AS SELECT 1 AS one")
+	c, err := client.Connect(p.bed.PrimaryAddr, p.bed.User, p.bed.Password, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Statements in order, with whether lockproxy can tell from the text
+	// what they do to the area. What a CALL, EXECUTE, PREPARE or stored
+	// function runs decides, and the parser does not read a few
+	// statements: for those lockproxy says it cannot tell.
+	type asked struct {
+		q       string
+		unknown bool
+	}
+	var stmts []asked
+	for _, q := range []string{
+		"SET @x = 1", "SET @x = (SELECT 1)", "SET @x = (SELECT id FROM plain LIMIT 1)", "SET SESSION sql_mode = @@sql_mode",
+		"SET NAMES utf8mb4", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "SET autocommit = 1",
+		"SET PASSWORD = PASSWORD('" + p.bed.Password + "')", "SELECT 1", "SELECT @@last_insert_id", "SELECT 1 FROM DUAL",
+		"SELECT NOW()", "SELECT RAND()", "SELECT SLEEP(0)", "SELECT JSON_OBJECT('a', 1)", "SELECT (SELECT 1)",
+		"SELECT 1 FROM DUAL WHERE EXISTS (SELECT 1)", "SELECT 1 FOR UPDATE", "SELECT 1 UNION SELECT 2",
+		"SELECT CAST('1x' AS SIGNED)", "SELECT * FROM (SELECT 1) AS d", "WITH c AS (SELECT 1) SELECT * FROM c",
+		"WITH c AS (SELECT 1) SELECT 1", "SELECT id FROM plain", "SELECT 1 FROM plain WHERE 1 = 0", "SELECT one FROM v",
+		"SELECT COUNT(*) FROM information_schema.ENGINES", "SELECT * FROM nosuch", "BEGIN", "START TRANSACTION",
+		"SAVEPOINT a", "RELEASE SAVEPOINT a", "COMMIT", "START TRANSACTION READ ONLY", "ROLLBACK", "USE " + db, "DO 0",
+		"DO SLEEP(0)", "DO (SELECT id FROM plain LIMIT 1)", "DO (SELECT 0 FROM (SELECT 1) AS x)",
+		"INSERT INTO plain VALUES (2, 'b')", "UPDATE plain SET s = s WHERE id = 0", "UPDATE plain SET s = 'a' WHERE id = 1",
+		"DELETE FROM plain WHERE id = 0", "EXPLAIN SELECT 1", "EXPLAIN SELECT id FROM plain",
+		"EXPLAIN SELECT * FROM (SELECT 1) d", "DESCRIBE plain", "FLUSH STATUS", "FLUSH PRIVILEGES", "FLUSH TABLES plain",
+		"HELP 'x'", "ANALYZE TABLE plain", "LOCK TABLES plain READ", "SHOW CREATE TABLE plain", "UNLOCK TABLES",
+		"DEALLOCATE PREPARE nosuch", "CREATE TEMPORARY TABLE tmp (a INT)", "DROP TEMPORARY TABLE IF EXISTS tmp",
+		"KILL QUERY 0",
+	} {
+		stmts = append(stmts, asked{q: q})
+	}
+	for _, q := range []string{
+		"CALL lp_nothing()", "CALL lp_count()", "CALL lp_set()", "PREPARE ps FROM 'SELECT 1'", "EXECUTE ps",
+		"PREPARE ps FROM 'SELECT id FROM plain'", "EXECUTE ps", "SELECT lp_pure()", "SELECT lp_reads()",
+		"SELECT lp_writes()", "SELECT CONNECTION_ID()", "SELECT GET_LOCK('x', 0)", "SELECT RELEASE_LOCK('x')", "SHOW TABLES",
+		"SHOW VARIABLES LIKE 'x'", "VALUES (1)", "SELECT 1 INTO @y", "CHECK TABLE plain", "CHECKSUM TABLE plain",
+		"XA START 'x'", "XA END 'x'", "XA ROLLBACK 'x'",
+	} {
+		stmts = append(stmts, asked{q: q, unknown: true})
+	}
+	stmts = append(stmts, asked{q: "DEALLOCATE PREPARE ps"})
+	ask := func(q string) (effect diagEffect, kept bool, err error) {
+		// 1365, division by 0: a warning no statement of the lists raises.
+		if _, err := c.Execute("SELECT 1/0"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Execute(q)
+		if err == nil && r.Resultset != nil {
+			r.Close()
+		}
+		w, werr := c.Execute("SHOW WARNINGS")
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		raised := false
+		for i := range w.Values {
+			code, _ := w.GetInt(i, 1)
+			kept = kept || code == 1365
+			raised = raised || code != 1365
+		}
+		an, _ := parser.Analyze(q, db)
+		return diagnosticsEffect(an, err == nil, raised), kept, err
+	}
+	for _, st := range stmts {
+		effect, kept, err := ask(st.q)
+		switch {
+		case st.unknown && effect != diagUnknown:
+			t.Errorf("%q: lockproxy says it knows (kept %v), MariaDB kept it %v (error %v)", st.q, effect == diagKeeps, kept, err)
+		case !st.unknown && effect == diagUnknown:
+			t.Errorf("%q: lockproxy cannot tell what it does to the diagnostics area; MariaDB kept it %v", st.q, kept)
+		case !st.unknown && (effect == diagKeeps) != kept:
+			t.Errorf("%q (error %v): lockproxy says the area is kept %v, MariaDB kept it %v", st.q, err, effect == diagKeeps, kept)
+		}
 	}
 }

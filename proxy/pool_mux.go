@@ -46,9 +46,10 @@ type muxState struct {
 	// session state, so it is reset when given back.
 	changed bool
 	// warned: a result of the command reported warnings; keepsDiag: its
-	// statements leave the diagnostics area as it was unless they raise
-	// a condition (keepsReplicaDiagnostics), so SHOW WARNINGS may still
-	// find an earlier statement's there.
+	// statements may leave the diagnostics area as it was unless they
+	// raise a condition (diagnosticsEffect: surely or perhaps), so SHOW
+	// WARNINGS may still find an earlier statement's there: the
+	// connection is kept while it may.
 	warned, keepsDiag bool
 	// fresh: the lent connection was borrowed for the command being
 	// served, so the previous statement ran on another one.

@@ -120,7 +120,7 @@ func (m *muxState) pinFor(an *parser.Analysis, rs *rules.RuleSet, db string) err
 		}
 	}
 	m.readsDiagnostics = diagnosticsOnly(an)
-	m.keepsDiag = keepsReplicaDiagnostics(an, true, false)
+	m.keepsDiag = diagnosticsEffect(an, true, false) != diagClears
 	for _, f := range an.Stmts {
 		pins := factPins(f)
 		if pins&pinSessionVariable != 0 && m.replay(f) {

@@ -265,7 +265,7 @@ func (m *muxState) pinForStmt(st *stmt) error {
 		return errorf(errStateElsewhere, "prepared statement %d reads what the previous statement left on its backend connection (FOUND_ROWS(), ROW_COUNT(), a stored function that may read them), which backends.pool.multiplex gave back: run both in one transaction", st.id)
 	}
 	m.readsDiagnostics = st.readsDiag
-	m.keepsDiag = keepsReplicaDiagnostics(st.an, true, false)
+	m.keepsDiag = diagnosticsEffect(st.an, true, false) != diagClears
 	m.cmdPins |= st.pins
 	m.pins |= m.cmdPins
 	return nil
