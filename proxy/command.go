@@ -139,6 +139,7 @@ func (s *session) dispatch(p []byte) error {
 		if err := s.forward(p, relayResults, false); err != nil {
 			return err
 		}
+		s.route.endKeepingCommand(s.ex.lastOK)
 		if s.ex.lastOK && s.ex.lastReport&reportedSchema == 0 {
 			// The server's report named no database: it is read again
 			// before the next analysis.
@@ -164,12 +165,15 @@ func (s *session) dispatch(p []byte) error {
 		if err := s.forward(p, relaySingle, false); err != nil {
 			return err
 		}
+		s.route.endKeepingCommand(s.ex.lastOK)
 		if s.ex.lastOK && len(p) >= 3 {
 			s.client.multiOption = 1 + p[1] // 0: MYSQL_OPTION_MULTI_STATEMENTS_ON, 1: OFF
 		}
 		return nil
 	case mysql.COM_FIELD_LIST:
-		return s.forward(p, relayFieldList, false)
+		err := s.forward(p, relayFieldList, false)
+		s.route.endKeepingCommand(s.ex.lastOK)
+		return err
 	case mysql.COM_RESET_CONNECTION:
 		return s.resetConnection(p)
 	case mysql.COM_CHANGE_USER:

@@ -24,13 +24,35 @@ func keepsDiagnostics(cmd byte) bool {
 	return false
 }
 
+// keepsDiagnosticsIfOK reports whether MariaDB leaves the diagnostics
+// area of the previous statement as it was across a command that
+// succeeds (TestKeepsDiagnosticsOracle): COM_INIT_DB, COM_FIELD_LIST and
+// COM_SET_OPTION. One that fails leaves its error there.
+func keepsDiagnosticsIfOK(cmd byte) bool {
+	switch cmd {
+	case mysql.COM_INIT_DB, mysql.COM_FIELD_LIST, mysql.COM_SET_OPTION:
+		return true
+	}
+	return false
+}
+
 // beginCommand notes, before a command is served, whether the diagnostics
 // area the client may read is the replica connection's (diagPrev); the
 // command, unless it keeps them, then owns the session's diagnostics
-// wherever it runs (onReplica marks a replica's).
+// wherever it runs (onReplica marks a replica's). One that keeps them
+// unless it fails gives them up in endKeepingCommand.
 func (r *routeState) beginCommand(cmd byte) {
 	r.diagPrev, r.readNow = r.diagReplica, false
-	if !keepsDiagnostics(cmd) {
+	if !keepsDiagnostics(cmd) && !keepsDiagnosticsIfOK(cmd) {
+		r.diagReplica = false
+	}
+}
+
+// endKeepingCommand is told whether a command of keepsDiagnosticsIfOK
+// succeeded: if not, its error on the primary is the session's
+// diagnostics.
+func (r *routeState) endKeepingCommand(ok bool) {
+	if !ok {
 		r.diagReplica = false
 	}
 }

@@ -81,6 +81,9 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 		replica bool // the statement is a read a replica serves
 		prepare bool // run as a prepared statement
 		ping    bool // a COM_PING first
+		// useDB, fieldList: a COM_INIT_DB of the database, a
+		// COM_FIELD_LIST of plain, first.
+		useDB, fieldList bool
 		// prepareOnly: prepared, closed, never executed.
 		prepareOnly bool
 	}
@@ -163,6 +166,13 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 		{q: "SHOW WARNINGS"},
 		{q: "EXPLAIN SELECT 1"},
 		{q: "SHOW WARNINGS"},
+		// COM_INIT_DB and COM_FIELD_LIST keep them.
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 3", replica: true},
+		{q: "SHOW WARNINGS", useDB: true},
+		{q: "SELECT CAST(s AS SIGNED) FROM plain WHERE id = 2", replica: true},
+		{q: "SHOW WARNINGS", fieldList: true},
+		{q: "UPDATE plain SET s = s WHERE id = CAST('4x' AS SIGNED)"},
+		{q: "SHOW WARNINGS", useDB: true},
 		// A CALL may keep the primary's (this one does).
 		{q: "UPDATE plain SET s = s WHERE id = CAST('3x' AS SIGNED)"},
 		{q: "CALL lp_set()"},
@@ -171,6 +181,16 @@ func diagnosticsAfterReplicaRead(t *testing.T, p *testProxy) {
 	run := func(c *client.Conn, s step) string {
 		if s.ping {
 			if err := c.Ping(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.useDB {
+			if err := c.UseDB(c.GetDB()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.fieldList {
+			if _, err := c.FieldList("plain", ""); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -394,6 +414,51 @@ func TestKeepsDiagnosticsOracle(t *testing.T) {
 			t.Errorf("%q: lockproxy cannot tell what it does to the diagnostics area; MariaDB kept it %v", st.q, kept)
 		case !st.unknown && (effect == diagKeeps) != kept:
 			t.Errorf("%q (error %v): lockproxy says the area is kept %v, MariaDB kept it %v", st.q, err, effect == diagKeeps, kept)
+		}
+	}
+	// Commands: those lockproxy takes to keep the area (keepsDiagnostics,
+	// keepsDiagnosticsIfOK) and one it takes to clear it, each succeeding.
+	raw := func(payload ...byte) error {
+		c.ResetSequence()
+		if err := c.WritePacket(append(make([]byte, 4), payload...)); err != nil {
+			return err
+		}
+		p, err := c.ReadPacket()
+		if err == nil && p[0] == mysql.ERR_HEADER {
+			err = fmt.Errorf("error packet %x", p)
+		}
+		return err
+	}
+	ps, err := c.Prepare("SELECT ?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []struct {
+		name string
+		code byte
+		run  func() error
+	}{
+		{"COM_PING", mysql.COM_PING, c.Ping},
+		{"COM_STATISTICS", mysql.COM_STATISTICS, func() error { return raw(mysql.COM_STATISTICS) }},
+		{"COM_INIT_DB", mysql.COM_INIT_DB, func() error { return c.UseDB(db) }},
+		{"COM_FIELD_LIST", mysql.COM_FIELD_LIST, func() error { _, err := c.FieldList("plain", ""); return err }},
+		{"COM_SET_OPTION", mysql.COM_SET_OPTION, func() error { return raw(mysql.COM_SET_OPTION, 1, 0) }},
+		{"COM_STMT_CLOSE", mysql.COM_STMT_CLOSE, ps.Close},
+		{"COM_RESET_CONNECTION", mysql.COM_RESET_CONNECTION, func() error { return raw(mysql.COM_RESET_CONNECTION) }},
+	} {
+		if _, err := c.Execute("SELECT 1/0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.run(); err != nil {
+			t.Fatalf("%s: %v", cmd.name, err)
+		}
+		w, err := c.Execute("SHOW WARNINGS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := len(w.Values) == 1
+		if says := keepsDiagnostics(cmd.code) || keepsDiagnosticsIfOK(cmd.code); says != kept {
+			t.Errorf("%s: lockproxy says the area is kept %v, MariaDB kept it %v", cmd.name, says, kept)
 		}
 	}
 }

@@ -259,7 +259,8 @@ func (s *session) dispatchLent(p []byte) error {
 		// Prepared statements (pool_stmt.go).
 		stmtCommand = true
 	}
-	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks, s.mux.keepsDiag = false, 0, false, false, false
+	s.mux.warned, s.mux.cmdPins, s.mux.readsDiagnostics, s.mux.unlocks = false, 0, false, false
+	s.mux.keepsDiag = keepsDiagnosticsIfOK(cmd) // a statement's are pinFor's
 	s.mux.known = nil
 	s.mux.pending = s.mux.pending[:0]
 	clear(s.mux.replaying)
