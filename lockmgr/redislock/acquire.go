@@ -175,7 +175,9 @@ func (l *Locker) holdRelease(h *leasebook.Held) bool {
 	// Bounded as a release sent when the window ends would be.
 	c := &batchCall{deadline: time.Now().Add(l.opt.ReleaseWindow + l.opt.OpTimeout), queue: l.releaseQueue(h.Tok, keys, true, nil), lease: h}
 	c.after = func(cmds []*redis.Cmd, err error) {
-		l.afterRelease(keys, cmds)
+		if aerr := l.afterRelease(keys, cmds); err == nil {
+			err = aerr
+		}
 		l.book.Forget(h)
 		if err != nil {
 			owner, _ := l.book.OwnerOf(h)
@@ -274,12 +276,13 @@ func (l *Locker) release(h *leasebook.Held) {
 	}
 }
 
-// releaseKeys runs the release script for keys in one pipeline, with the
-// releases other sessions make at the same moment (batcher). Each call
-// also takes the tickets stale (of waiters the lease was handed to) off
-// its key's queue. With grant, a key freed for waiters of other instances
-// is granted to the oldest of them in the same script (see release.lua);
-// without, they are only woken.
+// releaseKeys runs the release script for keys, in one call (or one per
+// key on a Cluster, whose keys hash apart), with the releases other
+// sessions make at the same moment in one pipeline (batcher). Each key's
+// release also takes the tickets stale (of waiters the lease was handed
+// to) off its key's queue. With grant, a key freed for waiters of other
+// instances is granted to the oldest of them in the same script (see
+// release.lua); without, they are only woken.
 func (l *Locker) releaseKeys(ctx context.Context, tok string, keys []lockmgr.Key, grant bool, stale ...string) error {
 	return l.releaseKeysIn(ctx, &l.batch, tok, keys, grant, stale)
 }
@@ -290,15 +293,22 @@ func (l *Locker) releaseKeysIn(ctx context.Context, b *batcher, tok string, keys
 		return nil
 	}
 	cmds, err := b.do(ctx, l.releaseQueue(tok, keys, grant, stale))
-	l.afterRelease(keys, cmds)
+	if aerr := l.afterRelease(keys, cmds); err == nil {
+		err = aerr
+	}
 	return err
 }
 
-// releaseQueue is the queue of releaseKeys's calls, for a batch.
+// releaseQueue is the queue of releaseKeys's calls, for a batch: one call
+// of release_many.lua for several keys, one of release.lua per key on a
+// Cluster or for one key.
 func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale []string) func(p redis.Pipeliner) []*redis.Cmd {
 	lease := any("")
 	if grant {
 		lease = l.relArgs.lease
+	}
+	if _, cluster := l.rdb.(*redis.ClusterClient); len(keys) > 1 && !cluster {
+		return l.releaseManyQueue(tok, keys, lease, stale)
 	}
 	args := make([]any, 0, 10+len(stale))
 	args = append(args, tok, "", lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, "", "", "", "", "")
@@ -311,31 +321,76 @@ func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale 
 			n := l.names(k.Name)
 			a := append([]any(nil), args...)
 			a[1] = n.channel
-			if !k.NoHandoff {
-				a[5] = "s" // most likely taken by the fast path: a string
-			}
-			// The key's local head waiter, if any, is queued by the
-			// release that frees the key (see release.lua), read when the
-			// batch is sent.
-			if o, prio, wt, ok := l.book.QueueHead(k.Name); ok && wt != tok {
-				a[6], a[7], a[8] = wt, prio, o.ID()
-				if l.notify.listening(n.channel) {
-					a[9] = l.woundChannel()
-				}
-			}
+			a[5], a[6], a[7], a[8], a[9] = l.releaseKeyArgs(tok, k, n)
 			cmds[i] = l.sc.release.EvalSha(context.Background(), p, n.keys(), a...)
 		}
 		return cmds
 	}
 }
 
-// afterRelease reads the replies of releaseQueue's calls for keys.
-func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) {
+// releaseManyQueue is releaseQueue's one call of release_many.lua.
+func (l *Locker) releaseManyQueue(tok string, keys []lockmgr.Key, lease any, stale []string) func(p redis.Pipeliner) []*redis.Cmd {
+	return func(p redis.Pipeliner) []*redis.Cmd {
+		names := make([]string, 0, 5*len(keys))
+		args := make([]any, 0, 5+len(stale)+6*len(keys))
+		args = append(args, tok, lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, len(stale))
+		for _, t := range stale {
+			args = append(args, t)
+		}
+		for _, k := range keys {
+			n := l.names(k.Name)
+			names = append(names, n.lock, n.queue, n.expiry, n.fence, n.grants)
+			s, head, prio, owner, wound := l.releaseKeyArgs(tok, k, n)
+			args = append(args, n.channel, s, head, prio, owner, wound)
+		}
+		return []*redis.Cmd{l.sc.releaseMany.EvalSha(context.Background(), p, names, args...)}
+	}
+}
+
+// releaseKeyArgs are one key's arguments of the release script beside its
+// names (release.lua's ARGV 6-10): 's' when the key was most likely taken
+// by the fast path (a string), and the key's local head waiter, if any,
+// which the release that frees the key queues (see release.lua), read
+// when the batch is sent.
+func (l *Locker) releaseKeyArgs(tok string, k lockmgr.Key, n names) (s, head, prio, owner, wound any) {
+	s, head, prio, owner, wound = "", "", "", "", ""
+	if !k.NoHandoff {
+		s = "s"
+	}
+	if o, p, wt, ok := l.book.QueueHead(k.Name); ok && wt != tok {
+		head, prio, owner = wt, p, o.ID()
+		if l.notify.listening(n.channel) {
+			wound = l.woundChannel()
+		}
+	}
+	return s, head, prio, owner, wound
+}
+
+// afterRelease reads the replies of releaseQueue's calls for keys. It
+// returns the error of a key's release inside release_many.lua's one call
+// (each call's own is cmdsErr's).
+func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) error {
 	dials := l.restart.dials.Load()
-	for i, c := range cmds {
+	replies := make([]any, 0, len(keys))
+	var failed error
+	if len(cmds) == 1 && len(keys) > 1 {
+		// release_many.lua: one reply per key
+		replies, _ = cmds[0].Slice()
+		for _, r := range replies {
+			if e, ok := r.(error); ok && failed == nil {
+				failed = e
+			}
+		}
+	} else {
+		for _, c := range cmds {
+			v, _ := c.Result()
+			replies = append(replies, v)
+		}
+	}
+	for i, r := range replies {
 		// A grant to a waiter of this Locker is known here before its
 		// announcement arrives: tell the waiter now.
-		if v, cerr := c.Slice(); cerr == nil && len(v) == 3 && i < len(keys) {
+		if v, ok := r.([]any); ok && len(v) == 3 && i < len(keys) {
 			tok, _ := v[1].(string)
 			f, _ := v[2].(string)
 			if fence, perr := strconv.ParseUint(f, 10, 64); perr == nil && tok != "" {
@@ -343,6 +398,7 @@ func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) {
 			}
 		}
 	}
+	return failed
 }
 
 // granted passes a grant Redis made to one of this Locker's tickets to

@@ -1,7 +1,10 @@
 package redislock_test
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +80,66 @@ func BenchmarkUncontendedReplicasAck(b *testing.B) {
 			b.ReportMetric(float64(rt.n.Load()-start)/float64(b.N), "roundtrips/op")
 		})
 	}
+}
+
+// BenchmarkUncontendedInList: acquire+release of 10 free keys in one
+// lease (a statement's IN list), with rules that do not fence writes (the
+// fast path's strings), that do (the acquire script's hashes), and half
+// of each; also reports the script calls and the Redis server's CPU per
+// operation (INFO cpu).
+func BenchmarkUncontendedInList(b *testing.B) {
+	for _, mix := range []string{"fast", "fenced", "mixed"} {
+		b.Run(mix, func(b *testing.B) {
+			bed := testbed.Get(b)
+			rdb := newClient(b, bed.RedisAddr)
+			calls := &scriptCalls{}
+			rdb.AddHook(calls)
+			l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
+			defer l.Close()
+			locktest.WarmUp(b, l)
+			ctx := context.Background()
+			var keys []lockmgr.Key
+			for i := range 10 {
+				fenced := mix == "fenced" || mix == "mixed" && i%2 == 0
+				keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("in%d", i), Rule: "r", NoHandoff: fenced})
+			}
+			owner := locktest.Owner("bench")
+			cpu0 := redisCPU(b, rdb)
+			calls.on.Store(true)
+			b.ResetTimer()
+			for range b.N {
+				lease, err := l.Acquire(ctx, owner, keys)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			calls.on.Store(false)
+			b.ReportMetric(float64(calls.n.Load())/float64(b.N), "scripts/op")
+			b.ReportMetric((redisCPU(b, rdb)-cpu0)*1e6/float64(b.N), "redis-µs/op")
+		})
+	}
+}
+
+// redisCPU is the Redis server's CPU time so far, in seconds.
+func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if ok && (name == "used_cpu_sys" || name == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += f
+		}
+	}
+	return total
 }

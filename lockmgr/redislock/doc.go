@@ -80,9 +80,11 @@
 // pipeline without queueing (free.go: SET NX for the keys of rules
 // without a fence, the script for the others): one round trip takes
 // every key nobody contends, and only the others are waited for one by
-// one. Its release and its renewals are one pipeline for all its keys
-// too. (One call per key, not one script for all: on a Cluster each key
-// has its own slot.)
+// one.
+// Its release is one script call for all its keys (release_many.lua,
+// release.lua's function for each), and so is each renewal of it
+// (renew_many.lua); on a Cluster, where each key has its own slot, they
+// are one call per key, in one pipeline.
 //
 // Across sessions (batch.go): the releases that sessions of one Locker
 // make while another is on its way go together in the next pipeline, sent

@@ -1,6 +1,7 @@
 package redislock
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -52,8 +53,9 @@ func (l *Locker) renewBefore(h *leasebook.Held, until time.Time) {
 	})
 }
 
-// renew renews the keys of rs in one pipeline; false if the round trip
-// failed.
+// renew renews the keys of rs in one pipeline, each lease's in one call
+// (renew_many.lua; one per key on a Cluster, whose keys hash apart);
+// false if the round trip failed.
 func (l *Locker) renew(rs []leasebook.Renewal) bool {
 	type item struct {
 		r       leasebook.Renewal
@@ -78,12 +80,23 @@ func (l *Locker) renew(rs []leasebook.Renewal) bool {
 	ctx, cancel := leasebook.RenewCtx(l.ctx, rs, l.opt.OpTimeout)
 	defer cancel()
 	sent := time.Now()
+	_, cluster := l.rdb.(*redis.ClusterClient)
 	_, err := l.sc.pipelined(ctx, l.rdb, func(p redis.Pipeliner) []*redis.Cmd {
 		var all []*redis.Cmd
 		for i := range items {
 			it := &items[i]
 			h := it.r.H
 			it.cmds = it.cmds[:0]
+			if len(it.locks) > 1 && !cluster {
+				args := []any{h.Tok, l.opt.TTL.Milliseconds(), it.restore, it.r.Owner.ID(), it.r.Prio, l.woundChannel()}
+				for _, f := range it.r.Fences[:len(it.locks)] {
+					args = append(args, f)
+				}
+				c := l.sc.renewMany.EvalSha(ctx, p, it.locks, args...)
+				it.cmds = append(it.cmds, c)
+				all = append(all, c)
+				continue
+			}
 			for j, lk := range it.locks {
 				c := l.sc.renew.EvalSha(ctx, p, []string{lk}, h.Tok, l.opt.TTL.Milliseconds(),
 					it.restore, it.r.Owner.ID(), it.r.Prio, l.woundChannel(), it.r.Fences[j])
@@ -109,8 +122,8 @@ func (l *Locker) renew(rs []leasebook.Renewal) bool {
 func (l *Locker) renewed(h *leasebook.Held, n int, cmds []*redis.Cmd, until time.Time) {
 	m := l.ledger.Metrics()
 	lost, wounded, restored := false, false, false
-	for _, c := range cmds {
-		v, err := c.Int64()
+	for _, c := range renewReplies(n, cmds) {
+		v, err := c.v, c.err
 		switch {
 		case err != nil:
 			m.ObserveRenewals(lockmgr.RenewError, 1)
@@ -162,4 +175,32 @@ func (l *Locker) restoredAfterRelease(h *leasebook.Held) bool {
 		l.opt.Logger.Warn("could not delete a lock restored after its release; it expires with its ttl", zap.Error(err))
 	}
 	return true
+}
+
+// renewReply is one key's reply to a renewal: renew.lua's code, or why
+// there is none.
+type renewReply struct {
+	v   int64
+	err error
+}
+
+// renewReplies are the n keys' replies in cmds: one call per key, or one
+// of renew_many.lua for all of them.
+func renewReplies(n int, cmds []*redis.Cmd) []renewReply {
+	out := make([]renewReply, 0, n)
+	if n > 1 && len(cmds) == 1 {
+		vs, err := cmds[0].Int64Slice()
+		if err != nil || len(vs) != n {
+			return []renewReply{{err: cmp.Or(err, errRenewBad)}}
+		}
+		for _, v := range vs {
+			out = append(out, renewReply{v: v})
+		}
+		return out
+	}
+	for _, c := range cmds {
+		v, err := c.Int64()
+		out = append(out, renewReply{v: v, err: err})
+	}
+	return out
 }

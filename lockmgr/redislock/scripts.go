@@ -14,24 +14,32 @@ import (
 var (
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed release_many.lua
+	releaseManySrc string
 	//go:embed renew.lua
 	renewSrc string
+	//go:embed renew_many.lua
+	renewManySrc string
 	//go:embed keep.lua
 	keepSrc string
 )
 
-// scripts are the Lua scripts of one Locker.
+// scripts are the Lua scripts of one Locker. release gives back one
+// key, releaseMany several of one token (release_many.lua); renew and
+// renewMany likewise.
 type scripts struct {
-	acquire, release, renew, observe, keep *redis.Script
+	acquire, release, releaseMany, renew, renewMany, observe, keep *redis.Script
 }
 
 func newScripts() scripts {
 	return scripts{
-		acquire: redis.NewScript(grantscript.Source),
-		release: redis.NewScript(grantscript.FastForm + releaseSrc),
-		renew:   redis.NewScript(renewSrc),
-		observe: redis.NewScript(grantscript.ObserveSource),
-		keep:    redis.NewScript(keepSrc),
+		acquire:     redis.NewScript(grantscript.Source),
+		release:     redis.NewScript(grantscript.FastForm + releaseSrc + "return release(KEYS, ARGV)\n"),
+		releaseMany: redis.NewScript(grantscript.FastForm + releaseSrc + releaseManySrc),
+		renew:       redis.NewScript(renewSrc + "return renew(KEYS, ARGV)\n"),
+		renewMany:   redis.NewScript(renewSrc + renewManySrc),
+		observe:     redis.NewScript(grantscript.ObserveSource),
+		keep:        redis.NewScript(keepSrc),
 	}
 }
 
@@ -39,7 +47,7 @@ func newScripts() scripts {
 // so the first EVALSHA does not miss.
 func (s scripts) load(ctx context.Context, rdb redis.UniversalClient) error {
 	var errs []error
-	for _, sc := range []*redis.Script{s.acquire, s.release, s.renew, s.observe, s.keep} {
+	for _, sc := range []*redis.Script{s.acquire, s.release, s.releaseMany, s.renew, s.renewMany, s.observe, s.keep} {
 		errs = append(errs, sc.Load(ctx, rdb).Err())
 	}
 	return errors.Join(errs...)
