@@ -43,8 +43,9 @@ func keepsDiagnosticsIfOK(cmd byte) bool {
 // unless it fails gives them up in endKeepingCommand.
 func (r *routeState) beginCommand(cmd byte) {
 	r.diagPrev, r.readNow = r.diagReplica, false
+	r.lostPrev = r.diagLost
 	if !keepsDiagnostics(cmd) && !keepsDiagnosticsIfOK(cmd) {
-		r.diagReplica = false
+		r.diagReplica, r.diagLost = false, false
 	}
 }
 
@@ -53,7 +54,7 @@ func (r *routeState) beginCommand(cmd byte) {
 // diagnostics.
 func (r *routeState) endKeepingCommand(ok bool) {
 	if !ok {
-		r.diagReplica = false
+		r.diagReplica, r.diagLost = false, false
 	}
 }
 
@@ -118,6 +119,10 @@ func (x *statementRun) diagnosticsOnReplica() (served bool, err error) {
 // served there (diagnosticsOnReplica).
 func (x *statementRun) diagnosticsElsewhere() error {
 	s := x.s
+	if s.route.lostPrev && (diagnosticsOnly(x.r.an) || x.pl.readsDiag) {
+		return errorf(errDiagnosticsLost, "the warnings of the previous statement are lost: its rewrite read the row back "+
+			"on the same connection after the UPDATE changed nothing (rewrite's check), which replaced them")
+	}
 	if !s.route.diagPrev || s.route.replica.conn == nil || diagnosticsOnly(x.r.an) || !x.pl.readsDiag {
 		return nil
 	}

@@ -58,6 +58,11 @@ func (x *statementRun) answerGuarded(step rewriteStep, reply []byte) error {
 	b := s.be
 	v, err := b.queryValue(step.check)
 	s.status = b.status
+	if len(reply) > 0 && resultWarnings(reply, false) > 0 {
+		// The check replaced the UPDATE's warnings on the connection:
+		// what reads them next is refused (diagnosticsElsewhere).
+		s.route.diagLost = true
+	}
 	switch {
 	case err == errNoRow || err == nil && string(v) == "1":
 		s.be.oweRowCount(s.rwr.lastAffected) // the check, not the UPDATE, ran last

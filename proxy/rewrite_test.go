@@ -497,3 +497,97 @@ func TestUnpairedRejectLongData(t *testing.T) {
 		t.Errorf("stock %d, want 7", s)
 	}
 }
+
+// TestRewriteCheckWarnings: when a guarded UPDATE changed nothing and
+// warned, the rewrite's check (a read of the row on the same connection)
+// replaces its warnings there: SHOW WARNINGS or @@warning_count next is
+// refused with lockproxy's 1105, also after a statement that keeps the
+// area (SET @x) or a COM_PING, never answered with the check's empty
+// area, where MariaDB shows the UPDATE's warning. One that changed the
+// row (no check) shows its warnings as directly.
+func TestRewriteCheckWarnings(t *testing.T) {
+	b := newRewriteBed(t, rules.Rewrite{Column: "stock", Mode: "cas"}, "2147483647")
+	ctx := context.Background()
+	warnings := func(c *sql.Conn) ([]string, error) {
+		rows, err := c.QueryContext(ctx, "SHOW WARNINGS")
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var got []string
+		for rows.Next() {
+			var level, msg string
+			var code int
+			if err := rows.Scan(&level, &code, &msg); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, msg)
+		}
+		return got, rows.Err()
+	}
+	run := func(pool *sql.DB, between string) (affected int64, got []string, err error) {
+		c, cerr := pool.Conn(ctx)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		defer c.Close()
+		defer c.ExecContext(ctx, "ROLLBACK")
+		for _, q := range []string{"SET SESSION sql_mode = ''", "BEGIN", "SELECT stock FROM sku WHERE sku_id = 1"} {
+			rows, qerr := c.QueryContext(ctx, q)
+			if qerr != nil {
+				t.Fatal(q, qerr)
+			}
+			rows.Close()
+		}
+		// Out of range: stored as the INT's maximum, the value already there.
+		res, uerr := c.ExecContext(ctx, "UPDATE sku SET stock = 99999999999 WHERE sku_id = 1")
+		if uerr != nil {
+			t.Fatal(uerr)
+		}
+		affected, _ = res.RowsAffected()
+		switch between {
+		case "set":
+			if _, err := c.ExecContext(ctx, "SET @x = 1"); err != nil {
+				t.Fatal(err)
+			}
+		case "ping":
+			if err := c.PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err = warnings(c)
+		return affected, got, err
+	}
+	for _, between := range []string{"", "set", "ping"} {
+		n, direct, err := run(b.direct, between)
+		if err != nil || n != 0 || len(direct) != 1 {
+			t.Fatalf("directly: %d rows, warnings %v, %v; want 0 rows and the out-of-range warning", n, direct, err)
+		}
+		n, got, err := run(b.via, between)
+		var me *mysql.MySQLError
+		if n != 0 || !errors.As(err, &me) || me.Number != 1105 || !strings.HasPrefix(me.Message, "lockproxy: ") ||
+			!strings.Contains(me.Message, "lost") {
+			t.Errorf("after %q: %d rows, SHOW WARNINGS %v, %v; want lockproxy's 1105 (directly: %v)", between, n, got, err, direct)
+		}
+	}
+	if v := value(t, b.p.reg, "lockproxy_rewrites_total", "mode=cas,result=applied,rule=stock"); v == 0 {
+		t.Error("the UPDATE was not rewritten: the check never ran")
+	}
+	// A write that changed the row runs no check: its warnings stay.
+	testbed.MustExec(t, b.direct, "UPDATE sku SET stock = 5 WHERE sku_id = 1")
+	c, err := b.via.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, q := range []string{"SET SESSION sql_mode = ''", "BEGIN", "SELECT stock FROM sku WHERE sku_id = 1",
+		"UPDATE sku SET stock = 99999999999 WHERE sku_id = 1"} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	if got, err := warnings(c); err != nil || len(got) != 1 {
+		t.Errorf("after an UPDATE that changed the row: SHOW WARNINGS %v, %v; want its one warning", got, err)
+	}
+	_, _ = c.ExecContext(ctx, "ROLLBACK")
+}

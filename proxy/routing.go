@@ -526,6 +526,11 @@ type routeState struct {
 	// connection that served the one before, leaving its diagnostics
 	// area as it was (keepsReplicaDiagnostics).
 	diagReplica, diagPrev, replicaLeft, readNow, readKept bool
+	// diagLost: lockproxy ran a statement of its own after the client's
+	// last one on the same connection (a rewrite's check), which replaced
+	// that statement's warnings there; lostPrev is what it was before
+	// the command being served (beginCommand).
+	diagLost, lostPrev bool
 	// reached is the last GTID the replica reachedAt is known to have
 	// applied (MASTER_GTID_WAIT answers for the server, whichever
 	// connection asks).

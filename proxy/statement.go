@@ -146,6 +146,9 @@ func (x *statementRun) servePlanned() error {
 		return err
 	}
 	s.route.diagReplica = s.route.diagPrev && keepsReplicaDiagnostics(x.r.an, s.ex.lastOK, s.ex.raised)
+	if s.route.lostPrev && diagnosticsEffect(x.r.an, s.ex.lastOK, s.ex.raised) != diagClears {
+		s.route.diagLost = true // the area may still be the lost one's
+	}
 	s.rwr.finishRewrite(&s.ex, step, inTxn(s.status), s.srv.metrics)
 	s.track(x.r.an, x.pl)
 	s.rwr.dyn.apply(x.pl.dyn, s.ex.lastOK)

@@ -150,6 +150,10 @@ func (s *session) prepare(p []byte) error {
 	if st := s.prep.stmts[s.prep.lastPrepared]; s.route.diagPrev && st != nil {
 		s.route.diagReplica = diagnosticsOnly(st.an) || keepsReplicaDiagnostics(st.an, s.ex.lastOK, s.ex.raised)
 	}
+	if st := s.prep.stmts[s.prep.lastPrepared]; s.route.lostPrev && st != nil &&
+		(diagnosticsOnly(st.an) || diagnosticsEffect(st.an, s.ex.lastOK, s.ex.raised) != diagClears) {
+		s.route.diagLost = true
+	}
 	return nil
 }
 
