@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -328,22 +329,34 @@ func (l *Locker) releaseQueue(tok string, keys []lockmgr.Key, grant bool, stale 
 	}
 }
 
-// releaseManyQueue is releaseQueue's one call of release_many.lua.
+// manyKeys bounds the keys of one call of release_many.lua or
+// renew_many.lua: a script runs alone on the server, and a statement's
+// hundreds of keys in one call would hold every other client up for
+// that long; in calls of at most this many, the others' commands run in
+// between.
+const manyKeys = 64
+
+// releaseManyQueue is releaseQueue's calls of release_many.lua, one per
+// manyKeys keys.
 func (l *Locker) releaseManyQueue(tok string, keys []lockmgr.Key, lease any, stale []string) func(p redis.Pipeliner) []*redis.Cmd {
 	return func(p redis.Pipeliner) []*redis.Cmd {
-		names := make([]string, 0, 5*len(keys))
-		args := make([]any, 0, 5+len(stale)+6*len(keys))
-		args = append(args, tok, lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, len(stale))
-		for _, t := range stale {
-			args = append(args, t)
+		var cmds []*redis.Cmd
+		for part := range slices.Chunk(keys, manyKeys) {
+			names := make([]string, 0, 5*len(part))
+			args := make([]any, 0, 5+len(stale)+6*len(part))
+			args = append(args, tok, lease, l.relArgs.fenceTTL, l.relArgs.ticketTTL, len(stale))
+			for _, t := range stale {
+				args = append(args, t)
+			}
+			for _, k := range part {
+				n := l.names(k.Name)
+				names = append(names, n.lock, n.queue, n.expiry, n.fence, n.grants)
+				s, head, prio, owner, wound := l.releaseKeyArgs(tok, k, n)
+				args = append(args, n.channel, s, head, prio, owner, wound)
+			}
+			cmds = append(cmds, l.sc.releaseMany.EvalSha(context.Background(), p, names, args...))
 		}
-		for _, k := range keys {
-			n := l.names(k.Name)
-			names = append(names, n.lock, n.queue, n.expiry, n.fence, n.grants)
-			s, head, prio, owner, wound := l.releaseKeyArgs(tok, k, n)
-			args = append(args, n.channel, s, head, prio, owner, wound)
-		}
-		return []*redis.Cmd{l.sc.releaseMany.EvalSha(context.Background(), p, names, args...)}
+		return cmds
 	}
 }
 
@@ -366,26 +379,32 @@ func (l *Locker) releaseKeyArgs(tok string, k lockmgr.Key, n names) (s, head, pr
 	return s, head, prio, owner, wound
 }
 
-// afterRelease reads the replies of releaseQueue's calls for keys. It
-// returns the error of a key's release inside release_many.lua's one call
-// (each call's own is cmdsErr's).
+// afterRelease reads the replies of releaseQueue's calls for keys: one
+// per key, or of release_many.lua, one per manyKeys keys. It returns the
+// error of a key's release inside release_many.lua (each call's own is
+// cmdsErr's).
 func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) error {
 	dials := l.restart.dials.Load()
 	replies := make([]any, 0, len(keys))
 	var failed error
-	if len(cmds) == 1 && len(keys) > 1 {
-		// release_many.lua: one reply per key
-		replies, _ = cmds[0].Slice()
-		for _, r := range replies {
+	for i, c := range cmds {
+		v, _ := c.Result()
+		if len(cmds) == len(keys) {
+			replies = append(replies, v)
+			continue
+		}
+		// release_many.lua: one reply per key of its part, none when
+		// the call failed (the replies after stay at their keys)
+		part, _ := v.([]any)
+		if size := min(manyKeys, len(keys)-i*manyKeys); len(part) != size {
+			part = make([]any, size)
+		}
+		for _, r := range part {
 			if e, ok := r.(error); ok && failed == nil {
 				failed = e
 			}
 		}
-	} else {
-		for _, c := range cmds {
-			v, _ := c.Result()
-			replies = append(replies, v)
-		}
+		replies = append(replies, part...)
 	}
 	for i, r := range replies {
 		// A grant to a waiter of this Locker is known here before its

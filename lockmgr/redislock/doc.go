@@ -82,7 +82,8 @@
 // every key nobody contends, and only the others are waited for one by
 // one.
 // Its release is one script call for all its keys (release_many.lua,
-// release.lua's function for each), and so is each renewal of it
+// release.lua's function for each; one per 64 keys, so that no script
+// holds the server up for long), and so is each renewal of it
 // (renew_many.lua); on a Cluster, where each key has its own slot, they
 // are one call per key, in one pipeline.
 //

@@ -164,7 +164,8 @@ func (s *pipelineCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 }
 
 // TestRenewMany: a lease of several keys held past its TTL is renewed in
-// one script call per round (renew_many.lua), and every key stays held.
+// one script call per round (renew_many.lua) for each 64 of its keys,
+// and every key stays held.
 func TestRenewMany(t *testing.T) {
 	bed := testbed.Get(t)
 	pfx := prefix(t)
@@ -177,7 +178,7 @@ func TestRenewMany(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var keys []lockmgr.Key
-	for i := range 4 {
+	for i := range 70 {
 		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("renew%d", i), Rule: "r", NoHandoff: i%2 == 0})
 	}
 	lease, err := l.Acquire(ctx, locktest.Owner("holder"), keys)
@@ -194,8 +195,8 @@ func TestRenewMany(t *testing.T) {
 		t.Fatalf("no renewal in %v with a TTL of %v", 3*ttl, ttl)
 	}
 	for i, n := range per {
-		if n != 1 {
-			t.Errorf("renewal round %d of a 4-key lease made %d script calls, want 1 (rounds: %v)", i, n, per)
+		if n != 2 {
+			t.Errorf("renewal round %d of a 70-key lease made %d script calls, want 2 (rounds: %v)", i, n, per)
 		}
 	}
 	for _, k := range keys {
@@ -205,5 +206,41 @@ func TestRenewMany(t *testing.T) {
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseManyParts: a lease of 150 keys is released in three calls
+// (64, 64 and 22 keys), so no one script holds the server up for all of
+// them, and every key is gone.
+func TestReleaseManyParts(t *testing.T) {
+	bed := testbed.Get(t)
+	pfx := prefix(t)
+	rdb := newClient(t, bed.RedisAddr)
+	calls := &scriptCalls{}
+	rdb.AddHook(calls)
+	l := redislock.New(rdb, &redislock.Options{TTL: 5 * time.Second, Prefix: pfx})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var keys []lockmgr.Key
+	for i := range 150 {
+		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("part%d", i), Rule: "r", NoHandoff: i%3 == 0})
+	}
+	lease, err := l.Acquire(ctx, locktest.Owner("holder"), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.on.Store(true)
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls.on.Store(false)
+	if n := calls.n.Load(); n != 3 {
+		t.Errorf("the release of 150 keys made %d script calls, want 3", n)
+	}
+	for _, k := range keys {
+		if n := rdb.Exists(ctx, pfx+":{"+k.Name+"}").Val(); n != 0 {
+			t.Errorf("%s: lock left after the release", k.Name)
+		}
 	}
 }

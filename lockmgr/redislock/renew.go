@@ -1,7 +1,6 @@
 package redislock
 
 import (
-	"cmp"
 	"errors"
 	"time"
 
@@ -88,13 +87,16 @@ func (l *Locker) renew(rs []leasebook.Renewal) bool {
 			h := it.r.H
 			it.cmds = it.cmds[:0]
 			if len(it.locks) > 1 && !cluster {
-				args := []any{h.Tok, l.opt.TTL.Milliseconds(), it.restore, it.r.Owner.ID(), it.r.Prio, l.woundChannel()}
-				for _, f := range it.r.Fences[:len(it.locks)] {
-					args = append(args, f)
+				for at := 0; at < len(it.locks); at += manyKeys {
+					part := it.locks[at:min(at+manyKeys, len(it.locks))]
+					args := []any{h.Tok, l.opt.TTL.Milliseconds(), it.restore, it.r.Owner.ID(), it.r.Prio, l.woundChannel()}
+					for _, f := range it.r.Fences[at : at+len(part)] {
+						args = append(args, f)
+					}
+					c := l.sc.renewMany.EvalSha(ctx, p, part, args...)
+					it.cmds = append(it.cmds, c)
+					all = append(all, c)
 				}
-				c := l.sc.renewMany.EvalSha(ctx, p, it.locks, args...)
-				it.cmds = append(it.cmds, c)
-				all = append(all, c)
 				continue
 			}
 			for j, lk := range it.locks {
@@ -184,23 +186,26 @@ type renewReply struct {
 	err error
 }
 
-// renewReplies are the n keys' replies in cmds: one call per key, or one
-// of renew_many.lua for all of them.
+// renewReplies are the n keys' replies in cmds: one call per key, or of
+// renew_many.lua, one per manyKeys keys.
 func renewReplies(n int, cmds []*redis.Cmd) []renewReply {
 	out := make([]renewReply, 0, n)
-	if n > 1 && len(cmds) == 1 {
-		vs, err := cmds[0].Int64Slice()
-		if err != nil || len(vs) != n {
-			return []renewReply{{err: cmp.Or(err, errRenewBad)}}
+	for _, c := range cmds {
+		if len(cmds) == n {
+			v, err := c.Int64()
+			out = append(out, renewReply{v: v, err: err})
+			continue
+		}
+		vs, err := c.Int64Slice()
+		if err != nil {
+			return []renewReply{{err: err}}
 		}
 		for _, v := range vs {
 			out = append(out, renewReply{v: v})
 		}
-		return out
 	}
-	for _, c := range cmds {
-		v, err := c.Int64()
-		out = append(out, renewReply{v: v, err: err})
+	if len(out) != n {
+		return []renewReply{{err: errRenewBad}}
 	}
 	return out
 }
