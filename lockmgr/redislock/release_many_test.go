@@ -53,25 +53,14 @@ func (s *scriptCalls) count(c redis.Cmder) {
 // release fails (its lock key made a list) fails alone, as its own call
 // would: the release reports its error and the keys after it are gone.
 func TestReleaseMany(t *testing.T) {
-	bed := testbed.Get(t)
 	pfx := prefix(t)
-	rdb := newClient(t, bed.RedisAddr)
 	calls := &scriptCalls{}
-	rdb.AddHook(calls)
-	a := redislock.New(rdb, &redislock.Options{TTL: 3 * time.Second, Prefix: pfx})
-	defer a.Close()
-	b := newLockers(t, bed.RedisAddr, pfx, 1)[0]
+	a, rdb := hookedLocker(t, pfx, 3*time.Second, calls)
+	b := newLockers(t, testbed.Get(t).RedisAddr, pfx, 1)[0]
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var keys []lockmgr.Key
-	for i := range 8 {
-		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("many%d", i), Rule: "r", NoHandoff: i%2 == 0})
-	}
-	lease, err := a.Acquire(ctx, locktest.Owner("holder"), keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, lease := holdKeys(t, ctx, a, "many", 8, 2)
 	// many5's lock now belongs to another token, as after an expiry.
 	stolen := pfx + ":{many5}"
 	if err := rdb.Set(ctx, stolen, "5:other7:someone1:1:", time.Minute).Err(); err != nil {
@@ -167,26 +156,15 @@ func (s *pipelineCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // one script call per round (renew_many.lua) for each 64 of its keys,
 // and every key stays held.
 func TestRenewMany(t *testing.T) {
-	bed := testbed.Get(t)
 	pfx := prefix(t)
-	rdb := newClient(t, bed.RedisAddr)
 	calls := &pipelineCalls{}
-	rdb.AddHook(calls)
 	// Renewed every third of it: a lock is lost only if the machine stalls
 	// the renewals for two thirds of it (2 s), not merely slows them.
 	const ttl, hold = 3 * time.Second, 4 * time.Second
-	l := redislock.New(rdb, &redislock.Options{TTL: ttl, Prefix: pfx})
-	defer l.Close()
+	l, rdb := hookedLocker(t, pfx, ttl, calls)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var keys []lockmgr.Key
-	for i := range 70 {
-		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("renew%d", i), Rule: "r", NoHandoff: i%2 == 0})
-	}
-	lease, err := l.Acquire(ctx, locktest.Owner("holder"), keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, lease := holdKeys(t, ctx, l, "renew", 70, 2)
 	calls.on.Store(true)
 	time.Sleep(hold)
 	calls.on.Store(false)
@@ -215,23 +193,12 @@ func TestRenewMany(t *testing.T) {
 // (64, 64 and 22 keys), so no one script holds the server up for all of
 // them, and every key is gone.
 func TestReleaseManyParts(t *testing.T) {
-	bed := testbed.Get(t)
 	pfx := prefix(t)
-	rdb := newClient(t, bed.RedisAddr)
 	calls := &scriptCalls{}
-	rdb.AddHook(calls)
-	l := redislock.New(rdb, &redislock.Options{TTL: 5 * time.Second, Prefix: pfx})
-	defer l.Close()
+	l, rdb := hookedLocker(t, pfx, 5*time.Second, calls)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var keys []lockmgr.Key
-	for i := range 150 {
-		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("part%d", i), Rule: "r", NoHandoff: i%3 == 0})
-	}
-	lease, err := l.Acquire(ctx, locktest.Owner("holder"), keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, lease := holdKeys(t, ctx, l, "part", 150, 3)
 	calls.on.Store(true)
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -245,4 +212,31 @@ func TestReleaseManyParts(t *testing.T) {
 			t.Errorf("%s: lock left after the release", k.Name)
 		}
 	}
+}
+
+// hookedLocker is a Locker with prefix pfx on a client of its own with
+// hook added, and that client.
+func hookedLocker(t *testing.T, pfx string, ttl time.Duration, hook redis.Hook) (lockmgr.Locker, redis.UniversalClient) {
+	t.Helper()
+	rdb := newClient(t, testbed.Get(t).RedisAddr)
+	rdb.AddHook(hook)
+	l := redislock.New(rdb, &redislock.Options{TTL: ttl, Prefix: pfx})
+	t.Cleanup(func() { _ = l.Close() })
+	return l, rdb
+}
+
+// holdKeys acquires n keys, name0 and on, in one lease of one owner;
+// every fenced-th key's rule fences writes (the acquire script's hash),
+// the others' do not (the fast path's string).
+func holdKeys(t *testing.T, ctx context.Context, l lockmgr.Locker, name string, n, fenced int) ([]lockmgr.Key, *lockmgr.Lease) {
+	t.Helper()
+	var keys []lockmgr.Key
+	for i := range n {
+		keys = append(keys, lockmgr.Key{Name: fmt.Sprintf("%s%d", name, i), Rule: "r", NoHandoff: i%fenced == 0})
+	}
+	lease, err := l.Acquire(ctx, locktest.Owner("holder"), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys, lease
 }
