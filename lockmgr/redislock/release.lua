@@ -1,7 +1,8 @@
 -- Give a lock key back (compare-and-delete) and leave its wait queue.
 -- The function release does it for one key, with that key's KEYS and
--- ARGV (below); the script ends with a call of it for its own KEYS and
--- ARGV, or, for several keys at once, with release_many.lua's loop.
+-- ARGV (below); scripts.go ends the script with a call of it for the
+-- script's own KEYS and ARGV, or, for several keys at once, with
+-- release_many.lua's loop.
 -- Idempotent: a retried or stale release deletes nothing of anyone else.
 -- KEYS as the acquire script's: 1 lock (a hash, or the string a fast-path
 -- holder set, see below), 2 wait queue, 3 ticket expiry, 4 fence counter,

@@ -1,8 +1,8 @@
 -- Extend a held lock key if it is still ours; restore it if the server lost
 -- it (restart without persistence, failover) while our lease is still valid.
 -- The function renew does it for one key with its KEYS and ARGV (below);
--- the script ends with a call of it, or, for all keys of one lease at
--- once, with renew_many.lua's loop.
+-- scripts.go ends the script with a call of it, or, for the keys of one
+-- lease at once, with renew_many.lua's loop.
 -- KEYS[1] lock hash. ARGV: 1 tok, 2 ttl ms, 3 "1" if the holder's lease is
 -- still valid on its own clock (restore allowed), 4 owner id, 5 owner
 -- priority, 6 holder Locker's wound channel, 7 fence.
