@@ -385,39 +385,44 @@ func (l *Locker) releaseKeyArgs(tok string, k lockmgr.Key, n names) (s, head, pr
 // cmdsErr's).
 func (l *Locker) afterRelease(keys []lockmgr.Key, cmds []*redis.Cmd) error {
 	dials := l.restart.dials.Load()
-	replies := make([]any, 0, len(keys))
 	var failed error
-	for i, c := range cmds {
+	at := 0 // the key of the next reply
+	for _, c := range cmds {
 		v, _ := c.Result()
 		if len(cmds) == len(keys) {
-			replies = append(replies, v)
+			l.noteReleased(keys[at].Name, v, dials)
+			at++
 			continue
 		}
 		// release_many.lua: one reply per key of its part, none when
 		// the call failed (the replies after stay at their keys)
-		part, _ := v.([]any)
-		if size := min(manyKeys, len(keys)-i*manyKeys); len(part) != size {
-			part = make([]any, size)
-		}
-		for _, r := range part {
-			if e, ok := r.(error); ok && failed == nil {
-				failed = e
+		size := min(manyKeys, len(keys)-at)
+		if part, _ := v.([]any); len(part) == size {
+			for i, r := range part {
+				if e, ok := r.(error); ok && failed == nil {
+					failed = e
+				}
+				l.noteReleased(keys[at+i].Name, r, dials)
 			}
 		}
-		replies = append(replies, part...)
-	}
-	for i, r := range replies {
-		// A grant to a waiter of this Locker is known here before its
-		// announcement arrives: tell the waiter now.
-		if v, ok := r.([]any); ok && len(v) == 3 && i < len(keys) {
-			tok, _ := v[1].(string)
-			f, _ := v[2].(string)
-			if fence, perr := strconv.ParseUint(f, 10, 64); perr == nil && tok != "" {
-				l.granted(keys[i].Name, tok, leasebook.Grant{Fence: fence, Epoch: dials})
-			}
-		}
+		at += size
 	}
 	return failed
+}
+
+// noteReleased reads one key's reply of the release script: a grant to a
+// waiter of this Locker is known here before its announcement arrives,
+// and its waiter is told now.
+func (l *Locker) noteReleased(key string, reply any, dials uint64) {
+	v, ok := reply.([]any)
+	if !ok || len(v) != 3 {
+		return
+	}
+	tok, _ := v[1].(string)
+	f, _ := v[2].(string)
+	if fence, err := strconv.ParseUint(f, 10, 64); err == nil && tok != "" {
+		l.granted(key, tok, leasebook.Grant{Fence: fence, Epoch: dials})
+	}
 }
 
 // granted passes a grant Redis made to one of this Locker's tickets to

@@ -90,12 +90,8 @@ func BenchmarkUncontendedReplicasAck(b *testing.B) {
 func BenchmarkUncontendedInList(b *testing.B) {
 	for _, mix := range []string{"fast", "fenced", "mixed"} {
 		b.Run(mix, func(b *testing.B) {
-			bed := testbed.Get(b)
-			rdb := newClient(b, bed.RedisAddr)
 			calls := &scriptCalls{}
-			rdb.AddHook(calls)
-			l := redislock.New(rdb, &redislock.Options{TTL: 10 * time.Second, Prefix: prefix(b)})
-			defer l.Close()
+			l, rdb := hookedLocker(b, prefix(b), 10*time.Second, calls)
 			locktest.WarmUp(b, l)
 			ctx := context.Background()
 			var keys []lockmgr.Key

@@ -216,7 +216,7 @@ func TestReleaseManyParts(t *testing.T) {
 
 // hookedLocker is a Locker with prefix pfx on a client of its own with
 // hook added, and that client.
-func hookedLocker(t *testing.T, pfx string, ttl time.Duration, hook redis.Hook) (lockmgr.Locker, redis.UniversalClient) {
+func hookedLocker(t testing.TB, pfx string, ttl time.Duration, hook redis.Hook) (lockmgr.Locker, redis.UniversalClient) {
 	t.Helper()
 	rdb := newClient(t, testbed.Get(t).RedisAddr)
 	rdb.AddHook(hook)
